@@ -1,0 +1,137 @@
+# clockbench: one Makefile, explicit source lists, everything built into build/.
+# `make` builds the kernel; `make run` boots the ISO in QEMU; `make test` runs
+# every test. `make help` lists the targets.
+
+CROSS ?=
+ifeq ($(origin CC),default)
+CC := $(CROSS)gcc
+endif
+LD := $(CROSS)ld
+NASM ?= nasm
+HOSTCC ?= gcc
+PYTHON ?= /usr/bin/python3
+GRUB_MKRESCUE ?= grub-mkrescue
+
+BUILD := build
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+KERNEL := $(BUILD)/clockbench.elf
+ISO := $(BUILD)/clockbench.iso
+TEST_ISO := $(BUILD)/test/clockbench.iso
+HOST_LIB := $(BUILD)/host/libclockbench_host.so
+
+ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm
+
+# Pure logic: compiled for the kernel and, unchanged, for the host tests.
+LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c
+
+KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
+	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c \
+	drivers/uart.c drivers/vga_text.c
+
+# Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
+# ...), no libc, no red zone (exceptions arrive on the same stack). The image
+# is identity-mapped at 1 MiB, so the small code model fits it; -mcmodel=kernel
+# would need the image in the top 2 GiB of the address space.
+FREESTANDING := -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fno-pic -fno-pie \
+	-mno-red-zone -mcmodel=small -fno-asynchronous-unwind-tables -fno-omit-frame-pointer
+WARNINGS := -Wall -Wextra -Werror
+KERNEL_CFLAGS := -std=gnu11 -O2 -g $(FREESTANDING) $(WARNINGS) -MMD -MP -DCLOCKBENCH_VERSION='"$(VERSION)"'
+ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
+KERNEL_CFLAGS += --target=x86_64-unknown-none-elf
+endif
+LDFLAGS := -n -nostdlib -static -z max-page-size=0x1000 -z noexecstack -T linker.ld
+ifneq ($(shell $(LD) --help 2>/dev/null | grep -c no-warn-rwx-segments),0)
+LDFLAGS += --no-warn-rwx-segments
+endif
+NASMFLAGS := -f elf64 -g -I boot/
+
+HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined -fno-sanitize-recover=all
+
+KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o)
+
+.PHONY: all kernel iso run run-direct test test-host test-boot deps check-build-tools clean help
+
+all: kernel
+
+kernel: $(KERNEL)
+
+help:
+	@echo "make            build the kernel ($(KERNEL))"
+	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO))"
+	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
+	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
+	@echo "make test       host unit tests and QEMU boot tests"
+	@echo "make deps       install the Debian packages clockbench needs"
+	@echo "make clean      remove $(BUILD)/"
+	@echo "Variables: CROSS=x86_64-elf-  CC=clang  RUN_ARGS='--firmware uefi --accel tcg ...'"
+
+# A missing tool gets a message naming the Debian package; `make deps`
+# (run by `make run` and `make test`) installs them all.
+check-build-tools:
+	@command -v $(NASM) >/dev/null || { echo "error: $(NASM) not found: install the 'nasm' package (or run 'make deps')"; exit 1; }
+	@command -v $(CC) >/dev/null || { echo "error: $(CC) not found: install 'gcc' (or 'clang' for CC=clang, or a $(CROSS)gcc cross toolchain)"; exit 1; }
+	@command -v $(LD) >/dev/null || { echo "error: $(LD) not found: install 'binutils' (or a $(CROSS)binutils cross toolchain)"; exit 1; }
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/%.o: %.asm boot/constants.inc | check-build-tools
+	@mkdir -p $(dir $@)
+	$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -o $@ $<
+
+$(BUILD)/%.o: %.c | check-build-tools
+	@mkdir -p $(dir $@)
+	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
+
+$(KERNEL): $(KERNEL_OBJS) linker.ld
+	$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
+
+# The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
+# hybrid image that can be written raw to a USB stick. The tests' copy boots
+# the default entry with no menu delay.
+define make_iso
+	@command -v $(GRUB_MKRESCUE) >/dev/null || { echo "error: grub-mkrescue not found: install grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools (or run 'make deps')"; exit 1; }
+	rm -rf $(dir $(1))isodir
+	mkdir -p $(dir $(1))isodir/boot/grub
+	cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
+	sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))isodir/boot/grub/grub.cfg
+	$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
+endef
+
+iso: $(ISO)
+
+$(ISO): $(KERNEL) iso/grub.cfg
+	$(call make_iso,$@,5)
+
+$(TEST_ISO): $(KERNEL) iso/grub.cfg
+	@mkdir -p $(dir $@)
+	$(call make_iso,$@,0)
+
+# Host build of the pure logic, for the unit tests (ctypes).
+$(HOST_LIB): $(LOGIC_SRCS) tests/host/shim.c $(wildcard kernel/*.h)
+	@mkdir -p $(dir $@)
+	$(HOSTCC) $(HOST_CFLAGS) -o $@ $(LOGIC_SRCS) tests/host/shim.c
+
+RUN_ARGS ?=
+CLOCKBENCH := PYTHONPATH=tools $(PYTHON) -m clockbench
+
+run: deps $(ISO)
+	$(CLOCKBENCH) run --boot iso --iso $(ISO) $(RUN_ARGS)
+
+run-direct: deps $(KERNEL)
+	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
+
+test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB)
+	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+
+test-host: $(HOST_LIB)
+	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
+
+test-boot: $(KERNEL) $(TEST_ISO)
+	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(KERNEL_OBJS:.o=.d)

@@ -1,0 +1,171 @@
+; 32-bit entry from a Multiboot 1 or 2 loader: check for long mode, build the
+; boot page tables, switch to 64-bit mode and call kmain(magic, info).
+; Intel SDM vol. 3A, 9.8.5 "Initializing IA-32e Mode".
+%include "constants.inc"
+
+extern kmain
+extern run_finish_crashed
+
+global start32
+global boot_pml4, boot_pdpt, boot_pd
+
+section .bss
+align PAGE_SIZE
+boot_pml4:  resb PAGE_SIZE
+boot_pdpt:  resb PAGE_SIZE
+boot_pd:    resb PAGE_SIZE * BOOT_MAPPED_GIB
+boot_stack: resb BOOT_STACK_SIZE
+boot_stack_top:
+saved_magic: resd 1
+saved_info:  resd 1
+
+section .rodata
+align 8
+gdt64:
+    dq 0                                    ; null
+    dq 0x00209A0000000000                   ; 0x08: 64-bit code, present, ring 0
+    dq 0x0000920000000000                   ; 0x10: data, present, writable
+gdt64_end:
+gdt64_ptr:
+    dw gdt64_end - gdt64 - 1
+    dq gdt64
+
+no_lm_msg: db "clockbench: this CPU has no 64-bit long mode; nothing can run. Halting.", 13, 10, 0
+
+section .text
+bits 32
+start32:
+    cli
+    mov esp, boot_stack_top
+    mov [saved_magic], eax
+    mov [saved_info], ebx
+
+    ; CPUID is present when EFLAGS.ID can be toggled.
+    pushfd
+    pop eax
+    mov ecx, eax
+    xor eax, EFLAGS_ID
+    push eax
+    popfd
+    pushfd
+    pop eax
+    push ecx
+    popfd
+    cmp eax, ecx
+    je .no_long_mode
+
+    mov eax, CPUID_EXT_MAX
+    cpuid
+    cmp eax, CPUID_EXT_FEATURES
+    jb .no_long_mode
+    mov eax, CPUID_EXT_FEATURES
+    cpuid
+    test edx, CPUID_EXT_EDX_LM
+    jz .no_long_mode
+
+    ; PML4[0] -> PDPT; PDPT[0..3] -> four page directories of 2 MiB pages.
+    mov eax, boot_pdpt
+    or eax, PTE_PRESENT | PTE_WRITE
+    mov [boot_pml4], eax
+
+    xor ecx, ecx
+.fill_pdpt:
+    mov eax, ecx
+    shl eax, 12
+    add eax, boot_pd
+    or eax, PTE_PRESENT | PTE_WRITE
+    mov [boot_pdpt + ecx * 8], eax
+    inc ecx
+    cmp ecx, BOOT_MAPPED_GIB
+    jb .fill_pdpt
+
+    ; 2048 entries of 2 MiB cover 4 GiB; entries at or above the MMIO hole are
+    ; uncached (PCD|PWT) so device registers are never cached or combined.
+    xor ecx, ecx
+.fill_pd:
+    mov eax, ecx
+    shl eax, 21
+    mov edx, eax
+    or eax, PTE_PRESENT | PTE_WRITE | PTE_HUGE
+    cmp edx, MMIO_HOLE_START
+    jb .cached
+    or eax, PTE_PCD | PTE_PWT
+.cached:
+    mov [boot_pd + ecx * 8], eax
+    mov dword [boot_pd + ecx * 8 + 4], 0
+    inc ecx
+    cmp ecx, 512 * BOOT_MAPPED_GIB
+    jb .fill_pd
+
+    mov eax, boot_pml4
+    mov cr3, eax
+    mov eax, cr4
+    or eax, CR4_PAE
+    mov cr4, eax
+    mov ecx, MSR_EFER
+    rdmsr
+    or eax, EFER_LME
+    wrmsr
+    mov eax, cr0
+    or eax, CR0_PG | CR0_PE
+    mov cr0, eax
+
+    lgdt [gdt64_ptr]
+    jmp GDT_CODE64:long_mode
+
+.no_long_mode:
+    ; Bounded polled writes to COM1: if no UART is there, the bytes are lost, not waited on.
+    mov esi, no_lm_msg
+.next_char:
+    lodsb
+    test al, al
+    jz .give_up
+    mov bl, al
+    mov ecx, EARLY_TX_SPINS
+.wait_tx:
+    mov dx, COM1 + UART_LSR
+    in al, dx
+    test al, UART_LSR_THRE
+    jnz .send
+    loop .wait_tx
+.send:
+    mov al, bl
+    mov dx, COM1
+    out dx, al
+    jmp .next_char
+.give_up:
+    mov al, EXIT_NOTHING_RAN
+    out DEBUG_EXIT_PORT, al
+.halt32:
+    hlt
+    jmp .halt32
+
+bits 64
+long_mode:
+    mov ax, GDT_DATA
+    mov ds, ax
+    mov es, ax
+    mov ss, ax
+    xor ax, ax
+    mov fs, ax
+    mov gs, ax
+    mov rsp, boot_stack_top
+
+    ; SSE for the statistics code (doubles): CR0.EM off, MP on; CR4.OSFXSR, OSXMMEXCPT.
+    mov rax, cr0
+    and rax, ~CR0_EM
+    or rax, CR0_MP
+    mov cr0, rax
+    mov rax, cr4
+    or rax, CR4_OSFXSR | CR4_OSXMMEXCPT
+    mov cr4, rax
+
+    mov edi, [saved_magic]
+    mov esi, [saved_info]
+    call kmain
+    ; kmain ends the run itself; reaching here is our own bug.
+    call run_finish_crashed
+.halt64:
+    cli
+    hlt
+    jmp .halt64

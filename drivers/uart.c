@@ -1,0 +1,90 @@
+/* 16550 UART driver: PC16550D datasheet, "Register Description". Every wait
+   on the transmitter is bounded, so a missing or wedged UART costs at most a
+   few milliseconds and never hangs the run. */
+#include "uart.h"
+
+#include "../kernel/cpu.h"
+
+#define UART_RBR 0 /* receive buffer (read), transmit holding (write) */
+#define UART_THR 0
+#define UART_DLL 0 /* divisor latch low, with LCR.DLAB */
+#define UART_IER 1
+#define UART_DLM 1
+#define UART_FCR 2
+#define   UART_FCR_ENABLE_CLEAR 0xC7 /* FIFO on, both cleared, 14-byte trigger */
+#define UART_LCR 3
+#define   UART_LCR_8N1 0x03
+#define   UART_LCR_DLAB 0x80
+#define UART_MCR 4
+#define   UART_MCR_DTR_RTS_OUT2 0x0B
+#define   UART_MCR_LOOPBACK 0x10
+#define UART_LSR 5
+#define   UART_LSR_DATA_READY 0x01
+#define   UART_LSR_THRE 0x20
+#define   UART_LSR_TEMT 0x40
+#define UART_SCR 7
+
+#define UART_CLOCK_HZ 1843200u /* 1.8432 MHz crystal: divisor = 115200 / baud */
+#define UART_TX_SPINS 200000   /* about 0.2 s of port reads at ~1 us each, far above one character time */
+#define UART_MAX_TIMEOUTS 3
+
+bool uart_init(struct uart *u, uint16_t port, uint32_t baud)
+{
+    *u = (struct uart){.port = port, .baud = baud};
+    if (baud == 0 || baud > UART_CLOCK_HZ / 16)
+        return false;
+    outb(port + UART_SCR, 0xA5);
+    if (inb(port + UART_SCR) != 0xA5)
+        return false;
+    outb(port + UART_SCR, 0x5A);
+    if (inb(port + UART_SCR) != 0x5A)
+        return false;
+
+    uint32_t divisor = UART_CLOCK_HZ / 16 / baud;
+    outb(port + UART_IER, 0);
+    outb(port + UART_LCR, UART_LCR_DLAB);
+    outb(port + UART_DLL, (uint8_t)divisor);
+    outb(port + UART_DLM, (uint8_t)(divisor >> 8));
+    outb(port + UART_LCR, UART_LCR_8N1);
+    outb(port + UART_FCR, UART_FCR_ENABLE_CLEAR);
+
+    /* Loopback: a byte sent must come back, or this is not a working UART. */
+    outb(port + UART_MCR, UART_MCR_LOOPBACK | UART_MCR_DTR_RTS_OUT2);
+    outb(port + UART_THR, 0xAE);
+    bool echoed = false;
+    for (int i = 0; i < UART_TX_SPINS; i++) {
+        if (inb(port + UART_LSR) & UART_LSR_DATA_READY) {
+            echoed = inb(port + UART_RBR) == 0xAE;
+            break;
+        }
+    }
+    outb(port + UART_MCR, UART_MCR_DTR_RTS_OUT2);
+    u->present = echoed;
+    return echoed;
+}
+
+void uart_putc(struct uart *u, char c)
+{
+    if (!u->present || u->stuck)
+        return;
+    for (int i = 0; i < UART_TX_SPINS; i++) {
+        if (inb(u->port + UART_LSR) & UART_LSR_THRE) {
+            outb(u->port + UART_THR, (uint8_t)c);
+            return;
+        }
+        cpu_relax();
+    }
+    if (++u->timeouts >= UART_MAX_TIMEOUTS)
+        u->stuck = true;
+}
+
+void uart_drain(struct uart *u)
+{
+    if (!u->present || u->stuck)
+        return;
+    for (int i = 0; i < UART_TX_SPINS; i++) {
+        if (inb(u->port + UART_LSR) & UART_LSR_TEMT)
+            return;
+        cpu_relax();
+    }
+}

@@ -1,0 +1,81 @@
+/* Console: formats once, writes to every sink. */
+#include "console.h"
+
+#include <stdarg.h>
+
+#include "../drivers/uart.h"
+#include "../drivers/vga_text.h"
+#include "cmdline.h"
+#include "format.h"
+#include "string.h"
+
+#define VGA_TEXT_PHYS 0xB8000
+#define VGA_TEXT_COLS 80
+#define VGA_TEXT_ROWS 25
+
+static struct uart serial;
+static struct console_status status = {.screen = "none"};
+
+static uint16_t serial_port_from(const char *name, bool *none)
+{
+    static const uint16_t com[] = {0x3F8, 0x2F8, 0x3E8, 0x2E8};
+    *none = false;
+    if (!name)
+        return UART_COM1;
+    if (!strcmp(name, "none")) {
+        *none = true;
+        return 0;
+    }
+    if (!strncmp(name, "com", 3) && name[3] >= '1' && name[3] <= '4' && !name[4])
+        return com[name[3] - '1'];
+    uint64_t port;
+    if (cmdline_parse_u64(name, &port) && port > 0 && port <= 0xFFF8)
+        return (uint16_t)port;
+    return UART_COM1;
+}
+
+void console_init(const struct boot_info *bi)
+{
+    bool none;
+    uint16_t port = serial_port_from(cmdline_get(&boot_cmdline, "serial"), &none);
+    uint64_t baud = UART_DEFAULT_BAUD;
+    cmdline_get_u64(&boot_cmdline, "baud", &baud);
+    if (!none && uart_init(&serial, port, (uint32_t)baud)) {
+        status.serial = true;
+        status.serial_port = port;
+        status.serial_baud = (uint32_t)baud;
+    }
+    /* Text mode is what a BIOS boot leaves without a framebuffer tag; a
+       linear framebuffer (UEFI) needs the framebuffer console instead. */
+    if (!bi->fb.present || bi->fb.type == 2) {
+        vga_text_init(VGA_TEXT_PHYS, VGA_TEXT_COLS, VGA_TEXT_ROWS);
+        status.screen = "VGA text 80x25";
+    }
+}
+
+const struct console_status *console_status(void) { return &status; }
+
+void console_write(const char *s, unsigned long n)
+{
+    for (unsigned long i = 0; i < n; i++) {
+        if (s[i] == '\n')
+            uart_putc(&serial, '\r');
+        uart_putc(&serial, s[i]);
+        if (status.screen[0] == 'V')
+            vga_text_putc(s[i]);
+    }
+}
+
+void kprintf(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = fmt_vformat(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1)
+        n = sizeof buf - 1;
+    console_write(buf, (unsigned long)n);
+}
+
+void console_flush(void) { uart_drain(&serial); }

@@ -1,0 +1,27 @@
+/* Where the image's output goes: the serial port and the screen, the same
+   text to both. */
+#ifndef CLOCKBENCH_CONSOLE_H
+#define CLOCKBENCH_CONSOLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bootinfo.h"
+
+struct console_status {
+    bool serial;
+    uint16_t serial_port;
+    uint32_t serial_baud;
+    const char *screen; /* "VGA text" or "none" */
+};
+
+/* Opens the serial port named by serial= (com1..com4, a hex port or none)
+   and baud= on the command line, and the screen the loader left us. */
+void console_init(const struct boot_info *bi);
+const struct console_status *console_status(void);
+void console_write(const char *s, unsigned long n);
+void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Waits (bounded) until the serial port has sent everything. */
+void console_flush(void);
+
+#endif

@@ -1,0 +1,109 @@
+/* Inline accessors for privileged and timing instructions. They are static
+   inline on purpose: a call around a measured instruction would distort the
+   very cost being measured. Intel SDM vol. 2 for each instruction. */
+#ifndef CLOCKBENCH_CPU_H
+#define CLOCKBENCH_CPU_H
+
+#include <stdint.h>
+
+static inline void outb(uint16_t port, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outw(uint16_t port, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outl(uint16_t port, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
+static inline uint8_t inb(uint16_t port)
+{
+    uint8_t v;
+    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+static inline uint16_t inw(uint16_t port)
+{
+    uint16_t v;
+    __asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+static inline uint32_t inl(uint16_t port)
+{
+    uint32_t v;
+    __asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+
+struct cpuid_regs {
+    uint32_t eax, ebx, ecx, edx;
+};
+
+static inline struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
+{
+    struct cpuid_regs r;
+    __asm__ volatile("cpuid" : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx) : "a"(leaf), "c"(subleaf));
+    return r;
+}
+
+/* The TSC read variants (Intel SDM vol. 2B RDTSC/RDTSCP; vol. 3A 8.3 on
+   serialisation). Each is the whole read as it would be used. */
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t rdtscp(uint32_t *aux)
+{
+    uint32_t lo, hi, c;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(c));
+    if (aux)
+        *aux = c;
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t rdtsc_lfence(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t rdtsc_mfence(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("mfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t rdtsc_cpuid(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("push %%rbx; xor %%eax, %%eax; cpuid; pop %%rbx; rdtsc"
+                     : "=a"(lo), "=d"(hi)
+                     :
+                     : "rcx", "memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static inline void cpu_relax(void) { __asm__ volatile("pause"); }
+static inline void interrupts_off(void) { __asm__ volatile("cli" ::: "memory"); }
+static inline void cpu_halt(void) { __asm__ volatile("hlt"); }
+static inline void invlpg(uint64_t addr) { __asm__ volatile("invlpg (%0)" ::"r"(addr) : "memory"); }
+static inline uint64_t read_cr2(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr2, %0" : "=r"(v));
+    return v;
+}
+static inline uint64_t read_cr3(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
+    return v;
+}
+static inline void write_cr3(uint64_t v) { __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
+
+#endif

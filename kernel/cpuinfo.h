@@ -1,0 +1,14 @@
+/* Reads the CPUID leaves clockbench uses and decodes them once. */
+#ifndef CLOCKBENCH_CPUINFO_H
+#define CLOCKBENCH_CPUINFO_H
+
+#include "cpuid_decode.h"
+
+struct cpu_probe {
+    struct cpuid_leaf leaves[CPUID_LEAF_COUNT];
+    struct cpu_info info;
+};
+
+void cpuinfo_probe(struct cpu_probe *p);
+
+#endif

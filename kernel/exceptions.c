@@ -1,0 +1,93 @@
+/* IDT and exception reporting. Intel SDM vol. 3A, 6.3.1 (vector table) and
+   6.14.1 (64-bit IDT gate descriptors). */
+#include "exceptions.h"
+
+#include "console.h"
+#include "cpu.h"
+#include "finish.h"
+#include "probe.h"
+#include "record.h"
+
+#define IDT_GATE_INTERRUPT 0x8E /* present, ring 0, 64-bit interrupt gate */
+#define KERNEL_CS 0x08
+
+struct idt_gate {
+    uint16_t offset_low;
+    uint16_t selector;
+    uint8_t ist;
+    uint8_t type_attr;
+    uint16_t offset_mid;
+    uint32_t offset_high;
+    uint32_t reserved;
+} __attribute__((packed));
+_Static_assert(sizeof(struct idt_gate) == 16, "IDT gate is 16 bytes");
+
+struct idt_pointer {
+    uint16_t limit;
+    uint64_t base;
+} __attribute__((packed));
+
+extern const uint64_t exception_stubs[32];
+static struct idt_gate idt[32];
+
+static const char *const names[32] = {
+    "divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)", "breakpoint (#BP)",
+    "overflow (#OF)", "bound range exceeded (#BR)", "invalid opcode (#UD)", "device not available (#NM)",
+    "double fault (#DF)", "coprocessor segment overrun", "invalid TSS (#TS)", "segment not present (#NP)",
+    "stack-segment fault (#SS)", "general protection (#GP)", "page fault (#PF)", "reserved 15",
+    "x87 floating-point error (#MF)", "alignment check (#AC)", "machine check (#MC)", "SIMD floating-point (#XM)",
+    "virtualization (#VE)", "control protection (#CP)", "reserved 22", "reserved 23",
+    "reserved 24", "reserved 25", "reserved 26", "reserved 27",
+    "hypervisor injection (#HV)", "VMM communication (#VC)", "security (#SX)", "reserved 31",
+};
+
+const char *exception_name(uint64_t vector) { return vector < 32 ? names[vector] : "not an exception"; }
+
+void exceptions_init(void)
+{
+    for (int v = 0; v < 32; v++) {
+        uint64_t a = exception_stubs[v];
+        idt[v] = (struct idt_gate){
+            .offset_low = (uint16_t)a,
+            .selector = KERNEL_CS,
+            .type_attr = IDT_GATE_INTERRUPT,
+            .offset_mid = (uint16_t)(a >> 16),
+            .offset_high = (uint32_t)(a >> 32),
+        };
+    }
+    struct idt_pointer p = {sizeof idt - 1, (uint64_t)(uintptr_t)idt};
+    __asm__ volatile("lidt %0" ::"m"(p));
+}
+
+static int depth;
+
+void exception_dispatch(struct trap_frame *f)
+{
+    uint64_t cr2 = read_cr2();
+    probe_recover(f, cr2); /* returns only when no probe is armed */
+
+    if (depth++ > 0) {
+        /* A fault while reporting a fault: say nothing more, just end. */
+        run_finish(RUN_CRASHED);
+    }
+    kprintf("\nFAULT: CPU exception %llu: %s\n", (unsigned long long)f->vector, exception_name(f->vector));
+    kprintf("  error code 0x%llx  rip %016llx  cr2 %016llx  rflags %016llx\n", (unsigned long long)f->error_code,
+            (unsigned long long)f->rip, (unsigned long long)cr2, (unsigned long long)f->rflags);
+    kprintf("  rax %016llx rbx %016llx rcx %016llx rdx %016llx\n", (unsigned long long)f->rax,
+            (unsigned long long)f->rbx, (unsigned long long)f->rcx, (unsigned long long)f->rdx);
+    kprintf("  rsi %016llx rdi %016llx rbp %016llx rsp %016llx\n", (unsigned long long)f->rsi,
+            (unsigned long long)f->rdi, (unsigned long long)f->rbp, (unsigned long long)f->rsp);
+    kprintf("  r8  %016llx r9  %016llx r10 %016llx r11 %016llx\n", (unsigned long long)f->r8,
+            (unsigned long long)f->r9, (unsigned long long)f->r10, (unsigned long long)f->r11);
+    kprintf("  r12 %016llx r13 %016llx r14 %016llx r15 %016llx\n", (unsigned long long)f->r12,
+            (unsigned long long)f->r13, (unsigned long long)f->r14, (unsigned long long)f->r15);
+    struct record r;
+    record_begin(&r, "fault");
+    record_u64(&r, "vector", f->vector);
+    record_str(&r, "name", exception_name(f->vector));
+    record_u64(&r, "error_code", f->error_code);
+    record_hex(&r, "rip", f->rip);
+    record_hex(&r, "cr2", cr2);
+    kprintf("%s", record_end(&r));
+    run_finish(RUN_CRASHED);
+}

@@ -1,0 +1,114 @@
+/* The run: discover, then measure, then report. Interrupts stay off from
+   the first instruction to the last; nothing else runs. */
+#include <stdint.h>
+
+#include "bootinfo.h"
+#include "checks.h"
+#include "cmdline.h"
+#include "console.h"
+#include "cpu.h"
+#include "cpuinfo.h"
+#include "exceptions.h"
+#include "finish.h"
+#include "record.h"
+#include "string.h"
+
+#ifndef CLOCKBENCH_VERSION
+#define CLOCKBENCH_VERSION "unknown"
+#endif
+
+static struct boot_info boot;
+static struct cpu_probe cpu;
+
+static void print_banner(void)
+{
+    const struct console_status *cs = console_status();
+    const struct cpu_info *ci = &cpu.info;
+    kprintf("\nclockbench %s: time counters, measured with no OS in the way\n", CLOCKBENCH_VERSION);
+    kprintf("CPU:        %s, %s (family %u, model %u, stepping %u)\n", ci->vendor, ci->brand[0] ? ci->brand : "no brand string",
+            ci->family, ci->model, ci->stepping);
+    if (ci->hypervisor)
+        kprintf("Hypervisor: \"%s\" (CPUID leaf 0x40000000, max leaf 0x%x)\n", ci->hv_vendor, ci->max_hv_leaf);
+    else
+        kprintf("Hypervisor: none reported (CPUID.1:ECX[31] clear)\n");
+    kprintf("Boot:       %s via Multiboot %d, command line \"%s\"\n", boot.loader[0] ? boot.loader : "unnamed loader",
+            boot.protocol, boot.cmdline);
+    if (cs->serial)
+        kprintf("Console:    serial port 0x%x at %u baud, screen %s\n", cs->serial_port, cs->serial_baud, cs->screen);
+    else
+        kprintf("Console:    no serial port, screen %s\n", cs->screen);
+
+    struct record r;
+    record_begin(&r, "schema");
+    record_u64(&r, "version", RECORD_SCHEMA_VERSION);
+    record_str(&r, "tool", "clockbench");
+    record_str(&r, "build", CLOCKBENCH_VERSION);
+    kprintf("%s", record_end(&r));
+    record_begin(&r, "machine");
+    record_str(&r, "vendor", ci->vendor);
+    record_str(&r, "brand", ci->brand);
+    record_u64(&r, "family", ci->family);
+    record_u64(&r, "model", ci->model);
+    record_u64(&r, "stepping", ci->stepping);
+    if (ci->hypervisor)
+        record_str(&r, "hypervisor", ci->hv_vendor);
+    else
+        record_null(&r, "hypervisor");
+    record_str(&r, "loader", boot.loader);
+    record_u64(&r, "multiboot", (uint64_t)boot.protocol);
+    record_str(&r, "cmdline", boot.cmdline);
+    kprintf("%s", record_end(&r));
+}
+
+static void report_memory(void)
+{
+    uint64_t usable = 0;
+    for (int i = 0; i < boot.mem_count; i++)
+        if (boot.mem[i].type == MEM_AVAILABLE)
+            usable += boot.mem[i].length;
+    kprintf("Memory:     %llu MiB usable in %d map entries%s\n", (unsigned long long)(usable >> 20), boot.mem_count,
+            boot.mem_truncated ? " (map truncated)" : "");
+    if (boot.mem_count > 0 && usable > 0)
+        check_pass("boot memory map", "%d entries, %llu MiB usable", boot.mem_count, (unsigned long long)(usable >> 20));
+    else
+        check_fail("boot memory map", "the loader gave no usable memory map");
+}
+
+/* crash=ud2|pf|gp|de: a deliberate fault outside any probe, to prove the
+   exception report and the crash status. */
+static void maybe_crash(void)
+{
+    const char *how = cmdline_get(&boot_cmdline, "crash");
+    if (!how)
+        return;
+    kprintf("Deliberate fault requested: crash=%s\n", how);
+    if (!strcmp(how, "ud2"))
+        __asm__ volatile("ud2");
+    else if (!strcmp(how, "pf"))
+        (void)*(volatile uint64_t *)0x7FFF00000000ull; /* canonical but never mapped */
+    else if (!strcmp(how, "gp"))
+        (void)*(volatile uint64_t *)0x8000000000000000ull; /* non-canonical */
+    else if (!strcmp(how, "de")) {
+        uint32_t zero = 0;
+        __asm__ volatile("xor %%edx, %%edx; mov $1, %%eax; div %0" ::"r"(zero) : "eax", "edx");
+    } else
+        kprintf("crash=%s is not one of ud2, pf, gp, de; ignored\n", how);
+}
+
+void kmain(uint32_t magic, uint32_t info_addr)
+{
+    exceptions_init();
+    bool boot_ok = bootinfo_parse(magic, 0, info_addr, &boot);
+    cmdline_parse(&boot_cmdline, boot.cmdline);
+    console_init(&boot);
+    cpuinfo_probe(&cpu);
+    print_banner();
+    if (!boot_ok)
+        check_fail("boot information", "%s", boot.error);
+    if (boot_cmdline.truncated)
+        kprintf("Note: the command line was longer than %d characters or %d words; the rest was ignored\n",
+                CMDLINE_MAX_CHARS, CMDLINE_MAX_WORDS);
+    maybe_crash();
+    report_memory();
+    run_finish(checks_summary());
+}

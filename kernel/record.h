@@ -1,0 +1,40 @@
+/* Machine records: one JSON object per line behind the prefix "@cb ", the
+   schema written down in docs/output.md. A small builder so every record is
+   valid JSON whatever strings the firmware hands us. Pure. */
+#ifndef CLOCKBENCH_RECORD_H
+#define CLOCKBENCH_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RECORD_PREFIX "@cb "
+#define RECORD_SCHEMA_VERSION 1
+#define RECORD_MAX_CHARS 1536
+
+struct record {
+    char buf[RECORD_MAX_CHARS];
+    size_t len;
+    bool first;
+    bool overflow; /* the record was cut: it ends with "truncated":true */
+};
+
+void record_begin(struct record *r, const char *type);
+void record_str(struct record *r, const char *key, const char *value); /* NULL gives null */
+/* A string of at most n bytes that need not be NUL-terminated (firmware IDs). */
+void record_strn(struct record *r, const char *key, const char *value, size_t n);
+void record_u64(struct record *r, const char *key, uint64_t value);
+void record_i64(struct record *r, const char *key, int64_t value);
+void record_hex(struct record *r, const char *key, uint64_t value); /* "0x..." string */
+/* decimals digits after the point; NaN and infinities give null. */
+void record_f64(struct record *r, const char *key, double value, int decimals);
+void record_bool(struct record *r, const char *key, bool value);
+void record_null(struct record *r, const char *key);
+/* Starts "key":[ ... ] of numbers; close with record_array_end. */
+void record_array_begin(struct record *r, const char *key);
+void record_array_u64(struct record *r, uint64_t value);
+void record_array_end(struct record *r);
+/* Closes the object; returns the whole line including prefix and newline. */
+const char *record_end(struct record *r);
+
+#endif
