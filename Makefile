@@ -30,11 +30,12 @@ KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kern
 	drivers/uart.c drivers/vga_text.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
-# ...), no libc, no red zone (exceptions arrive on the same stack). The image
+# ...), no libc, no red zone (exceptions arrive on the same stack), and no
+# x87/SSE: all arithmetic is integer (see boot/entry.asm for why). The image
 # is identity-mapped at 1 MiB, so the small code model fits it; -mcmodel=kernel
 # would need the image in the top 2 GiB of the address space.
 FREESTANDING := -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fno-pic -fno-pie \
-	-mno-red-zone -mcmodel=small -fno-asynchronous-unwind-tables -fno-omit-frame-pointer
+	-mno-red-zone -mgeneral-regs-only -mcmodel=small -fno-asynchronous-unwind-tables -fno-omit-frame-pointer
 WARNINGS := -Wall -Wextra -Werror
 KERNEL_CFLAGS := -std=gnu11 -O2 -g $(FREESTANDING) $(WARNINGS) -MMD -MP -DCLOCKBENCH_VERSION='"$(VERSION)"'
 ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
@@ -76,11 +77,11 @@ check-build-tools:
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD)/%.o: %.asm boot/constants.inc | check-build-tools
+$(BUILD)/%.o: %.asm boot/constants.inc Makefile | check-build-tools
 	@mkdir -p $(dir $@)
 	$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -o $@ $<
 
-$(BUILD)/%.o: %.c | check-build-tools
+$(BUILD)/%.o: %.c Makefile | check-build-tools
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
 

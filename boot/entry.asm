@@ -151,14 +151,10 @@ long_mode:
     mov gs, ax
     mov rsp, boot_stack_top
 
-    ; SSE for the statistics code (doubles): CR0.EM off, MP on; CR4.OSFXSR, OSXMMEXCPT.
-    mov rax, cr0
-    and rax, ~CR0_EM
-    or rax, CR0_MP
-    mov cr0, rax
-    mov rax, cr4
-    or rax, CR4_OSFXSR | CR4_OSXMMEXCPT
-    mov cr4, rax
+    ; No x87/SSE is enabled or used: the kernel is built -mgeneral-regs-only
+    ; and does all arithmetic in integers (docs/output.md, "Numbers"). Some
+    ; hypervisors (KVM on PVM hosts, like our CI's) cannot run FPU or SSE
+    ; instructions in a guest like this one at all.
 
     mov edi, [saved_magic]
     mov esi, [saved_info]

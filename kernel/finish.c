@@ -4,8 +4,6 @@
 #include "console.h"
 #include "cpu.h"
 
-#define DEBUG_EXIT_PORT 0xF4
-
 const char *run_status_name(enum run_status s)
 {
     switch (s) {
@@ -22,7 +20,7 @@ void run_finish(enum run_status s)
     interrupts_off();
     kprintf("clockbench: run ended: %s (status %d). Halted; it is safe to power off.\n", run_status_name(s), (int)s);
     console_flush();
-    outb(DEBUG_EXIT_PORT, (uint8_t)s);
+    outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + s));
     for (;;)
         cpu_halt();
 }

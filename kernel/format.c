@@ -78,78 +78,6 @@ static void emit_integer(struct out *o, const struct spec *s, uint64_t mag, bool
     emit_number(o, s, prefix, digits, n);
 }
 
-/* Fixed-point rendering of a double: round to the precision, then print the
-   integer and fraction parts as integers. Magnitudes at or above 1e18 fall
-   back to digit extraction in floating point (exact enough for a report). */
-static void emit_double(struct out *o, const struct spec *s, double v)
-{
-    char digits[64];
-    int n = 0;
-    int prec = s->precision < 0 ? 6 : s->precision;
-    if (prec > 15)
-        prec = 15;
-    bool negative = v < 0 || (v == 0 && 1 / v < 0);
-    if (v != v) {
-        struct spec t = *s;
-        t.zero = false;
-        t.precision = -1;
-        emit_number(o, &t, "", "nan", 3);
-        return;
-    }
-    double mag = negative ? -v : v;
-    if (mag > 1.7e308) {
-        struct spec t = *s;
-        t.zero = false;
-        t.precision = -1;
-        emit_number(o, &t, negative ? "-" : s->plus ? "+" : "", "inf", 3);
-        return;
-    }
-    uint64_t scale = 1;
-    for (int i = 0; i < prec; i++)
-        scale *= 10;
-    if (mag < 1e18 / (double)scale) {
-        uint64_t scaled = (uint64_t)(mag * (double)scale + 0.5);
-        uint64_t ipart = scaled / scale, fpart = scaled % scale;
-        char rev[24];
-        int k = utoa_rev(ipart, 10, false, rev);
-        while (k > 0)
-            digits[n++] = rev[--k];
-        if (prec > 0) {
-            digits[n++] = '.';
-            for (int i = prec - 1; i >= 0; i--) {
-                digits[n + i] = (char)('0' + fpart % 10);
-                fpart /= 10;
-            }
-            n += prec;
-        }
-    } else {
-        double p = 1;
-        int k = 0;
-        while (mag / p >= 10 && k < 40) {
-            p *= 10;
-            k++;
-        }
-        for (; k >= 0; k--) {
-            int d = (int)(mag / p);
-            if (d > 9)
-                d = 9;
-            if (d < 0)
-                d = 0;
-            digits[n++] = (char)('0' + d);
-            mag -= d * p;
-            p /= 10;
-        }
-        if (prec > 0) {
-            digits[n++] = '.';
-            for (int i = 0; i < prec && n < (int)sizeof digits; i++)
-                digits[n++] = '0';
-        }
-    }
-    struct spec t = *s;
-    t.precision = -1;
-    emit_number(o, &t, negative ? "-" : s->plus ? "+" : s->space ? " " : "", digits, n);
-}
-
 int fmt_vformat(char *buf, size_t size, const char *fmt, va_list ap)
 {
     struct out o = {buf, size, 0};
@@ -273,9 +201,6 @@ int fmt_vformat(char *buf, size_t size, const char *fmt, va_list ap)
             emit_number(&o, &s, "", str, n);
             break;
         }
-        case 'f':
-            emit_double(&o, &s, va_arg(ap, double));
-            break;
         case '%':
             put(&o, '%');
             break;
@@ -300,4 +225,31 @@ int fmt_format(char *buf, size_t size, const char *fmt, ...)
     int n = fmt_vformat(buf, size, fmt, ap);
     va_end(ap);
     return n;
+}
+
+const char *fmt_fixed(char buf[FMT_FIXED_CHARS], int64_t value, unsigned scale_digits, unsigned show_digits)
+{
+    if (scale_digits > 18)
+        scale_digits = 18;
+    if (show_digits > scale_digits)
+        show_digits = scale_digits;
+    uint64_t scale = 1, drop = 1;
+    for (unsigned i = 0; i < scale_digits; i++)
+        scale *= 10;
+    for (unsigned i = show_digits; i < scale_digits; i++)
+        drop *= 10;
+    bool negative = value < 0;
+    uint64_t mag = negative ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    /* round half away from zero to the digits shown */
+    uint64_t rounded = mag / drop + (mag % drop >= (drop + 1) / 2 && drop > 1 ? 1 : 0);
+    uint64_t shown_scale = scale / drop;
+    uint64_t ipart = rounded / shown_scale, fpart = rounded % shown_scale;
+    if (rounded == 0)
+        negative = false;
+    if (show_digits == 0)
+        fmt_format(buf, FMT_FIXED_CHARS, "%s%llu", negative ? "-" : "", (unsigned long long)ipart);
+    else
+        fmt_format(buf, FMT_FIXED_CHARS, "%s%llu.%0*llu", negative ? "-" : "", (unsigned long long)ipart,
+                   (int)show_digits, (unsigned long long)fpart);
+    return buf;
 }

@@ -98,15 +98,11 @@ void record_hex(struct record *r, const char *k, uint64_t value)
     record_str(r, k, tmp);
 }
 
-void record_f64(struct record *r, const char *k, double value, int decimals)
+void record_fixed(struct record *r, const char *k, int64_t value, unsigned scale_digits)
 {
-    char tmp[64];
+    char tmp[FMT_FIXED_CHARS];
     key(r, k);
-    if (value != value || value > 1.7e308 || value < -1.7e308) {
-        raw_str(r, "null");
-        return;
-    }
-    raw(r, tmp, (size_t)fmt_format(tmp, sizeof tmp, "%.*f", decimals, value));
+    raw_str(r, fmt_fixed(tmp, value, scale_digits, scale_digits));
 }
 
 void record_bool(struct record *r, const char *k, bool value)

@@ -26,8 +26,8 @@ void record_strn(struct record *r, const char *key, const char *value, size_t n)
 void record_u64(struct record *r, const char *key, uint64_t value);
 void record_i64(struct record *r, const char *key, int64_t value);
 void record_hex(struct record *r, const char *key, uint64_t value); /* "0x..." string */
-/* decimals digits after the point; NaN and infinities give null. */
-void record_f64(struct record *r, const char *key, double value, int decimals);
+/* A fixed-point number: value / 10^scale_digits, printed exactly. */
+void record_fixed(struct record *r, const char *key, int64_t value, unsigned scale_digits);
 void record_bool(struct record *r, const char *key, bool value);
 void record_null(struct record *r, const char *key);
 /* Starts "key":[ ... ] of numbers; close with record_array_end. */

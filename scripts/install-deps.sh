@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages clockbench needs to build, boot and
+# test the image. Does nothing when they are all present. Uses apt-get as
+# root, through sudo otherwise; on a system without apt it names what to get.
+set -euo pipefail
+
+packages=(
+  make gcc binutils nasm                                # the kernel
+  grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
+  qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
+  python3 python3-pytest python3-numpy                   # the runner and the tests
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for tool in make gcc ld nasm grub-mkrescue xorriso mformat qemu-system-x86_64 python3; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  if ((${#missing[@]})); then
+    echo "clockbench: this system has no apt/dpkg; install the equivalents of: ${packages[*]}" >&2
+    echo "clockbench: missing commands: ${missing[*]}" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+
+echo "clockbench: installing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "clockbench: not root and no sudo: as root, run: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
