@@ -5,17 +5,28 @@
 
 #define RECORD_RESERVE 24 /* room kept for ,"truncated":true}\n */
 
-static void raw(struct record *r, const char *s, size_t n)
+/* Members keep RECORD_RESERVE bytes free so the closing text always fits. */
+static void raw_reserving(struct record *r, const char *s, size_t n, size_t reserve)
 {
     if (r->overflow)
         return;
-    if (r->len + n + RECORD_RESERVE >= sizeof r->buf) {
+    if (r->len + n + reserve >= sizeof r->buf) {
         r->overflow = true;
         return;
     }
     for (size_t i = 0; i < n; i++)
         r->buf[r->len++] = s[i];
     r->buf[r->len] = '\0';
+}
+
+static void raw(struct record *r, const char *s, size_t n) { raw_reserving(r, s, n, RECORD_RESERVE); }
+
+static void raw_closing(struct record *r, const char *s)
+{
+    size_t n = 0;
+    while (s[n])
+        n++;
+    raw_reserving(r, s, n, 0);
 }
 
 static void raw_str(struct record *r, const char *s)
@@ -168,9 +179,9 @@ const char *record_end(struct record *r)
         r->len = cut;
         r->overflow = false;
         while (depth_at_cut-- > 0)
-            raw(r, "]", 1);
-        raw_str(r, ",\"truncated\":true");
+            raw_closing(r, "]");
+        raw_closing(r, ",\"truncated\":true");
     }
-    raw_str(r, "}\n");
+    raw_closing(r, "}\n");
     return r->buf;
 }

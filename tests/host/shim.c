@@ -1,1 +1,113 @@
-/* placeholder */
+/* Host-side entry points for the unit tests (loaded with ctypes). They call
+   the kernel's pure logic unchanged and describe the results as JSON, built
+   with the kernel's own record builder, so Python needs no struct mirrors. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../kernel/bootinfo.h"
+#include "../../kernel/cmdline.h"
+#include "../../kernel/cpuid_decode.h"
+#include "../../kernel/format.h"
+#include "../../kernel/record.h"
+
+static struct record rec;
+
+static const char *finish(void)
+{
+    const char *line = record_end(&rec);
+    return line + strlen(RECORD_PREFIX);
+}
+
+const char *shim_cmdline(const char *text, const char *const *keys, int nkeys)
+{
+    static struct cmdline cl;
+    cmdline_parse(&cl, text);
+    record_begin(&rec, "cmdline");
+    record_u64(&rec, "count", (uint64_t)cl.count);
+    record_bool(&rec, "truncated", cl.truncated);
+    for (int i = 0; i < nkeys; i++)
+        record_str(&rec, keys[i], cmdline_get(&cl, keys[i]));
+    return finish();
+}
+
+/* -1 when absent or not a number, else the value (tests keep it < 2^63). */
+int shim_parse_u64(const char *s, uint64_t *out) { return cmdline_parse_u64(s, out) ? 1 : 0; }
+
+const char *shim_bootinfo(uint32_t magic, const uint8_t *mem, uint32_t info_addr)
+{
+    static struct boot_info bi;
+    bool ok = bootinfo_parse(magic, (uintptr_t)mem, info_addr, &bi);
+    record_begin(&rec, "bootinfo");
+    record_bool(&rec, "ok", ok);
+    record_str(&rec, "error", bi.error);
+    record_u64(&rec, "protocol", (uint64_t)bi.protocol);
+    record_str(&rec, "cmdline", bi.cmdline);
+    record_str(&rec, "loader", bi.loader);
+    record_bool(&rec, "mem_truncated", bi.mem_truncated);
+    record_array_begin(&rec, "mem");
+    for (int i = 0; i < bi.mem_count; i++) {
+        record_array_u64(&rec, bi.mem[i].base);
+        record_array_u64(&rec, bi.mem[i].length);
+        record_array_u64(&rec, bi.mem[i].type);
+    }
+    record_array_end(&rec);
+    record_bool(&rec, "rsdp_old", bi.rsdp_old_present);
+    record_bool(&rec, "rsdp_new", bi.rsdp_new_present);
+    record_u64(&rec, "rsdp_new_len", bi.rsdp_new_len);
+    record_strn(&rec, "rsdp_old_sig", (const char *)bi.rsdp_old, bi.rsdp_old_present ? 8 : 0);
+    record_bool(&rec, "fb", bi.fb.present);
+    if (bi.fb.present) {
+        record_u64(&rec, "fb_addr", bi.fb.addr);
+        record_u64(&rec, "fb_width", bi.fb.width);
+        record_u64(&rec, "fb_height", bi.fb.height);
+        record_u64(&rec, "fb_pitch", bi.fb.pitch);
+        record_u64(&rec, "fb_bpp", bi.fb.bpp);
+        record_u64(&rec, "fb_type", bi.fb.type);
+        record_u64(&rec, "fb_red_pos", bi.fb.red_pos);
+        record_u64(&rec, "fb_blue_size", bi.fb.blue_size);
+    }
+    return finish();
+}
+
+/* leaves: CPUID_LEAF_COUNT rows of {valid, eax, ebx, ecx, edx}. */
+const char *shim_cpuid_decode(const uint32_t *rows)
+{
+    struct cpuid_leaf l[CPUID_LEAF_COUNT];
+    static struct cpu_info ci;
+    for (int i = 0; i < CPUID_LEAF_COUNT; i++) {
+        const uint32_t *r = rows + 5 * i;
+        l[i] = (struct cpuid_leaf){cpuid_leaf_numbers[i], 0, r[0] != 0, r[1], r[2], r[3], r[4]};
+    }
+    cpuid_decode(l, &ci);
+    record_begin(&rec, "cpu");
+    record_str(&rec, "vendor", ci.vendor);
+    record_str(&rec, "brand", ci.brand);
+    record_str(&rec, "hv_vendor", ci.hv_vendor);
+    record_u64(&rec, "family", ci.family);
+    record_u64(&rec, "model", ci.model);
+    record_u64(&rec, "stepping", ci.stepping);
+    record_bool(&rec, "tsc", ci.tsc);
+    record_bool(&rec, "rdtscp", ci.rdtscp);
+    record_bool(&rec, "invariant_tsc", ci.invariant_tsc);
+    record_bool(&rec, "tsc_deadline", ci.tsc_deadline);
+    record_bool(&rec, "tsc_adjust", ci.tsc_adjust);
+    record_bool(&rec, "hypervisor", ci.hypervisor);
+    record_bool(&rec, "amd_like", ci.amd_like);
+    record_array_begin(&rec, "claim_hz");
+    for (int i = 0; i < ci.claim_count; i++)
+        record_array_u64(&rec, ci.claims[i].hz);
+    record_array_end(&rec);
+    for (int i = 0; i < ci.claim_count; i++) {
+        char key[64];
+        fmt_format(key, sizeof key, "%s/%s", ci.claims[i].source, ci.claims[i].what);
+        record_u64(&rec, key, ci.claims[i].hz);
+    }
+    return finish();
+}
+
+/* The record builder itself, driven step by step from Python. */
+struct record *shim_record_begin(const char *type)
+{
+    record_begin(&rec, type);
+    return &rec;
+}

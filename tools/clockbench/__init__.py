@@ -1,0 +1,1 @@
+"""Host-side companion of the clockbench image: boots it in QEMU and reads its output."""

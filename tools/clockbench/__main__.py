@@ -1,0 +1,75 @@
+"""clockbench command line: `python3 -m clockbench run ...` boots the image in QEMU."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import qemu
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = qemu.QemuConfig(
+        boot=args.boot,
+        kernel=Path(args.kernel),
+        iso=Path(args.iso),
+        firmware=args.firmware,
+        accel=args.accel,
+        machine=args.machine,
+        cpu=args.cpu,
+        smp=args.smp,
+        memory=args.memory,
+        append=args.append,
+        display=args.display,
+        extra=args.qemu_arg or [],
+    )
+    try:
+        accel, why = qemu.resolve_accel(cfg.accel)
+    except RuntimeError as e:
+        print(f"clockbench: {e}", file=sys.stderr)
+        return 2
+    cfg.accel = accel
+    what = f"{cfg.boot} boot ({cfg.iso if cfg.boot == 'iso' else cfg.kernel}), firmware {cfg.firmware}, machine {cfg.machine}"
+    print(f"clockbench: booting {what} under {why}", flush=True)
+    if cfg.boot == "iso" and accel == "kvm":
+        print("clockbench: note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path", flush=True)
+    try:
+        result = qemu.run(cfg, timeout=args.timeout, echo=qemu.main_echo)
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f"clockbench: {e}", file=sys.stderr)
+        return 2
+    if args.log:
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.log).write_text(result.output)
+    if result.stderr.strip():
+        sys.stderr.write(result.stderr)
+    print(f"\nclockbench: {result.describe()} after {result.seconds:.1f} s" + (f"; log in {args.log}" if args.log else ""))
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="clockbench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="boot the image in QEMU and show its report")
+    r.add_argument("--boot", choices=["iso", "direct"], default="iso")
+    r.add_argument("--kernel", default="build/clockbench.elf")
+    r.add_argument("--iso", default="build/clockbench.iso")
+    r.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios")
+    r.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto")
+    r.add_argument("--machine", choices=["q35", "pc"], default="q35")
+    r.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
+    r.add_argument("--smp", type=int, default=1)
+    r.add_argument("--memory", default="256M")
+    r.add_argument("--append", default="", help="kernel command line (direct boot only)")
+    r.add_argument("--display", action="store_true", help="open a QEMU window as well")
+    r.add_argument("--timeout", type=float, default=600, help="stop the run after this many seconds")
+    r.add_argument("--log", default="build/run.log", help="where to save the serial log")
+    r.add_argument("--qemu-arg", action="append", help="an extra QEMU argument (repeatable)")
+    r.set_defaults(func=cmd_run)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
