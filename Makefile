@@ -23,11 +23,12 @@ HOST_LIB := $(BUILD)/host/libclockbench_host.so
 ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm
 
 # Pure logic: compiled for the kernel and, unchanged, for the host tests.
-LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c
+LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c
 
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
-	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c \
-	drivers/uart.c drivers/vga_text.c
+	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
+	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
+	drivers/uart.c drivers/vga_text.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no

@@ -8,6 +8,7 @@
 #include "console.h"
 #include "cpu.h"
 #include "cpuinfo.h"
+#include "discover.h"
 #include "exceptions.h"
 #include "finish.h"
 #include "record.h"
@@ -110,5 +111,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
                 CMDLINE_MAX_CHARS, CMDLINE_MAX_WORDS);
     maybe_crash();
     report_memory();
+    discover_all(&boot, &cpu);
+    discover_report(&cpu);
     run_finish(checks_summary());
 }

@@ -1,0 +1,402 @@
+/* ACPI discovery (see acpi.h). Offsets: ACPI 6.5, 5.2.5.3 (RSDP), 5.2.6
+   (table header), 5.2.9 (FADT), 5.2.12 (MADT); IA-PC HPET 1.0a, Table 3
+   (HPET description table). */
+#include "acpi.h"
+
+#include <stdarg.h>
+
+#include "format.h"
+
+#define RSDP_V1_LEN 20
+#define RSDP_V2_MIN_LEN 36
+#define RSDP_OFF_OEMID 9
+#define RSDP_OFF_REVISION 15
+#define RSDP_OFF_RSDT 16
+#define RSDP_OFF_LENGTH 20
+#define RSDP_OFF_XSDT 24
+
+#define HDR_LEN 36
+#define HDR_OFF_LENGTH 4
+
+#define FADT_OFF_PM_TMR_BLK 76
+#define FADT_OFF_PM_TMR_LEN 91
+#define FADT_OFF_FLAGS 112
+#define   FADT_FLAG_TMR_VAL_EXT (1u << 8)
+#define   FADT_FLAG_HW_REDUCED (1u << 20)
+#define FADT_OFF_X_PM_TMR_BLK 208
+#define GAS_LEN 12
+
+#define HPET_OFF_BLOCK_ID 36
+#define HPET_OFF_BASE 40
+#define HPET_OFF_NUMBER 52
+#define HPET_OFF_MIN_TICK 53
+#define HPET_TABLE_LEN 56
+
+#define MADT_OFF_ENTRIES 44
+#define MADT_LOCAL_APIC 0
+#define MADT_LOCAL_X2APIC 9
+#define MADT_ENABLED (1u << 0)
+
+#define EBDA_SEGMENT_PTR 0x40E
+#define EBDA_SEARCH_LEN 1024
+#define BIOS_AREA_START 0xE0000
+#define BIOS_AREA_END 0x100000
+
+static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t ld32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32; }
+
+static bool sig_is(const uint8_t *p, const char *sig)
+{
+    for (int i = 0; sig[i]; i++)
+        if (p[i] != (uint8_t)sig[i])
+            return false;
+    return true;
+}
+
+uint8_t acpi_checksum(const uint8_t *p, uint32_t len)
+{
+    uint8_t sum = 0;
+    for (uint32_t i = 0; i < len; i++)
+        sum = (uint8_t)(sum + p[i]);
+    return sum;
+}
+
+__attribute__((format(printf, 2, 3))) static void say(struct acpi_info *a, const char *fmt, ...)
+{
+    if (a->message_count == ACPI_MAX_MESSAGES) {
+        a->messages_dropped = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fmt_vformat(a->messages[a->message_count++], ACPI_MESSAGE_CHARS, fmt, ap);
+    va_end(ap);
+}
+
+/* The latest message, kept as the reason a counter is missing. */
+static void reason_from_last(const struct acpi_info *a, char *dst)
+{
+    if (a->message_count == 0 || dst[0])
+        return;
+    const char *src = a->messages[a->message_count - 1];
+    int i = 0;
+    for (; src[i] && i < ACPI_MESSAGE_CHARS - 1; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+static void printable_sig(char out[5], const uint8_t *p)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (p[i] >= 0x20 && p[i] < 0x7F) ? (char)p[i] : '?';
+    out[4] = '\0';
+}
+
+static void read_gas(struct acpi_gas *g, const uint8_t *p)
+{
+    g->space_id = p[0];
+    g->bit_width = p[1];
+    g->bit_offset = p[2];
+    g->access_size = p[3];
+    g->address = ld64(p + 4);
+}
+
+/* An RSDP candidate: signature, the 20-byte checksum, and for revision 2+
+   the extended checksum over its stated length (ACPI 6.5, 5.2.5.3). */
+static bool rsdp_valid(struct acpi_info *a, const uint8_t *p, uint32_t avail, const char *where, bool quiet)
+{
+    if (avail < RSDP_V1_LEN || !sig_is(p, "RSD PTR ")) {
+        if (!quiet)
+            say(a, "RSDP from %s: no \"RSD PTR \" signature", where);
+        return false;
+    }
+    uint8_t sum = acpi_checksum(p, RSDP_V1_LEN);
+    if (sum) {
+        say(a, "RSDP from %s: checksum 0x%02x over 20 bytes, expected 0x00", where, sum);
+        return false;
+    }
+    if (p[RSDP_OFF_REVISION] >= 2) {
+        if (avail < RSDP_V2_MIN_LEN) {
+            say(a, "RSDP from %s: revision %u but only %u bytes", where, p[RSDP_OFF_REVISION], avail);
+            return false;
+        }
+        uint32_t len = ld32(p + RSDP_OFF_LENGTH);
+        if (len < RSDP_V2_MIN_LEN || len > avail) {
+            say(a, "RSDP from %s: length %u outside %u..%u", where, len, RSDP_V2_MIN_LEN, avail);
+            return false;
+        }
+        sum = acpi_checksum(p, len);
+        if (sum) {
+            say(a, "RSDP from %s: extended checksum 0x%02x, expected 0x00", where, sum);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void take_rsdp(struct acpi_info *a, const uint8_t *p, const char *source, uint64_t address)
+{
+    a->rsdp_found = true;
+    a->rsdp_source = source;
+    a->rsdp_address = address;
+    a->revision = p[RSDP_OFF_REVISION];
+    for (int i = 0; i < 6; i++)
+        a->oem_id[i] = (p[RSDP_OFF_OEMID + i] >= 0x20 && p[RSDP_OFF_OEMID + i] < 0x7F) ? (char)p[RSDP_OFF_OEMID + i] : '?';
+    a->oem_id[6] = '\0';
+}
+
+/* Scans [start, start+len) on 16-byte boundaries (ACPI 6.5, 5.2.5.1). */
+static const uint8_t *scan_rsdp(struct acpi_info *a, const struct acpi_mapper *m, uint64_t start, uint32_t len,
+                                const char *where, uint64_t *found_at)
+{
+    const char *why = "";
+    const uint8_t *base = m->map(m->ctx, start, len, &why);
+    if (!base) {
+        say(a, "RSDP search in %s skipped: %s", where, why);
+        return 0;
+    }
+    for (uint32_t off = 0; off + RSDP_V1_LEN <= len; off += 16) {
+        if (!sig_is(base + off, "RSD PTR "))
+            continue;
+        if (rsdp_valid(a, base + off, len - off, where, true)) {
+            *found_at = start + off;
+            return base + off;
+        }
+    }
+    return 0;
+}
+
+static const uint8_t *find_rsdp(struct acpi_info *a, const struct acpi_mapper *m, const uint8_t *tag_new,
+                                uint32_t tag_new_len, const uint8_t *tag_old)
+{
+    if (tag_new && rsdp_valid(a, tag_new, tag_new_len, "the multiboot2 ACPI 2.0+ tag", false)) {
+        take_rsdp(a, tag_new, "multiboot2 ACPI 2.0+ tag", 0);
+        return tag_new;
+    }
+    if (tag_old && rsdp_valid(a, tag_old, RSDP_V1_LEN, "the multiboot2 ACPI 1.0 tag", false)) {
+        take_rsdp(a, tag_old, "multiboot2 ACPI 1.0 tag", 0);
+        return tag_old;
+    }
+    uint64_t at = 0;
+    const char *why = "";
+    const uint8_t *ptr = m->map(m->ctx, EBDA_SEGMENT_PTR, 2, &why);
+    if (ptr) {
+        uint64_t ebda = (uint64_t)ld16(ptr) << 4;
+        /* The EBDA lives below 640 KiB; anything else is not an EBDA pointer. */
+        if (ebda >= 0x400 && ebda + EBDA_SEARCH_LEN <= 0xA0000) {
+            const uint8_t *p = scan_rsdp(a, m, ebda, EBDA_SEARCH_LEN, "the EBDA", &at);
+            if (p) {
+                take_rsdp(a, p, "EBDA", at);
+                return p;
+            }
+        }
+    }
+    const uint8_t *p = scan_rsdp(a, m, BIOS_AREA_START, BIOS_AREA_END - BIOS_AREA_START, "the BIOS area", &at);
+    if (p) {
+        take_rsdp(a, p, "BIOS area 0xE0000-0xFFFFF", at);
+        return p;
+    }
+    say(a, "no valid RSDP in the multiboot2 tags, the EBDA or 0xE0000-0xFFFFF");
+    return 0;
+}
+
+/* Maps a whole table after checking its header: signature (when expected
+   is given), length bounds, then checksum. NULL with a message otherwise. */
+static const uint8_t *map_table(struct acpi_info *a, const struct acpi_mapper *m, uint64_t addr, const char *expected,
+                                char sig_out[5], uint32_t *len_out)
+{
+    const char *why = "";
+    const uint8_t *h = m->map(m->ctx, addr, HDR_LEN, &why);
+    if (!h) {
+        say(a, "%s table at 0x%llx unreachable: %s", expected ? expected : "a", (unsigned long long)addr, why);
+        return 0;
+    }
+    char sig[5];
+    printable_sig(sig, h);
+    if (sig_out)
+        for (int i = 0; i < 5; i++)
+            sig_out[i] = sig[i];
+    if (expected && !sig_is(h, expected)) {
+        say(a, "table at 0x%llx has signature \"%s\", expected \"%s\"", (unsigned long long)addr, sig, expected);
+        return 0;
+    }
+    uint32_t len = ld32(h + HDR_OFF_LENGTH);
+    if (len < HDR_LEN || len > ACPI_MAX_TABLE_BYTES) {
+        say(a, "%s table at 0x%llx: length %u outside %u..%u", sig, (unsigned long long)addr, len, HDR_LEN,
+            ACPI_MAX_TABLE_BYTES);
+        return 0;
+    }
+    const uint8_t *t = m->map(m->ctx, addr, len, &why);
+    if (!t) {
+        say(a, "%s table at 0x%llx, %u bytes, unreachable: %s", sig, (unsigned long long)addr, len, why);
+        return 0;
+    }
+    uint8_t sum = acpi_checksum(t, len);
+    if (sum) {
+        say(a, "%s table checksum 0x%02x, expected 0x00 (at 0x%llx, %u bytes)", sig, sum, (unsigned long long)addr, len);
+        return 0;
+    }
+    if (len_out)
+        *len_out = len;
+    return t;
+}
+
+static void parse_fadt(struct acpi_info *a, const uint8_t *t, uint32_t len)
+{
+    if (len < FADT_OFF_FLAGS + 4) {
+        say(a, "FACP table: %u bytes, too short for the PM timer fields (needs %u)", len, FADT_OFF_FLAGS + 4);
+        return;
+    }
+    a->fadt_found = true;
+    uint32_t flags = ld32(t + FADT_OFF_FLAGS);
+    a->pm_timer_32bit = flags & FADT_FLAG_TMR_VAL_EXT;
+    a->hardware_reduced = flags & FADT_FLAG_HW_REDUCED;
+    a->pm_timer_len = t[FADT_OFF_PM_TMR_LEN];
+    struct acpi_gas x = {0};
+    if (len >= FADT_OFF_X_PM_TMR_BLK + GAS_LEN)
+        read_gas(&x, t + FADT_OFF_X_PM_TMR_BLK);
+    uint32_t legacy = ld32(t + FADT_OFF_PM_TMR_BLK);
+    if (x.address && (x.space_id == ACPI_GAS_IO || x.space_id == ACPI_GAS_MEMORY)) {
+        a->pm_timer = x;
+        a->pm_timer_field = "X_PM_TMR_BLK";
+    } else if (legacy) {
+        a->pm_timer = (struct acpi_gas){ACPI_GAS_IO, 32, 0, 3, legacy};
+        a->pm_timer_field = "PM_TMR_BLK";
+    } else {
+        say(a, "FACP table: no PM timer (PM_TMR_BLK and X_PM_TMR_BLK are 0%s)",
+            a->hardware_reduced ? ", hardware-reduced ACPI" : "");
+        return;
+    }
+    if (a->pm_timer_len != 4) {
+        say(a, "FACP table: PM_TMR_LEN is %u, not 4: no PM timer", a->pm_timer_len);
+        return;
+    }
+    a->pm_timer_found = true;
+}
+
+static void parse_hpet(struct acpi_info *a, const uint8_t *t, uint32_t len, uint64_t addr)
+{
+    if (len < HPET_TABLE_LEN) {
+        say(a, "HPET table at 0x%llx: %u bytes, expected at least %u", (unsigned long long)addr, len, HPET_TABLE_LEN);
+        return;
+    }
+    a->hpet_tables++;
+    if (a->hpet_found) {
+        say(a, "HPET table at 0x%llx: another HPET table (number %u); the first one is used", (unsigned long long)addr,
+            t[HPET_OFF_NUMBER]);
+        return;
+    }
+    a->hpet_found = true;
+    a->hpet_block_id = ld32(t + HPET_OFF_BLOCK_ID);
+    a->hpet_comparators = (uint8_t)(((a->hpet_block_id >> 8) & 0x1F) + 1);
+    a->hpet_64bit = a->hpet_block_id & (1u << 13);
+    read_gas(&a->hpet_base, t + HPET_OFF_BASE);
+    a->hpet_number = t[HPET_OFF_NUMBER];
+    a->hpet_min_tick = ld16(t + HPET_OFF_MIN_TICK);
+}
+
+static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
+{
+    a->madt_found = true;
+    for (uint32_t off = MADT_OFF_ENTRIES; off + 2 <= len;) {
+        uint8_t type = t[off], elen = t[off + 1];
+        if (elen < 2 || off + elen > len) {
+            say(a, "APIC table: entry at offset %u has bad length %u; the rest is ignored", off, elen);
+            break;
+        }
+        if (type == MADT_LOCAL_APIC && elen >= 8) {
+            a->cpus_listed++;
+            if (ld32(t + off + 4) & MADT_ENABLED)
+                a->cpus_enabled++;
+        } else if (type == MADT_LOCAL_X2APIC && elen >= 16) {
+            a->cpus_listed++;
+            if (ld32(t + off + 8) & MADT_ENABLED)
+                a->cpus_enabled++;
+        }
+        off += elen;
+    }
+}
+
+void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
+                   struct acpi_info *a)
+{
+    *a = (struct acpi_info){0};
+    const uint8_t *rsdp = find_rsdp(a, m, tag_new, tag_new_len, tag_old);
+    if (!rsdp)
+        return;
+
+    /* XSDT when revision >= 2 and its address is set; RSDT otherwise or when
+       the XSDT is unusable. */
+    const uint8_t *root = 0;
+    uint32_t root_len = 0;
+    unsigned entry_size = 4;
+    uint64_t xsdt = a->revision >= 2 ? ld64(rsdp + RSDP_OFF_XSDT) : 0;
+    if (xsdt) {
+        root = map_table(a, m, xsdt, "XSDT", 0, &root_len);
+        if (root) {
+            a->root_is_xsdt = true;
+            a->root_address = xsdt;
+            entry_size = 8;
+        } else {
+            say(a, "falling back from the XSDT to the RSDT");
+        }
+    }
+    if (!root) {
+        uint64_t rsdt = ld32(rsdp + RSDP_OFF_RSDT);
+        if (!rsdt) {
+            say(a, "RSDP gives no RSDT address");
+            return;
+        }
+        root = map_table(a, m, rsdt, "RSDT", 0, &root_len);
+        if (!root)
+            return;
+        a->root_address = rsdt;
+    }
+    a->root_found = true;
+
+    uint32_t entries = (root_len - HDR_LEN) / entry_size;
+    for (uint32_t i = 0; i < entries; i++) {
+        const uint8_t *e = root + HDR_LEN + i * entry_size;
+        uint64_t addr = entry_size == 8 ? ld64(e) : ld32(e);
+        if (!addr)
+            continue;
+        char sig[5] = "????";
+        uint32_t len = 0;
+        const uint8_t *t = map_table(a, m, addr, 0, sig, &len);
+        if (a->table_count < ACPI_MAX_TABLES) {
+            struct acpi_table_ref *ref = &a->tables[a->table_count++];
+            for (int k = 0; k < 5; k++)
+                ref->signature[k] = sig[k];
+            ref->address = addr;
+            ref->length = len;
+            ref->valid = t != 0;
+        }
+        if (!t) {
+            if (sig_is((const uint8_t *)sig, "HPET"))
+                reason_from_last(a, a->hpet_reason);
+            else if (sig_is((const uint8_t *)sig, "FACP"))
+                reason_from_last(a, a->pm_timer_reason);
+            continue;
+        }
+        if (sig_is(t, "FACP") && !a->fadt_found) {
+            parse_fadt(a, t, len);
+            if (!a->pm_timer_found)
+                reason_from_last(a, a->pm_timer_reason);
+        } else if (sig_is(t, "HPET")) {
+            parse_hpet(a, t, len, addr);
+            if (!a->hpet_found)
+                reason_from_last(a, a->hpet_reason);
+        }
+        else if (sig_is(t, "APIC") && !a->madt_found)
+            parse_madt(a, t, len);
+    }
+    if (!a->fadt_found) {
+        say(a, "no valid FACP (FADT) table, so no ACPI PM timer");
+        reason_from_last(a, a->pm_timer_reason);
+    }
+    if (!a->hpet_found) {
+        say(a, "no valid HPET table in the %s", a->root_is_xsdt ? "XSDT" : "RSDT");
+        reason_from_last(a, a->hpet_reason);
+    }
+}

@@ -1,0 +1,94 @@
+/* ACPI table discovery: RSDP, RSDT/XSDT, and the fields of FADT, HPET and
+   MADT that locate time counters. Pure: physical memory is reached through a
+   mapper, so the host tests and the fuzzer hand it crafted byte buffers.
+   ACPI 6.5, chapter 5.2; IA-PC HPET 1.0a, 3.2.4. Every table is checked
+   (signature, length, checksum) before any field is read, and every
+   rejection is kept as a message naming the table and the reason. */
+#ifndef CLOCKBENCH_ACPI_H
+#define CLOCKBENCH_ACPI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Returns a pointer to len readable bytes at physical address phys, or NULL
+   when that range cannot be reached (why says so). */
+struct acpi_mapper {
+    const void *(*map)(void *ctx, uint64_t phys, uint64_t len, const char **why);
+    void *ctx;
+};
+
+/* Generic Address Structure (ACPI 6.5, 5.2.3.2) */
+#define ACPI_GAS_MEMORY 0
+#define ACPI_GAS_IO 1
+struct acpi_gas {
+    uint8_t space_id, bit_width, bit_offset, access_size;
+    uint64_t address;
+};
+
+#define ACPI_MAX_TABLES 48
+#define ACPI_MAX_MESSAGES 12
+#define ACPI_MESSAGE_CHARS 112
+#define ACPI_MAX_TABLE_BYTES (4u << 20) /* larger claimed lengths are rejected as corrupt */
+
+struct acpi_table_ref {
+    char signature[5];
+    uint64_t address;
+    uint32_t length;
+    bool valid;
+};
+
+struct acpi_info {
+    /* RSDP */
+    bool rsdp_found;
+    const char *rsdp_source; /* "multiboot2 ACPI 2.0+ tag", "EBDA", "BIOS area 0xE0000-0xFFFFF", ... */
+    uint64_t rsdp_address;   /* 0 when it came as a copy in a boot tag */
+    uint8_t revision;
+    char oem_id[7];
+    /* Root table */
+    bool root_found;
+    bool root_is_xsdt;
+    uint64_t root_address;
+    struct acpi_table_ref tables[ACPI_MAX_TABLES];
+    int table_count;
+
+    /* FADT: the ACPI PM timer */
+    bool fadt_found;
+    bool pm_timer_found;
+    struct acpi_gas pm_timer;     /* from X_PM_TMR_BLK when set, else PM_TMR_BLK as I/O */
+    const char *pm_timer_field;   /* "X_PM_TMR_BLK" or "PM_TMR_BLK" */
+    uint8_t pm_timer_len;         /* PM_TMR_LEN, 4 when the timer is supported */
+    bool pm_timer_32bit;          /* FADT flags TMR_VAL_EXT (bit 8) */
+    bool hardware_reduced;        /* FADT flags HW_REDUCED_ACPI (bit 20): no PM timer */
+
+    /* HPET table */
+    bool hpet_found;
+    int hpet_tables;              /* valid HPET tables seen; the first is used */
+    struct acpi_gas hpet_base;
+    uint32_t hpet_block_id;       /* Event Timer Block ID */
+    uint8_t hpet_comparators;     /* from the block ID: bits 12:8, plus one */
+    bool hpet_64bit;              /* block ID bit 13 */
+    uint8_t hpet_number;
+    uint16_t hpet_min_tick;
+
+    /* MADT */
+    bool madt_found;
+    uint32_t cpus_enabled, cpus_listed;
+
+    /* Why a counter's table gave nothing: the first problem met, or "". */
+    char hpet_reason[ACPI_MESSAGE_CHARS];
+    char pm_timer_reason[ACPI_MESSAGE_CHARS];
+
+    char messages[ACPI_MAX_MESSAGES][ACPI_MESSAGE_CHARS];
+    int message_count;
+    bool messages_dropped;
+};
+
+/* The RSDP candidates from the Multiboot 2 tags (NULL/0 when absent) are
+   tried first, then the EBDA, then the BIOS area. */
+void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
+                   struct acpi_info *out);
+
+/* Sum of bytes modulo 256: 0 for a valid ACPI structure. */
+uint8_t acpi_checksum(const uint8_t *p, uint32_t len);
+
+#endif

@@ -1,0 +1,29 @@
+/* Discovery: find every counter from CPUID, the ACPI tables and the devices
+   themselves, verify each, and fill the counter table. */
+#ifndef CLOCKBENCH_DISCOVER_H
+#define CLOCKBENCH_DISCOVER_H
+
+#include "../drivers/hpet.h"
+#include "../drivers/pmtimer.h"
+#include "acpi.h"
+#include "bootinfo.h"
+#include "cpuinfo.h"
+#include "tsc.h"
+
+struct discovery {
+    struct acpi_info acpi;
+    bool acpi_faulted;
+    char acpi_fault[96];
+    struct hpet hpet;
+    struct hpet_comparator_result hpet_comparator;
+    struct pmtimer pm;
+    struct lfence_status lfence;
+};
+
+extern struct discovery discovered;
+
+void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu);
+/* The inventory section: lines for people, records for tools, checks. */
+void discover_report(const struct cpu_probe *cpu);
+
+#endif

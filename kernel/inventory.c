@@ -1,0 +1,242 @@
+/* The inventory section of the report: what was found, where, how wide,
+   at what claimed frequency, and why anything is missing. */
+#include "checks.h"
+#include "console.h"
+#include "counters.h"
+#include "discover.h"
+#include "format.h"
+#include "record.h"
+
+static const char *yes_no(bool b) { return b ? "yes" : "no"; }
+
+static void emit(struct record *r) { kprintf("%s", record_end(r)); }
+
+static void report_cpu(const struct cpu_probe *cpu)
+{
+    const struct cpu_info *ci = &cpu->info;
+    struct record r;
+    kprintf("\n== CPU time features (CPUID) ==\n");
+    kprintf("  TSC %s, RDTSCP %s, invariant TSC %s, TSC-deadline %s, TSC_ADJUST %s\n", yes_no(ci->tsc), yes_no(ci->rdtscp),
+            yes_no(ci->invariant_tsc), yes_no(ci->tsc_deadline), yes_no(ci->tsc_adjust));
+    kprintf("  Max leaves: standard 0x%x, extended 0x%x, hypervisor 0x%x\n", ci->max_leaf, ci->max_ext_leaf, ci->max_hv_leaf);
+    for (int i = 0; i < CPUID_LEAF_COUNT; i++) {
+        const struct cpuid_leaf *l = &cpu->leaves[i];
+        record_begin(&r, "cpuid");
+        record_hex(&r, "leaf", l->leaf);
+        record_u64(&r, "subleaf", l->subleaf);
+        record_bool(&r, "valid", l->valid);
+        record_hex(&r, "eax", l->eax);
+        record_hex(&r, "ebx", l->ebx);
+        record_hex(&r, "ecx", l->ecx);
+        record_hex(&r, "edx", l->edx);
+        emit(&r);
+    }
+    record_begin(&r, "cpu_features");
+    record_bool(&r, "tsc", ci->tsc);
+    record_bool(&r, "rdtscp", ci->rdtscp);
+    record_bool(&r, "invariant_tsc", ci->invariant_tsc);
+    record_bool(&r, "tsc_deadline", ci->tsc_deadline);
+    record_bool(&r, "tsc_adjust", ci->tsc_adjust);
+    record_bool(&r, "hypervisor", ci->hypervisor);
+    record_hex(&r, "max_leaf", ci->max_leaf);
+    record_hex(&r, "max_ext_leaf", ci->max_ext_leaf);
+    record_hex(&r, "max_hv_leaf", ci->max_hv_leaf);
+    record_str(&r, "lfence", discovered.lfence.state);
+    record_str(&r, "lfence_detail", discovered.lfence.detail);
+    emit(&r);
+
+    if (ci->claim_count == 0)
+        kprintf("  Claimed frequencies: none (no CPUID leaf 0x15, 0x16 or 0x40000010 states one)\n");
+    else
+        kprintf("  Claimed frequencies (stated by the CPU or hypervisor, not measured):\n");
+    for (int i = 0; i < ci->claim_count; i++) {
+        char f[FMT_FIXED_CHARS];
+        kprintf("    %-17s %-9s %17s MHz\n", ci->claims[i].source, ci->claims[i].what, fmt_fixed(f, (int64_t)ci->claims[i].hz, 6, 6));
+        record_begin(&r, "freq_claim");
+        record_str(&r, "source", ci->claims[i].source);
+        record_str(&r, "what", ci->claims[i].what);
+        record_u64(&r, "hz", ci->claims[i].hz);
+        emit(&r);
+    }
+    kprintf("  LFENCE: %s (%s)\n", discovered.lfence.state, discovered.lfence.detail);
+    kprintf("  TSC read variants:\n");
+    for (int i = 0; i < TSC_VARIANT_COUNT; i++) {
+        const struct tsc_variant *v = &tsc_variants[i];
+        kprintf("    %-13s %s%s\n", v->name, v->available ? "available" : "skipped: ", v->available ? "" : v->reason);
+        record_begin(&r, "tsc_variant");
+        record_str(&r, "name", v->name);
+        record_bool(&r, "available", v->available);
+        if (v->available)
+            record_null(&r, "reason");
+        else
+            record_str(&r, "reason", v->reason);
+        emit(&r);
+    }
+    if (!ci->invariant_tsc && ci->tsc)
+        kprintf("  Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states\n");
+}
+
+static void report_acpi(void)
+{
+    const struct acpi_info *a = &discovered.acpi;
+    struct record r;
+    kprintf("\n== ACPI tables ==\n");
+    if (a->rsdp_found) {
+        kprintf("  RSDP revision %u, OEM \"%s\", from the %s", a->revision, a->oem_id, a->rsdp_source);
+        if (a->rsdp_address)
+            kprintf(" at 0x%llx", (unsigned long long)a->rsdp_address);
+        kprintf("\n");
+    }
+    if (a->root_found)
+        kprintf("  %s at 0x%llx lists %d tables:\n", a->root_is_xsdt ? "XSDT" : "RSDT", (unsigned long long)a->root_address, a->table_count);
+    for (int i = 0; i < a->table_count; i++) {
+        const struct acpi_table_ref *t = &a->tables[i];
+        kprintf("    %-4s at 0x%-10llx %6u bytes  %s\n", t->signature, (unsigned long long)t->address, t->length,
+                t->valid ? "valid" : "REJECTED");
+        record_begin(&r, "acpi_table");
+        record_str(&r, "signature", t->signature);
+        record_hex(&r, "address", t->address);
+        record_u64(&r, "length", t->length);
+        record_bool(&r, "valid", t->valid);
+        emit(&r);
+    }
+    if (a->madt_found)
+        kprintf("  MADT: %u of %u processors enabled\n", a->cpus_enabled, a->cpus_listed);
+    for (int i = 0; i < a->message_count; i++) {
+        kprintf("  ACPI: %s\n", a->messages[i]);
+        record_begin(&r, "acpi_message");
+        record_str(&r, "text", a->messages[i]);
+        emit(&r);
+    }
+    if (a->messages_dropped)
+        kprintf("  ACPI: (more messages were dropped)\n");
+    if (discovered.acpi_faulted)
+        kprintf("  ACPI: reading the tables faulted: %s; the run goes on without them\n", discovered.acpi_fault);
+
+    record_begin(&r, "acpi");
+    record_bool(&r, "rsdp_found", a->rsdp_found);
+    record_str(&r, "rsdp_source", a->rsdp_found ? a->rsdp_source : 0);
+    record_u64(&r, "revision", a->revision);
+    record_str(&r, "oem_id", a->oem_id);
+    record_str(&r, "root", a->root_found ? (a->root_is_xsdt ? "XSDT" : "RSDT") : 0);
+    record_hex(&r, "root_address", a->root_address);
+    record_u64(&r, "tables", (uint64_t)a->table_count);
+    record_u64(&r, "hpet_tables", (uint64_t)a->hpet_tables);
+    if (a->madt_found) {
+        record_u64(&r, "cpus_enabled", a->cpus_enabled);
+        record_u64(&r, "cpus_listed", a->cpus_listed);
+    } else {
+        record_null(&r, "cpus_enabled");
+        record_null(&r, "cpus_listed");
+    }
+    record_bool(&r, "faulted", discovered.acpi_faulted);
+    emit(&r);
+
+    if (a->rsdp_found && a->root_found)
+        check_pass("ACPI tables", "RSDP revision %u from the %s, %s with %d tables", a->revision, a->rsdp_source,
+                   a->root_is_xsdt ? "XSDT" : "RSDT", a->table_count);
+    else if (!a->rsdp_found)
+        check_skip("ACPI tables", "no valid RSDP found (the machine may have ACPI disabled): no HPET or PM timer from ACPI");
+    else
+        check_skip("ACPI tables", "the RSDP gives no usable RSDT or XSDT: %s", a->message_count ? a->messages[a->message_count - 1] : "");
+}
+
+static void report_hpet(void)
+{
+    const struct acpi_info *a = &discovered.acpi;
+    const struct hpet *h = &discovered.hpet;
+    const struct hpet_comparator_result *c = &discovered.hpet_comparator;
+    struct record r;
+    if (a->hpet_found) {
+        kprintf("\n== HPET ==\n");
+        kprintf("  ACPI HPET table: base 0x%llx (%s space), block ID 0x%08x (%u comparators, %s), number %u, min tick %u\n",
+                (unsigned long long)a->hpet_base.address, a->hpet_base.space_id == ACPI_GAS_MEMORY ? "memory" : "other",
+                a->hpet_block_id, a->hpet_comparators, a->hpet_64bit ? "64-bit" : "32-bit", a->hpet_number, a->hpet_min_tick);
+    }
+    if (!h->base)
+        return;
+    kprintf("  Registers: revision %u, %u comparators, %s counter, legacy routing %s, vendor 0x%04x, period %u fs\n",
+            h->revision, h->comparators, h->counter_64bit ? "64-bit" : "32-bit", h->legacy_capable ? "capable" : "absent",
+            h->vendor, h->period_fs);
+    record_begin(&r, "hpet");
+    record_hex(&r, "base", h->base);
+    record_hex(&r, "capabilities", h->caps);
+    record_u64(&r, "revision", h->revision);
+    record_u64(&r, "comparators", h->comparators);
+    record_bool(&r, "counter_64bit", h->counter_64bit);
+    record_bool(&r, "legacy_capable", h->legacy_capable);
+    record_hex(&r, "vendor", h->vendor);
+    record_u64(&r, "period_fs", h->period_fs);
+    record_bool(&r, "oneshot_matched", c->matched);
+    record_u64(&r, "oneshot_late_ticks", c->late_ticks);
+    record_bool(&r, "periodic_tested", c->periodic_tested);
+    record_bool(&r, "periodic_ok", c->periodic_ok);
+    record_u64(&r, "periodic_asked_ticks", c->period_asked_ticks);
+    record_fixed(&r, "periodic_achieved_ticks", (int64_t)c->period_achieved_ticks_x1000, 3);
+    emit(&r);
+
+    char ns[FMT_FIXED_CHARS];
+    /* ticks * period_fs / 10^6 = ns; keep 3 decimals: ticks * period_fs / 1000 in ps */
+    if (c->matched) {
+        kprintf("  Comparator 0 one-shot: match seen %llu ticks (%s us) after the target\n", (unsigned long long)c->late_ticks,
+                fmt_fixed(ns, (int64_t)(c->late_ticks * h->period_fs / 1000000), 3, 3));
+        check_pass("HPET comparator one-shot", "match seen %llu ticks after the target", (unsigned long long)c->late_ticks);
+    } else {
+        check_fail("HPET comparator one-shot", "%s", c->note);
+    }
+    if (c->periodic_tested && c->periodic_ok) {
+        char got[FMT_FIXED_CHARS];
+        kprintf("  Comparator 0 periodic: asked every %llu ticks, observed %s ticks per period over 5 periods\n",
+                (unsigned long long)c->period_asked_ticks, fmt_fixed(got, (int64_t)c->period_achieved_ticks_x1000, 3, 1));
+        check_pass("HPET comparator periodic", "asked %llu ticks, observed %s", (unsigned long long)c->period_asked_ticks, got);
+    } else if (c->periodic_tested) {
+        check_fail("HPET comparator periodic", "%s", c->note);
+    } else if (c->matched) {
+        check_skip("HPET comparator periodic", "comparator 0 is not periodic-capable (Tn_PER_INT_CAP clear)");
+    }
+}
+
+static void report_counters(void)
+{
+    struct record r;
+    kprintf("\n== Inventory of time counters ==\n");
+    kprintf("  %-8s %-7s %5s %19s  %s\n", "counter", "state", "width", "nominal frequency", "source, access / reason");
+    for (int i = 0; i < COUNTER_COUNT; i++) {
+        const struct counter *c = &counters[i];
+        char f[FMT_FIXED_CHARS];
+        record_begin(&r, "counter");
+        record_str(&r, "name", c->name);
+        record_bool(&r, "present", c->present);
+        if (c->present) {
+            record_null(&r, "reason");
+            if (c->nominal_mhz)
+                record_fixed(&r, "nominal_hz", (int64_t)c->nominal_mhz, 3);
+            else
+                record_null(&r, "nominal_hz");
+            record_str(&r, "nominal_source", c->nominal_source);
+            record_u64(&r, "width_bits", c->width_bits);
+            record_str(&r, "access", c->access);
+            kprintf("  %-8s %-7s %5u %15s MHz  %s\n", c->name, "present", c->width_bits,
+                    c->nominal_mhz ? fmt_fixed(f, (int64_t)c->nominal_mhz, 9, 6) : "unknown", c->nominal_source);
+            kprintf("  %-8s %-7s %5s %19s  read by %s\n", "", "", "", "", c->access);
+            check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);
+        } else {
+            record_str(&r, "reason", c->reason);
+            record_null(&r, "nominal_hz");
+            record_null(&r, "nominal_source");
+            record_null(&r, "width_bits");
+            record_null(&r, "access");
+            kprintf("  %-8s %-7s  %s\n", c->name, "absent", c->reason);
+            check_skip(c->name, "%s", c->reason);
+        }
+        emit(&r);
+    }
+}
+
+void discover_report(const struct cpu_probe *cpu)
+{
+    report_cpu(cpu);
+    report_acpi();
+    report_hpet();
+    report_counters();
+}
