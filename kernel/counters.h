@@ -23,6 +23,9 @@ struct counter {
 
 extern struct counter counters[COUNTER_COUNT];
 
+static inline uint64_t counter_mask(unsigned width_bits) { return width_bits >= 64 ? ~0ull : (1ull << width_bits) - 1; }
+
+/* b - a for a counter that wraps at its width: correct across one wrap. */
 static inline uint64_t counter_delta(const struct counter *c, uint64_t a, uint64_t b) { return (b - a) & c->mask; }
 
 #endif

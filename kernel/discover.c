@@ -36,7 +36,7 @@ static void set_present(struct counter *c, unsigned width, uint64_t (*read)(void
     c->present = true;
     c->reason[0] = '\0';
     c->width_bits = width;
-    c->mask = width == 64 ? ~0ull : (1ull << width) - 1;
+    c->mask = counter_mask(width);
     c->read = read;
 }
 

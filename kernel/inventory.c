@@ -122,6 +122,18 @@ static void report_acpi(void)
     record_hex(&r, "root_address", a->root_address);
     record_u64(&r, "tables", (uint64_t)a->table_count);
     record_u64(&r, "hpet_tables", (uint64_t)a->hpet_tables);
+    if (a->hpet_found)
+        record_hex(&r, "hpet_base", a->hpet_base.address);
+    else
+        record_null(&r, "hpet_base");
+    if (a->pm_timer_found) {
+        record_str(&r, "pm_timer_space", a->pm_timer.space_id == ACPI_GAS_IO ? "io" : "memory");
+        record_hex(&r, "pm_timer_address", a->pm_timer.address);
+        record_str(&r, "pm_timer_field", a->pm_timer_field);
+        record_u64(&r, "pm_timer_bits", a->pm_timer_32bit ? 32 : 24);
+    } else {
+        record_null(&r, "pm_timer_address");
+    }
     if (a->madt_found) {
         record_u64(&r, "cpus_enabled", a->cpus_enabled);
         record_u64(&r, "cpus_listed", a->cpus_listed);

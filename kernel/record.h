@@ -10,7 +10,7 @@
 
 #define RECORD_PREFIX "@cb "
 #define RECORD_SCHEMA_VERSION 1
-#define RECORD_MAX_CHARS 1536
+#define RECORD_MAX_CHARS 2048
 
 struct record {
     char buf[RECORD_MAX_CHARS];

@@ -16,9 +16,12 @@ def load() -> ctypes.CDLL:
     lib.fmt_format.restype = ctypes.c_int
     lib.fmt_fixed.restype = ctypes.c_char_p
     lib.fmt_fixed.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_uint, ctypes.c_uint]
-    for name in ("shim_cmdline", "shim_bootinfo", "shim_cpuid_decode"):
+    for name in ("shim_cmdline", "shim_bootinfo", "shim_cpuid_decode", "shim_acpi"):
         getattr(lib, name).restype = ctypes.c_char_p
     lib.shim_bootinfo.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32]
+    lib.shim_acpi.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p]
+    lib.shim_counter_delta.restype = ctypes.c_uint64
+    lib.shim_counter_delta.argtypes = [ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint64]
     lib.shim_parse_u64.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
     lib.shim_record_begin.restype = ctypes.c_void_p
     lib.shim_record_begin.argtypes = [ctypes.c_char_p]

@@ -4,8 +4,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../kernel/acpi.h"
 #include "../../kernel/bootinfo.h"
 #include "../../kernel/cmdline.h"
+#include "../../kernel/counters.h"
 #include "../../kernel/cpuid_decode.h"
 #include "../../kernel/format.h"
 #include "../../kernel/record.h"
@@ -110,4 +112,72 @@ struct record *shim_record_begin(const char *type)
 {
     record_begin(&rec, type);
     return &rec;
+}
+
+/* ACPI discovery over a buffer that stands for physical memory
+   [base, base + len); anything outside it is unreachable. */
+struct buffer_memory {
+    const uint8_t *mem;
+    uint64_t base, len;
+};
+
+static const void *buffer_map(void *ctx, uint64_t phys, uint64_t len, const char **why)
+{
+    const struct buffer_memory *b = ctx;
+    if (phys < b->base || phys - b->base > b->len || len > b->len - (phys - b->base)) {
+        *why = "outside the test memory";
+        return 0;
+    }
+    return b->mem + (phys - b->base);
+}
+
+const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uint8_t *tag_new, uint32_t tag_new_len,
+                      const uint8_t *tag_old)
+{
+    static struct acpi_info a;
+    struct buffer_memory b = {mem, base, len};
+    struct acpi_mapper m = {buffer_map, &b};
+    acpi_discover(&m, tag_new, tag_new_len, tag_old, &a);
+    record_begin(&rec, "acpi");
+    record_bool(&rec, "rsdp_found", a.rsdp_found);
+    record_str(&rec, "rsdp_source", a.rsdp_found ? a.rsdp_source : 0);
+    record_u64(&rec, "rsdp_address", a.rsdp_address);
+    record_u64(&rec, "revision", a.revision);
+    record_str(&rec, "oem_id", a.oem_id);
+    record_bool(&rec, "root_found", a.root_found);
+    record_bool(&rec, "xsdt", a.root_is_xsdt);
+    record_u64(&rec, "table_count", (uint64_t)a.table_count);
+    record_bool(&rec, "fadt", a.fadt_found);
+    record_bool(&rec, "pm", a.pm_timer_found);
+    record_u64(&rec, "pm_space", a.pm_timer.space_id);
+    record_u64(&rec, "pm_address", a.pm_timer.address);
+    record_str(&rec, "pm_field", a.pm_timer_field);
+    record_bool(&rec, "pm_32bit", a.pm_timer_32bit);
+    record_str(&rec, "pm_reason", a.pm_timer_reason);
+    record_bool(&rec, "hpet", a.hpet_found);
+    record_u64(&rec, "hpet_tables", (uint64_t)a.hpet_tables);
+    record_u64(&rec, "hpet_space", a.hpet_base.space_id);
+    record_u64(&rec, "hpet_address", a.hpet_base.address);
+    record_u64(&rec, "hpet_block_id", a.hpet_block_id);
+    record_u64(&rec, "hpet_comparators", a.hpet_comparators);
+    record_bool(&rec, "hpet_64bit", a.hpet_64bit);
+    record_u64(&rec, "hpet_number", a.hpet_number);
+    record_u64(&rec, "hpet_min_tick", a.hpet_min_tick);
+    record_str(&rec, "hpet_reason", a.hpet_reason);
+    record_bool(&rec, "madt", a.madt_found);
+    record_u64(&rec, "cpus_enabled", a.cpus_enabled);
+    record_u64(&rec, "cpus_listed", a.cpus_listed);
+    record_u64(&rec, "messages", (uint64_t)a.message_count);
+    for (int i = 0; i < a.message_count; i++) {
+        char key[16];
+        fmt_format(key, sizeof key, "m%d", i);
+        record_str(&rec, key, a.messages[i]);
+    }
+    return finish();
+}
+
+uint64_t shim_counter_delta(unsigned width, uint64_t a, uint64_t b)
+{
+    struct counter c = {.mask = counter_mask(width)};
+    return counter_delta(&c, a, b);
 }

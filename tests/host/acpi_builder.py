@@ -1,0 +1,98 @@
+"""Builds ACPI tables as bytes (ACPI 6.5, 5.2; IA-PC HPET 1.0a, 3.2.4), for
+the parser's unit tests and as seeds for its fuzzer."""
+
+from __future__ import annotations
+
+import struct
+
+
+def checksum_fix(raw: bytearray, at: int, length: int | None = None) -> bytearray:
+    raw[at] = 0
+    raw[at] = (-sum(raw[: length or len(raw)])) & 0xFF
+    return raw
+
+
+def table(sig: bytes, body: bytes, revision: int = 1, oem: bytes = b"CLOCKB") -> bytearray:
+    length = 36 + len(body)
+    hdr = struct.pack("<4sIBB6s8sI4sI", sig, length, revision, 0, oem, b"TESTTBL ", 1, b"CBNC", 1)
+    return checksum_fix(bytearray(hdr + body), 9)
+
+
+def gas(space: int, address: int, width: int = 32) -> bytes:
+    return struct.pack("<BBBBQ", space, width, 0, 3 if width == 32 else 4, address)
+
+
+def fadt(pm_tmr_blk: int = 0x608, x_pm: bytes | None = None, flags: int = 0, pm_tmr_len: int = 4, length: int = 276) -> bytearray:
+    body = bytearray(length - 36)
+    struct.pack_into("<I", body, 76 - 36, pm_tmr_blk)
+    body[91 - 36] = pm_tmr_len
+    struct.pack_into("<I", body, 112 - 36, flags)
+    if x_pm is not None and length >= 220:
+        body[208 - 36:220 - 36] = x_pm
+    return table(b"FACP", bytes(body), revision=6 if length >= 244 else 1)
+
+
+def hpet(base: int = 0xFED00000, block_id: int = 0x8086A201, number: int = 0, min_tick: int = 0x80, space: int = 0) -> bytearray:
+    body = struct.pack("<I", block_id) + gas(space, base, 64) + struct.pack("<BHB", number, min_tick, 0)
+    return table(b"HPET", body)
+
+
+def madt(cpus: list[bool], x2apic: list[bool] = ()) -> bytearray:
+    body = struct.pack("<II", 0xFEE00000, 1)
+    for i, enabled in enumerate(cpus):
+        body += struct.pack("<BBBBI", 0, 8, i, i, 1 if enabled else 0)
+    for i, enabled in enumerate(x2apic):
+        body += struct.pack("<BBHIII", 9, 16, 0, 100 + i, 1 if enabled else 0, 100 + i)
+    return table(b"APIC", body)
+
+
+def rsdp(rsdt: int, xsdt: int | None = None, oem: bytes = b"CLOCKB") -> bytearray:
+    if xsdt is None:
+        raw = bytearray(struct.pack("<8sB6sBI", b"RSD PTR ", 0, oem, 0, rsdt))
+        return checksum_fix(raw, 8)
+    raw = bytearray(struct.pack("<8sB6sBIIQB3s", b"RSD PTR ", 0, oem, 2, rsdt, 36, xsdt, 0, b"\0\0\0"))
+    checksum_fix(raw, 8, 20)
+    return checksum_fix(raw, 32)
+
+
+class Memory:
+    """Physical memory as a bytearray at base; place() lays tables out."""
+
+    def __init__(self, base: int = 0, size: int = 0x100000):
+        self.base = base
+        self.data = bytearray(size)
+        self.cursor = base + 0x1000 if base else 0x1000
+
+    def put(self, addr: int, raw: bytes) -> int:
+        off = addr - self.base
+        self.data[off:off + len(raw)] = raw
+        return addr
+
+    def place(self, raw: bytes, align: int = 16) -> int:
+        self.cursor = (self.cursor + align - 1) // align * align
+        addr = self.put(self.cursor, raw)
+        self.cursor += len(raw)
+        return addr
+
+
+def root_table(addresses: list[int], xsdt: bool) -> bytearray:
+    if xsdt:
+        return table(b"XSDT", b"".join(struct.pack("<Q", a) for a in addresses))
+    return table(b"RSDT", b"".join(struct.pack("<I", a) for a in addresses))
+
+
+def standard_machine(xsdt: bool = True, tables: list[bytes] | None = None, where: str = "bios"):
+    """A memory image with RSDP in the BIOS area (or EBDA) and the given tables."""
+    mem = Memory(0, 0x100000)
+    if tables is None:
+        tables = [fadt(x_pm=gas(1, 0x608), flags=0), hpet(), madt([True, True, False])]
+    addrs = [mem.place(t) for t in tables]
+    rsdt_addr = mem.place(root_table(addrs, xsdt=False))
+    xsdt_addr = mem.place(root_table(addrs, xsdt=True)) if xsdt else None
+    ptr = rsdp(rsdt_addr, xsdt_addr)
+    if where == "ebda":
+        struct.pack_into("<H", mem.data, 0x40E, 0x9FC00 >> 4)
+        mem.put(0x9FC00 + 0x40, ptr)
+    else:
+        mem.put(0xF5A00, ptr)
+    return mem, ptr

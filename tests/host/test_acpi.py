@@ -1,0 +1,169 @@
+"""ACPI discovery on crafted tables: the good cases, every rejection, and
+that nothing is read before it is checked."""
+
+import struct
+
+import acpi_builder as ab
+from lib import as_json
+
+
+def discover(lib, mem: ab.Memory, tag_new: bytes | None = None, tag_old: bytes | None = None):
+    return as_json(lib.shim_acpi(bytes(mem.data), len(mem.data), mem.base, tag_new, len(tag_new or b""), tag_old))
+
+
+def messages(r):
+    return [r[f"m{i}"] for i in range(r["messages"])]
+
+
+def test_good_xsdt_machine(lib):
+    mem, _ = ab.standard_machine(xsdt=True)
+    r = discover(lib, mem)
+    assert r["rsdp_found"] and r["rsdp_source"] == "BIOS area 0xE0000-0xFFFFF" and r["rsdp_address"] == 0xF5A00
+    assert r["revision"] == 2 and r["oem_id"] == "CLOCKB"
+    assert r["root_found"] and r["xsdt"] and r["table_count"] == 3
+    assert r["pm"] and r["pm_space"] == 1 and r["pm_address"] == 0x608 and r["pm_field"] == "X_PM_TMR_BLK"
+    assert not r["pm_32bit"]
+    assert r["hpet"] and r["hpet_address"] == 0xFED00000 and r["hpet_space"] == 0
+    assert r["hpet_comparators"] == 3 and r["hpet_64bit"] and r["hpet_min_tick"] == 0x80
+    assert r["madt"] and r["cpus_enabled"] == 2 and r["cpus_listed"] == 3
+    assert messages(r) == []
+
+
+def test_rsdt_only_system(lib):
+    mem, _ = ab.standard_machine(xsdt=False)
+    r = discover(lib, mem)
+    assert r["revision"] == 0 and r["root_found"] and not r["xsdt"]
+    assert r["pm"] and r["hpet"] and r["madt"]
+
+
+def test_rsdp_in_ebda_is_found_first(lib):
+    mem, _ = ab.standard_machine(where="ebda")
+    r = discover(lib, mem)
+    assert r["rsdp_source"] == "EBDA" and r["rsdp_address"] == 0x9FC40
+
+
+def test_multiboot_tags_come_first_new_then_old(lib):
+    mem, ptr = ab.standard_machine(xsdt=True)
+    r = discover(lib, mem, tag_new=bytes(ptr))
+    assert r["rsdp_source"] == "multiboot2 ACPI 2.0+ tag" and r["rsdp_address"] == 0
+    old = ab.rsdp(struct.unpack_from("<I", ptr, 16)[0])
+    r = discover(lib, mem, tag_old=bytes(old))
+    assert r["rsdp_source"] == "multiboot2 ACPI 1.0 tag" and not r["xsdt"]
+    # a corrupt new tag is reported and the old one used
+    bad = bytearray(ptr)
+    bad[30] ^= 0xFF
+    r = discover(lib, mem, tag_new=bytes(bad), tag_old=bytes(old))
+    assert r["rsdp_source"] == "multiboot2 ACPI 1.0 tag"
+    assert any("extended checksum" in m for m in messages(r))
+
+
+def test_rsdp_with_bad_checksum_is_skipped_in_the_scan(lib):
+    mem, ptr = ab.standard_machine()
+    mem.data[0xF5A00 + 8] ^= 1  # break the 20-byte checksum
+    r = discover(lib, mem)
+    assert not r["rsdp_found"]
+    assert "no valid RSDP" in messages(r)[-1]
+    assert not r["hpet"] and not r["pm"]
+
+
+def test_bad_xsdt_falls_back_to_rsdt(lib):
+    mem, ptr = ab.standard_machine(xsdt=True)
+    xsdt = struct.unpack_from("<Q", ptr, 24)[0]
+    mem.data[xsdt + 36] ^= 0x55  # corrupt an entry: checksum fails
+    r = discover(lib, mem)
+    assert r["root_found"] and not r["xsdt"] and r["hpet"]
+    assert any(m.startswith("XSDT table checksum") for m in messages(r))
+    assert "falling back from the XSDT to the RSDT" in messages(r)
+
+
+def test_hpet_table_checksum_is_named(lib):
+    t = ab.hpet()
+    t[9] = (t[9] + 0x3C) & 0xFF  # sum of bytes is now 0x3c
+    mem, _ = ab.standard_machine(tables=[ab.fadt(), t])
+    r = discover(lib, mem)
+    assert not r["hpet"]
+    assert r["hpet_reason"].startswith("HPET table checksum 0x3c, expected 0x00")
+    assert r["pm"]  # the rest goes on
+
+
+def test_truncated_and_oversized_lengths(lib):
+    short = ab.hpet()
+    struct.pack_into("<I", short, 4, 20)  # below the header size
+    huge = ab.fadt()
+    struct.pack_into("<I", huge, 4, 0x7FFFFFFF)
+    mem, _ = ab.standard_machine(tables=[huge, short])
+    r = discover(lib, mem)
+    assert not r["hpet"] and not r["pm"]
+    assert "length 20 outside 36" in r["hpet_reason"]
+    assert "length 2147483647 outside" in r["pm_reason"]
+
+
+def test_hpet_table_too_short_for_its_fields(lib):
+    t = ab.table(b"HPET", bytes(10))
+    mem, _ = ab.standard_machine(tables=[t])
+    r = discover(lib, mem)
+    assert not r["hpet"] and "46 bytes, expected at least 56" in r["hpet_reason"]
+
+
+def test_table_pointing_outside_memory(lib):
+    mem = ab.Memory(0, 0x100000)
+    rsdt = mem.place(ab.root_table([0xFFFFF000], xsdt=False))
+    xsdt = mem.place(ab.root_table([0x10_0000_0000], xsdt=True))
+    mem.put(0xF5A00, ab.rsdp(rsdt, xsdt))
+    r = discover(lib, mem)
+    assert r["root_found"] and r["table_count"] == 1
+    assert any("unreachable: outside the test memory" in m for m in messages(r))
+
+
+def test_pm_timer_memory_space_and_32bit_flag(lib):
+    f = ab.fadt(pm_tmr_blk=0x608, x_pm=ab.gas(0, 0xFED80000), flags=1 << 8)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_space"] == 0 and r["pm_address"] == 0xFED80000 and r["pm_32bit"]
+
+
+def test_pm_timer_legacy_block_when_no_extended_field(lib):
+    f = ab.fadt(pm_tmr_blk=0xB008, length=116)  # ACPI 1.0 sized FADT
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_space"] == 1 and r["pm_address"] == 0xB008 and r["pm_field"] == "PM_TMR_BLK"
+
+
+def test_pm_timer_absent_or_bad_length(lib):
+    mem, _ = ab.standard_machine(tables=[ab.fadt(pm_tmr_blk=0, flags=1 << 20)])
+    r = discover(lib, mem)
+    assert not r["pm"] and "hardware-reduced" in r["pm_reason"]
+    mem, _ = ab.standard_machine(tables=[ab.fadt(pm_tmr_len=0)])
+    r = discover(lib, mem)
+    assert not r["pm"] and "PM_TMR_LEN is 0" in r["pm_reason"]
+
+
+def test_duplicate_hpet_tables_use_the_first(lib):
+    mem, _ = ab.standard_machine(tables=[ab.hpet(base=0xFED00000), ab.hpet(base=0xFED01000, number=1)])
+    r = discover(lib, mem)
+    assert r["hpet"] and r["hpet_tables"] == 2 and r["hpet_address"] == 0xFED00000
+    assert any("another HPET table" in m for m in messages(r))
+
+
+def test_madt_with_x2apic_and_a_broken_entry(lib):
+    m = ab.madt([True], x2apic=[True, False])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert r["cpus_enabled"] == 2 and r["cpus_listed"] == 3
+    bad = bytearray(m)
+    bad[44 + 1] = 0  # first entry length 0
+    mem, _ = ab.standard_machine(tables=[ab.checksum_fix(bad, 9)])
+    r = discover(lib, mem)
+    assert r["madt"] and r["cpus_listed"] == 0
+    assert any("bad length 0" in msg for msg in messages(r))
+
+
+def test_no_acpi_at_all(lib):
+    r = discover(lib, ab.Memory(0, 0x100000))
+    assert not r["rsdp_found"] and r["messages"] == 1
+
+
+def test_memory_smaller_than_the_bios_area(lib):
+    r = discover(lib, ab.Memory(0, 0x1000))
+    assert not r["rsdp_found"]
+    assert any("BIOS area skipped" in m for m in messages(r))
