@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import ctypes
 import json
+from fractions import Fraction
 import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB_PATH = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build")) / "host" / "libclockbench_host.so"
+
+
+class XF(ctypes.Structure):
+    _fields_ = [("m", ctypes.c_uint64), ("e", ctypes.c_int32), ("neg", ctypes.c_bool)]
+
+
+def xf_value(v) -> Fraction:
+    """An xf (struct, or [m, e + 2^32, neg] from a shim record) as an exact Fraction."""
+    if isinstance(v, list):
+        m, e, neg = v[0], v[1] - (1 << 32), v[2]
+    else:
+        m, e, neg = v.m, v.e, v.neg
+    f = Fraction(m) * (Fraction(2) ** e)
+    return -f if neg else f
 
 
 def load() -> ctypes.CDLL:
@@ -22,6 +37,25 @@ def load() -> ctypes.CDLL:
     lib.shim_acpi.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p]
     lib.shim_counter_delta.restype = ctypes.c_uint64
     lib.shim_counter_delta.argtypes = [ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint64]
+    for name in ("xf_from_u64", "xf_from_i64", "xf_add", "xf_sub", "xf_mul", "xf_div", "xf_sqrt", "xf_neg", "xf_abs", "xf_pow10", "shim_xf_from_parts"):
+        getattr(lib, name).restype = XF
+    lib.xf_from_u64.argtypes = [ctypes.c_uint64]
+    lib.xf_from_i64.argtypes = [ctypes.c_int64]
+    lib.shim_xf_from_parts.argtypes = [ctypes.c_int64, ctypes.c_uint64]
+    for name in ("xf_add", "xf_sub", "xf_mul", "xf_div"):
+        getattr(lib, name).argtypes = [XF, XF]
+    for name in ("xf_sqrt", "xf_neg", "xf_abs"):
+        getattr(lib, name).argtypes = [XF]
+    lib.xf_pow10.argtypes = [ctypes.c_uint]
+    lib.xf_cmp.argtypes = [XF, XF]
+    lib.xf_to_fixed.restype = ctypes.c_int64
+    lib.xf_to_fixed.argtypes = [XF, ctypes.c_uint]
+    lib.shim_summary.restype = ctypes.c_char_p
+    lib.shim_summary.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    lib.shim_histogram.restype = ctypes.c_size_t
+    lib.shim_histogram.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    lib.shim_fit.restype = ctypes.c_char_p
+    lib.shim_fit.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.c_uint32]
     lib.shim_parse_u64.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
     lib.shim_record_begin.restype = ctypes.c_void_p
     lib.shim_record_begin.argtypes = [ctypes.c_char_p]

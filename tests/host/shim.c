@@ -9,8 +9,11 @@
 #include "../../kernel/cmdline.h"
 #include "../../kernel/counters.h"
 #include "../../kernel/cpuid_decode.h"
+#include "../../kernel/fit.h"
 #include "../../kernel/format.h"
 #include "../../kernel/record.h"
+#include "../../kernel/stats.h"
+#include "../../kernel/xf.h"
 
 static struct record rec;
 
@@ -180,4 +183,60 @@ uint64_t shim_counter_delta(unsigned width, uint64_t a, uint64_t b)
 {
     struct counter c = {.mask = counter_mask(width)};
     return counter_delta(&c, a, b);
+}
+
+/* Statistics and the line fit, described with their xf results as
+   mantissa/exponent/sign triples, so Python can check them exactly. */
+static void record_xf(struct record *r, const char *key, struct xf v)
+{
+    record_array_begin(r, key);
+    record_array_u64(r, v.m);
+    record_array_u64(r, (uint64_t)(int64_t)v.e + (1ull << 32)); /* offset keeps it unsigned */
+    record_array_u64(r, v.neg);
+    record_array_end(r);
+}
+
+const char *shim_summary(uint64_t *v, size_t n)
+{
+    struct summary s;
+    stats_summarise(v, n, &s);
+    record_begin(&rec, "summary");
+    record_u64(&rec, "n", s.n);
+    record_u64(&rec, "min", s.min);
+    record_u64(&rec, "p50", s.p50);
+    record_u64(&rec, "p99", s.p99);
+    record_u64(&rec, "p999", s.p999);
+    record_u64(&rec, "max", s.max);
+    record_xf(&rec, "mean", s.mean);
+    record_xf(&rec, "stddev", s.stddev);
+    return finish();
+}
+
+size_t shim_histogram(const uint64_t *sorted, size_t n, uint64_t *out, size_t max)
+{
+    struct hist_bin bins[256];
+    size_t distinct = stats_histogram(sorted, n, bins, max < 256 ? max : 256);
+    for (size_t i = 0; i < distinct && i < max && i < 256; i++) {
+        out[2 * i] = bins[i].value;
+        out[2 * i + 1] = bins[i].count;
+    }
+    return distinct;
+}
+
+const char *shim_fit(const int64_t *x, const int64_t *y, uint32_t n)
+{
+    struct line_fit f;
+    bool ok = fit_line(x, y, n, &f);
+    record_begin(&rec, "fit");
+    record_bool(&rec, "ok", ok);
+    record_xf(&rec, "slope", f.slope);
+    record_xf(&rec, "intercept", f.intercept);
+    record_xf(&rec, "slope_stderr", f.slope_stderr);
+    record_xf(&rec, "resid_rms", f.resid_rms);
+    return finish();
+}
+
+struct xf shim_xf_from_parts(int64_t hi, uint64_t lo)
+{
+    return xf_from_i128((__int128)(((unsigned __int128)(uint64_t)hi << 64) | lo));
 }

@@ -1,0 +1,36 @@
+/* Statistics over samples: exact percentiles (nearest rank over the sorted
+   samples), mean and standard deviation, and the histogram of distinct
+   values behind the sequential-reads table. Pure. */
+#ifndef CLOCKBENCH_STATS_H
+#define CLOCKBENCH_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xf.h"
+
+void stats_sort(uint64_t *v, size_t n);
+
+/* Nearest rank: the smallest sample with at least per_mille/1000 of the
+   samples at or below it (numpy: percentile(..., method="inverted_cdf")). */
+uint64_t stats_percentile(const uint64_t *sorted, size_t n, unsigned per_mille);
+
+struct summary {
+    size_t n;
+    uint64_t min, p50, p99, p999, max;
+    struct xf mean, stddev; /* population standard deviation */
+};
+
+/* Sorts v in place and summarises it. n == 0 gives an all-zero summary. */
+void stats_summarise(uint64_t *v, size_t n, struct summary *s);
+
+struct hist_bin {
+    uint64_t value;
+    uint64_t count;
+};
+
+/* Run-length encodes sorted values into (value, count) bins, ascending.
+   Returns the number of distinct values; writes at most max bins. */
+size_t stats_histogram(const uint64_t *sorted, size_t n, struct hist_bin *bins, size_t max);
+
+#endif
