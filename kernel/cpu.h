@@ -77,6 +77,17 @@ static inline uint64_t rdtsc_cpuid(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
+/* Brackets around a measured read: nothing of the read starts before the
+   first TSC read is done, and the second waits for the read to finish
+   (Intel SDM vol. 3A, 18.17 and the LFENCE entry in vol. 2A). */
+static inline uint64_t rdtsc_begin(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi)::"memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+static inline uint64_t rdtsc_end(void) { return rdtsc_lfence(); }
+
 static inline uint64_t rdmsr(uint32_t msr)
 {
     uint32_t lo, hi;

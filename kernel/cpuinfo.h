@@ -11,4 +11,7 @@ struct cpu_probe {
 
 void cpuinfo_probe(struct cpu_probe *p);
 
+/* This machine's CPU, probed once at boot. */
+extern struct cpu_probe boot_cpu;
+
 #endif

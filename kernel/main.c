@@ -11,6 +11,8 @@
 #include "discover.h"
 #include "exceptions.h"
 #include "finish.h"
+#include "measure.h"
+#include "memory.h"
 #include "record.h"
 #include "string.h"
 
@@ -19,12 +21,12 @@
 #endif
 
 static struct boot_info boot;
-static struct cpu_probe cpu;
+struct cpu_probe boot_cpu;
 
 static void print_banner(void)
 {
     const struct console_status *cs = console_status();
-    const struct cpu_info *ci = &cpu.info;
+    const struct cpu_info *ci = &boot_cpu.info;
     kprintf("\nclockbench %s: time counters, measured with no OS in the way\n", CLOCKBENCH_VERSION);
     kprintf("CPU:        %s, %s (family %u, model %u, stepping %u)\n", ci->vendor, ci->brand[0] ? ci->brand : "no brand string",
             ci->family, ci->model, ci->stepping);
@@ -102,7 +104,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
     bool boot_ok = bootinfo_parse(magic, 0, info_addr, &boot);
     cmdline_parse(&boot_cmdline, boot.cmdline);
     console_init(&boot);
-    cpuinfo_probe(&cpu);
+    cpuinfo_probe(&boot_cpu);
     print_banner();
     if (!boot_ok)
         check_fail("boot information", "%s", boot.error);
@@ -111,7 +113,15 @@ void kmain(uint32_t magic, uint32_t info_addr)
                 CMDLINE_MAX_CHARS, CMDLINE_MAX_WORDS);
     maybe_crash();
     report_memory();
-    discover_all(&boot, &cpu);
-    discover_report(&cpu);
+    discover_all(&boot, &boot_cpu);
+    discover_report(&boot_cpu);
+    char note[128];
+    const struct profile *prof = profile_select(note, sizeof note);
+    if (note[0])
+        kprintf("Note: %s\n", note);
+    if (!memory_init(&boot))
+        kprintf("Note: the memory map has no usable region above the kernel: sample memory is unavailable\n");
+    measure_all(prof);
+    measure_report();
     run_finish(checks_summary());
 }
