@@ -14,6 +14,7 @@ struct uart {
     bool present;
     bool stuck;        /* the transmitter stopped draining: output is dropped from then on */
     uint32_t timeouts;
+    uint32_t fifo_room; /* bytes the transmit FIFO can still take without a status read */
 };
 
 /* Detects the UART (scratch register and loopback) and programs 8N1 at baud.

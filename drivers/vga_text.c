@@ -1,22 +1,41 @@
 /* A minimal scrolling console on the VGA text buffer, used when the loader
-   left the screen in text mode (legacy BIOS). */
+   left the screen in text mode (legacy BIOS). Text goes to a copy in RAM and
+   reaches the screen in whole-screen flushes: under a hypervisor every write
+   to the VGA window is a trap (tens of microseconds), and scrolling the
+   window in place would cost thousands of them per line. */
 #include "vga_text.h"
 
 #include <stdbool.h>
 
 #define VGA_ATTR_GREY_ON_BLACK 0x07
 
-static volatile uint16_t *cells;
-static uint32_t cols, rows, col, row;
+#define MAX_CELLS (132 * 60)
+#define FLUSH_EVERY_LINES 24
+
+static volatile uint16_t *screen;
+static uint16_t cells[MAX_CELLS];
+static uint32_t cols, rows, col, row, lines_since_flush;
 
 void vga_text_init(uint64_t phys_addr, uint32_t ncols, uint32_t nrows)
 {
-    cells = (volatile uint16_t *)(uintptr_t)phys_addr;
+    if (ncols * nrows > MAX_CELLS)
+        return;
+    screen = (volatile uint16_t *)(uintptr_t)phys_addr;
     cols = ncols;
     rows = nrows;
     col = row = 0;
     for (uint32_t i = 0; i < cols * rows; i++)
         cells[i] = VGA_ATTR_GREY_ON_BLACK << 8 | ' ';
+    vga_text_flush();
+}
+
+void vga_text_flush(void)
+{
+    if (!screen)
+        return;
+    for (uint32_t i = 0; i < cols * rows; i++)
+        screen[i] = cells[i];
+    lines_since_flush = 0;
 }
 
 static void scroll(void)
@@ -28,24 +47,28 @@ static void scroll(void)
     row = rows - 1;
 }
 
+static void new_line(void)
+{
+    col = 0;
+    if (++row == rows)
+        scroll();
+    if (++lines_since_flush >= FLUSH_EVERY_LINES)
+        vga_text_flush();
+}
+
 void vga_text_putc(char c)
 {
-    if (!cells)
+    if (!screen)
         return;
     if (c == '\n') {
-        col = 0;
-        if (++row == rows)
-            scroll();
+        new_line();
         return;
     }
     if (c == '\r') {
         col = 0;
         return;
     }
-    if (col == cols) {
-        col = 0;
-        if (++row == rows)
-            scroll();
-    }
+    if (col == cols)
+        new_line();
     cells[row * cols + col++] = (uint16_t)(VGA_ATTR_GREY_ON_BLACK << 8 | (uint8_t)c);
 }

@@ -47,6 +47,9 @@ void console_init(const struct boot_info *bi)
     }
     /* Text mode is what a BIOS boot leaves without a framebuffer tag; a
        linear framebuffer (UEFI) needs the framebuffer console instead. */
+    const char *screen = cmdline_get(&boot_cmdline, "screen");
+    if (screen && !strcmp(screen, "none"))
+        return;
     if (!bi->fb.present || bi->fb.type == 2) {
         vga_text_init(VGA_TEXT_PHYS, VGA_TEXT_COLS, VGA_TEXT_ROWS);
         status.screen = "VGA text 80x25";
@@ -78,4 +81,9 @@ void kprintf(const char *fmt, ...)
     console_write(buf, (unsigned long)n);
 }
 
-void console_flush(void) { uart_drain(&serial); }
+void console_flush(void)
+{
+    if (status.screen[0] == 'V')
+        vga_text_flush();
+    uart_drain(&serial);
+}
