@@ -138,9 +138,9 @@ static void measure_latency(struct target *t, uint32_t n, bool batches)
 {
     uint64_t mark = memory_mark();
     uint64_t *cost = memory_alloc((size_t)n * sizeof *cost);
-    if (!cost) {
+    uint64_t *scratch = memory_alloc((size_t)n * sizeof *scratch);
+    if (!cost || !scratch)
         n = 0;
-    }
     uint64_t over = ~0ull;
     for (int i = 0; i < OVERHEAD_REPS; i++) {
         uint64_t a = rdtsc_begin();
@@ -158,7 +158,7 @@ static void measure_latency(struct target *t, uint32_t n, bool batches)
         cost[i] = d > over ? d - over : 0;
     }
     sink = acc;
-    stats_summarise(cost, n, &t->latency);
+    stats_summarise(cost, n, scratch, &t->latency);
     memory_release(mark);
 
     if (!batches)
@@ -191,8 +191,11 @@ static void measure_sequence(struct target *t, uint32_t m)
 {
     uint64_t mark = memory_mark();
     uint64_t *v = memory_alloc(((size_t)m + 1) * sizeof *v);
-    if (!v)
+    uint64_t *scratch = memory_alloc(((size_t)m + 1) * sizeof *scratch);
+    if (!v || !scratch) {
+        memory_release(mark);
         return;
+    }
     for (uint32_t i = 0; i <= m; i++)
         v[i] = t->read();
     /* deltas in place: v[i] becomes v[i+1] - v[i] */
@@ -213,17 +216,19 @@ static void measure_sequence(struct target *t, uint32_t m)
         v[kept++] = d;
     }
     t->seq_reads = m + 1;
-    stats_sort(v, kept);
+    stats_sort(v, kept, scratch);
     t->distinct = stats_histogram(v, kept, t->hist, HIST_KEEP);
     t->hist_kept = t->distinct < HIST_KEEP ? t->distinct : HIST_KEEP;
     t->min_step = 0;
     t->step_gcd = 0;
+    /* over distinct values only: the sorted run gives each once */
     for (size_t i = 0; i < kept; i++) {
-        if (v[i] == 0)
+        if (v[i] == 0 || (i > 0 && v[i] == v[i - 1]))
             continue;
         if (!t->min_step)
             t->min_step = v[i];
-        t->step_gcd = gcd(t->step_gcd, v[i]);
+        if (t->step_gcd != 1)
+            t->step_gcd = gcd(t->step_gcd, v[i]);
     }
     memory_release(mark);
 }
@@ -426,7 +431,8 @@ static void measure_hwlat(const struct profile *prof, const struct cpu_info *ci)
         gaps[i] = now - prev;
         prev = now;
     }
-    stats_sort(gaps, HWLAT_TYPICAL_N);
+    uint64_t scratch[HWLAT_TYPICAL_N];
+    stats_sort(gaps, HWLAT_TYPICAL_N, scratch);
     h->typical_gap = gaps[HWLAT_TYPICAL_N / 2];
     uint64_t hundred_ns = measured.tsc_estimate_hz / 10000000;
     h->threshold_tsc = 4 * h->typical_gap > hundred_ns ? 4 * h->typical_gap : hundred_ns;

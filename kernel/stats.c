@@ -1,35 +1,40 @@
 /* Statistics (see stats.h). */
 #include "stats.h"
 
-/* Heapsort: O(n log n) worst case, in place, no recursion. */
-static void sift_down(uint64_t *v, size_t start, size_t end)
-{
-    size_t root = start;
-    while (2 * root + 1 < end) {
-        size_t child = 2 * root + 1;
-        if (child + 1 < end && v[child] < v[child + 1])
-            child++;
-        if (v[root] >= v[child])
-            return;
-        uint64_t t = v[root];
-        v[root] = v[child];
-        v[child] = t;
-        root = child;
-    }
-}
+#define RADIX_BITS 11
+#define RADIX_BUCKETS (1u << RADIX_BITS)
 
-void stats_sort(uint64_t *v, size_t n)
+/* LSD radix sort, RADIX_BITS per pass, only as many passes as the largest
+   value needs. Stable, so each pass keeps the order of the previous one. */
+void stats_sort(uint64_t *v, size_t n, uint64_t *scratch)
 {
     if (n < 2)
         return;
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(v, i, n);
-    for (size_t end = n - 1; end > 0; end--) {
-        uint64_t t = v[0];
-        v[0] = v[end];
-        v[end] = t;
-        sift_down(v, 0, end);
+    uint64_t max = 0;
+    for (size_t i = 0; i < n; i++)
+        max |= v[i];
+    uint64_t *src = v, *dst = scratch;
+    static size_t count[RADIX_BUCKETS];
+    for (unsigned shift = 0; shift < 64 && (max >> shift); shift += RADIX_BITS) {
+        for (unsigned k = 0; k < RADIX_BUCKETS; k++)
+            count[k] = 0;
+        for (size_t i = 0; i < n; i++)
+            count[(src[i] >> shift) & (RADIX_BUCKETS - 1)]++;
+        size_t pos = 0;
+        for (unsigned k = 0; k < RADIX_BUCKETS; k++) {
+            size_t c = count[k];
+            count[k] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & (RADIX_BUCKETS - 1)]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
     }
+    if (src != v)
+        for (size_t i = 0; i < n; i++)
+            v[i] = src[i];
 }
 
 uint64_t stats_percentile(const uint64_t *sorted, size_t n, unsigned per_mille)
@@ -45,30 +50,44 @@ uint64_t stats_percentile(const uint64_t *sorted, size_t n, unsigned per_mille)
     return sorted[rank - 1];
 }
 
-void stats_summarise(uint64_t *v, size_t n, struct summary *s)
+void stats_summarise(uint64_t *v, size_t n, uint64_t *scratch, struct summary *s)
 {
     *s = (struct summary){0};
     if (n == 0)
         return;
-    stats_sort(v, n);
+    stats_sort(v, n, scratch);
     s->n = n;
     s->min = v[0];
     s->max = v[n - 1];
     s->p50 = stats_percentile(v, n, 500);
     s->p99 = stats_percentile(v, n, 990);
     s->p999 = stats_percentile(v, n, 999);
-    unsigned __int128 sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    struct xf xn = xf_from_u64(n);
-    s->mean = xf_div(xf_from_i128((__int128)sum), xn);
-    /* second pass about the mean: no cancellation */
-    struct xf ss = {0, 0, false};
+    /* Exact sums about the minimum (keeps the squares small):
+       var = (n S2 - S1^2) / n^2 with S1 = sum(x - min), S2 = sum((x - min)^2).
+       Exact while n (x - min)^2 stays below 2^128; beyond 2^40 ticks of
+       spread the squares are taken in xf instead. */
+    unsigned __int128 s1 = 0, s2 = 0;
+    struct xf xs2 = {0, 0, false};
+    bool wide = s->max - s->min >= (1ull << 40);
     for (size_t i = 0; i < n; i++) {
-        struct xf d = xf_sub(xf_from_u64(v[i]), s->mean);
-        ss = xf_add(ss, xf_mul(d, d));
+        uint64_t d = v[i] - s->min;
+        s1 += d;
+        if (wide) {
+            struct xf x = xf_from_u64(d);
+            xs2 = xf_add(xs2, xf_mul(x, x));
+        } else {
+            s2 += (unsigned __int128)d * d;
+        }
     }
-    s->stddev = xf_sqrt(xf_div(ss, xn));
+    struct xf xn = xf_from_u64(n), xs1 = xf_from_i128((__int128)s1);
+    s->mean = xf_add(xf_from_u64(s->min), xf_div(xs1, xn));
+    struct xf num;
+    if (!wide && n < (1u << 20)) /* n*S2 < 2^120 and S1^2 < 2^120: exact */
+        num = xf_from_i128((__int128)(n * s2 - s1 * s1));
+    else
+        num = xf_sub(xf_mul(xn, wide ? xs2 : xf_from_i128((__int128)s2)), xf_mul(xs1, xs1));
+    struct xf var = xf_div(num, xf_mul(xn, xn));
+    s->stddev = xf_sqrt(var.neg ? (struct xf){0, 0, false} : var);
 }
 
 size_t stats_histogram(const uint64_t *sorted, size_t n, struct hist_bin *bins, size_t max)

@@ -9,7 +9,10 @@
 
 #include "xf.h"
 
-void stats_sort(uint64_t *v, size_t n);
+/* Ascending. scratch holds n values (a radix sort: a few passes over the
+   data, where a comparison sort costs n log n; it matters on virtual CPUs
+   that emulate every instruction). */
+void stats_sort(uint64_t *v, size_t n, uint64_t *scratch);
 
 /* Nearest rank: the smallest sample with at least per_mille/1000 of the
    samples at or below it (numpy: percentile(..., method="inverted_cdf")). */
@@ -21,8 +24,9 @@ struct summary {
     struct xf mean, stddev; /* population standard deviation */
 };
 
-/* Sorts v in place and summarises it. n == 0 gives an all-zero summary. */
-void stats_summarise(uint64_t *v, size_t n, struct summary *s);
+/* Sorts v in place (scratch: n values) and summarises it. Mean and
+   deviation come from exact integer sums. n == 0 gives an all-zero summary. */
+void stats_summarise(uint64_t *v, size_t n, uint64_t *scratch, struct summary *s);
 
 struct hist_bin {
     uint64_t value;

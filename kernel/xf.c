@@ -159,3 +159,12 @@ int64_t xf_to_fixed(struct xf a, unsigned decimals)
     }
     return s.neg ? -(int64_t)mag : (int64_t)mag;
 }
+
+struct xf xf_ldexp(struct xf a, int32_t k)
+{
+    if (a.m)
+        a.e += k;
+    return a;
+}
+
+struct xf xf_from_u128(u128 v) { return normalize(v, 0, false); }

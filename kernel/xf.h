@@ -32,5 +32,7 @@ bool xf_is_zero(struct xf a);
 /* round(a * 10^decimals) as an integer, saturated to the int64 range. */
 int64_t xf_to_fixed(struct xf a, unsigned decimals);
 struct xf xf_pow10(unsigned k); /* k <= 19 */
+struct xf xf_ldexp(struct xf a, int32_t k); /* a * 2^k */
+struct xf xf_from_u128(unsigned __int128 v);
 
 #endif

@@ -199,7 +199,8 @@ static void record_xf(struct record *r, const char *key, struct xf v)
 const char *shim_summary(uint64_t *v, size_t n)
 {
     struct summary s;
-    stats_summarise(v, n, &s);
+    static uint64_t scratch[1 << 20];
+    stats_summarise(v, n, scratch, &s);
     record_begin(&rec, "summary");
     record_u64(&rec, "n", s.n);
     record_u64(&rec, "min", s.min);

@@ -167,3 +167,23 @@ def test_fit_exact_line_has_zero_error(lib):
 def test_fit_refuses_degenerate_input(lib):
     assert not run_fit(lib, [1, 2], [1, 2])["ok"]
     assert not run_fit(lib, [5, 5, 5], [1, 2, 3])["ok"]
+
+
+def test_fit_general_path_beyond_the_fast_bounds(lib):
+    # more than 2^14 points takes the extended-float path; it must agree
+    rng = random.Random(11)
+    xs = [i * 5000 + rng.randint(0, 30) for i in range(20000)]
+    ys = [x // 23 + rng.randint(-1, 1) for x in xs]
+    b, a, ssr, sxx = exact_fit(xs, ys)
+    r = run_fit(lib, xs, ys)
+    assert close(xf_value(r["slope"]), b, rel=Fraction(1, 10**12))
+    se = xf_value(r["slope_stderr"])
+    assert close(se * se, ssr / (len(xs) - 2) / sxx, rel=Fraction(1, 10**6))
+
+
+def test_fit_intercept_in_caller_coordinates(lib):
+    xs = [1000 + 10 * i for i in range(10)]
+    ys = [500 + 3 * i + (i % 2) for i in range(10)]
+    b, a, ssr, sxx = exact_fit(xs, ys)
+    r = run_fit(lib, xs, ys)
+    assert close(xf_value(r["intercept"]), a, rel=Fraction(1, 10**12))
