@@ -7,14 +7,17 @@
 
 #include <stdbool.h>
 
+#include "../kernel/cpu.h"
+
 #define VGA_ATTR_GREY_ON_BLACK 0x07
 
 #define MAX_CELLS (132 * 60)
-#define FLUSH_EVERY_LINES 24
+#define FLUSH_INTERVAL_TSC (1ull << 27) /* about 30-130 ms: often enough to watch progress */
 
 static volatile uint16_t *screen;
 static uint16_t cells[MAX_CELLS];
-static uint32_t cols, rows, col, row, lines_since_flush;
+static uint32_t cols, rows, col, row;
+static uint64_t last_flush;
 
 void vga_text_init(uint64_t phys_addr, uint32_t ncols, uint32_t nrows)
 {
@@ -35,7 +38,7 @@ void vga_text_flush(void)
         return;
     for (uint32_t i = 0; i < cols * rows; i++)
         screen[i] = cells[i];
-    lines_since_flush = 0;
+    last_flush = rdtsc();
 }
 
 static void scroll(void)
@@ -52,7 +55,7 @@ static void new_line(void)
     col = 0;
     if (++row == rows)
         scroll();
-    if (++lines_since_flush >= FLUSH_EVERY_LINES)
+    if (rdtsc() - last_flush > FLUSH_INTERVAL_TSC)
         vga_text_flush();
 }
 

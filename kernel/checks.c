@@ -19,7 +19,7 @@ static void check_line(const char *verdict, const char *name, const char *fmt, v
     record_str(&r, "name", name);
     record_str(&r, "result", verdict);
     record_str(&r, "detail", detail);
-    kprintf("%s", record_end(&r));
+    console_emit_record(&r);
 }
 
 #define CHECK_FN(fn, verdict, counter)                  \
@@ -46,6 +46,6 @@ enum run_status checks_summary(void)
     record_u64(&r, "fail", failed);
     record_u64(&r, "skip", skipped);
     record_str(&r, "status", run_status_name(s));
-    kprintf("%s", record_end(&r));
+    console_emit_record(&r);
     return s;
 }

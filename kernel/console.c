@@ -7,6 +7,7 @@
 #include "../drivers/vga_text.h"
 #include "cmdline.h"
 #include "format.h"
+#include "record.h"
 #include "string.h"
 
 #define VGA_TEXT_PHYS 0xB8000
@@ -67,6 +68,12 @@ void console_write(const char *s, unsigned long n)
         if (status.screen[0] == 'V')
             vga_text_putc(s[i]);
     }
+}
+
+void console_emit_record(struct record *r)
+{
+    const char *line = record_end(r);
+    console_write(line, strlen(line));
 }
 
 void kprintf(const char *fmt, ...)

@@ -20,6 +20,10 @@ struct console_status {
 void console_init(const struct boot_info *bi);
 const struct console_status *console_status(void);
 void console_write(const char *s, unsigned long n);
+struct record;
+/* Closes a machine record and writes it whole (records can be longer than
+   one kprintf). */
+void console_emit_record(struct record *r);
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Waits (bounded) until the serial port has sent everything. */
 void console_flush(void);

@@ -88,6 +88,6 @@ void exception_dispatch(struct trap_frame *f)
     record_u64(&r, "error_code", f->error_code);
     record_hex(&r, "rip", f->rip);
     record_hex(&r, "cr2", cr2);
-    kprintf("%s", record_end(&r));
+    console_emit_record(&r);
     run_finish(RUN_CRASHED);
 }

@@ -9,7 +9,7 @@
 
 static const char *yes_no(bool b) { return b ? "yes" : "no"; }
 
-static void emit(struct record *r) { kprintf("%s", record_end(r)); }
+static void emit(struct record *r) { console_emit_record(r); }
 
 static void report_cpu(const struct cpu_probe *cpu)
 {

@@ -46,7 +46,7 @@ static void print_banner(void)
     record_u64(&r, "version", RECORD_SCHEMA_VERSION);
     record_str(&r, "tool", "clockbench");
     record_str(&r, "build", CLOCKBENCH_VERSION);
-    kprintf("%s", record_end(&r));
+    console_emit_record(&r);
     record_begin(&r, "machine");
     record_str(&r, "vendor", ci->vendor);
     record_str(&r, "brand", ci->brand);
@@ -60,7 +60,7 @@ static void print_banner(void)
     record_str(&r, "loader", boot.loader);
     record_u64(&r, "multiboot", (uint64_t)boot.protocol);
     record_str(&r, "cmdline", boot.cmdline);
-    kprintf("%s", record_end(&r));
+    console_emit_record(&r);
 }
 
 static void report_memory(void)

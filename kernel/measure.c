@@ -16,15 +16,17 @@
 struct measurement measured;
 
 static const struct profile profiles[] = {
-    {"quick", 2000, 500, 20000, 2000, 20000, 5000, 512},
-    {"standard", 60000, 5000, 100000, 10000, 100000, 20000, 128},
-    {"soak", 300000, 30000, 100000, 10000, 100000, 20000, 48},
+    /* name, drift ms, hwlat ms, latency reads fast/slow, sequential reads
+       fast/slow, slots per s, latency ms, sequential ms (budgets per target) */
+    {"quick", 2000, 500, 20000, 2000, 20000, 5000, 512, 60, 20},
+    {"standard", 60000, 5000, 100000, 10000, 100000, 20000, 128, 1000, 300},
+    {"soak", 300000, 30000, 100000, 10000, 100000, 20000, 48, 1000, 300},
 };
 static struct profile custom;
 
 #define MAX_KEPT_PER_SERIES 16384
 #define BATCH_K 64
-#define BATCH_REPS 200
+#define BATCH_REPS 100
 #define OVERHEAD_REPS 1000
 #define HWLAT_TYPICAL_N 1001
 #define MSR_SMI_COUNT 0x34 /* Intel SDM vol. 4, Table 2-2: SMI count, Nehalem and later */
@@ -134,7 +136,7 @@ static uint64_t batch_ticks(uint64_t (*fn)(void), uint32_t k)
     return b - a;
 }
 
-static void measure_latency(struct target *t, uint32_t n, bool batches)
+static void measure_latency(struct target *t, uint32_t n, uint64_t budget_tsc, bool batches)
 {
     uint64_t mark = memory_mark();
     uint64_t *cost = memory_alloc((size_t)n * sizeof *cost);
@@ -149,13 +151,17 @@ static void measure_latency(struct target *t, uint32_t n, bool batches)
             over = b - a;
     }
     t->bracket_overhead = over;
-    uint64_t acc = 0;
+    uint64_t acc = 0, start = rdtsc();
     for (uint32_t i = 0; i < n; i++) {
         uint64_t a = rdtsc_begin();
         acc ^= t->read();
         uint64_t b = rdtsc_end();
         uint64_t d = b - a;
         cost[i] = d > over ? d - over : 0;
+        if (b - start > budget_tsc) { /* the time budget ends the phase early */
+            n = i + 1;
+            break;
+        }
     }
     sink = acc;
     stats_summarise(cost, n, scratch, &t->latency);
@@ -187,7 +193,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-static void measure_sequence(struct target *t, uint32_t m)
+static void measure_sequence(struct target *t, uint32_t m, uint64_t budget_tsc)
 {
     uint64_t mark = memory_mark();
     uint64_t *v = memory_alloc(((size_t)m + 1) * sizeof *v);
@@ -196,8 +202,15 @@ static void measure_sequence(struct target *t, uint32_t m)
         memory_release(mark);
         return;
     }
-    for (uint32_t i = 0; i <= m; i++)
+    /* the budget is checked every 64 reads, so the reads stay back to back */
+    uint64_t start = rdtsc();
+    for (uint32_t i = 0; i <= m; i++) {
         v[i] = t->read();
+        if ((i & 63) == 63 && rdtsc() - start > budget_tsc) {
+            m = i;
+            break;
+        }
+    }
     /* deltas in place: v[i] becomes v[i+1] - v[i] */
     size_t kept = 0;
     for (uint32_t i = 0; i < m; i++) {
@@ -509,8 +522,8 @@ void measure_all(const struct profile *prof)
         struct target *t = &measured.targets[i];
         bool tsc = t->counter < 0;
         kprintf("  read cost and sequential reads: %s\n", t->name);
-        measure_latency(t, tsc ? prof->latency_fast : prof->latency_slow, tsc);
-        measure_sequence(t, tsc ? prof->sequence_fast : prof->sequence_slow);
+        measure_latency(t, tsc ? prof->latency_fast : prof->latency_slow, ms_to_tsc(prof->latency_ms), tsc);
+        measure_sequence(t, tsc ? prof->sequence_fast : prof->sequence_slow, ms_to_tsc(prof->sequence_ms));
     }
     kprintf("  frequency and drift: %u ms window\n", prof->drift_ms);
     measure_frequency(prof);

@@ -18,10 +18,12 @@ struct profile {
     const char *name;
     uint32_t drift_ms;      /* the frequency/drift window */
     uint32_t hwlat_ms;      /* the stolen-time scan */
-    uint32_t latency_fast;  /* reads costed, per TSC variant */
-    uint32_t latency_slow;  /* reads costed, per slower counter */
-    uint32_t sequence_fast; /* back-to-back reads for the sequential table */
+    uint32_t latency_fast;  /* reads costed, per TSC variant (at most) */
+    uint32_t latency_slow;  /* reads costed, per slower counter (at most) */
+    uint32_t sequence_fast; /* back-to-back reads for the sequential table (at most) */
     uint32_t sequence_slow;
+    uint32_t latency_ms;    /* time budget per target for the costed reads */
+    uint32_t sequence_ms;   /* and for the back-to-back reads */
     uint32_t slots_per_s;   /* frequency samples kept per second per counter */
 };
 

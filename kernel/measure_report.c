@@ -15,7 +15,7 @@
 #define HIST_RECORD_BINS 64
 #define HEAD_ROWS 6
 
-static void emit(struct record *r) { kprintf("%s", record_end(r)); }
+static void emit(struct record *r) { console_emit_record(r); }
 
 /* An xf as a decimal string with `decimals` digits. */
 static const char *xs(char buf[FMT_FIXED_CHARS], struct xf v, unsigned decimals)

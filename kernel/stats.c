@@ -1,7 +1,7 @@
 /* Statistics (see stats.h). */
 #include "stats.h"
 
-#define RADIX_BITS 11
+#define RADIX_BITS 8
 #define RADIX_BUCKETS (1u << RADIX_BITS)
 
 /* LSD radix sort, RADIX_BITS per pass, only as many passes as the largest
