@@ -16,11 +16,12 @@
 struct measurement measured;
 
 static const struct profile profiles[] = {
-    /* name, drift ms, hwlat ms, latency reads fast/slow, sequential reads
-       fast/slow, slots per s, latency ms, sequential ms (budgets per target) */
-    {"quick", 2000, 500, 20000, 2000, 20000, 5000, 512, 60, 20},
-    {"standard", 60000, 5000, 100000, 10000, 100000, 20000, 128, 1000, 300},
-    {"soak", 300000, 30000, 100000, 10000, 100000, 20000, 48, 1000, 300},
+    {.name = "quick", .drift_ms = 2000, .hwlat_ms = 500, .latency_fast = 20000, .latency_slow = 2000,
+     .sequence_fast = 20000, .sequence_slow = 5000, .latency_ms = 60, .sequence_ms = 20, .slots_per_s = 512},
+    {.name = "standard", .drift_ms = 60000, .hwlat_ms = 5000, .latency_fast = 100000, .latency_slow = 10000,
+     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 128},
+    {.name = "soak", .drift_ms = 300000, .hwlat_ms = 30000, .latency_fast = 100000, .latency_slow = 10000,
+     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 48},
 };
 static struct profile custom;
 
@@ -490,6 +491,27 @@ static void measure_hwlat(const struct profile *prof, const struct cpu_info *ci)
     h->done = true;
 }
 
+/* --- how fast instructions run --- */
+
+static void measure_speed(void)
+{
+    uint64_t r = 0;
+    uint64_t a = rdtsc_begin();
+    for (uint32_t i = 0; i < LOOP_ITERATIONS; i++)
+        __asm__ volatile("add $1, %0" : "+r"(r));
+    uint64_t b = rdtsc_end();
+    sink = r;
+    measured.speed.loop_tsc = b - a;
+}
+
+static void finish_speed(void)
+{
+    struct cpu_speed *s = &measured.speed;
+    struct xf seconds = xf_div(xf_from_u64(s->loop_tsc ? s->loop_tsc : 1), measured.tsc_hz);
+    s->per_second = (uint64_t)xf_to_fixed(xf_div(xf_from_u64(LOOP_ITERATIONS), seconds), 0);
+    s->emulated = s->per_second < EMULATED_BELOW_PER_S;
+}
+
 /* --- the run --- */
 
 static void add_target(const char *name, uint64_t (*read)(void), uint64_t mask, int counter, uint64_t nominal_mhz)
@@ -516,6 +538,7 @@ void measure_all(const struct profile *prof)
     kprintf("\n== Measuring (profile %s: %u ms of drift, %u ms of stolen-time scan) ==\n", prof->name, prof->drift_ms,
             prof->hwlat_ms);
     estimate_tsc();
+    measure_speed();
     kprintf("  TSC about %llu MHz (a quick estimate against %s, used only to size the phases)\n",
             (unsigned long long)(measured.tsc_estimate_hz / 1000000), measured.tsc_estimate_source);
     for (int i = 0; i < measured.target_count; i++) {
@@ -527,6 +550,7 @@ void measure_all(const struct profile *prof)
     }
     kprintf("  frequency and drift: %u ms window\n", prof->drift_ms);
     measure_frequency(prof);
+    finish_speed();
     kprintf("  stolen-time scan: %u ms\n", prof->hwlat_ms);
     measure_hwlat(prof, &boot_cpu.info);
     measured.memory_used = memory_arena()->peak;

@@ -81,6 +81,17 @@ struct hwlat {
     char smi_note[96];
 };
 
+/* How fast the CPU runs a one-instruction loop: hardware manages one or
+   more iterations per cycle; a virtual CPU that emulates instructions one
+   at a time manages about a million a second. */
+#define LOOP_ITERATIONS 200000
+struct cpu_speed {
+    uint64_t loop_tsc;     /* TSC ticks for LOOP_ITERATIONS */
+    uint64_t per_second;   /* iterations per second (with the final TSC figure) */
+    bool emulated;         /* below EMULATED_BELOW_PER_S */
+};
+#define EMULATED_BELOW_PER_S 50000000ull
+
 struct measurement {
     const struct profile *profile;
     /* TSC frequency: the estimate that sizes the phases, and the final figure */
@@ -96,6 +107,7 @@ struct measurement {
     struct freq_series series[COUNTER_COUNT];
     int series_count;
     struct hwlat hwlat;
+    struct cpu_speed speed;
     uint64_t memory_used;
 };
 

@@ -414,7 +414,19 @@ static void report_hwlat(void)
         kprintf("  The hypervisor appears to intercept RDTSC: a read costs %s ns (p50), where hardware\n"
                 "  needs 10-40 ns. Every TSC read here is a trip into the hypervisor.\n",
                 xs(a, ticks_ns(target_named("rdtsc")->latency.p50), 0));
+    const struct cpu_speed *sp = &measured.speed;
+    kprintf("  A one-instruction loop runs %s million iterations per second%s\n",
+            fmt_fixed(a, (int64_t)sp->per_second, 6, 2), sp->emulated ? ":" : ".");
+    if (sp->emulated)
+        kprintf("  far below any hardware (hundreds of millions or more). This virtual CPU seems to\n"
+                "  emulate instructions one at a time; the figures describe the emulator.\n");
     struct record r;
+    record_begin(&r, "cpu_speed");
+    record_u64(&r, "loop_iterations", LOOP_ITERATIONS);
+    record_u64(&r, "loop_ticks", sp->loop_tsc);
+    record_u64(&r, "iterations_per_s", sp->per_second);
+    record_bool(&r, "emulated", sp->emulated);
+    emit(&r);
     record_begin(&r, "hwlat");
     record_fixed(&r, "window_s", xf_to_fixed(window_seconds(h->window_tsc), 6), 6);
     record_u64(&r, "iterations", h->iterations);

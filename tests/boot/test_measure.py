@@ -1,0 +1,127 @@
+"""Boot tests of the measurement engine against known answers.
+
+QEMU emulates the HPET and the ACPI PM timer from the same host clock, so
+their ratio is exactly nominal (100 MHz / 3.579545 MHz): the measured ratio
+must agree within 3 of its own standard errors and within 5 ppm. Under KVM
+the guest's TSC runs at the host's TSC rate, which the host kernel states
+in its `tsc: Detected ... MHz` line: the measurement must agree within 50 ppm.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from clockbench import records
+
+LATENCY_KEYS = {"type", "counter", "n", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns"}
+FREQUENCY_KEYS = {"type", "counter", "reference", "hz", "ppm_vs_nominal", "stderr_ppm", "window_s", "samples"}
+
+
+@pytest.fixture(scope="module")
+def tcg_run(boot):
+    b = boot(boot="direct", accel="tcg", timeout=300)
+    assert b.status == 0, b.explain()
+    return b
+
+
+def assert_ratio_is_nominal(b):
+    f = records.one(b.records, "frequency", counter="acpi_pm", reference="hpet")
+    assert f["samples"] >= 100
+    ppm, se = f["ppm_vs_nominal"], f["stderr_ppm"]
+    assert abs(ppm) <= 5, f
+    assert abs(ppm) <= 3 * se + 0.001, f  # 0.001 ppm: the record's rounding
+    assert abs(f["hz"] - 3_579_545) <= 3_579_545 * 5e-6
+
+
+def test_hpet_pm_ratio_is_nominal_under_tcg(tcg_run):
+    assert_ratio_is_nominal(tcg_run)
+
+
+def test_every_target_has_latency_resolution_and_monotonicity(tcg_run):
+    names = {"rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc", "hpet", "acpi_pm", "pit"}
+    for name in names:
+        lat = records.one(tcg_run.records, "latency", counter=name)
+        assert LATENCY_KEYS <= set(lat), lat
+        assert lat["n"] > 100
+        assert lat["min_ns"] <= lat["p50_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"]
+        assert lat["min_ns"] <= lat["mean_ns"] <= lat["max_ns"]
+        res = records.one(tcg_run.records, "resolution", counter=name)
+        assert {"min_step_ns", "nominal_tick_ns"} <= set(res)
+        mono = records.one(tcg_run.records, "monotonicity", counter=name)
+        assert mono["backward"] == 0
+        parts = [h for h in records.of_type(tcg_run.records, "histogram") if h["counter"] == name]
+        assert parts and len(parts) == parts[0]["parts"]
+        counted = sum(c for h in parts for c in h["bins"][1::2])
+        assert counted == res["reads"] - 1 or res["distinct"] > len([1 for h in parts for _ in h["bins"][::2]])
+
+
+def test_resolution_knows_the_nominal_ticks(tcg_run):
+    hpet = records.one(tcg_run.records, "resolution", counter="hpet")
+    assert hpet["nominal_tick_ns"] == 10.0  # 10,000,000 fs
+    pm = records.one(tcg_run.records, "resolution", counter="acpi_pm")
+    assert abs(pm["nominal_tick_ns"] - 1e9 / 3_579_545) < 1e-6
+    pit = records.one(tcg_run.records, "resolution", counter="pit")
+    assert abs(pit["nominal_tick_ns"] - 1e9 / 1_193_182) < 1e-6
+    # the PM timer ticks slower than it can be read under QEMU: repeated values, one-tick steps
+    assert pm["min_step_ticks"] == 1
+
+
+def test_frequency_records_and_tsc_reference(tcg_run):
+    prof = records.one(tcg_run.records, "profile")
+    assert prof["name"] == "quick" and prof["tsc_measured"] and prof["tsc_hz_source"] == "measured against hpet"
+    for ref in ("hpet", "acpi_pm", "pit"):
+        f = records.one(tcg_run.records, "frequency", counter="tsc", reference=ref)
+        assert FREQUENCY_KEYS <= set(f)
+        assert abs(f["window_s"] - 2.0) < 0.2
+        # every reference agrees on the TSC within a few of their combined errors (or 2 ppm)
+        assert abs(f["hz"] - prof["tsc_hz"]) / prof["tsc_hz"] * 1e6 < max(2.0, 5 * f["stderr_ppm"])
+    stab = [s for s in records.of_type(tcg_run.records, "stability") if s["reference"] == "hpet"]
+    assert len(stab) == 2
+
+
+def test_verdict_checks_and_summary(tcg_run):
+    out = tcg_run.output
+    for section in ("== Read cost", "== Resolution", "== Monotonicity", "== Frequency and drift", "== Time stolen", "== Verdict"):
+        assert section in out
+    checks = records.of_type(tcg_run.records, "check")
+    assert any(c["name"] == "frequency within tolerance" and c["result"] == "PASS" for c in checks)
+    s = records.one(tcg_run.records, "summary")
+    assert s["fail"] == 0 and s["pass"] == sum(c["result"] == "PASS" for c in checks)
+    assert records.one(tcg_run.records, "memory")["used_bytes"] > 0
+    assert not records.one(tcg_run.records, "cpu_speed")["emulated"]
+
+
+def test_pm_timer_survives_its_24_bit_wrap(boot):
+    # 6 s of drift: the 24-bit PM timer wraps every 4.69 s
+    b = boot(boot="direct", accel="tcg", append="duration=6", timeout=300)
+    assert b.status == 0, b.explain()
+    mono = records.one(b.records, "monotonicity", counter="acpi_pm")
+    assert mono["wraps"] >= 1 and mono["backward"] == 0 and not mono["stuck"]
+    assert_ratio_is_nominal(b)
+    f = records.one(b.records, "frequency", counter="acpi_pm", reference="hpet")
+    assert abs(f["window_s"] - 6.0) < 0.5
+
+
+def host_tsc_hz() -> float | None:
+    try:
+        log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    # the refined calibration when the kernel made one, else the first estimate
+    m = re.search(r"tsc: Refined TSC clocksource calibration: ([0-9.]+) MHz", log) or re.search(r"tsc: Detected ([0-9.]+) MHz", log)
+    return float(m.group(1)) * 1e6 if m else None
+
+
+def test_kvm_tsc_matches_the_host_and_ratio_is_nominal(boot, kvm):
+    b = boot(boot="direct", accel="kvm", firmware="qboot", timeout=300)
+    assert b.status == 0, b.explain()
+    assert_ratio_is_nominal(b)
+    host = host_tsc_hz()
+    if host is None:
+        pytest.skip("the host's dmesg has no readable 'tsc:' line")
+    prof = records.one(b.records, "profile")
+    assert prof["tsc_measured"]
+    assert abs(prof["tsc_hz"] - host) / host * 1e6 < 50, (prof["tsc_hz"], host)
