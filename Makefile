@@ -54,7 +54,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined 
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all kernel iso run run-direct test test-host test-boot deps check-build-tools clean help
+.PHONY: all kernel iso run run-direct test test-host test-boot bench deps check-build-tools clean help
 
 all: kernel
 
@@ -66,6 +66,7 @@ help:
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make test       host unit tests and QEMU boot tests"
+	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
 	@echo "Variables: CROSS=x86_64-elf-  CC=clang  RUN_ARGS='--firmware uefi --accel tcg ...'"
@@ -125,6 +126,9 @@ run: deps $(ISO)
 
 run-direct: deps $(KERNEL)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
+
+bench: deps $(KERNEL)
+	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
 test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
