@@ -13,6 +13,8 @@
 #define VGA_TEXT_PHYS 0xB8000
 #define VGA_TEXT_COLS 80
 #define VGA_TEXT_ROWS 25
+#define CONSOLE_COLUMNS 80
+#define CONSOLE_LINE_MAX 4096
 
 static struct uart serial;
 static struct console_status status = {.screen = "none"};
@@ -59,14 +61,70 @@ void console_init(const struct boot_info *bi)
 
 const struct console_status *console_status(void) { return &status; }
 
+static void put_raw(char c)
+{
+    if (c == '\n')
+        uart_putc(&serial, '\r');
+    uart_putc(&serial, c);
+    if (status.screen[0] == 'V')
+        vga_text_putc(c);
+}
+
+/* Human lines are wrapped to CONSOLE_COLUMNS at spaces, continuation lines
+   indented two more than the line; machine records are never wrapped. */
+static char line[CONSOLE_LINE_MAX];
+static unsigned line_len;
+
+static void emit_line(void)
+{
+    unsigned start = 0;
+    bool record = line_len >= 4 && !strncmp(line, RECORD_PREFIX, 4);
+    unsigned indent = 0;
+    while (indent < line_len && line[indent] == ' ')
+        indent++;
+    indent = indent + 2 > 20 ? 20 : indent + 2;
+    bool first = true;
+    while (start < line_len) {
+        unsigned width = first ? CONSOLE_COLUMNS : CONSOLE_COLUMNS - indent;
+        unsigned end = line_len;
+        if (!record && line_len - start > width) {
+            end = start + width;
+            while (end > start + width / 2 && line[end] != ' ')
+                end--;
+            if (line[end] != ' ')
+                end = start + width; /* no space to break at: cut */
+        }
+        if (!first)
+            for (unsigned i = 0; i < indent; i++)
+                put_raw(' ');
+        for (unsigned i = start; i < end; i++)
+            put_raw(line[i]);
+        put_raw('\n');
+        start = end;
+        while (start < line_len && line[start] == ' ')
+            start++;
+        first = false;
+    }
+    line_len = 0;
+}
+
 void console_write(const char *s, unsigned long n)
 {
     for (unsigned long i = 0; i < n; i++) {
-        if (s[i] == '\n')
-            uart_putc(&serial, '\r');
-        uart_putc(&serial, s[i]);
-        if (status.screen[0] == 'V')
-            vga_text_putc(s[i]);
+        if (s[i] == '\n') {
+            if (line_len == 0)
+                put_raw('\n');
+            else
+                emit_line();
+            continue;
+        }
+        if (line_len == CONSOLE_LINE_MAX) {
+            /* a very long record: pass it through unbuffered */
+            for (unsigned k = 0; k < line_len; k++)
+                put_raw(line[k]);
+            line_len = 0;
+        }
+        line[line_len++] = s[i];
     }
 }
 
@@ -90,6 +148,8 @@ void kprintf(const char *fmt, ...)
 
 void console_flush(void)
 {
+    if (line_len)
+        emit_line();
     if (status.screen[0] == 'V')
         vga_text_flush();
     uart_drain(&serial);

@@ -15,6 +15,8 @@
 
 struct discovery discovered;
 
+#define PM_VERIFY_READS 256
+
 /* --- counter read functions (the table's read pointers) --- */
 static uint64_t read_tsc(void) { return rdtsc(); }
 static uint64_t read_hpet(void) { return hpet_counter(&discovered.hpet); }
@@ -152,6 +154,9 @@ static void pm_job_run(void *p)
 {
     struct pm_job *j = p;
     j->ok = pmtimer_init(&discovered.pm, j->io, j->address, j->width32, j->why, sizeof j->why);
+    /* The broken-latch check (Linux acpi_pm.c): count triple reads that disagree. */
+    for (int i = 0; j->ok && i < PM_VERIFY_READS; i++)
+        (void)pmtimer_read_verified(&discovered.pm);
 }
 
 static void discover_pm(void)

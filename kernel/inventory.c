@@ -208,6 +208,21 @@ static void report_hpet(void)
     }
 }
 
+static void report_pm_latch(void)
+{
+    if (!counters[COUNTER_ACPI_PM].present)
+        return;
+    uint64_t bad = discovered.pm.disagreements;
+    kprintf("\n== ACPI PM timer ==\n  Latch check: %llu disagreements in 256 triple reads (%s)\n", (unsigned long long)bad,
+            bad ? "this chipset's latch is unreliable: read it three times, as Linux does" : "the latch reads cleanly");
+    struct record r;
+    record_begin(&r, "pm_timer");
+    record_u64(&r, "triple_reads", 256);
+    record_u64(&r, "disagreements", bad);
+    record_u64(&r, "width_bits", discovered.pm.width);
+    emit(&r);
+}
+
 static void report_counters(void)
 {
     struct record r;
@@ -250,5 +265,6 @@ void discover_report(const struct cpu_probe *cpu)
     report_cpu(cpu);
     report_acpi();
     report_hpet();
+    report_pm_latch();
     report_counters();
 }

@@ -28,8 +28,8 @@ static void print_banner(void)
     const struct console_status *cs = console_status();
     const struct cpu_info *ci = &boot_cpu.info;
     kprintf("\nclockbench %s: time counters, measured with no OS in the way\n", CLOCKBENCH_VERSION);
-    kprintf("CPU:        %s, %s (family %u, model %u, stepping %u)\n", ci->vendor, ci->brand[0] ? ci->brand : "no brand string",
-            ci->family, ci->model, ci->stepping);
+    kprintf("CPU:        %s, %s\n            family %u, model %u, stepping %u\n", ci->vendor,
+            ci->brand[0] ? ci->brand : "no brand string", ci->family, ci->model, ci->stepping);
     if (ci->hypervisor)
         kprintf("Hypervisor: \"%s\" (CPUID leaf 0x40000000, max leaf 0x%x)\n", ci->hv_vendor, ci->max_hv_leaf);
     else

@@ -41,7 +41,8 @@ const struct profile *profile_select(char *note, unsigned note_len)
     const char *dur = cmdline_get(&boot_cmdline, "duration");
     if (dur) {
         if (cmdline_parse_u64(dur, &seconds) && seconds >= 1 && seconds <= 86400) {
-            custom = profiles[1];
+            /* quick's sample counts and budgets, with the drift window asked for */
+            custom = profiles[0];
             custom.name = "duration";
             custom.drift_ms = (uint32_t)(seconds * 1000);
             custom.hwlat_ms = seconds * 100 < 30000 ? (uint32_t)(seconds * 100) : 30000;

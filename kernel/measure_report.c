@@ -23,6 +23,12 @@ static const char *xs(char buf[FMT_FIXED_CHARS], struct xf v, unsigned decimals)
     return fmt_fixed(buf, xf_to_fixed(v, decimals), decimals, decimals);
 }
 
+/* A table cell in ns: one decimal while it fits in 8 characters. */
+static const char *ns_cell(char buf[FMT_FIXED_CHARS], struct xf ns)
+{
+    return xs(buf, ns, xf_cmp(ns, xf_from_u64(100000)) < 0 ? 1 : 0);
+}
+
 static struct xf ticks_ns(uint64_t ticks) { return tsc_ticks_to_ns(xf_from_u64(ticks)); }
 
 static struct xf nominal_hz(int counter) { return xf_div(xf_from_u64(counters[counter].nominal_mhz), xf_from_u64(1000)); }
@@ -63,7 +69,7 @@ static void report_latency(void)
             measured.tsc_hz_source);
     kprintf("  %u reads per TSC variant, %u per other counter, each between two\n", p->latency_fast, p->latency_slow);
     kprintf("  serialised TSC reads, the cost of an empty bracket subtracted\n");
-    kprintf("  %-12s %9s %9s %9s %9s %9s %9s %9s\n", "", "min", "p50", "mean", "p99", "p99.9", "max", "stddev");
+    kprintf("  %-12s %8s %8s %8s %8s %8s %8s %8s\n", "", "min", "p50", "mean", "p99", "p99.9", "max", "stddev");
     for (int i = 0; i < measured.target_count; i++) {
         const struct target *t = &measured.targets[i];
         const struct summary *s = &t->latency;
@@ -71,7 +77,7 @@ static void report_latency(void)
                           ticks_ns(s->max), tsc_ticks_to_ns(s->stddev)};
         kprintf("  %-12s", t->name);
         for (int k = 0; k < 7; k++)
-            kprintf(" %9s", xs(b[k], v[k], 1));
+            kprintf(" %8s", ns_cell(b[k], v[k]));
         kprintf("\n");
         struct record r;
         static const char *const keys[7] = {"min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns"};
@@ -93,8 +99,8 @@ static void report_latency(void)
     for (int i = 0; i < measured.target_count; i++) {
         const struct target *t = &measured.targets[i];
         if (t->batch_done)
-            kprintf("  %-12s in batches of %u, loop overhead subtracted: %s ns per read (%s ticks)\n", t->name, t->batch_k,
-                    xs(b[0], tsc_ticks_to_ns(t->batch_ticks), 2), xs(b[1], t->batch_ticks, 2));
+            kprintf("  %-12s %s ns a read in batches of %u (%s ticks), loop overhead subtracted\n", t->name,
+                    xs(b[0], tsc_ticks_to_ns(t->batch_ticks), 2), t->batch_k, xs(b[1], t->batch_ticks, 2));
     }
 }
 

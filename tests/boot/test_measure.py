@@ -94,6 +94,11 @@ def test_verdict_checks_and_summary(tcg_run):
     assert not records.one(tcg_run.records, "cpu_speed")["emulated"]
 
 
+def test_report_fits_80_columns(tcg_run):
+    long = [l for l in tcg_run.output.split("\n") if not l.startswith("@cb ") and len(l) > 80]
+    assert not long, long[:5]
+
+
 def test_pm_timer_survives_its_24_bit_wrap(boot):
     # 6 s of drift: the 24-bit PM timer wraps every 4.69 s
     b = boot(boot="direct", accel="tcg", append="duration=6", timeout=300)
