@@ -161,13 +161,13 @@ static void report_hpet(void)
     struct record r;
     if (a->hpet_found) {
         kprintf("\n== HPET ==\n");
-        kprintf("  ACPI HPET table: base 0x%llx (%s space), block ID 0x%08x (%u comparators, %s), number %u, min tick %u\n",
+        kprintf("  ACPI HPET table: base 0x%llx (%s space), block ID 0x%08x\n    (%u comparators, %s), number %u, min tick %u\n",
                 (unsigned long long)a->hpet_base.address, a->hpet_base.space_id == ACPI_GAS_MEMORY ? "memory" : "other",
                 a->hpet_block_id, a->hpet_comparators, a->hpet_64bit ? "64-bit" : "32-bit", a->hpet_number, a->hpet_min_tick);
     }
     if (!h->base)
         return;
-    kprintf("  Registers: revision %u, %u comparators, %s counter, legacy routing %s, vendor 0x%04x, period %u fs\n",
+    kprintf("  Registers: revision %u, %u comparators, %s counter, legacy routing %s,\n    vendor 0x%04x, period %u fs\n",
             h->revision, h->comparators, h->counter_64bit ? "64-bit" : "32-bit", h->legacy_capable ? "capable" : "absent",
             h->vendor, h->period_fs);
     record_begin(&r, "hpet");
@@ -198,7 +198,7 @@ static void report_hpet(void)
     }
     if (c->periodic_tested && c->periodic_ok) {
         char got[FMT_FIXED_CHARS];
-        kprintf("  Comparator 0 periodic: asked every %llu ticks, observed %s ticks per period over 5 periods\n",
+        kprintf("  Comparator 0 periodic: asked every %llu ticks, observed %s ticks a period\n    over 5 periods\n",
                 (unsigned long long)c->period_asked_ticks, fmt_fixed(got, (int64_t)c->period_achieved_ticks_x1000, 3, 1));
         check_pass("HPET comparator periodic", "asked %llu ticks, observed %s", (unsigned long long)c->period_asked_ticks, got);
     } else if (c->periodic_tested) {
@@ -227,7 +227,7 @@ static void report_counters(void)
 {
     struct record r;
     kprintf("\n== Inventory of time counters ==\n");
-    kprintf("  %-8s %-7s %5s %19s  %s\n", "counter", "state", "width", "nominal frequency", "source, access / reason");
+    kprintf("  %-8s %-7s %5s %19s\n", "counter", "state", "width", "nominal frequency");
     for (int i = 0; i < COUNTER_COUNT; i++) {
         const struct counter *c = &counters[i];
         char f[FMT_FIXED_CHARS];
@@ -243,9 +243,9 @@ static void report_counters(void)
             record_str(&r, "nominal_source", c->nominal_source);
             record_u64(&r, "width_bits", c->width_bits);
             record_str(&r, "access", c->access);
-            kprintf("  %-8s %-7s %5u %15s MHz  %s\n", c->name, "present", c->width_bits,
-                    c->nominal_mhz ? fmt_fixed(f, (int64_t)c->nominal_mhz, 9, 6) : "unknown", c->nominal_source);
-            kprintf("  %-8s %-7s %5s %19s  read by %s\n", "", "", "", "", c->access);
+            kprintf("  %-8s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
+                    c->nominal_mhz ? fmt_fixed(f, (int64_t)c->nominal_mhz, 9, 6) : "unknown");
+            kprintf("           nominal from %s; read by %s\n", c->nominal_source, c->access);
             check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);
         } else {
             record_str(&r, "reason", c->reason);

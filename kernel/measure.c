@@ -540,7 +540,7 @@ void measure_all(const struct profile *prof)
             prof->hwlat_ms);
     estimate_tsc();
     measure_speed();
-    kprintf("  TSC about %llu MHz (a quick estimate against %s, used only to size the phases)\n",
+    kprintf("  TSC about %llu MHz (a quick estimate against %s, to size the phases)\n",
             (unsigned long long)(measured.tsc_estimate_hz / 1000000), measured.tsc_estimate_source);
     for (int i = 0; i < measured.target_count; i++) {
         struct target *t = &measured.targets[i];

@@ -96,11 +96,12 @@ static void report_latency(void)
         }
         emit(&r);
     }
+    kprintf("  Batches: back-to-back reads between two brackets, an empty loop's cost\n  subtracted:\n");
     for (int i = 0; i < measured.target_count; i++) {
         const struct target *t = &measured.targets[i];
         if (t->batch_done)
-            kprintf("  %-12s %s ns a read in batches of %u (%s ticks), loop overhead subtracted\n", t->name,
-                    xs(b[0], tsc_ticks_to_ns(t->batch_ticks), 2), t->batch_k, xs(b[1], t->batch_ticks, 2));
+            kprintf("  %-12s %s ns a read in batches of %u (%s ticks)\n", t->name, xs(b[0], tsc_ticks_to_ns(t->batch_ticks), 2),
+                    t->batch_k, xs(b[1], t->batch_ticks, 2));
     }
 }
 
@@ -133,15 +134,15 @@ static void report_sequence(const struct target *t)
     struct xf tick_ns = counter_ticks_ns(t, xf_from_u64(1));
     struct xf step_ns = counter_ticks_ns(t, xf_from_u64(t->min_step));
     struct xf read_ns = ticks_ns(t->latency.p50);
-    kprintf("\n  %s: %llu back-to-back reads; smallest step %llu ticks = %s ns; nominal tick %s ns\n", t->name,
+    kprintf("\n  %s: %llu back-to-back reads; smallest step %llu ticks = %s ns;\n    nominal tick %s ns\n", t->name,
             (unsigned long long)t->seq_reads, (unsigned long long)t->min_step, xs(a, step_ns, 1), xs(b, tick_ns, 3));
     if (t->zero_deltas)
-        kprintf("    %llu of %llu consecutive reads saw the same value: it ticks slower than it can be read,\n"
-                "    so its resolution is its step, %s ns\n",
+        kprintf("    %llu of %llu consecutive reads saw the same value: it ticks slower than it can "
+                "be read, so its resolution is its step, %s ns\n",
                 (unsigned long long)t->zero_deltas, (unsigned long long)nonbackward, xs(a, step_ns, 1));
     else if (t->min_step > 1)
-        kprintf("    every read saw a new value: the tick is finer than a read (p50 %s ns), so the\n"
-                "    resolution you get is the read cost\n",
+        kprintf("    every read saw a new value: the tick is finer than a read (p50 %s ns), so "
+                "the resolution you get is the read cost\n",
                 xs(a, read_ns, 1));
     if (t->step_gcd > 1)
         kprintf("    it moves in steps of %llu ticks (%s ns), not one tick\n", (unsigned long long)t->step_gcd,
@@ -404,10 +405,10 @@ static void report_hwlat(void)
     const struct hwlat *h = &measured.hwlat;
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     kprintf("\n== Time stolen from the CPU (tight TSC loop, interrupts off) ==\n");
-    kprintf("  %s s scanned, %llu loop iterations, typical gap %s ns; gaps over %s ns: %llu\n",
+    kprintf("  %s s scanned, %llu loop iterations, typical gap %s ns; gaps over %s ns:\n    %llu\n",
             xs(a, window_seconds(h->window_tsc), 2), (unsigned long long)h->iterations, xs(b, ticks_ns(h->typical_gap), 1),
             xs(c, ticks_ns(h->threshold_tsc), 0), (unsigned long long)h->gaps_over_threshold);
-    kprintf("  by size: <1us %llu, 1-10us %llu, 10-100us %llu, 100us-1ms %llu, >=1ms %llu; largest %s us, total %s us\n",
+    kprintf("  by size: <1us %llu, 1-10us %llu, 10-100us %llu, 100us-1ms %llu, >=1ms %llu\n  largest %s us, total %s us\n",
             (unsigned long long)h->bins[0], (unsigned long long)h->bins[1], (unsigned long long)h->bins[2],
             (unsigned long long)h->bins[3], (unsigned long long)h->bins[4], xs(a, xf_div(ticks_ns(h->max_gap), xf_from_u64(1000)), 1),
             xs(b, xf_div(ticks_ns(h->total_over_threshold), xf_from_u64(1000)), 1));
@@ -417,15 +418,15 @@ static void report_hwlat(void)
     else
         kprintf("  SMI count: unavailable (%s)\n", h->smi_note);
     if (rdtsc_intercepted())
-        kprintf("  The hypervisor appears to intercept RDTSC: a read costs %s ns (p50), where hardware\n"
-                "  needs 10-40 ns. Every TSC read here is a trip into the hypervisor.\n",
+        kprintf("  The hypervisor appears to intercept RDTSC: a read costs %s ns (p50), where "
+                "hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.\n",
                 xs(a, ticks_ns(target_named("rdtsc")->latency.p50), 0));
     const struct cpu_speed *sp = &measured.speed;
     kprintf("  A one-instruction loop runs %s million iterations per second%s\n",
             fmt_fixed(a, (int64_t)sp->per_second, 6, 2), sp->emulated ? ":" : ".");
     if (sp->emulated)
-        kprintf("  far below any hardware (hundreds of millions or more). This virtual CPU seems to\n"
-                "  emulate instructions one at a time; the figures describe the emulator.\n");
+        kprintf("  far below any hardware (hundreds of millions or more). This virtual CPU "
+                "seems to emulate instructions one at a time; the figures describe the emulator.\n");
     struct record r;
     record_begin(&r, "cpu_speed");
     record_u64(&r, "loop_iterations", LOOP_ITERATIONS);
@@ -497,15 +498,15 @@ static void report_verdict(void)
             else if (rdtsc_intercepted())
                 advice = "monotonic, but the hypervisor traps every read: costly here";
             else if (!ci->invariant_tsc)
-                advice = "cheap, but no invariant-TSC bit: its rate may change with power states";
+                advice = "cheap, but not invariant: its rate may vary with power states";
             else
-                advice = "the clock to use: cheapest read, finest resolution, invariant";
+                advice = "the clock to use: cheapest read, finest step, invariant";
         } else if (!mono || (f && f->stuck)) {
             advice = "do not trust: not monotonic or stopped";
         } else if (cidx == COUNTER_HPET) {
             advice = "a good reference; too slow to read for timestamps";
         } else if (cidx == COUNTER_ACPI_PM) {
-            advice = "a reference of last resort before the PIT; slow, coarse, wraps often";
+            advice = discovered.pm.width == 32 ? "a fallback reference: slow and coarse" : "a fallback reference: slow, coarse, wraps every 4.7 s";
         } else {
             advice = "legacy: 16 bits, wraps every 55 ms; calibration only";
         }
@@ -516,7 +517,7 @@ static void report_verdict(void)
     else
         check_skip("invariant TSC", "CPUID.80000007h:EDX[8] clear: the TSC may not run at a constant rate");
     const struct memory_arena *m = memory_arena();
-    kprintf("\n  Samples used %llu KiB of the %llu MiB region at 0x%llx taken from the memory map\n",
+    kprintf("\n  Samples used %llu KiB of the %llu MiB region at 0x%llx from the memory map\n",
             (unsigned long long)(measured.memory_used >> 10), (unsigned long long)(m->size >> 20), (unsigned long long)m->base);
     struct record r;
     record_begin(&r, "memory");
