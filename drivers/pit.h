@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PIT_HZ 1193182u /* 14.31818 MHz / 12 */
+/* 14.31818 MHz / 12 = 1193181.667 Hz, in millihertz (the PC's PIT clock). */
+#define PIT_MILLIHZ 1193181667ull
 
 /* Starts channel 2 counting down from 65536 (mode 2, gate on, speaker off)
    and checks that it moves within a bounded time. */

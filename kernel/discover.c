@@ -204,8 +204,8 @@ static void discover_pit(void)
     }
     set_present(c, 16, read_pit);
     fmt_format(c->access, sizeof c->access, "I/O ports 0x42/0x43, gate 0x61");
-    c->nominal_mhz = (uint64_t)PIT_HZ * 1000;
-    fmt_format(c->nominal_source, sizeof c->nominal_source, "8254 datasheet (nominal)");
+    c->nominal_mhz = PIT_MILLIHZ;
+    fmt_format(c->nominal_source, sizeof c->nominal_source, "14.31818 MHz / 12 (nominal)");
 }
 
 void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu)

@@ -283,10 +283,11 @@ static void report_tsc_against(const struct freq_series *f)
     bool claimed = counters[COUNTER_TSC].nominal_mhz != 0;
     struct xf tsc_nom = xf_div(xf_from_u64(counters[COUNTER_TSC].nominal_mhz), xf_from_u64(1000));
     struct xf ppm = claimed ? ppm_of(xf_sub(xf_div(hz, tsc_nom), xf_from_u64(1))) : xf_from_u64(0);
-    kprintf("  tsc vs %-8s %17s Hz +- %s ppm, residual RMS %s ns, %u samples\n", counters[f->counter].name, xs(a, hz, 3),
-            xs(b, ppm_of(rel), 4), xs(c, resid_ns, 1), f->kept);
-    kprintf("  %18s two-point estimate %s Hz%s%s%s\n", "", xs(d, two, 3), claimed ? "; vs claimed nominal " : "",
-            claimed ? xs(a, ppm, 3) : "", claimed ? " ppm" : "");
+    kprintf("  tsc vs %-8s %17s Hz +- %s ppm, %u samples\n", counters[f->counter].name, xs(a, hz, 3), xs(b, ppm_of(rel), 4),
+            f->kept);
+    kprintf("    residual RMS %s ns; two-point estimate %s Hz\n", xs(c, resid_ns, 1), xs(d, two, 3));
+    if (claimed)
+        kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
     frequency_record("tsc", counters[f->counter].name, hz, claimed, ppm, ppm_of(rel), window_seconds(f->window_tsc), f->kept,
                      two, resid_ns);
 }
@@ -353,7 +354,7 @@ static void report_frequency(void)
     const struct freq_series *ref = measured.reference >= 0 ? series_of(measured.reference) : 0;
     for (int i = 0; i < measured.series_count; i++) {
         const struct freq_series *f = &measured.series[i];
-        kprintf("  %s: %u of %u samples kept (bracket within twice the narrowest, %llu ticks)\n", counters[f->counter].name,
+        kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest, %llu ticks)\n", counters[f->counter].name,
                 f->kept, f->slots, (unsigned long long)f->min_width);
     }
     for (int i = 0; i < measured.series_count; i++) {
@@ -405,10 +406,10 @@ static void report_hwlat(void)
     const struct hwlat *h = &measured.hwlat;
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     kprintf("\n== Time stolen from the CPU (tight TSC loop, interrupts off) ==\n");
-    kprintf("  %s s scanned, %llu loop iterations, typical gap %s ns; gaps over %s ns:\n    %llu\n",
+    kprintf("  %s s scanned, %llu loop iterations, typical gap %s ns\n  gaps over %s ns: %llu\n",
             xs(a, window_seconds(h->window_tsc), 2), (unsigned long long)h->iterations, xs(b, ticks_ns(h->typical_gap), 1),
             xs(c, ticks_ns(h->threshold_tsc), 0), (unsigned long long)h->gaps_over_threshold);
-    kprintf("  by size: <1us %llu, 1-10us %llu, 10-100us %llu, 100us-1ms %llu, >=1ms %llu\n  largest %s us, total %s us\n",
+    kprintf("  by size: <1us %llu, 1-10us %llu, 10-100us %llu, 100us-1ms %llu, >=1ms %llu;\n  largest %s us, total %s us\n",
             (unsigned long long)h->bins[0], (unsigned long long)h->bins[1], (unsigned long long)h->bins[2],
             (unsigned long long)h->bins[3], (unsigned long long)h->bins[4], xs(a, xf_div(ticks_ns(h->max_gap), xf_from_u64(1000)), 1),
             xs(b, xf_div(ticks_ns(h->total_over_threshold), xf_from_u64(1000)), 1));
