@@ -54,7 +54,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined 
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all kernel iso run run-direct test test-host test-boot bench deps check-build-tools clean help
+.PHONY: all kernel iso run run-direct test test-host test-boot test-matrix bench deps check-build-tools clean help
 
 all: kernel
 
@@ -66,6 +66,7 @@ help:
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make test       host unit tests and QEMU boot tests"
+	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
@@ -132,6 +133,10 @@ bench: deps $(KERNEL)
 
 test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+
+# Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
+test-matrix: deps $(KERNEL) $(TEST_ISO)
+	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
 
 test-host: $(HOST_LIB)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host

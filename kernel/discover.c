@@ -17,6 +17,16 @@ struct discovery discovered;
 
 #define PM_VERIFY_READS 256
 
+/* probe_fault=acpi|hpet|pm: a deliberate bad access inside that probe,
+   which the probe mechanism must turn into "unavailable" (the robustness
+   matrix boots with it). A non-canonical address raises #GP. */
+static void maybe_inject_fault(const char *probe)
+{
+    const char *which = cmdline_get(&boot_cmdline, "probe_fault");
+    if (which && !strcmp(which, probe))
+        (void)*(volatile uint64_t *)0x8000000000000008ull;
+}
+
 /* --- counter read functions (the table's read pointers) --- */
 static uint64_t read_tsc(void) { return rdtsc(); }
 static uint64_t read_hpet(void) { return hpet_counter(&discovered.hpet); }
@@ -59,6 +69,7 @@ static void acpi_job_run(void *p)
 {
     const struct boot_info *bi = ((struct acpi_job *)p)->bi;
     struct acpi_mapper m = {map_for_acpi, 0};
+    maybe_inject_fault("acpi");
     acpi_discover(&m, bi->rsdp_new_present ? bi->rsdp_new : 0, bi->rsdp_new_len, bi->rsdp_old_present ? bi->rsdp_old : 0,
                   &discovered.acpi);
 }
@@ -96,6 +107,7 @@ struct hpet_job {
 static void hpet_job_run(void *p)
 {
     struct hpet_job *j = p;
+    maybe_inject_fault("hpet");
     j->ok = hpet_init(&discovered.hpet, j->base, j->why, sizeof j->why);
     if (j->ok)
         hpet_test_comparator(&discovered.hpet, discovered.hpet.period_fs ? 1000000000000ull / discovered.hpet.period_fs : 1000,
@@ -153,6 +165,7 @@ struct pm_job {
 static void pm_job_run(void *p)
 {
     struct pm_job *j = p;
+    maybe_inject_fault("pm");
     j->ok = pmtimer_init(&discovered.pm, j->io, j->address, j->width32, j->why, sizeof j->why);
     /* The broken-latch check (Linux acpi_pm.c): count triple reads that disagree. */
     for (int i = 0; j->ok && i < PM_VERIFY_READS; i++)

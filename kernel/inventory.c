@@ -144,7 +144,9 @@ static void report_acpi(void)
     record_bool(&r, "faulted", discovered.acpi_faulted);
     emit(&r);
 
-    if (a->rsdp_found && a->root_found)
+    if (discovered.acpi_faulted)
+        check_skip("ACPI tables", "reading them faulted (%s): no HPET or PM timer from ACPI", discovered.acpi_fault);
+    else if (a->rsdp_found && a->root_found)
         check_pass("ACPI tables", "RSDP revision %u from the %s, %s with %d tables", a->revision, a->rsdp_source,
                    a->root_is_xsdt ? "XSDT" : "RSDT", a->table_count);
     else if (!a->rsdp_found)

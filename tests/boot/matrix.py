@@ -1,0 +1,91 @@
+"""The robustness matrix: one row per QEMU configuration, with the outcome
+it must have. `make test` runs the rows marked fast (each kind of fault
+once); `make test-matrix` runs every row and writes docs/robustness.md.
+
+Each row: a name, the QemuConfig fields, the expected run status, regular
+expressions that must match the serial output and ones that must not, and
+ACPI tables to inject (built by tests/host/acpi_builder.py and passed with
+QEMU's -acpitable, with QEMU's own HPET off unless the row says otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASSED, FAILED, NOTHING_RAN, CRASHED = 0, 1, 2, 3
+NO_CRASH = [r"^FAULT:", r"^FAIL:"]
+
+
+@dataclass
+class Scenario:
+    name: str
+    config: dict
+    status: int = PASSED
+    must: list[str] = field(default_factory=lambda: [r"^SUMMARY: \d+ passed, 0 failed"])
+    must_not: list[str] = field(default_factory=lambda: list(NO_CRASH))
+    inject: list[tuple[str, dict]] = field(default_factory=list)  # (acpi_builder function, kwargs)
+    needs_kvm: bool = False
+    fast: bool = False
+    timeout: int = 300
+
+
+DIRECT = {"boot": "direct", "accel": "tcg"}
+SUMMARY_OK = r"^SUMMARY: \d+ passed, 0 failed"
+
+SCENARIOS = [
+    # machines, firmware, accelerators
+    Scenario("q35, SeaBIOS, TCG, direct", {**DIRECT, "machine": "q35"}, fast=True),
+    Scenario("pc, SeaBIOS, TCG, direct", {**DIRECT, "machine": "pc"}),
+    Scenario("q35, SeaBIOS, TCG, GRUB ISO", {"boot": "iso", "accel": "tcg", "machine": "q35"}),
+    Scenario("q35, OVMF UEFI, TCG, GRUB ISO", {"boot": "iso", "accel": "tcg", "machine": "q35", "firmware": "uefi"}),
+    Scenario("pc, OVMF UEFI, TCG, GRUB ISO", {"boot": "iso", "accel": "tcg", "machine": "pc", "firmware": "uefi"}),
+    Scenario("q35, KVM, direct (qboot)", {"boot": "direct", "accel": "kvm", "firmware": "qboot"}, needs_kvm=True),
+    Scenario("pc, KVM, direct (SeaBIOS)", {"boot": "direct", "accel": "kvm", "machine": "pc"}, needs_kvm=True),
+    # CPUs and memory
+    Scenario("4 CPUs", {**DIRECT, "smp": 4}, must=[SUMMARY_OK, r'"cpus_enabled":4']),
+    Scenario("128 MiB", {**DIRECT, "memory": "128M"}, must=[SUMMARY_OK, r"^Memory: +1[0-9][0-9] MiB usable"]),
+    Scenario("8 GiB", {**DIRECT, "memory": "8G"}, must=[SUMMARY_OK, r"^Memory: +81[0-9][0-9] MiB usable"]),
+    Scenario("CPU qemu64: no RDTSCP, no invariant TSC", {**DIRECT, "cpu": "qemu64"}, fast=True,
+             must=[SUMMARY_OK, r"rdtscp +skipped: no RDTSCP", r"^SKIP: invariant TSC"]),
+    Scenario("CPU EPYC: RDTSCP, AMD LFENCE MSR", {**DIRECT, "cpu": "EPYC"},
+             must=[SUMMARY_OK, r"rdtscp +available", r"LFENCE: (serialising|not serialising|unknown)"]),
+    Scenario("CPU host under KVM, invariant TSC", {"boot": "direct", "accel": "kvm", "firmware": "qboot"},
+             needs_kvm=True, must=[SUMMARY_OK, r"^PASS: invariant TSC"]),
+    # devices missing
+    Scenario("no HPET (hpet=off)", {**DIRECT, "extra": ["-machine", "hpet=off"]}, fast=True,
+             must=[SUMMARY_OK, r"^SKIP: hpet: no valid HPET table", r"tsc vs acpi_pm"]),
+    Scenario("no ACPI (pc, acpi=off)", {**DIRECT, "machine": "pc", "extra": ["-machine", "acpi=off"]}, fast=True,
+             must=[SUMMARY_OK, r"^SKIP: ACPI tables: no valid RSDP", r"^SKIP: acpi_pm: no ACPI tables found", r"measured against pit"]),
+    Scenario("no PIT (pit=off)", {**DIRECT, "extra": ["-machine", "pit=off"]}, fast=True,
+             must=[SUMMARY_OK, r"^SKIP: pit: channel 2 did not count"]),
+    Scenario("no serial port (-serial none)", {**DIRECT, "serial": False}, fast=True, must=[]),
+    Scenario("no HPET, no ACPI, no PIT: only the TSC", {**DIRECT, "machine": "pc", "extra": ["-machine", "acpi=off,pit=off"]},
+             must=[SUMMARY_OK, r"^SKIP: TSC frequency: no HPET, PM timer or PIT", r"nominal: an assumed 2 GHz"]),
+    # injected ACPI tables (QEMU recomputes the checksum of every table it is
+    # given, so a bad checksum cannot be injected this way: host tests and the
+    # fuzzer cover it)
+    Scenario("injected HPET table, base in ordinary RAM", {**DIRECT, "extra": ["-machine", "hpet=off"]},
+             inject=[("hpet", {"base": 0x9000})], fast=True,
+             must=[SUMMARY_OK, r"^SKIP: hpet: capabilities 0x[0-9a-f]+ give period \d+ fs, outside"]),
+    Scenario("injected HPET table, base far above 4 GiB", {**DIRECT, "extra": ["-machine", "hpet=off"]},
+             inject=[("hpet", {"base": 0x40_0000_0000})],
+             must=[SUMMARY_OK, r"^SKIP: hpet: (capabilities 0x0+ give period 0 fs|registers at 0x4000000000 read all ones)"]),
+    Scenario("injected HPET table, I/O space base", {**DIRECT, "extra": ["-machine", "hpet=off"]},
+             inject=[("hpet", {"base": 0x1000, "space": 1})],
+             must=[SUMMARY_OK, r"^SKIP: hpet: HPET table gives address space 1"]),
+    Scenario("duplicate HPET table", {**DIRECT}, inject=[("hpet", {"base": 0xFED00000, "number": 1})],
+             must=[SUMMARY_OK, r"another HPET table", r"^PASS: hpet: present"]),
+    # faults
+    Scenario("fault inside the HPET probe", {**DIRECT, "append": "probe_fault=hpet"}, fast=True,
+             must=[SUMMARY_OK, r"^SKIP: hpet: fault probing base 0xfed00000: general protection"]),
+    Scenario("fault inside the ACPI parser", {**DIRECT, "append": "probe_fault=acpi"},
+             must=[SUMMARY_OK, r"^SKIP: ACPI tables: reading them faulted", r"measured against pit"]),
+    Scenario("fault inside the PM timer probe", {**DIRECT, "append": "probe_fault=pm"},
+             must=[SUMMARY_OK, r"^SKIP: acpi_pm: fault probing port"]),
+    Scenario("fault outside any probe: crash report", {**DIRECT, "append": "crash=pf"}, status=CRASHED, fast=True,
+             must=[r"^FAULT: CPU exception 14: page fault", r"cr2 00007fff00000000"], must_not=[r"^SUMMARY:"]),
+    Scenario("CPU without long mode", {**DIRECT, "cpu": "qemu32"}, status=NOTHING_RAN, fast=True,
+             must=[r"no 64-bit long mode"], must_not=[r"^SUMMARY:"]),
+    Scenario("safe mode: HPET and PIT left alone", {**DIRECT, "append": "safe"},
+             must=[SUMMARY_OK, r"^SKIP: hpet: not programmed: safe mode", r"measured against acpi_pm"]),
+]
