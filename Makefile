@@ -54,7 +54,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined 
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all kernel iso run run-direct test test-host test-boot test-matrix bench deps check-build-tools clean help
+.PHONY: all kernel iso run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -67,6 +67,7 @@ help:
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make test       host unit tests and QEMU boot tests"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
+	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
@@ -119,6 +120,25 @@ $(HOST_LIB): $(LOGIC_SRCS) tests/host/shim.c $(wildcard kernel/*.h)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(HOST_CFLAGS) -o $@ $(LOGIC_SRCS) tests/host/shim.c
 
+# The ACPI parser under libFuzzer with ASan and UBSan (clang from Debian).
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_acpi
+FUZZ_SECONDS ?= 300
+$(FUZZ_BIN): tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c kernel/acpi.h kernel/format.h
+	@command -v clang >/dev/null || { echo "error: clang not found: install the 'clang' package (or run 'make deps')"; exit 1; }
+	@mkdir -p $(dir $@)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c
+
+# The test suite's fuzz smoke skips (saying why) when the harness cannot be built.
+fuzz-harness:
+	@$(MAKE) --no-print-directory $(FUZZ_BIN) || echo "note: the fuzz harness could not be built; its smoke test will be skipped"
+
+fuzz: deps $(FUZZ_BIN)
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(BUILD)/fuzz/corpus tests/fuzz/seeds
+
+fuzz-seeds: $(KERNEL) $(TEST_ISO)
+	PYTHONPATH=tools $(PYTHON) tests/fuzz/make_seeds.py
+
 RUN_ARGS ?=
 CLOCKBENCH := PYTHONPATH=tools $(PYTHON) -m clockbench
 
@@ -131,7 +151,7 @@ run-direct: deps $(KERNEL)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB)
+test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) fuzz-harness
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.

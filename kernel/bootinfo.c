@@ -84,8 +84,9 @@ static bool parse_mb1(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
         while (off + 24 <= len) {
             const uint8_t *e = at(base, (uint64_t)addr + off);
             uint32_t size = ld32(e);
-            if (size < 20) {
-                fmt_format(bi->error, sizeof bi->error, "multiboot1 memory map entry size %u < 20", size);
+            if (size < 20 || size > len - off - 4) {
+                fmt_format(bi->error, sizeof bi->error, "multiboot1 memory map entry size %u at offset %u does not fit", size,
+                           off);
                 return false;
             }
             add_region(bi, ld64(e + 4), ld64(e + 12), ld32(e + 20));
@@ -136,8 +137,9 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
             if (body_len < 8)
                 break;
             uint32_t esize = ld32(body);
-            if (esize < 24) {
-                fmt_format(bi->error, sizeof bi->error, "multiboot2 memory map entry size %u < 24", esize);
+            if (esize < 24 || esize > body_len) {
+                fmt_format(bi->error, sizeof bi->error, "multiboot2 memory map entry size %u does not fit (24..%u)", esize,
+                           body_len);
                 return false;
             }
             for (uint32_t e = 8; e + esize <= body_len; e += esize)

@@ -24,6 +24,6 @@ extern struct discovery discovered;
 
 void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu);
 /* The inventory section: lines for people, records for tools, checks. */
-void discover_report(const struct cpu_probe *cpu);
+void discover_report(const struct cpu_probe *cpu, const struct boot_info *bi);
 
 #endif

@@ -1,6 +1,8 @@
 /* The inventory section of the report: what was found, where, how wide,
    at what claimed frequency, and why anything is missing. */
 #include "checks.h"
+#include "cmdline.h"
+#include "paging.h"
 #include "console.h"
 #include "counters.h"
 #include "discover.h"
@@ -74,6 +76,57 @@ static void report_cpu(const struct cpu_probe *cpu)
     }
     if (!ci->invariant_tsc && ci->tsc)
         kprintf("  Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states\n");
+}
+
+/* dump_acpi on the command line: every table the root lists (and the RSDP
+   and the root itself) as hex in acpi_dump records, like acpidump, for
+   offline reading and for the fuzzer's seeds (tests/fuzz/make_seeds.py). */
+#define DUMP_CHUNK 512
+
+static void dump_bytes(const char *sig, uint64_t address, const uint8_t *p, uint32_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (uint32_t off = 0; off < len; off += DUMP_CHUNK) {
+        char hex[2 * DUMP_CHUNK + 1];
+        uint32_t n = len - off < DUMP_CHUNK ? len - off : DUMP_CHUNK;
+        for (uint32_t i = 0; i < n; i++) {
+            hex[2 * i] = digits[p[off + i] >> 4];
+            hex[2 * i + 1] = digits[p[off + i] & 15];
+        }
+        hex[2 * n] = '\0';
+        struct record r;
+        record_begin(&r, "acpi_dump");
+        record_str(&r, "signature", sig);
+        record_hex(&r, "address", address);
+        record_u64(&r, "offset", off);
+        record_u64(&r, "length", len);
+        record_str(&r, "hex", hex);
+        emit(&r);
+    }
+}
+
+static void dump_acpi(const struct boot_info *bi)
+{
+    const struct acpi_info *a = &discovered.acpi;
+    if (!cmdline_get(&boot_cmdline, "dump_acpi") || !a->rsdp_found)
+        return;
+    if (a->rsdp_address && paging_map(a->rsdp_address, 36, false, 0))
+        dump_bytes("RSD PTR ", a->rsdp_address, (const uint8_t *)(uintptr_t)a->rsdp_address, a->revision >= 2 ? 36 : 20);
+    else if (bi->rsdp_new_present)
+        dump_bytes("RSD PTR ", 0, bi->rsdp_new, bi->rsdp_new_len);
+    else if (bi->rsdp_old_present)
+        dump_bytes("RSD PTR ", 0, bi->rsdp_old, 20);
+    if (a->root_found && paging_map(a->root_address, 36, false, 0)) {
+        const uint8_t *root = (const uint8_t *)(uintptr_t)a->root_address;
+        uint32_t len = (uint32_t)root[4] | (uint32_t)root[5] << 8 | (uint32_t)root[6] << 16 | (uint32_t)root[7] << 24;
+        if (len <= ACPI_MAX_TABLE_BYTES && paging_map(a->root_address, len, false, 0))
+            dump_bytes(a->root_is_xsdt ? "XSDT" : "RSDT", a->root_address, root, len);
+    }
+    for (int i = 0; i < a->table_count; i++) {
+        const struct acpi_table_ref *t = &a->tables[i];
+        if (t->valid && paging_map(t->address, t->length, false, 0))
+            dump_bytes(t->signature, t->address, (const uint8_t *)(uintptr_t)t->address, t->length);
+    }
 }
 
 static void report_acpi(void)
@@ -262,10 +315,11 @@ static void report_counters(void)
     }
 }
 
-void discover_report(const struct cpu_probe *cpu)
+void discover_report(const struct cpu_probe *cpu, const struct boot_info *bi)
 {
     report_cpu(cpu);
     report_acpi();
+    dump_acpi(bi);
     report_hpet();
     report_pm_latch();
     report_counters();

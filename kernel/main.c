@@ -114,7 +114,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
     maybe_crash();
     report_memory();
     discover_all(&boot, &boot_cpu);
-    discover_report(&boot_cpu);
+    discover_report(&boot_cpu, &boot);
     char note[128];
     const struct profile *prof = profile_select(note, sizeof note);
     if (note[0])

@@ -9,6 +9,7 @@ packages=(
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   python3 python3-pytest python3-numpy                   # the runner and the tests
+  clang                                                  # the fuzzer (libFuzzer, ASan, UBSan)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

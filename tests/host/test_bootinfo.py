@@ -121,7 +121,23 @@ def test_mb1_bad_mmap_entry_size(lib):
     struct.pack_into("<II", mem, 44, 48, 0x100)
     struct.pack_into("<I", mem, 0x100, 4)  # entry size below 20
     r = parse(lib, MB1, bytes(mem), 0)
-    assert not r["ok"] and "entry size 4" in r["error"]
+    assert not r["ok"] and "entry size 4 at offset 0 does not fit" in r["error"]
+
+
+def test_mb1_huge_mmap_entry_size_cannot_loop_or_overrun(lib):
+    # size + 4 would wrap to 0 in 32 bits: the walk must stop, not spin
+    mem = bytearray(0x200)
+    struct.pack_into("<I", mem, 0, 1 << 6)
+    struct.pack_into("<II", mem, 44, 48, 0x100)
+    struct.pack_into("<I", mem, 0x100, 0xFFFFFFFC)
+    r = parse(lib, MB1, bytes(mem), 0)
+    assert not r["ok"] and "does not fit" in r["error"]
+
+
+def test_mb2_huge_mmap_entry_size_is_rejected(lib):
+    body = struct.pack("<II", 0xFFFFFFF8, 0) + bytes(24)
+    r = parse(lib, MB2, mb2_info(mb2_tag(6, body)), 0)
+    assert not r["ok"] and "does not fit" in r["error"] and r["mem"] == []
 
 
 def test_unknown_magic(lib):
