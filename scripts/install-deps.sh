@@ -8,7 +8,7 @@ packages=(
   make gcc binutils nasm                                # the kernel
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
-  python3 python3-pytest python3-numpy                   # the runner and the tests
+  python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests
   clang                                                  # the fuzzer (libFuzzer, ASan, UBSan)
 )
 
