@@ -30,7 +30,7 @@ KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kern
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
 	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
 	kernel/memory.c kernel/measure.c kernel/measure_report.c \
-	drivers/uart.c drivers/vga_text.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
+	drivers/uart.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no
@@ -52,7 +52,12 @@ NASMFLAGS := -f elf64 -g -I boot/
 
 HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined -fno-sanitize-recover=all
 
-KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o)
+# The console font: converted at build time from a Debian console font
+# (package console-setup-linux), never committed.
+FONT_PSF ?= /usr/share/consolefonts/Lat15-VGA16.psf.gz
+FONT_C := $(BUILD)/gen/fbcon_font.c
+
+KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
 .PHONY: all kernel iso run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
@@ -90,6 +95,14 @@ $(BUILD)/%.o: %.asm boot/constants.inc Makefile | check-build-tools
 $(BUILD)/%.o: %.c Makefile | check-build-tools
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
+
+$(FONT_C): scripts/psf_to_c.py
+	@test -r $(FONT_PSF) || { echo "error: $(FONT_PSF) not found: install the 'console-setup-linux' package (or run 'make deps')"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(PYTHON) scripts/psf_to_c.py $(FONT_PSF) $@
+
+$(BUILD)/gen/fbcon_font.o: $(FONT_C) drivers/fbcon_font.h
+	$(CC) $(KERNEL_CFLAGS) -Idrivers -c -o $@ $<
 
 $(KERNEL): $(KERNEL_OBJS) linker.ld
 	$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)

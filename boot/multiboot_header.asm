@@ -14,6 +14,15 @@ mb2_header:
     dd MB2_ARCH_I386
     dd mb2_header_end - mb2_header
     dd -(MB2_MAGIC + MB2_ARCH_I386 + (mb2_header_end - mb2_header))
+    ; framebuffer tag, optional: a linear framebuffer (UEFI GOP or VBE) for
+    ; the screen console, preferably 1024x768x32; GRUB may give text instead.
+    align 8
+    dw MB2_TAG_FRAMEBUFFER
+    dw MB2_TAG_OPTIONAL
+    dd 20
+    dd 1024
+    dd 768
+    dd 32
     ; end tag
     align 8
     dw MB2_TAG_END

@@ -3,10 +3,12 @@
 
 #include <stdarg.h>
 
+#include "../drivers/fbcon.h"
 #include "../drivers/uart.h"
 #include "../drivers/vga_text.h"
 #include "cmdline.h"
 #include "format.h"
+#include "paging.h"
 #include "record.h"
 #include "string.h"
 
@@ -17,6 +19,8 @@
 #define CONSOLE_LINE_MAX 4096
 
 static struct uart serial;
+static enum { SCREEN_NONE, SCREEN_VGA, SCREEN_FB } screen_kind;
+static char screen_desc[96], screen_note[128];
 static struct console_status status = {.screen = "none"};
 
 static uint16_t serial_port_from(const char *name, bool *none)
@@ -48,30 +52,61 @@ void console_init(const struct boot_info *bi)
         status.serial_port = port;
         status.serial_baud = (uint32_t)baud;
     }
-    /* Text mode is what a BIOS boot leaves without a framebuffer tag; a
-       linear framebuffer (UEFI) needs the framebuffer console instead. */
     const char *screen = cmdline_get(&boot_cmdline, "screen");
-    if (screen && !strcmp(screen, "none"))
+    if (screen && !strcmp(screen, "none")) {
+        status.screen = "none (screen=none)";
         return;
-    if (!bi->fb.present || bi->fb.type == 2) {
-        vga_text_init(VGA_TEXT_PHYS, VGA_TEXT_COLS, VGA_TEXT_ROWS);
-        status.screen = "VGA text 80x25";
     }
+    /* A linear framebuffer from the loader (UEFI GOP or VBE) gets the
+       framebuffer console; EGA text from the loader, or no framebuffer tag
+       at all (a legacy BIOS boot, QEMU -kernel), the VGA text buffer. */
+    if (bi->fb.present && bi->fb.type == 1) {
+        struct fb_mode m = {bi->fb.addr, bi->fb.pitch, bi->fb.width, bi->fb.height, bi->fb.bpp,
+                            bi->fb.red_pos, bi->fb.red_size, bi->fb.green_pos, bi->fb.green_size, bi->fb.blue_pos, bi->fb.blue_size};
+        const char *why_map = "";
+        if (!paging_map(m.addr, (uint64_t)m.pitch * m.height, false, &why_map)) {
+            fmt_format(screen_note, sizeof screen_note, "none: framebuffer at 0x%llx unusable: %s", (unsigned long long)m.addr, why_map);
+        } else if (fbcon_init(&m, screen_note, sizeof screen_note)) {
+            fmt_format(screen_desc, sizeof screen_desc, "framebuffer %ux%u, %u bits per pixel, at 0x%llx", m.width, m.height,
+                       m.bpp, (unsigned long long)m.addr);
+            status.screen = screen_desc;
+            screen_kind = SCREEN_FB;
+            return;
+        }
+        status.screen = screen_note;
+        return;
+    }
+    if (!bi->fb.present || bi->fb.type == 2) {
+        uint64_t addr = bi->fb.present ? bi->fb.addr : VGA_TEXT_PHYS;
+        uint32_t w = bi->fb.present ? bi->fb.width : VGA_TEXT_COLS, h = bi->fb.present ? bi->fb.height : VGA_TEXT_ROWS;
+        vga_text_init(addr, w, h);
+        fmt_format(screen_desc, sizeof screen_desc, "VGA text %ux%u", w, h);
+        status.screen = screen_desc;
+        screen_kind = SCREEN_VGA;
+        return;
+    }
+    fmt_format(screen_note, sizeof screen_note, "none: framebuffer type %u is not drawn", bi->fb.type);
+    status.screen = screen_note;
 }
 
 const struct console_status *console_status(void) { return &status; }
 
-static void put_raw(char c)
+static void put_raw(char c, bool screen)
 {
     if (c == '\n')
         uart_putc(&serial, '\r');
     uart_putc(&serial, c);
-    if (status.screen[0] == 'V')
+    if (!screen)
+        return;
+    if (screen_kind == SCREEN_VGA)
         vga_text_putc(c);
+    else if (screen_kind == SCREEN_FB)
+        fbcon_putc(c);
 }
 
 /* Human lines are wrapped to CONSOLE_COLUMNS at spaces, continuation lines
-   indented two more than the line; machine records are never wrapped. */
+   indented two more than the line. Machine records are never wrapped, and
+   go to the serial port only: on screen they would bury the report. */
 static char line[CONSOLE_LINE_MAX];
 static unsigned line_len;
 
@@ -96,10 +131,10 @@ static void emit_line(void)
         }
         if (!first)
             for (unsigned i = 0; i < indent; i++)
-                put_raw(' ');
+                put_raw(' ', true);
         for (unsigned i = start; i < end; i++)
-            put_raw(line[i]);
-        put_raw('\n');
+            put_raw(line[i], !record);
+        put_raw('\n', !record);
         start = end;
         while (start < line_len && line[start] == ' ')
             start++;
@@ -113,7 +148,7 @@ void console_write(const char *s, unsigned long n)
     for (unsigned long i = 0; i < n; i++) {
         if (s[i] == '\n') {
             if (line_len == 0)
-                put_raw('\n');
+                put_raw('\n', true);
             else
                 emit_line();
             continue;
@@ -121,7 +156,7 @@ void console_write(const char *s, unsigned long n)
         if (line_len == CONSOLE_LINE_MAX) {
             /* a very long record: pass it through unbuffered */
             for (unsigned k = 0; k < line_len; k++)
-                put_raw(line[k]);
+                put_raw(line[k], false);
             line_len = 0;
         }
         line[line_len++] = s[i];
@@ -150,7 +185,9 @@ void console_flush(void)
 {
     if (line_len)
         emit_line();
-    if (status.screen[0] == 'V')
+    if (screen_kind == SCREEN_VGA)
         vga_text_flush();
+    else if (screen_kind == SCREEN_FB)
+        fbcon_flush();
     uart_drain(&serial);
 }

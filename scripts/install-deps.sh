@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   make gcc binutils nasm                                # the kernel
+  console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests

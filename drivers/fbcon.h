@@ -1,0 +1,29 @@
+/* A text console on a linear framebuffer (the Multiboot 2 framebuffer tag:
+   UEFI GOP or VBE), direct RGB at 16, 24 or 32 bits per pixel. */
+#ifndef CLOCKBENCH_FBCON_H
+#define CLOCKBENCH_FBCON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fb_mode {
+    uint64_t addr;
+    uint32_t pitch, width, height;
+    uint8_t bpp;
+    uint8_t red_pos, red_size, green_pos, green_size, blue_pos, blue_size;
+};
+
+/* False, with why filled, for a mode it cannot draw on. The framebuffer
+   must already be mapped. */
+bool fbcon_init(const struct fb_mode *mode, char *why, unsigned why_len);
+void fbcon_putc(char c);
+/* Draws every cell that changed since the last flush. */
+void fbcon_flush(void);
+
+/* Pure helpers, unit-tested on the host: the pixel value of an 8-bit-per-
+   channel colour in this mode, and one glyph drawn into a pixel buffer. */
+uint32_t fbcon_pixel(const struct fb_mode *mode, uint8_t r, uint8_t g, uint8_t b);
+void fbcon_draw_glyph(const struct fb_mode *mode, uint8_t *base, uint32_t x_cell, uint32_t y_cell, const uint8_t *glyph,
+                      uint32_t fg, uint32_t bg);
+
+#endif
