@@ -60,6 +60,11 @@ static void print_banner(void)
     record_str(&r, "loader", boot.loader);
     record_u64(&r, "multiboot", (uint64_t)boot.protocol);
     record_str(&r, "cmdline", boot.cmdline);
+    record_str(&r, "screen", cs->screen);
+    if (cs->serial)
+        record_hex(&r, "serial_port", cs->serial_port);
+    else
+        record_null(&r, "serial_port");
     console_emit_record(&r);
 }
 

@@ -67,6 +67,7 @@ class QemuConfig:
     serial: bool = True
     display: bool = False
     monitor_socket: Path | None = None
+    debug_exit: bool = True  # without it the image halts and leaves its screen, as on hardware
     extra: list[str] = field(default_factory=list)
 
 
@@ -88,7 +89,9 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
     cmd = ["qemu-system-x86_64", "-machine", cfg.machine, "-accel", accel]
     cmd += ["-cpu", cfg.cpu or (KVM_CPU if accel == "kvm" else TCG_CPU)]
     cmd += ["-smp", str(cfg.smp), "-m", cfg.memory]
-    cmd += ["-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+    cmd += ["-no-reboot"]
+    if cfg.debug_exit:
+        cmd += ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
     cmd += ["-serial", "stdio" if cfg.serial else "none"]
     cmd += ["-monitor", f"unix:{cfg.monitor_socket},server,nowait" if cfg.monitor_socket else "none"]
     if not cfg.display:

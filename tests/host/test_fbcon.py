@@ -1,0 +1,72 @@
+"""The framebuffer console's drawing over several pixel formats: pixel
+packing against the mode's channel positions and sizes, and a glyph drawn
+into a buffer, compared bit for bit with the font table."""
+
+import ctypes
+
+import pytest
+
+
+class FbMode(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint64), ("pitch", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("bpp", ctypes.c_uint8), ("red_pos", ctypes.c_uint8), ("red_size", ctypes.c_uint8), ("green_pos", ctypes.c_uint8),
+                ("green_size", ctypes.c_uint8), ("blue_pos", ctypes.c_uint8), ("blue_size", ctypes.c_uint8)]
+
+
+FORMATS = {
+    "xrgb8888": (32, 16, 8, 8, 8, 0, 8),
+    "xbgr8888": (32, 0, 8, 8, 8, 16, 8),
+    "rgb888": (24, 16, 8, 8, 8, 0, 8),
+    "rgb565": (16, 11, 5, 5, 6, 0, 5),
+    "rgb555": (16, 10, 5, 5, 5, 0, 5),
+}
+
+
+def mode(name, width=64, height=32):
+    bpp, rp, rs, gp, gs, bp, bs = FORMATS[name]
+    return FbMode(0, width * bpp // 8, width, height, bpp, rp, rs, gp, gs, bp, bs)
+
+
+def bind(lib):
+    lib.fbcon_pixel.restype = ctypes.c_uint32
+    lib.fbcon_pixel.argtypes = [ctypes.POINTER(FbMode), ctypes.c_uint8, ctypes.c_uint8, ctypes.c_uint8]
+    lib.fbcon_draw_glyph.argtypes = [ctypes.POINTER(FbMode), ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p,
+                                     ctypes.c_uint32, ctypes.c_uint32]
+    return (ctypes.c_uint8 * 16 * 128).in_dll(lib, "fbcon_font")
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_pixel_packing(lib, name):
+    bind(lib)
+    m = mode(name)
+    bpp, rp, rs, gp, gs, bp, bs = FORMATS[name]
+    for r, g, b in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (0xC0, 0xC0, 0xC0), (0, 0, 0), (0x12, 0x34, 0x56)]:
+        want = (r >> (8 - rs)) << rp | (g >> (8 - gs)) << gp | (b >> (8 - bs)) << bp
+        assert lib.fbcon_pixel(ctypes.byref(m), r, g, b) == want
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_glyph_drawn_bit_for_bit(lib, name):
+    font = bind(lib)
+    m = mode(name)
+    size = m.pitch * m.height
+    buf = (ctypes.c_uint8 * size)(*([0xEE] * size))
+    fg, bg = lib.fbcon_pixel(ctypes.byref(m), 255, 255, 255), lib.fbcon_pixel(ctypes.byref(m), 0, 0, 0)
+    glyph = font[ord("A")]
+    assert any(glyph), "the font has an 'A'"
+    lib.fbcon_draw_glyph(ctypes.byref(m), buf, 2, 1, glyph, fg, bg)  # cell (2, 1): pixels x 16..23, y 16..31
+    bytes_pp = m.bpp // 8
+    for y in range(m.height):
+        for x in range(m.width):
+            px = int.from_bytes(bytes(buf[y * m.pitch + x * bytes_pp:(y + 1) * m.pitch][:bytes_pp]), "little")
+            if 16 <= x < 24 and 16 <= y < 32:
+                on = glyph[y - 16] & (0x80 >> (x - 16))
+                assert px == (fg if on else bg), (x, y)
+            else:
+                assert px == int.from_bytes(b"\xee" * bytes_pp, "little"), "drawn outside the cell"
+
+
+def test_font_covers_printable_ascii(lib):
+    font = bind(lib)
+    blank = [c for c in range(0x21, 0x7F) if not any(font[c])]
+    assert not blank, [chr(c) for c in blank]
