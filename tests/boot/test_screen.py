@@ -7,7 +7,10 @@ from __future__ import annotations
 import pytest
 
 from clockbench import qemu, records, screen
-from conftest import TEST_ISO
+import os
+from pathlib import Path
+
+TEST_ISO = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build")) / "test" / "clockbench.iso"
 
 
 @pytest.mark.parametrize("firmware", ["bios", "uefi"])
