@@ -30,7 +30,7 @@ KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kern
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
 	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
 	kernel/memory.c kernel/measure.c kernel/measure_report.c \
-	drivers/uart.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
+	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no
@@ -130,7 +130,7 @@ $(TEST_ISO): $(KERNEL) iso/grub.cfg
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
-HOST_EXTRA := drivers/fbcon.c $(FONT_C)
+HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c $(FONT_C)
 $(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard kernel/*.h) $(wildcard drivers/*.h)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c

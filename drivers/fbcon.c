@@ -7,14 +7,16 @@
 #include "../kernel/cpu.h"
 #include "../kernel/format.h"
 #include "fbcon_font.h"
+#include "textgrid.h"
 
 #define MAX_CELLS 65536
 #define FLUSH_MIN_TSC (1ull << 27)
 
 static struct fb_mode fb;
 static bool ready;
-static uint32_t cols, rows, col, row;
-static uint8_t grid[MAX_CELLS], shown[MAX_CELLS];
+static uint32_t cols, rows;
+static uint8_t cells[MAX_CELLS], shown[MAX_CELLS];
+static struct textgrid grid;
 static uint32_t fg, bg;
 static uint64_t last_flush, flush_cost;
 
@@ -70,11 +72,9 @@ bool fbcon_init(const struct fb_mode *mode, char *why, unsigned why_len)
         rows = MAX_CELLS / cols;
     fg = fbcon_pixel(&fb, 0xC0, 0xC0, 0xC0);
     bg = fbcon_pixel(&fb, 0, 0, 0);
-    col = row = 0;
-    for (uint32_t i = 0; i < cols * rows; i++) {
-        grid[i] = ' ';
+    textgrid_init(&grid, cells, cols, rows);
+    for (uint32_t i = 0; i < cols * rows; i++)
         shown[i] = 0; /* forces the first flush to clear the whole screen */
-    }
     ready = true;
     fbcon_flush();
     return true;
@@ -86,49 +86,22 @@ void fbcon_flush(void)
         return;
     uint64_t start = rdtsc();
     for (uint32_t i = 0; i < cols * rows; i++) {
-        if (grid[i] == shown[i])
+        if (cells[i] == shown[i])
             continue;
-        uint8_t c = grid[i] < 128 ? grid[i] : '?';
+        uint8_t c = cells[i] < 128 ? cells[i] : '?';
         fbcon_draw_glyph(&fb, (uint8_t *)(uintptr_t)fb.addr, i % cols, i / cols, fbcon_font[c], fg, bg);
-        shown[i] = grid[i];
+        shown[i] = cells[i];
     }
     last_flush = rdtsc();
     flush_cost = last_flush - start;
 }
 
-static void scroll(void)
+void fbcon_putc(char c)
 {
-    for (uint32_t i = 0; i < cols * (rows - 1); i++)
-        grid[i] = grid[i + cols];
-    for (uint32_t i = cols * (rows - 1); i < cols * rows; i++)
-        grid[i] = ' ';
-    row = rows - 1;
-}
-
-static void new_line(void)
-{
-    col = 0;
-    if (++row == rows)
-        scroll();
+    if (!ready || !textgrid_putc(&grid, c))
+        return;
     /* at most about one tenth of the time goes to drawing */
     uint64_t gap = 10 * flush_cost > FLUSH_MIN_TSC ? 10 * flush_cost : FLUSH_MIN_TSC;
     if (rdtsc() - last_flush > gap)
         fbcon_flush();
-}
-
-void fbcon_putc(char c)
-{
-    if (!ready)
-        return;
-    if (c == '\n') {
-        new_line();
-        return;
-    }
-    if (c == '\r') {
-        col = 0;
-        return;
-    }
-    if (col == cols)
-        new_line();
-    grid[row * cols + col++] = (uint8_t)c;
 }

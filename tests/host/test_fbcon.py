@@ -70,3 +70,26 @@ def test_font_covers_printable_ascii(lib):
     font = bind(lib)
     blank = [c for c in range(0x21, 0x7F) if not any(font[c])]
     assert not blank, [chr(c) for c in blank]
+
+
+class Grid(ctypes.Structure):
+    _fields_ = [("cells", ctypes.c_void_p), ("cols", ctypes.c_uint32), ("rows", ctypes.c_uint32), ("col", ctypes.c_uint32),
+                ("row", ctypes.c_uint32)]
+
+
+def test_text_grid_wraps_and_scrolls(lib):
+    lib.textgrid_putc.restype = ctypes.c_bool
+    lib.textgrid_putc.argtypes = [ctypes.POINTER(Grid), ctypes.c_char]
+    cells = (ctypes.c_uint8 * 12)()
+    g = Grid()
+    lib.textgrid_init(ctypes.byref(g), cells, 4, 3)
+    text = lambda: [bytes(cells[r * 4:(r + 1) * 4]).decode() for r in range(3)]
+    for ch in b"ab\ncdefg":
+        lib.textgrid_putc(ctypes.byref(g), bytes([ch]))
+    assert text() == ["ab  ", "cdef", "g   "]  # "cdefg" wrapped at 4 columns
+    assert lib.textgrid_putc(ctypes.byref(g), b"\n")  # a completed line: time to consider a flush
+    assert text() == ["cdef", "g   ", "    "]  # scrolled up one row
+    lib.textgrid_putc(ctypes.byref(g), b"x")
+    lib.textgrid_putc(ctypes.byref(g), b"\r")
+    lib.textgrid_putc(ctypes.byref(g), b"y")
+    assert text()[2] == "y   "
