@@ -59,7 +59,7 @@ FONT_C := $(BUILD)/gen/fbcon_font.c
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: all kernel iso run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: all kernel iso usb run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -70,6 +70,7 @@ help:
 	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO))"
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
+	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
 	@echo "make test       host unit tests and QEMU boot tests"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
@@ -159,6 +160,11 @@ CLOCKBENCH := PYTHONPATH=tools $(PYTHON) -m clockbench
 
 run: deps $(ISO)
 	$(CLOCKBENCH) run --boot iso --iso $(ISO) $(RUN_ARGS)
+
+# Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
+usb: $(ISO)
+	@test -n "$(DEV)" || { echo "usage: make usb DEV=/dev/sdX (the whole disk of a USB stick)"; exit 2; }
+	$(CLOCKBENCH) flash $(DEV) --iso $(ISO) $(FLASH_ARGS)
 
 run-direct: deps $(KERNEL)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)

@@ -67,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--log", default="build/run.log", help="where to save the serial log")
     r.add_argument("--qemu-arg", action="append", help="an extra QEMU argument (repeatable)")
     r.set_defaults(func=cmd_run)
+    f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
+    f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
+    f.add_argument("--iso", default="build/clockbench.iso")
+    f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    f.add_argument("--force", action="store_true", help="also write a non-removable disk or one over 256 GB")
+    f.set_defaults(func=lambda a: __import__("clockbench.flash", fromlist=["main"]).main(a))
     args = p.parse_args(argv)
     return args.func(args)
 

@@ -54,9 +54,10 @@ def find_ovmf() -> str | None:
 
 @dataclass
 class QemuConfig:
-    boot: str = "direct"  # "direct" (-kernel, Multiboot 1) or "iso" (GRUB, Multiboot 2)
+    boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
     kernel: Path = Path("build/clockbench.elf")
     iso: Path = Path("build/clockbench.iso")
+    disk: Path = Path("build/stick.img")  # a raw disk image, for boot="disk"
     firmware: str = "bios"  # "bios" (SeaBIOS), "uefi" (OVMF) or "qboot" (direct boot only)
     accel: str = "auto"  # "auto", "kvm" or "tcg"
     machine: str = "q35"
@@ -115,8 +116,12 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         if cfg.append:
             raise RuntimeError("a kernel command line can be given only with boot=direct; the ISO's comes from its GRUB menu")
         cmd += ["-cdrom", str(cfg.iso)]
+    elif cfg.boot == "disk":
+        if cfg.append:
+            raise RuntimeError("a kernel command line can be given only with boot=direct")
+        cmd += ["-drive", f"file={cfg.disk},format=raw"]
     else:
-        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct or iso")
+        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, iso or disk")
     return cmd + list(cfg.extra)
 
 
