@@ -24,7 +24,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/pr
 
 # Pure logic: compiled for the kernel and, unchanged, for the host tests.
 LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c \
-	kernel/xf.c kernel/stats.c kernel/fit.c
+	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c
 
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \

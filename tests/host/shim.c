@@ -11,6 +11,7 @@
 #include "../../kernel/cpuid_decode.h"
 #include "../../kernel/fit.h"
 #include "../../kernel/format.h"
+#include "../../kernel/qr.h"
 #include "../../kernel/record.h"
 #include "../../kernel/stats.h"
 #include "../../kernel/xf.h"
@@ -240,4 +241,17 @@ const char *shim_fit(const int64_t *x, const int64_t *y, uint32_t n)
 struct xf shim_xf_from_parts(int64_t hi, uint64_t lo)
 {
     return xf_from_i128((__int128)(((unsigned __int128)(uint64_t)hi << 64) | lo));
+}
+
+/* QR encoding: the module matrix row by row (1 = dark); returns the version, 0 when it does not fit. */
+int shim_qr(const uint8_t *data, size_t len, int ecc, uint8_t *out, int *size)
+{
+    static struct qr_code qr;
+    if (!qr_encode(data, len, ecc ? QR_ECC_M : QR_ECC_L, &qr))
+        return 0;
+    for (int y = 0; y < qr.size; y++)
+        for (int x = 0; x < qr.size; x++)
+            out[y * qr.size + x] = qr.modules[y][x];
+    *size = qr.size;
+    return qr.version;
 }
