@@ -29,7 +29,7 @@ LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
 	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
-	kernel/memory.c kernel/measure.c kernel/measure_report.c \
+	kernel/memory.c kernel/measure.c kernel/measure_report.c kernel/summary.c \
 	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,

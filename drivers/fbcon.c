@@ -105,3 +105,40 @@ void fbcon_putc(char c)
     if (rdtsc() - last_flush > gap)
         fbcon_flush();
 }
+
+void fbcon_clear(void)
+{
+    if (!ready)
+        return;
+    textgrid_init(&grid, cells, cols, rows);
+    for (uint32_t y = 0; y < fb.height; y++)
+        for (uint32_t x = 0; x < fb.width; x++)
+            put_pixel((uint8_t *)(uintptr_t)fb.addr + (uint64_t)y * fb.pitch + (uint64_t)x * (fb.bpp / 8), fb.bpp / 8, bg);
+    for (uint32_t i = 0; i < cols * rows; i++)
+        shown[i] = ' ';
+}
+
+uint32_t fbcon_width(void) { return ready ? fb.width : 0; }
+uint32_t fbcon_height(void) { return ready ? fb.height : 0; }
+
+void fbcon_draw_modules(const uint8_t *modules, int size, int stride, int x0, int y0, int scale, int quiet)
+{
+    if (!ready)
+        return;
+    int span = (size + 2 * quiet) * scale;
+    if (x0 < 0)
+        x0 = (int)fb.width - span + x0 + 1;
+    if (x0 < 0 || y0 < 0 || x0 + span > (int)fb.width || y0 + span > (int)fb.height)
+        return;
+    uint32_t white = fbcon_pixel(&fb, 0xFF, 0xFF, 0xFF), black = fbcon_pixel(&fb, 0, 0, 0);
+    uint8_t bytes = fb.bpp / 8;
+    for (int py = 0; py < span; py++) {
+        int my = py / scale - quiet;
+        uint8_t *line = (uint8_t *)(uintptr_t)fb.addr + (uint64_t)(y0 + py) * fb.pitch + (uint64_t)x0 * bytes;
+        for (int px = 0; px < span; px++) {
+            int mx = px / scale - quiet;
+            bool dark = my >= 0 && my < size && mx >= 0 && mx < size && modules[my * stride + mx];
+            put_pixel(line + px * bytes, bytes, dark ? black : white);
+        }
+    }
+}

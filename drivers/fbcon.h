@@ -20,6 +20,16 @@ void fbcon_putc(char c);
 /* Draws every cell that changed since the last flush. */
 void fbcon_flush(void);
 
+/* Clears the screen and puts the cursor top left. */
+void fbcon_clear(void);
+/* Draws a square bitmap (size x size modules, modules[y * stride + x], 1 =
+   dark) as black on white with a quiet zone, at pixel (x, y), scale pixels
+   a module, right-aligned against the screen's right edge when x < 0. */
+void fbcon_draw_modules(const uint8_t *modules, int size, int stride, int x, int y, int scale, int quiet);
+/* Pixels per row and column of the screen (0 when not in use). */
+uint32_t fbcon_width(void);
+uint32_t fbcon_height(void);
+
 /* Pure helpers, unit-tested on the host: the pixel value of an 8-bit-per-
    channel colour in this mode, and one glyph drawn into a pixel buffer. */
 uint32_t fbcon_pixel(const struct fb_mode *mode, uint8_t r, uint8_t g, uint8_t b);

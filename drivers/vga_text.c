@@ -42,3 +42,11 @@ void vga_text_putc(char c)
     if (screen && textgrid_putc(&grid, c) && rdtsc() - last_flush > FLUSH_INTERVAL_TSC)
         vga_text_flush();
 }
+
+void vga_text_clear(void)
+{
+    if (!screen)
+        return;
+    textgrid_init(&grid, cells, grid.cols, grid.rows);
+    vga_text_flush();
+}

@@ -8,5 +8,7 @@ void vga_text_init(uint64_t phys_addr, uint32_t cols, uint32_t rows);
 void vga_text_putc(char c);
 /* Copies the text to the screen (it otherwise reaches it once a screenful). */
 void vga_text_flush(void);
+/* Clears the screen and puts the cursor top left. */
+void vga_text_clear(void);
 
 #endif

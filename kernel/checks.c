@@ -36,6 +36,13 @@ CHECK_FN(check_pass, "PASS", passed)
 CHECK_FN(check_fail, "FAIL", failed)
 CHECK_FN(check_skip, "SKIP", skipped)
 
+void checks_counts(unsigned *p, unsigned *f, unsigned *s)
+{
+    *p = passed;
+    *f = failed;
+    *s = skipped;
+}
+
 enum run_status checks_summary(void)
 {
     enum run_status s = failed ? RUN_FAILED : passed ? RUN_PASSED : RUN_NOTHING_RAN;

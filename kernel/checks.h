@@ -9,6 +9,7 @@
 void check_pass(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void check_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void check_skip(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void checks_counts(unsigned *passed, unsigned *failed, unsigned *skipped);
 /* Prints the SUMMARY line and record; returns the status of the run. */
 enum run_status checks_summary(void);
 

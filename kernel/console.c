@@ -191,3 +191,28 @@ void console_flush(void)
         fbcon_flush();
     uart_drain(&serial);
 }
+
+void console_screen_clear(void)
+{
+    if (screen_kind == SCREEN_VGA)
+        vga_text_clear();
+    else if (screen_kind == SCREEN_FB)
+        fbcon_clear();
+}
+
+bool console_screen_is_framebuffer(void) { return screen_kind == SCREEN_FB; }
+
+void screen_printf(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = fmt_vformat(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < n && i < (int)sizeof buf - 1; i++) {
+        if (screen_kind == SCREEN_VGA)
+            vga_text_putc(buf[i]);
+        else if (screen_kind == SCREEN_FB)
+            fbcon_putc(buf[i]);
+    }
+}

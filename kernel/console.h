@@ -25,6 +25,11 @@ struct record;
    one kprintf). */
 void console_emit_record(struct record *r);
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The screen alone (not the serial port): clear it, and print to it. */
+void console_screen_clear(void);
+void screen_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether the screen is a framebuffer (graphics can be drawn on it). */
+bool console_screen_is_framebuffer(void);
 /* Waits (bounded) until the serial port has sent everything. */
 void console_flush(void);
 

@@ -15,6 +15,7 @@
 #include "memory.h"
 #include "record.h"
 #include "string.h"
+#include "summary.h"
 
 #ifndef CLOCKBENCH_VERSION
 #define CLOCKBENCH_VERSION "unknown"
@@ -128,5 +129,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
         kprintf("Note: the memory map has no usable region above the kernel: sample memory is unavailable\n");
     measure_all(prof);
     measure_report();
-    run_finish(checks_summary());
+    enum run_status status = checks_summary();
+    summary_screen(status);
+    run_finish(status);
 }

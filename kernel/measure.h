@@ -12,6 +12,7 @@
 #include "fit.h"
 #include "stats.h"
 #include "tsc.h"
+#include "format.h"
 #include "xf.h"
 
 struct profile {
@@ -92,6 +93,16 @@ struct cpu_speed {
 };
 #define EMULATED_BELOW_PER_S 50000000ull
 
+/* One row of the verdict, kept for the summary screen and the QR payload. */
+struct verdict_row {
+    bool present, measured;
+    char read[FMT_FIXED_CHARS], res[FMT_FIXED_CHARS], freq[40], mono[8];
+    const char *advice;
+    int64_t read_ns_x10, res_ns_x10; /* tenths of ns */
+    bool has_ppm;
+    int64_t ppm_x100;                /* hundredths of ppm from nominal, or the TSC's +- in hundredths */
+};
+
 struct measurement {
     const struct profile *profile;
     /* TSC frequency: the estimate that sizes the phases, and the final figure */
@@ -108,6 +119,7 @@ struct measurement {
     int series_count;
     struct hwlat hwlat;
     struct cpu_speed speed;
+    struct verdict_row verdict[COUNTER_COUNT];
     uint64_t memory_used;
 };
 

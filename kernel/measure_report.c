@@ -459,7 +459,7 @@ static void report_hwlat(void)
 
 static void report_verdict(void)
 {
-    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    char c[FMT_FIXED_CHARS];
     const struct cpu_info *ci = &boot_cpu.info;
     kprintf("\n== Verdict ==\n");
     kprintf("  %-8s %11s %11s %16s %9s\n", "counter", "read p50", "resolution", "freq error", "monotonic");
@@ -467,6 +467,8 @@ static void report_verdict(void)
         const struct counter *ct = &counters[cidx];
         const struct target *t = cidx == COUNTER_TSC ? target_named("rdtsc") : target_named(ct->name);
         if (!ct->present || !t) {
+            measured.verdict[cidx].present = ct->present;
+            measured.verdict[cidx].advice = ct->present ? "not measured" : ct->reason;
             kprintf("  %-8s absent: %s\n", ct->name, ct->present ? "not measured" : ct->reason);
             continue;
         }
@@ -476,22 +478,30 @@ static void report_verdict(void)
         struct xf res = t->zero_deltas ? counter_ticks_ns(t, xf_from_u64(t->min_step)) : read;
         if (xf_cmp(res, read) < 0 && !t->zero_deltas)
             res = read;
-        const char *freq = "-";
-        static char fbuf[40];
+        struct verdict_row *v = &measured.verdict[cidx];
+        v->present = v->measured = true;
+        xs(v->read, read, 1);
+        xs(v->res, res, 1);
+        v->read_ns_x10 = xf_to_fixed(read, 1);
+        v->res_ns_x10 = xf_to_fixed(res, 1);
+        fmt_format(v->freq, sizeof v->freq, "-");
         if (cidx == COUNTER_TSC && measured.tsc_measured) {
-            fmt_format(fbuf, sizeof fbuf, "+-%s ppm", xs(c, ppm_of(measured.tsc_rel_stderr), 4));
-            freq = fbuf;
+            fmt_format(v->freq, sizeof v->freq, "+-%s ppm", xs(c, ppm_of(measured.tsc_rel_stderr), 4));
+            v->has_ppm = true;
+            v->ppm_x100 = xf_to_fixed(ppm_of(measured.tsc_rel_stderr), 2);
         } else if (cidx == measured.reference) {
-            freq = "reference";
+            fmt_format(v->freq, sizeof v->freq, "reference");
         } else if (f && f->fitted && measured.reference >= 0) {
             const struct freq_series *ref = series_of(measured.reference);
             struct xf hz = xf_div(xf_mul(nominal_hz(measured.reference), f->fit.slope), ref->fit.slope);
-            fmt_format(fbuf, sizeof fbuf, "%s ppm", xs(c, ppm_of(xf_sub(xf_div(hz, nominal_hz(cidx)), xf_from_u64(1))), 2));
-            freq = fbuf;
+            struct xf ppm = ppm_of(xf_sub(xf_div(hz, nominal_hz(cidx)), xf_from_u64(1)));
+            fmt_format(v->freq, sizeof v->freq, "%s ppm", xs(c, ppm, 2));
+            v->has_ppm = true;
+            v->ppm_x100 = xf_to_fixed(ppm, 2);
         }
         bool mono = t->backward == 0 && (!f || f->backward == 0);
-        kprintf("  %-8s %8s ns %8s ns %16s %9s\n", ct->name, xs(a, read, 1), xs(b, res, 1), freq,
-                f && f->stuck ? "STUCK" : mono ? "yes" : "NO");
+        fmt_format(v->mono, sizeof v->mono, "%s", f && f->stuck ? "STUCK" : mono ? "yes" : "NO");
+        kprintf("  %-8s %8s ns %8s ns %16s %9s\n", ct->name, v->read, v->res, v->freq, v->mono);
         const char *advice;
         if (cidx == COUNTER_TSC) {
             if (!mono)
@@ -511,6 +521,7 @@ static void report_verdict(void)
         } else {
             advice = "legacy: 16 bits, wraps every 55 ms; calibration only";
         }
+        v->advice = advice;
         kprintf("  %-8s -> %s\n", "", advice);
     }
     if (ci->invariant_tsc)

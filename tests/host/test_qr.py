@@ -36,7 +36,9 @@ def test_round_trip_through_zbar(lib, zbar, tmp_path, length, ecc):
     payload = bytes(rng.choice(alphabet) for _ in range(length))
     version, rows = encode(lib, payload, ecc)
     if version == 0:
-        pytest.skip(f"{length} bytes do not fit in version 20 at this level")
+        # version 20 holds 858 bytes at level L and 666 at M (ISO/IEC 18004, Table 7)
+        assert ecc == 1 and length > 666
+        return
     assert len(rows) == 4 * version + 17
     png = tmp_path / "qr.png"
     png.write_bytes(qrimage.png_bytes(rows))

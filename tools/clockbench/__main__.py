@@ -73,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     f.add_argument("--force", action="store_true", help="also write a non-removable disk or one over 256 GB")
     f.set_defaults(func=lambda a: __import__("clockbench.flash", fromlist=["main"]).main(a))
+    d = sub.add_parser("decode", help="turn the summary screen's QR code back into a results file")
+    src = d.add_mutually_exclusive_group(required=True)
+    src.add_argument("image", nargs="?", help="a photo or screenshot of the summary screen (read with zbarimg)")
+    src.add_argument("--text", help="the QR code's text, pasted ('-' reads standard input)")
+    d.add_argument("--out", help="write the results here (default: standard output)")
+    d.set_defaults(func=lambda a: __import__("clockbench.decode", fromlist=["main"]).main(a))
     args = p.parse_args(argv)
     return args.func(args)
 
