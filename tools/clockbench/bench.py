@@ -31,12 +31,13 @@ def one_run(accel: str, kernel: Path, seconds: int, timeout: float) -> dict:
                           append=f"duration={seconds}")
     start = time.monotonic()
     summary_at = None
-    seen = []
+    tail = ""
 
     def watch(text: str):
-        nonlocal summary_at
-        seen.append(text)
-        if summary_at is None and "SUMMARY:" in "".join(seen[-2:]):
+        # output can arrive a character at a time (KVM): look at a rolling tail
+        nonlocal summary_at, tail
+        tail = (tail + text)[-64:]
+        if summary_at is None and "SUMMARY:" in tail:
             summary_at = time.monotonic() - start
 
     result = qemu.run(cfg, timeout=timeout, echo=watch)
