@@ -59,7 +59,7 @@ FONT_C := $(BUILD)/gen/fbcon_font.c
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: all kernel iso usb run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -155,24 +155,41 @@ fuzz: deps $(FUZZ_BIN)
 fuzz-seeds: $(KERNEL) $(TEST_ISO)
 	PYTHONPATH=tools $(PYTHON) tests/fuzz/make_seeds.py
 
-RUN_ARGS ?=
-CLOCKBENCH := PYTHONPATH=tools $(PYTHON) -m clockbench
+# The host tool (tools/, pyproject.toml), installed into a virtual
+# environment that sees Debian's pyserial and matplotlib: no download.
+VENV := $(BUILD)/venv
+HOST_TOOL := $(VENV)/bin/clockbench
+$(HOST_TOOL): tools/pyproject.toml
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e tools
+	@touch $@
 
-run: deps $(ISO)
+tool: deps $(HOST_TOOL)
+
+# Log fixtures for the host tool's tests, from real QEMU runs (TCG and, when usable, KVM).
+fixtures: $(KERNEL)
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel tcg --log tests/fixtures/tcg-q35.log > /dev/null
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel tcg --machine pc --cpu EPYC --log tests/fixtures/tcg-pc-epyc.log > /dev/null
+	-PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel kvm --firmware qboot --log tests/fixtures/kvm-q35.log > /dev/null
+
+RUN_ARGS ?=
+CLOCKBENCH := $(HOST_TOOL)
+
+run: deps $(ISO) $(HOST_TOOL)
 	$(CLOCKBENCH) run --boot iso --iso $(ISO) $(RUN_ARGS)
 
 # Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
-usb: $(ISO)
+usb: $(ISO) $(HOST_TOOL)
 	@test -n "$(DEV)" || { echo "usage: make usb DEV=/dev/sdX (the whole disk of a USB stick)"; exit 2; }
 	$(CLOCKBENCH) flash $(DEV) --iso $(ISO) $(FLASH_ARGS)
 
-run-direct: deps $(KERNEL)
+run-direct: deps $(KERNEL) $(HOST_TOOL)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
 
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) fuzz-harness
+test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) fuzz-harness
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.

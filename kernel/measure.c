@@ -351,6 +351,13 @@ static void fit_series(struct sampler *p, uint32_t slots, uint64_t sub_len)
     if (n < 3)
         return;
     f->fitted = fit_line(p->x, p->y, n, &f->fit);
+    for (uint32_t k = 0; f->fitted && k < RESIDUALS_KEEP && k < n; k++) {
+        uint32_t i = n <= RESIDUALS_KEEP ? k : (uint32_t)((uint64_t)k * (n - 1) / (RESIDUALS_KEEP - 1));
+        struct xf line = xf_add(f->fit.intercept, xf_mul(f->fit.slope, xf_from_i64(p->x[i])));
+        f->resid_x[k] = (uint64_t)p->x[i];
+        f->resid_mticks[k] = xf_to_fixed(xf_sub(xf_from_i64(p->y[i]), line), 3);
+        f->resid_count = k + 1;
+    }
     f->two_point = xf_div(xf_from_i64(p->y[n - 1] - p->y[0]), xf_from_i64(p->x[n - 1] - p->x[0]));
     uint32_t first = 0;
     while (first < n && f->sub_count < SUBWINDOWS_MAX) {

@@ -55,6 +55,7 @@ struct target {
 
 /* Frequency of one counter against the TSC, from bracketed samples. */
 #define SUBWINDOWS_MAX 64
+#define RESIDUALS_KEEP 128
 struct freq_series {
     int counter;
     uint32_t slots, kept;   /* samples stored, and kept after the bracket filter */
@@ -69,6 +70,10 @@ struct freq_series {
     uint32_t sub_count;
     struct line_fit sub[SUBWINDOWS_MAX];
     uint64_t sub_start_tsc[SUBWINDOWS_MAX];
+    /* the fit's residuals at up to RESIDUALS_KEEP evenly spaced samples, for plots */
+    uint32_t resid_count;
+    uint64_t resid_x[RESIDUALS_KEEP];        /* TSC ticks into the window */
+    int64_t resid_mticks[RESIDUALS_KEEP];    /* counter ticks / 1000 off the line */
 };
 
 struct hwlat {

@@ -272,6 +272,28 @@ static void frequency_record(const char *counter, const char *reference, struct 
 
 static struct xf window_seconds(uint64_t tsc) { return xf_div(xf_from_u64(tsc), measured.tsc_hz); }
 
+/* The fit's residuals, in ns at the counter's nominal rate, against time. */
+static void residual_records(const struct freq_series *f)
+{
+    struct xf nom = nominal_hz(f->counter);
+    struct record r;
+    record_begin(&r, "residuals");
+    record_str(&r, "counter", "tsc");
+    record_str(&r, "reference", counters[f->counter].name);
+    record_array_begin(&r, "t_ms");
+    for (uint32_t i = 0; i < f->resid_count; i++)
+        record_array_u64(&r, (uint64_t)xf_to_fixed(xf_div(xf_from_u64(f->resid_x[i]), measured.tsc_hz), 3));
+    record_array_end(&r);
+    /* ns = mticks / 1000 / nominal * 1e9, as whole picoseconds in a signed array */
+    record_array_begin(&r, "resid_ps");
+    for (uint32_t i = 0; i < f->resid_count; i++) {
+        int64_t ps = xf_to_fixed(xf_div(xf_mul(xf_from_i64(f->resid_mticks[i]), xf_from_u64(1000000000ull)), nom), 0);
+        record_array_i64(&r, ps);
+    }
+    record_array_end(&r);
+    emit(&r);
+}
+
 static void report_tsc_against(const struct freq_series *f)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
@@ -290,6 +312,7 @@ static void report_tsc_against(const struct freq_series *f)
         kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
     frequency_record("tsc", counters[f->counter].name, hz, claimed, ppm, ppm_of(rel), window_seconds(f->window_tsc), f->kept,
                      two, resid_ns);
+    residual_records(f);
 }
 
 static void report_pair(const struct freq_series *f, const struct freq_series *ref)

@@ -150,6 +150,19 @@ void record_array_u64(struct record *r, uint64_t value)
     raw(r, tmp + n, sizeof tmp - (size_t)n);
 }
 
+void record_array_i64(struct record *r, int64_t value)
+{
+    if (value < 0) {
+        if (!r->first)
+            raw(r, ",", 1);
+        r->first = true; /* the sign, then the digits without a second comma */
+        raw(r, "-", 1);
+        record_array_u64(r, (uint64_t)0 - (uint64_t)value);
+        return;
+    }
+    record_array_u64(r, (uint64_t)value);
+}
+
 void record_array_end(struct record *r)
 {
     raw(r, "]", 1);

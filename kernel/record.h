@@ -33,6 +33,7 @@ void record_null(struct record *r, const char *key);
 /* Starts "key":[ ... ] of numbers; close with record_array_end. */
 void record_array_begin(struct record *r, const char *key);
 void record_array_u64(struct record *r, uint64_t value);
+void record_array_i64(struct record *r, int64_t value);
 void record_array_end(struct record *r);
 /* Closes the object; returns the whole line including prefix and newline. */
 const char *record_end(struct record *r);

@@ -10,6 +10,7 @@ packages=(
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests
+  python3-venv python3-serial python3-matplotlib         # the host tool (tools/): venv, capture, plots
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   clang                                                  # the fuzzer (libFuzzer, ASan, UBSan)
 )

@@ -40,3 +40,17 @@ def test_overflow_is_cut_to_valid_json_and_marked(lib):
     d = end(lib, r)
     assert d["truncated"] is True
     assert d["type"] == "big" and "key0" in d and "key199" not in d
+
+
+def test_signed_arrays(lib):
+    import ctypes
+
+    lib.record_array_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.record_array_i64.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.record_array_end.argtypes = [ctypes.c_void_p]
+    r = lib.shim_record_begin(b"demo")
+    lib.record_array_begin(r, b"v")
+    for v in (-5, 0, 7, -(2**63), 2**63 - 1):
+        lib.record_array_i64(r, v)
+    lib.record_array_end(r)
+    assert end(lib, r)["v"] == [-5, 0, 7, -(2**63), 2**63 - 1]

@@ -20,7 +20,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         cpu=args.cpu,
         smp=args.smp,
         memory=args.memory,
-        append=args.append,
+        append=" ".join(x for x in (args.append, f"profile={args.profile}" if args.profile else "",
+                                     f"duration={args.duration}" if args.duration else "") if x),
         display=args.display,
         extra=args.qemu_arg or [],
     )
@@ -45,6 +46,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.stderr.strip():
         sys.stderr.write(result.stderr)
     print(f"\nclockbench: {result.describe()} after {result.seconds:.1f} s" + (f"; log in {args.log}" if args.log else ""))
+    if args.log and not args.no_report and result.output:
+        from . import report
+
+        report.main(argparse.Namespace(log=args.log, out=None))
     return result.exit_code
 
 
@@ -62,10 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--smp", type=int, default=1)
     r.add_argument("--memory", default="256M")
     r.add_argument("--append", default="", help="kernel command line (direct boot only)")
+    r.add_argument("--profile", choices=["quick", "standard", "soak"], help="direct boot only; an ISO boot takes its GRUB menu's default, quick")
+    r.add_argument("--duration", type=int, help="seconds of drift measurement (direct boot only)")
     r.add_argument("--display", action="store_true", help="open a QEMU window as well")
     r.add_argument("--timeout", type=float, default=600, help="stop the run after this many seconds")
     r.add_argument("--log", default="build/run.log", help="where to save the serial log")
     r.add_argument("--qemu-arg", action="append", help="an extra QEMU argument (repeatable)")
+    r.add_argument("--no-report", action="store_true", help="do not write results JSON, plots and HTML next to the log")
     r.set_defaults(func=cmd_run)
     f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
@@ -79,6 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--text", help="the QR code's text, pasted ('-' reads standard input)")
     d.add_argument("--out", help="write the results here (default: standard output)")
     d.set_defaults(func=lambda a: __import__("clockbench.decode", fromlist=["main"]).main(a))
+    ca = sub.add_parser("capture", help="read a real machine's serial port into a log until the run ends")
+    ca.add_argument("port", help="e.g. /dev/ttyUSB0")
+    ca.add_argument("--baud", type=int, default=115200)
+    ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end")
+    ca.add_argument("--log", default="capture.log")
+    ca.set_defaults(func=lambda a: __import__("clockbench.capture", fromlist=["main"]).main(a))
+    rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots and an HTML page")
+    rp.add_argument("log")
+    rp.add_argument("--out", help="output folder (default: the log's name without its extension)")
+    rp.set_defaults(func=lambda a: __import__("clockbench.report", fromlist=["main"]).main(a))
+    cp = sub.add_parser("compare", help="runs side by side (logs or results JSON files)")
+    cp.add_argument("runs", nargs="+")
+    cp.add_argument("--html", help="also write the table as an HTML page")
+    cp.set_defaults(func=lambda a: __import__("clockbench.compare", fromlist=["main"]).main(a))
     args = p.parse_args(argv)
     return args.func(args)
 
