@@ -146,3 +146,21 @@ def test_run_under_uefi_leaves_log_results_plots_and_html(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert res["complete"] and res["machine"]["multiboot"] == 2
     assert len(list(out.glob("*.png"))) == 4 and (out / "report.html").stat().st_size > 50_000
+
+
+def test_a_decoded_qr_code_goes_to_report_and_compare(tmp_path):
+    from clockbench import records
+
+    qr = records.one(records.parse(LOGS[0].read_text()), "qr")
+    decoded = tmp_path / "qr.json"
+    r = cli("decode", "--text", qr["payload"], "--out", str(decoded))
+    assert r.returncode == 0, r.stderr
+    r = cli("report", str(decoded), "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    assert res["summary"]["status"] == "passed" and res["latency"]["hpet"]["p50_ns"] > 0
+    assert (tmp_path / "rep" / "read_cost.png").exists()
+    r = cli("compare", str(LOGS[0]), str(decoded))
+    assert r.returncode == 0, r.stderr
+    row = next(l for l in r.stdout.split("\n") if l.startswith("hpet read p50"))
+    assert row.count("ns") == 2  # the code carries the same p50, to 0.1 ns

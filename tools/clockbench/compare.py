@@ -5,7 +5,6 @@ differences, and the checks."""
 from __future__ import annotations
 
 import html
-import json
 import sys
 from pathlib import Path
 
@@ -13,13 +12,7 @@ from . import results
 
 
 def load(path: Path) -> dict:
-    text = path.read_text(errors="replace")
-    if text.lstrip().startswith("{"):
-        data = json.loads(text)
-        if data.get("format") == results.RESULTS_FORMAT:
-            return data
-        raise ValueError(f"{path}: a JSON file, but not clockbench results")
-    return results.from_log(text, source=str(path))
+    return results.load_any(path.read_text(errors="replace"), source=str(path))
 
 
 def table(runs: list[dict], names: list[str]) -> list[list[str]]:

@@ -1,5 +1,6 @@
-"""`clockbench report LOG`: a run's raw log into a results JSON file, PNG
-plots (one figure per question) and one self-contained HTML page."""
+"""`clockbench report LOG`: a run's raw log (or a results JSON file, or a
+decoded QR code) into a results JSON file, PNG plots (one figure per
+question, those the input has data for) and one self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -32,11 +33,12 @@ def plot_read_cost(res: dict, path: Path) -> bool:
     names = list(lat)
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(names) + 1.5))
     for i, n in enumerate(names):
-        r = lat[n]
-        ax.plot([r["min_ns"], r["max_ns"]], [i, i], color="0.75", lw=1)
-        ax.plot([r["p50_ns"], r["p99_ns"]], [i, i], color="tab:blue", lw=5, solid_capstyle="butt")
+        r = lat[n]  # a decoded QR code carries only the p50
+        if "min_ns" in r:
+            ax.plot([r["min_ns"], r["max_ns"]], [i, i], color="0.75", lw=1)
+            ax.plot([r["p50_ns"], r["p99_ns"]], [i, i], color="tab:blue", lw=5, solid_capstyle="butt")
+            ax.plot(r["p999_ns"], i, "r|", ms=10)
         ax.plot(r["p50_ns"], i, "k|", ms=14)
-        ax.plot(r["p999_ns"], i, "r|", ms=10)
     ax.set_yticks(range(len(names)), names)
     ax.set_xscale("log")
     ax.set_xlabel("read cost (ns, log scale): grey min-max, blue p50-p99, black p50, red p99.9")
@@ -140,9 +142,11 @@ def render_html(res: dict, plots: list[Path], path: Path, title: str = "clockben
         if not c["present"]:
             verdict.append([n, "absent", "", "", "", c["reason"]])
             continue
-        l, r, mono = lat.get(key, {}), res["resolution"].get(key, {}), res["monotonicity"].get(key, {})
+        l, r, mono = lat.get(key, {}), res["resolution"].get(key) or res["resolution"].get(n, {}), res["monotonicity"].get(key) or res["monotonicity"].get(n, {})
         freq = [f for f in res["frequency"] if f["counter"] == n]
-        fe = f"{freq[0]['ppm_vs_nominal']} ppm vs nominal (+- {freq[0]['stderr_ppm']})" if freq and freq[0]["ppm_vs_nominal"] is not None else ""
+        fe = ""
+        if freq and freq[0]["ppm_vs_nominal"] is not None:
+            fe = f"{freq[0]['ppm_vs_nominal']} ppm vs nominal" + (f" (+- {freq[0]['stderr_ppm']})" if freq[0]["stderr_ppm"] is not None else "")
         verdict.append([n, l.get("p50_ns", ""), r.get("min_step_ns", ""), fe, "yes" if mono.get("backward") == 0 else "NO", c.get("nominal_source") or ""])
     checks = _table([[c["result"], c["name"], c["detail"]] for c in res["checks"]], ["result", "check", "detail"])
     imgs = "".join(f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"></figure>'
@@ -170,7 +174,11 @@ def main(args) -> int:
     except OSError as e:
         print(f"clockbench report: {log_path}: {e.strerror}", file=sys.stderr)
         return 2
-    res = results.from_log(text, source=str(log_path))
+    try:
+        res = results.load_any(text, source=str(log_path))
+    except ValueError as e:
+        print(f"clockbench report: {e}", file=sys.stderr)
+        return 2
     out = Path(args.out or log_path.with_suffix(""))
     out.mkdir(parents=True, exist_ok=True)
     for p in res["problems"]:

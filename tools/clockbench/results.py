@@ -52,3 +52,48 @@ def read_cost_p50(results: dict) -> dict[str, float]:
     if "rdtsc" in out:
         out["tsc"] = out["rdtsc"]
     return out
+
+
+def from_qr(data: dict, source: str = "") -> dict:
+    """The results a QR payload carries (`clockbench decode`), in the same
+    structure, with what the code does not carry left empty."""
+    counters, latency, resolution, frequency = [], {}, {}, []
+    for c in data.get("counters", []):
+        counters.append({"type": "counter", "name": c["name"], "present": c["present"], "reason": None if c["present"] else "absent",
+                         "nominal_source": None})
+        if c["read_p50_ns"] is not None:
+            latency["rdtsc" if c["name"] == "tsc" else c["name"]] = {"counter": c["name"], "p50_ns": c["read_p50_ns"]}
+        if c["resolution_ns"] is not None:
+            resolution[c["name"]] = {"counter": c["name"], "min_step_ns": c["resolution_ns"]}
+        if c["ppm"] is not None and c["name"] != "tsc":
+            frequency.append({"counter": c["name"], "reference": data.get("tsc_hz_source"), "ppm_vs_nominal": c["ppm"], "stderr_ppm": None})
+    brand = data.get("cpu", "")
+    vendor, _, brand = brand.partition(" ")
+    s = data.get("summary", {})
+    return {
+        "format": RESULTS_FORMAT, "version": RESULTS_VERSION, "source": source or "QR code", "schema_version": None,
+        "problems": [], "complete": "status" in s, "build": data.get("build"),
+        "machine": {"vendor": vendor, "brand": brand, "hypervisor": data.get("hypervisor")},
+        "cpu_features": None,
+        "profile": {"name": data.get("profile"), "tsc_hz": data.get("tsc_hz"),
+                    "tsc_hz_source": f"measured against {data['tsc_hz_source']}" if data.get("tsc_hz_source") not in (None, "nominal") else "nominal"},
+        "counters": counters, "latency": latency, "resolution": resolution, "histograms": {},
+        "monotonicity": {c["name"]: {"backward": 0 if c["monotonic"] else 1} for c in data.get("counters", []) if c["monotonic"] is not None},
+        "frequency": frequency, "stability": [], "residuals": [], "hwlat": None, "cpu_speed": None, "checks": [],
+        "summary": {"pass": s.get("pass"), "fail": s.get("fail"), "skip": s.get("skip"), "status": s.get("status")},
+        "fault": None,
+    }
+
+
+def load_any(text: str, source: str = "") -> dict:
+    """A log, a results JSON file or a decoded QR file, as results."""
+    import json
+
+    if text.lstrip().startswith("{"):
+        data = json.loads(text)
+        if data.get("format") == RESULTS_FORMAT:
+            return data
+        if data.get("format") == "clockbench-qr":
+            return from_qr(data, source)
+        raise ValueError(f"{source}: a JSON file, but not clockbench results or a decoded QR code")
+    return from_log(text, source)
