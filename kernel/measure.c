@@ -204,7 +204,7 @@ static void measure_sequence(struct target *t, uint32_t m, uint64_t budget_tsc)
         memory_release(mark);
         return;
     }
-    /* the budget is checked every 64 reads, so the reads stay back to back */
+    /* the budget is checked after every 64th read; the deltas across a check are left out below */
     uint64_t start = rdtsc();
     for (uint32_t i = 0; i <= m; i++) {
         v[i] = t->read();
@@ -213,7 +213,9 @@ static void measure_sequence(struct target *t, uint32_t m, uint64_t budget_tsc)
             break;
         }
     }
-    /* deltas in place: v[i] becomes v[i+1] - v[i] */
+    /* deltas in place: v[i] becomes v[i+1] - v[i]. A delta that spans a
+       budget check (after every 64th read) is still checked for a backward
+       step but kept out of the table: a TSC read sat between those reads. */
     size_t kept = 0;
     for (uint32_t i = 0; i < m; i++) {
         uint64_t a = v[i] & t->mask, b = v[i + 1] & t->mask;
@@ -226,11 +228,14 @@ static void measure_sequence(struct target *t, uint32_t m, uint64_t budget_tsc)
                 t->largest_backward = size;
             continue;
         }
+        if ((i & 63) == 63)
+            continue;
         if (d == 0)
             t->zero_deltas++;
         v[kept++] = d;
     }
     t->seq_reads = m + 1;
+    t->seq_deltas = kept;
     stats_sort(v, kept, scratch);
     t->distinct = stats_histogram(v, kept, t->hist, HIST_KEEP);
     t->hist_kept = t->distinct < HIST_KEEP ? t->distinct : HIST_KEEP;

@@ -47,7 +47,7 @@ struct target {
     struct xf batch_ticks; /* per read, from batches of batch_k, loop overhead subtracted */
 
     /* sequential reads */
-    uint64_t seq_reads, zero_deltas, backward, largest_backward, min_step, step_gcd;
+    uint64_t seq_reads, seq_deltas, zero_deltas, backward, largest_backward, min_step, step_gcd;
     size_t distinct;
     struct hist_bin hist[HIST_KEEP];
     size_t hist_kept;

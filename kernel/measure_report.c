@@ -130,7 +130,6 @@ static void report_histogram_records(const struct target *t)
 static void report_sequence(const struct target *t)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
-    uint64_t nonbackward = t->seq_reads - 1 - t->backward;
     struct xf tick_ns = counter_ticks_ns(t, xf_from_u64(1));
     struct xf step_ns = counter_ticks_ns(t, xf_from_u64(t->min_step));
     struct xf read_ns = ticks_ns(t->latency.p50);
@@ -139,7 +138,7 @@ static void report_sequence(const struct target *t)
     if (t->zero_deltas)
         kprintf("    %llu of %llu consecutive reads saw the same value: it ticks slower than it can "
                 "be read, so its resolution is its step, %s ns\n",
-                (unsigned long long)t->zero_deltas, (unsigned long long)nonbackward, xs(a, step_ns, 1));
+                (unsigned long long)t->zero_deltas, (unsigned long long)t->seq_deltas, xs(a, step_ns, 1));
     else if (t->min_step > 1)
         kprintf("    every read saw a new value: the tick is finer than a read (p50 %s ns), so "
                 "the resolution you get is the read cost\n",
@@ -177,7 +176,7 @@ static void report_sequence(const struct target *t)
         shown += h->count;
     }
     if (t->distinct > ntop)
-        kprintf("    and %llu reads at %llu other deltas, up to %llu ticks (%s)\n", (unsigned long long)(nonbackward - shown),
+        kprintf("    and %llu reads at %llu other deltas, up to %llu ticks (%s)\n", (unsigned long long)(t->seq_deltas - shown),
                 (unsigned long long)(t->distinct - ntop),
                 (unsigned long long)t->hist[t->hist_kept - 1].value,
                 t->distinct > t->hist_kept ? "records hold the smallest 1024" : "all in the records");
@@ -193,6 +192,7 @@ static void report_sequence(const struct target *t)
     record_u64(&r, "min_step_ticks", t->min_step);
     record_u64(&r, "step_gcd_ticks", t->step_gcd);
     record_u64(&r, "reads", t->seq_reads);
+    record_u64(&r, "deltas", t->seq_deltas);
     record_u64(&r, "zero_deltas", t->zero_deltas);
     record_u64(&r, "distinct", t->distinct);
     emit(&r);

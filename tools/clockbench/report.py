@@ -25,6 +25,15 @@ def _plt():
     return plt
 
 
+def _save(fig, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
 def plot_read_cost(res: dict, path: Path) -> bool:
     lat = res["latency"]
     if not lat:
@@ -43,10 +52,7 @@ def plot_read_cost(res: dict, path: Path) -> bool:
     ax.set_xscale("log")
     ax.set_xlabel("read cost (ns, log scale): grey min-max, blue p50-p99, black p50, red p99.9")
     ax.set_title("What does one read cost?")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def plot_sequential(res: dict, path: Path) -> bool:
@@ -65,10 +71,7 @@ def plot_sequential(res: dict, path: Path) -> bool:
         ax.axvline(tick, color="k", ls=":", lw=1)
     axes[-1, 0].set_xlabel("delta between consecutive reads (ns); dotted: one nominal tick")
     axes[0, 0].set_title("Sequential reads: what resolution do you get?")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def plot_frequency(res: dict, path: Path) -> bool:
@@ -86,10 +89,7 @@ def plot_frequency(res: dict, path: Path) -> bool:
     ax.set_ylabel("TSC frequency, ppm from the\nwhole-window fit")
     ax.set_title("Does the TSC's frequency drift?")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def plot_residuals(res: dict, path: Path) -> bool:
@@ -105,10 +105,7 @@ def plot_residuals(res: dict, path: Path) -> bool:
     ax.set_ylabel("reference reading minus\nthe fitted line (ns)")
     ax.set_title("Residuals of the drift fit")
     ax.legend(markerscale=3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def render_plots(res: dict, out_dir: Path) -> list[Path]:
