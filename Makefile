@@ -24,12 +24,15 @@ ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/pr
 
 # Pure logic: compiled for the kernel and, unchanged, for the host tests.
 LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c \
-	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c
+	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c
 
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
 	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
-	kernel/memory.c kernel/measure.c kernel/measure_report.c kernel/summary.c \
+	kernel/memory.c kernel/percpu.c kernel/profile.c kernel/results.c kernel/reads.c kernel/report_util.c \
+	kernel/experiments.c kernel/verdict_report.c kernel/summary.c \
+	kernel/exp_calibrate.c kernel/exp_cpu_speed.c kernel/exp_hpet_comparator.c kernel/exp_read_cost.c \
+	kernel/exp_sequential.c kernel/exp_drift.c kernel/exp_stolen.c \
 	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,

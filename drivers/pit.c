@@ -5,26 +5,12 @@
 #include "../kernel/cpu.h"
 #include "../kernel/format.h"
 
-#define PIT_CH2_DATA 0x42
-#define PIT_COMMAND 0x43
-#define   PIT_SELECT_CH2 (2u << 6)
-#define   PIT_ACCESS_LOHI (3u << 4)
-#define   PIT_MODE_RATE (2u << 1)
-#define   PIT_LATCH_CH2 (2u << 6) /* counter latch command: access bits 00 */
 #define PORT_B 0x61
 #define   PORT_B_GATE2 (1u << 0)
 #define   PORT_B_SPEAKER (1u << 1)
 
 #define PIT_WAIT_SPINS 200000
 #define PIT_WAIT_TSC (1ull << 28)
-
-uint16_t pit_read(void)
-{
-    outb(PIT_COMMAND, PIT_LATCH_CH2);
-    uint8_t lo = inb(PIT_CH2_DATA);
-    uint8_t hi = inb(PIT_CH2_DATA);
-    return (uint16_t)(0u - (uint16_t)(lo | hi << 8));
-}
 
 bool pit_init(char *why, unsigned why_len)
 {

@@ -25,14 +25,36 @@
 #define UART_SCR 7
 
 #define UART_CLOCK_HZ 1843200u /* 1.8432 MHz crystal: divisor = 115200 / baud */
+#define UART_BASE_BAUD (UART_CLOCK_HZ / 16)
+#define UART_DIVISOR_MAX 65535u /* DLM:DLL is 16 bits */
 #define UART_TX_SPINS 200000   /* about 0.2 s of port reads at ~1 us each, far above one character time */
+#define UART_TX_SPINS_BAUD 9600 /* ...and more than ten times a full FIFO's time at this rate or faster */
 #define UART_MAX_TIMEOUTS 3
 #define UART_FIFO_BYTES 16 /* a 16550's transmit FIFO: room for 16 once THRE is set */
 
+/* 110 baud is a standard rate (teleprinters) that 115200 does not divide;
+   1047 is the divisor every PC BIOS and OS uses for it (0.03% fast). */
+#define UART_110_DIVISOR 1047
+
+uint16_t uart_divisor(uint32_t baud)
+{
+    if (baud == 110)
+        return UART_110_DIVISOR;
+    /* Only exact divisors: a rate the UART can only approximate would
+       garble the line while the banner claimed it. */
+    if (baud == 0 || UART_BASE_BAUD % baud != 0 || UART_BASE_BAUD / baud > UART_DIVISOR_MAX)
+        return 0;
+    return (uint16_t)(UART_BASE_BAUD / baud);
+}
+
 bool uart_init(struct uart *u, uint16_t port, uint32_t baud)
 {
-    *u = (struct uart){.port = port, .baud = baud};
-    if (baud == 0 || baud > UART_CLOCK_HZ / 16)
+    uint32_t divisor = uart_divisor(baud);
+    /* A FIFO of 16 takes 160 bit times to drain: at slow rates the wait for
+       it must grow, or the port would be declared stuck at its first line. */
+    uint32_t slow = baud < UART_TX_SPINS_BAUD && baud ? (UART_TX_SPINS_BAUD + baud - 1) / baud : 1;
+    *u = (struct uart){.port = port, .baud = baud, .tx_spins = (uint64_t)UART_TX_SPINS * slow};
+    if (divisor == 0)
         return false;
     outb(port + UART_SCR, 0xA5);
     if (inb(port + UART_SCR) != 0xA5)
@@ -41,7 +63,6 @@ bool uart_init(struct uart *u, uint16_t port, uint32_t baud)
     if (inb(port + UART_SCR) != 0x5A)
         return false;
 
-    uint32_t divisor = UART_CLOCK_HZ / 16 / baud;
     outb(port + UART_IER, 0);
     outb(port + UART_LCR, UART_LCR_DLAB);
     outb(port + UART_DLL, (uint8_t)divisor);
@@ -71,9 +92,9 @@ void uart_putc(struct uart *u, char c)
     /* THRE set means the FIFO is empty: 16 bytes go without asking again,
        which saves a port read (a trap, under a hypervisor) per byte. */
     if (u->fifo_room == 0) {
-        int i = 0;
+        uint64_t i = 0;
         while (!(inb(u->port + UART_LSR) & UART_LSR_THRE)) {
-            if (++i == UART_TX_SPINS) {
+            if (++i == u->tx_spins) {
                 if (++u->timeouts >= UART_MAX_TIMEOUTS)
                     u->stuck = true;
                 return;
@@ -90,7 +111,7 @@ void uart_drain(struct uart *u)
 {
     if (!u->present || u->stuck)
         return;
-    for (int i = 0; i < UART_TX_SPINS; i++) {
+    for (uint64_t i = 0; i < u->tx_spins; i++) {
         if (inb(u->port + UART_LSR) & UART_LSR_TEMT)
             return;
         cpu_relax();

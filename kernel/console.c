@@ -23,9 +23,31 @@ static enum { SCREEN_NONE, SCREEN_VGA, SCREEN_FB } screen_kind;
 static char screen_desc[96], screen_note[128];
 static struct console_status status = {.screen = "none"};
 
+/* What console_init has to say about the command line. Kept until both
+   sinks are open, so a note about the serial port still reaches the screen
+   and a note about anything reaches the serial port. */
+#define CONSOLE_NOTES 4
+#define CONSOLE_NOTE_CHARS 200
+static char notes[CONSOLE_NOTES][CONSOLE_NOTE_CHARS];
+static int note_count;
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    if (note_count == CONSOLE_NOTES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fmt_vformat(notes[note_count++], CONSOLE_NOTE_CHARS, fmt, ap);
+    va_end(ap);
+}
+
+static const uint16_t com_port[] = {0x3F8, 0x2F8, 0x3E8, 0x2E8};
+
+/* serial=com1..com4, an I/O port, or none (*none set); anything else, or
+   a port outside 1..0xfff8, is com1 with a note. */
 static uint16_t serial_port_from(const char *name, bool *none)
 {
-    static const uint16_t com[] = {0x3F8, 0x2F8, 0x3E8, 0x2E8};
     *none = false;
     if (!name)
         return UART_COM1;
@@ -34,29 +56,70 @@ static uint16_t serial_port_from(const char *name, bool *none)
         return 0;
     }
     if (!strncmp(name, "com", 3) && name[3] >= '1' && name[3] <= '4' && !name[4])
-        return com[name[3] - '1'];
+        return com_port[name[3] - '1'];
     uint64_t port;
     if (cmdline_parse_u64(name, &port) && port > 0 && port <= 0xFFF8)
         return (uint16_t)port;
+    note("serial=%s is not com1..com4, an I/O port from 0x1 to 0xfff8, or none; using com1 (0x%x)", name, UART_COM1);
     return UART_COM1;
 }
 
-void console_init(const struct boot_info *bi)
+/* baud= as a rate the UART makes exactly; anything else is 115200 with a
+   note, never a port left silent or a rate claimed but not made. */
+static uint32_t serial_baud_from(const char *text)
 {
-    bool none;
-    uint16_t port = serial_port_from(cmdline_get(&boot_cmdline, "serial"), &none);
-    uint64_t baud = UART_DEFAULT_BAUD;
-    cmdline_get_u64(&boot_cmdline, "baud", &baud);
-    if (!none && uart_init(&serial, port, (uint32_t)baud)) {
-        status.serial = true;
-        status.serial_port = port;
-        status.serial_baud = (uint32_t)baud;
+    uint64_t baud;
+    if (!text)
+        return UART_DEFAULT_BAUD;
+    if (!cmdline_parse_u64(text, &baud)) {
+        note("baud=%s is not a number; using %u baud", text, UART_DEFAULT_BAUD);
+        return UART_DEFAULT_BAUD;
     }
+    if (baud > UINT32_MAX || !uart_divisor((uint32_t)baud)) {
+        note("baud=%s is not a rate the UART can make (115200 / rate must be a whole number from 1 to 65535, "
+             "or 110); using %u baud",
+             text, UART_DEFAULT_BAUD);
+        return UART_DEFAULT_BAUD;
+    }
+    return (uint32_t)baud;
+}
+
+/* An absent port named on the command line falls back to com1, the port a
+   console is most likely on; an absent com1 by default is no news (the
+   banner says "no serial port"). */
+static void serial_open(void)
+{
+    const char *name = cmdline_get(&boot_cmdline, "serial");
+    bool none;
+    uint16_t port = serial_port_from(name, &none);
+    uint32_t baud = serial_baud_from(cmdline_get(&boot_cmdline, "baud"));
+    if (none)
+        return;
+    if (!uart_init(&serial, port, baud)) {
+        if (!name)
+            return;
+        if (port == UART_COM1 || !uart_init(&serial, UART_COM1, baud)) {
+            note("no UART answers at serial=%s (port 0x%x)%s; output goes to the screen only", name, port,
+                 port == UART_COM1 ? "" : " nor at com1 (0x3f8)");
+            return;
+        }
+        note("no UART answers at serial=%s (port 0x%x); using com1 (0x%x)", name, port, UART_COM1);
+        port = UART_COM1;
+    }
+    status.serial = true;
+    status.serial_port = port;
+    status.serial_baud = baud;
+}
+
+static void screen_open(const struct boot_info *bi)
+{
     const char *screen = cmdline_get(&boot_cmdline, "screen");
     if (screen && !strcmp(screen, "none")) {
         status.screen = "none (screen=none)";
         return;
     }
+    if (screen)
+        note("screen=%s is not understood (only screen=none is); using the screen", screen);
     /* A linear framebuffer from the loader (UEFI GOP or VBE) gets the
        framebuffer console; EGA text from the loader, or no framebuffer tag
        at all (a legacy BIOS boot, QEMU -kernel), the VGA text buffer. */
@@ -87,6 +150,14 @@ void console_init(const struct boot_info *bi)
     }
     fmt_format(screen_note, sizeof screen_note, "none: framebuffer type %u is not drawn", bi->fb.type);
     status.screen = screen_note;
+}
+
+void console_init(const struct boot_info *bi)
+{
+    serial_open();
+    screen_open(bi);
+    for (int i = 0; i < note_count; i++)
+        kprintf("Note: %s\n", notes[i]);
 }
 
 const struct console_status *console_status(void) { return &status; }

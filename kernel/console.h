@@ -16,7 +16,9 @@ struct console_status {
 };
 
 /* Opens the serial port named by serial= (com1..com4, a hex port or none)
-   and baud= on the command line, and the screen the loader left us. */
+   and baud= on the command line, and the screen the loader left us. A value
+   it cannot use gets a "Note:" line, printed once both are open, naming the
+   value and what is used instead. */
 void console_init(const struct boot_info *bi);
 const struct console_status *console_status(void);
 void console_write(const char *s, unsigned long n);

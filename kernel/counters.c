@@ -1,9 +1,30 @@
-/* The counter table (see counters.h). Rows start absent; discover.c fills them. */
+/* The counter table (see counters.h). Rows start absent; discover.c fills
+   the discovery half. */
 #include "counters.h"
 
 struct counter counters[COUNTER_COUNT] = {
-    [COUNTER_TSC] = {.name = "tsc"},
-    [COUNTER_HPET] = {.name = "hpet"},
-    [COUNTER_ACPI_PM] = {.name = "acpi_pm"},
-    [COUNTER_PIT] = {.name = "pit"},
+    [COUNTER_TSC] = {.name = "tsc", .reference_rank = 0, .advice_good = "the clock to use: cheapest read, finest step, invariant",
+                     .nominal_accuracy_ppm = 0, .nominal_accuracy_source = "measured, not a reference"},
+    /* IA-PC HPET 1.0a, 2.3.4: the main counter within +-0.05 % (500 ppm) */
+    [COUNTER_HPET] = {.name = "hpet", .reference_rank = 1, .advice_good = "a good reference; too slow to read for timestamps",
+                      .nominal_accuracy_ppm = 500, .nominal_accuracy_source = "the HPET's own crystal (HPET 1.0a, 2.3.4: +-500 ppm)"},
+    /* ACPI states the rate (6.5, 4.8.3.3) but no tolerance; it is taken from
+       the same 14.31818 MHz platform clock as the HPET on PCs, so the HPET's
+       bound is used, labelled as an assumption */
+    [COUNTER_ACPI_PM] = {.name = "acpi_pm", .reference_rank = 2, .advice_good = "a fallback reference: slow and coarse",
+                         .nominal_accuracy_ppm = 500,
+                         .nominal_accuracy_source = "the PM timer's crystal (ACPI states no tolerance; HPET's 500 ppm assumed)"},
+    [COUNTER_PIT] = {.name = "pit", .reference_rank = 3, .advice_good = "legacy: 16 bits, wraps every 55 ms; calibration only",
+                     .nominal_accuracy_ppm = 500,
+                     .nominal_accuracy_source = "the PIT's 14.31818 MHz / 12 crystal (no tolerance stated; 500 ppm assumed)"},
 };
+
+int counters_by_rank(int out[COUNTER_COUNT])
+{
+    int n = 0;
+    for (unsigned rank = 1; rank < COUNTER_COUNT + 1; rank++)
+        for (int c = 0; c < COUNTER_COUNT; c++)
+            if (counters[c].reference_rank == rank && counters[c].present)
+                out[n++] = c;
+    return n;
+}

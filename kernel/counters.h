@@ -1,6 +1,7 @@
-/* One table of every time counter: what the measurement engine iterates
-   over. Adding a counter (LAPIC timer, kvmclock) means adding a row here and
-   a case in discover.c, not new plumbing. */
+/* One table of every time counter: what the experiments iterate over, and
+   each counter's policy, written once: how it ranks as a reference, the
+   advice the verdict gives, how sure its nominal rate is. Adding a counter
+   (LAPIC timer, kvmclock) means a row here and a case in discover.c. */
 #ifndef CLOCKBENCH_COUNTERS_H
 #define CLOCKBENCH_COUNTERS_H
 
@@ -10,15 +11,21 @@
 enum counter_id { COUNTER_TSC, COUNTER_HPET, COUNTER_ACPI_PM, COUNTER_PIT, COUNTER_COUNT };
 
 struct counter {
+    /* policy: fixed in counters.c */
     const char *name;
+    unsigned reference_rank;        /* 1 = the best reference for the TSC; 0 = never a reference */
+    const char *advice_good;        /* the verdict's advice when it behaved */
+    uint32_t nominal_accuracy_ppm;  /* how far its real rate may be from nominal (absolute_uncertainty_ppm) */
+    const char *nominal_accuracy_source;
+
+    /* discovery: filled by discover.c */
     bool present;
-    char reason[128];          /* why absent */
-    uint64_t nominal_mhz;      /* nominal frequency in millihertz, 0 when unknown */
-    char nominal_source[64];   /* where that figure came from */
+    char reason[128];               /* why absent */
+    uint64_t nominal_millihz;       /* nominal frequency in millihertz, 0 when unknown */
+    char nominal_source[64];        /* where that figure came from */
     unsigned width_bits;
-    uint64_t mask;             /* (1 << width) - 1: differences are taken modulo this */
-    char access[48];           /* how it is read */
-    uint64_t (*read)(void);
+    uint64_t mask;                  /* (1 << width) - 1: differences are taken modulo this */
+    char access[48];                /* how it is read */
 };
 
 extern struct counter counters[COUNTER_COUNT];
@@ -27,5 +34,8 @@ static inline uint64_t counter_mask(unsigned width_bits) { return width_bits >= 
 
 /* b - a for a counter that wraps at its width: correct across one wrap. */
 static inline uint64_t counter_delta(const struct counter *c, uint64_t a, uint64_t b) { return (b - a) & c->mask; }
+
+/* The present counters other than the TSC, best reference first. */
+int counters_by_rank(int out[COUNTER_COUNT]);
 
 #endif

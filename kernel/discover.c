@@ -27,12 +27,6 @@ static void maybe_inject_fault(const char *probe)
         (void)*(volatile uint64_t *)0x8000000000000008ull;
 }
 
-/* --- counter read functions (the table's read pointers) --- */
-static uint64_t read_tsc(void) { return rdtsc(); }
-static uint64_t read_hpet(void) { return hpet_counter(&discovered.hpet); }
-static uint64_t read_pm(void) { return pmtimer_read(&discovered.pm); }
-static uint64_t read_pit(void) { return pit_read(); }
-
 static void set_absent(struct counter *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_absent(struct counter *c, const char *fmt, ...)
 {
@@ -43,13 +37,12 @@ static void set_absent(struct counter *c, const char *fmt, ...)
     va_end(ap);
 }
 
-static void set_present(struct counter *c, unsigned width, uint64_t (*read)(void))
+static void set_present(struct counter *c, unsigned width)
 {
     c->present = true;
     c->reason[0] = '\0';
     c->width_bits = width;
     c->mask = counter_mask(width);
-    c->read = read;
 }
 
 /* --- ACPI, through identity mappings made on demand --- */
@@ -82,7 +75,7 @@ static void discover_tsc(const struct cpu_info *ci)
         set_absent(c, "CPUID.1:EDX[4] clear: no time-stamp counter");
         return;
     }
-    set_present(c, 64, read_tsc);
+    set_present(c, 64);
     fmt_format(c->access, sizeof c->access, "RDTSC instruction");
     /* Claimed, never measured: the crystal-based leaf first (it is the
        architectural statement), then the hypervisor's. */
@@ -90,7 +83,7 @@ static void discover_tsc(const struct cpu_info *ci)
     for (unsigned p = 0; p < sizeof preference / sizeof *preference; p++)
         for (int i = 0; i < ci->claim_count; i++)
             if (!strcmp(ci->claims[i].what, "tsc") && !strcmp(ci->claims[i].source, preference[p])) {
-                c->nominal_mhz = ci->claims[i].hz * 1000;
+                c->nominal_millihz = ci->claims[i].hz * 1000;
                 fmt_format(c->nominal_source, sizeof c->nominal_source, "%s (claimed)", preference[p]);
                 return;
             }
@@ -109,9 +102,6 @@ static void hpet_job_run(void *p)
     struct hpet_job *j = p;
     maybe_inject_fault("hpet");
     j->ok = hpet_init(&discovered.hpet, j->base, j->why, sizeof j->why);
-    if (j->ok)
-        hpet_test_comparator(&discovered.hpet, discovered.hpet.period_fs ? 1000000000000ull / discovered.hpet.period_fs : 1000,
-                             &discovered.hpet_comparator);
 }
 
 static void discover_hpet(void)
@@ -147,9 +137,9 @@ static void discover_hpet(void)
         return;
     }
     const struct hpet *h = &discovered.hpet;
-    set_present(c, h->counter_64bit ? 64 : 32, read_hpet);
+    set_present(c, h->counter_64bit ? 64 : 32);
     fmt_format(c->access, sizeof c->access, "MMIO 0x%llx", (unsigned long long)h->base);
-    c->nominal_mhz = 1000000000000000000ull / h->period_fs;
+    c->nominal_millihz = 1000000000000000000ull / h->period_fs;
     fmt_format(c->nominal_source, sizeof c->nominal_source, "HPET capabilities: period %u fs", h->period_fs);
 }
 
@@ -195,10 +185,10 @@ static void discover_pm(void)
         set_absent(c, "%s", job.why);
         return;
     }
-    set_present(c, discovered.pm.width, read_pm);
+    set_present(c, discovered.pm.width);
     fmt_format(c->access, sizeof c->access, "%s 0x%llx (FADT %s)", job.io ? "I/O port" : "MMIO", (unsigned long long)job.address,
                a->pm_timer_field);
-    c->nominal_mhz = (uint64_t)PMTIMER_HZ * 1000;
+    c->nominal_millihz = (uint64_t)PMTIMER_HZ * 1000;
     fmt_format(c->nominal_source, sizeof c->nominal_source, "ACPI 6.5, 4.8.3.3 (nominal)");
 }
 
@@ -215,9 +205,9 @@ static void discover_pit(void)
         set_absent(c, "%s", why);
         return;
     }
-    set_present(c, 16, read_pit);
+    set_present(c, 16);
     fmt_format(c->access, sizeof c->access, "I/O ports 0x42/0x43, gate 0x61");
-    c->nominal_mhz = PIT_MILLIHZ;
+    c->nominal_millihz = PIT_MILLIHZ;
     fmt_format(c->nominal_source, sizeof c->nominal_source, "14.31818 MHz / 12 (nominal)");
 }
 

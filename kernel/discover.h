@@ -15,7 +15,6 @@ struct discovery {
     bool acpi_faulted;
     char acpi_fault[96];
     struct hpet hpet;
-    struct hpet_comparator_result hpet_comparator;
     struct pmtimer pm;
     struct lfence_status lfence;
 };

@@ -212,7 +212,6 @@ static void report_hpet(void)
 {
     const struct acpi_info *a = &discovered.acpi;
     const struct hpet *h = &discovered.hpet;
-    const struct hpet_comparator_result *c = &discovered.hpet_comparator;
     struct record r;
     if (a->hpet_found) {
         kprintf("\n== HPET ==\n");
@@ -234,33 +233,7 @@ static void report_hpet(void)
     record_bool(&r, "legacy_capable", h->legacy_capable);
     record_hex(&r, "vendor", h->vendor);
     record_u64(&r, "period_fs", h->period_fs);
-    record_bool(&r, "oneshot_matched", c->matched);
-    record_u64(&r, "oneshot_late_ticks", c->late_ticks);
-    record_bool(&r, "periodic_tested", c->periodic_tested);
-    record_bool(&r, "periodic_ok", c->periodic_ok);
-    record_u64(&r, "periodic_asked_ticks", c->period_asked_ticks);
-    record_fixed(&r, "periodic_achieved_ticks", (int64_t)c->period_achieved_ticks_x1000, 3);
     emit(&r);
-
-    char ns[FMT_FIXED_CHARS];
-    /* ticks * period_fs / 10^6 = ns; keep 3 decimals: ticks * period_fs / 1000 in ps */
-    if (c->matched) {
-        kprintf("  Comparator 0 one-shot: match seen %llu ticks (%s us) after the target\n", (unsigned long long)c->late_ticks,
-                fmt_fixed(ns, (int64_t)(c->late_ticks * h->period_fs / 1000000), 3, 3));
-        check_pass("HPET comparator one-shot", "match seen %llu ticks after the target", (unsigned long long)c->late_ticks);
-    } else {
-        check_fail("HPET comparator one-shot", "%s", c->note);
-    }
-    if (c->periodic_tested && c->periodic_ok) {
-        char got[FMT_FIXED_CHARS];
-        kprintf("  Comparator 0 periodic: asked every %llu ticks, observed %s ticks a period\n    over 5 periods\n",
-                (unsigned long long)c->period_asked_ticks, fmt_fixed(got, (int64_t)c->period_achieved_ticks_x1000, 3, 1));
-        check_pass("HPET comparator periodic", "asked %llu ticks, observed %s", (unsigned long long)c->period_asked_ticks, got);
-    } else if (c->periodic_tested) {
-        check_fail("HPET comparator periodic", "%s", c->note);
-    } else if (c->matched) {
-        check_skip("HPET comparator periodic", "comparator 0 is not periodic-capable (Tn_PER_INT_CAP clear)");
-    }
 }
 
 static void report_pm_latch(void)
@@ -291,15 +264,15 @@ static void report_counters(void)
         record_bool(&r, "present", c->present);
         if (c->present) {
             record_null(&r, "reason");
-            if (c->nominal_mhz)
-                record_fixed(&r, "nominal_hz", (int64_t)c->nominal_mhz, 3);
+            if (c->nominal_millihz)
+                record_fixed(&r, "nominal_hz", (int64_t)c->nominal_millihz, 3);
             else
                 record_null(&r, "nominal_hz");
             record_str(&r, "nominal_source", c->nominal_source);
             record_u64(&r, "width_bits", c->width_bits);
             record_str(&r, "access", c->access);
             kprintf("  %-8s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
-                    c->nominal_mhz ? fmt_fixed(f, (int64_t)c->nominal_mhz, 9, 6) : "unknown");
+                    c->nominal_millihz ? fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6) : "unknown");
             kprintf("           nominal from %s; read by %s\n", c->nominal_source, c->access);
             check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);
         } else {

@@ -6,6 +6,7 @@
 #include "cpu.h"
 #include "exceptions.h"
 #include "format.h"
+#include "percpu.h"
 
 struct probe_jmp {
     uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip;
@@ -14,8 +15,10 @@ struct probe_jmp {
 __attribute__((returns_twice)) int probe_setjmp(struct probe_jmp *buf);
 __attribute__((noreturn)) void probe_longjmp(struct probe_jmp *buf, int value);
 
-static struct probe_jmp *armed;
-static struct probe_fault *armed_fault;
+/* The armed probe lives in the CPU's own slot: a probe on one CPU must
+   never catch another CPU's fault. */
+#define armed (this_cpu()->probe_armed)
+#define armed_fault (this_cpu()->probe_fault)
 
 bool probe_run(probe_fn fn, void *ctx, struct probe_fault *fault)
 {

@@ -5,13 +5,18 @@
 
 #define RECORD_RESERVE 24 /* room kept for ,"truncated":true}\n */
 
-/* Members keep RECORD_RESERVE bytes free so the closing text always fits. */
-static void raw_reserving(struct record *r, const char *s, size_t n, size_t reserve)
+/* Members keep RECORD_RESERVE bytes free so the closing text always fits.
+   A member that does not fit is taken back whole, key and all, from where
+   it began: a reader must never see half a string or half an array, since
+   a short array reads as a short series rather than a cut one. */
+static void raw(struct record *r, const char *s, size_t n)
 {
     if (r->overflow)
         return;
-    if (r->len + n + reserve >= sizeof r->buf) {
+    if (r->len + n + RECORD_RESERVE >= sizeof r->buf) {
         r->overflow = true;
+        r->len = r->member_start;
+        r->buf[r->len] = '\0';
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -19,14 +24,12 @@ static void raw_reserving(struct record *r, const char *s, size_t n, size_t rese
     r->buf[r->len] = '\0';
 }
 
-static void raw(struct record *r, const char *s, size_t n) { raw_reserving(r, s, n, RECORD_RESERVE); }
-
+/* The closing text goes into the room raw() kept free. */
 static void raw_closing(struct record *r, const char *s)
 {
-    size_t n = 0;
-    while (s[n])
-        n++;
-    raw_reserving(r, s, n, 0);
+    while (*s && r->len + 1 < sizeof r->buf)
+        r->buf[r->len++] = *s++;
+    r->buf[r->len] = '\0';
 }
 
 static void raw_str(struct record *r, const char *s)
@@ -58,8 +61,11 @@ static void quoted(struct record *r, const char *s, size_t max)
     raw(r, "\"", 1);
 }
 
+/* Every member starts here; inside an array there are no keys, so this is
+   always a member of the object itself, the unit an overflow takes back. */
 static void key(struct record *r, const char *k)
 {
+    r->member_start = r->len;
     if (!r->first)
         raw(r, ",", 1);
     r->first = false;
@@ -70,6 +76,7 @@ static void key(struct record *r, const char *k)
 void record_begin(struct record *r, const char *type)
 {
     r->len = 0;
+    r->member_start = 0;
     r->overflow = false;
     r->first = true;
     r->buf[0] = '\0';
@@ -169,37 +176,21 @@ void record_array_end(struct record *r)
     r->first = false;
 }
 
+bool record_truncated(const struct record *r) { return r->overflow; }
+
+size_t record_room(const struct record *r)
+{
+    if (r->overflow || r->len + RECORD_RESERVE + 1 >= sizeof r->buf)
+        return 0;
+    return sizeof r->buf - r->len - RECORD_RESERVE - 1;
+}
+
 const char *record_end(struct record *r)
 {
     if (r->overflow) {
-        /* Cut at the last complete member (the last ',' outside a string),
-           close any open array, mark it: always valid JSON. */
-        bool in_str = false;
-        int depth = 0, depth_at_cut = 0;
-        size_t cut = 0;
-        for (size_t i = 0; i < r->len; i++) {
-            char c = r->buf[i];
-            if (in_str) {
-                if (c == '\\')
-                    i++;
-                else if (c == '"')
-                    in_str = false;
-            } else if (c == '"') {
-                in_str = true;
-            } else if (c == '[') {
-                depth++;
-            } else if (c == ']') {
-                depth--;
-            } else if (c == ',') {
-                cut = i;
-                depth_at_cut = depth;
-            }
-        }
-        r->len = cut;
-        r->overflow = false;
-        while (depth_at_cut-- > 0)
-            raw_closing(r, "]");
-        raw_closing(r, ",\"truncated\":true");
+        /* The members that fit are whole (raw() took the last one back
+           whole), so closing the object is all it takes to be valid JSON. */
+        raw_closing(r, r->buf[r->len - 1] == '{' ? "\"truncated\":true" : ",\"truncated\":true");
     }
     raw_closing(r, "}\n");
     return r->buf;

@@ -11,12 +11,17 @@
 #define RECORD_PREFIX "@cb "
 #define RECORD_SCHEMA_VERSION 1
 #define RECORD_MAX_CHARS 2048
+/* The most one array number takes: a comma and 20 digits (u64), or a comma,
+   a sign and 19 digits (i64). */
+#define RECORD_ARRAY_ITEM_MAX 21
 
 struct record {
     char buf[RECORD_MAX_CHARS];
     size_t len;
+    size_t member_start; /* where the member being written began: an overflow goes back here */
     bool first;
-    bool overflow; /* the record was cut: it ends with "truncated":true */
+    bool overflow; /* a member did not fit: it and every later one are left out, and the
+                      record ends with "truncated":true */
 };
 
 void record_begin(struct record *r, const char *type);
@@ -35,6 +40,14 @@ void record_array_begin(struct record *r, const char *key);
 void record_array_u64(struct record *r, uint64_t value);
 void record_array_i64(struct record *r, int64_t value);
 void record_array_end(struct record *r);
+/* Whether a member has not fit: the record will end with "truncated":true.
+   Ask before record_end to split what remains into parts instead. */
+bool record_truncated(const struct record *r);
+/* Bytes the next members can still take before one would not fit. With
+   RECORD_ARRAY_ITEM_MAX a caller can size a part before it starts an array:
+   ,"key":[...] of n numbers fits when strlen(key) + 6 + n * RECORD_ARRAY_ITEM_MAX
+   <= record_room(). */
+size_t record_room(const struct record *r);
 /* Closes the object; returns the whole line including prefix and newline. */
 const char *record_end(struct record *r);
 

@@ -14,7 +14,7 @@ void stats_sort(uint64_t *v, size_t n, uint64_t *scratch)
     for (size_t i = 0; i < n; i++)
         max |= v[i];
     uint64_t *src = v, *dst = scratch;
-    static size_t count[RADIX_BUCKETS];
+    size_t count[RADIX_BUCKETS]; /* on the stack: callers on different CPUs share nothing */
     for (unsigned shift = 0; shift < 64 && (max >> shift); shift += RADIX_BITS) {
         for (unsigned k = 0; k < RADIX_BUCKETS; k++)
             count[k] = 0;

@@ -12,7 +12,7 @@
 #include "counters.h"
 #include "cpuinfo.h"
 #include "format.h"
-#include "measure.h"
+#include "results.h"
 #include "qr.h"
 #include "record.h"
 
@@ -58,11 +58,11 @@ static void build_payload(enum run_status status, unsigned p, unsigned f, unsign
     add(";cpu=%s", clean(ci->vendor));
     add(" %s", clean(ci->brand));
     add(";fms=%u.%u.%u;hv=%s", ci->family, ci->model, ci->stepping, ci->hypervisor ? clean(ci->hv_vendor) : "-");
-    add(";prof=%s;tsc_hz=%s;tsc_src=%s", measured.profile ? measured.profile->name : "-",
-        fmt_fixed(hz, xf_to_fixed(measured.tsc_hz, 0), 0, 0),
-        measured.tsc_measured ? counters[measured.reference].name : "nominal");
+    add(";prof=%s;tsc_hz=%s;tsc_src=%s", results.profile ? results.profile->name : "-",
+        fmt_fixed(hz, xf_to_fixed(results.tsc_hz, 0), 0, 0),
+        results.tsc_measured ? counters[results.reference].name : "nominal");
     for (int i = 0; i < COUNTER_COUNT; i++) {
-        const struct verdict_row *v = &measured.verdict[i];
+        const struct verdict_row *v = &results.verdict[i];
         if (!v->measured) {
             add(";c=%s,-,-,-,absent", counters[i].name);
             continue;
@@ -99,11 +99,11 @@ void summary_screen(enum run_status status)
     screen_printf("clockbench %s: summary\n\n", CLOCKBENCH_VERSION);
     screen_printf("CPU:        %s %s\n", ci->vendor, ci->brand);
     screen_printf("Hypervisor: %s\n", ci->hypervisor ? ci->hv_vendor : "none reported");
-    screen_printf("Profile:    %s\n", measured.profile ? measured.profile->name : "-");
-    screen_printf("TSC:        %s MHz, %s\n\n", fmt_fixed(a, xf_to_fixed(measured.tsc_hz, 3), 9, 3), measured.tsc_hz_source);
+    screen_printf("Profile:    %s\n", results.profile ? results.profile->name : "-");
+    screen_printf("TSC:        %s MHz, %s\n\n", fmt_fixed(a, xf_to_fixed(results.tsc_hz, 3), 9, 3), results.tsc_hz_source);
     screen_printf("  %-8s %11s %11s %16s %9s\n", "counter", "read p50", "resolution", "freq error", "monotonic");
     for (int i = 0; i < COUNTER_COUNT; i++) {
-        const struct verdict_row *v = &measured.verdict[i];
+        const struct verdict_row *v = &results.verdict[i];
         if (v->measured)
             screen_printf("  %-8s %8s ns %8s ns %16s %9s\n", counters[i].name, v->read, v->res, v->freq, v->mono);
         else

@@ -5,18 +5,12 @@
 #include "format.h"
 #include "probe.h"
 
-static uint64_t read_rdtsc(void) { return rdtsc(); }
-static uint64_t read_rdtscp(void) { return rdtscp(0); }
-static uint64_t read_lfence(void) { return rdtsc_lfence(); }
-static uint64_t read_mfence(void) { return rdtsc_mfence(); }
-static uint64_t read_cpuid(void) { return rdtsc_cpuid(); }
-
 struct tsc_variant tsc_variants[TSC_VARIANT_COUNT] = {
-    [TSC_RDTSC] = {"rdtsc", false, "", read_rdtsc},
-    [TSC_RDTSCP] = {"rdtscp", false, "", read_rdtscp},
-    [TSC_LFENCE_RDTSC] = {"lfence;rdtsc", false, "", read_lfence},
-    [TSC_MFENCE_RDTSC] = {"mfence;rdtsc", false, "", read_mfence},
-    [TSC_CPUID_RDTSC] = {"cpuid;rdtsc", false, "", read_cpuid},
+    [TSC_RDTSC] = {"rdtsc", false, ""},
+    [TSC_RDTSCP] = {"rdtscp", false, ""},
+    [TSC_LFENCE_RDTSC] = {"lfence;rdtsc", false, ""},
+    [TSC_MFENCE_RDTSC] = {"mfence;rdtsc", false, ""},
+    [TSC_CPUID_RDTSC] = {"cpuid;rdtsc", false, ""},
 };
 
 void tsc_variants_probe(const struct cpu_info *ci, struct lfence_status *lf)

@@ -14,7 +14,6 @@ struct tsc_variant {
     const char *name;
     bool available;
     char reason[80]; /* why not, when not available */
-    uint64_t (*read)(void);
 };
 
 extern struct tsc_variant tsc_variants[TSC_VARIANT_COUNT];

@@ -12,7 +12,7 @@ packages=(
   python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests
   python3-venv python3-serial python3-matplotlib         # the host tool (tools/): venv, capture, plots
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
-  clang                                                  # the fuzzer (libFuzzer, ASan, UBSan)
+  clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -56,6 +56,21 @@ def load() -> ctypes.CDLL:
     lib.shim_histogram.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     lib.shim_fit.restype = ctypes.c_char_p
     lib.shim_fit.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.c_uint32]
+    u64, u32, i64 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int64
+    series = [ctypes.POINTER(i64), ctypes.POINTER(i64), ctypes.POINTER(u32), u32]  # x, y, seg, n
+    for name in ("shim_unwrap_step", "shim_segfit", "shim_segfit_find_step", "shim_subwindows_fit", "shim_freq_uncertainty"):
+        getattr(lib, name).restype = ctypes.c_char_p
+    lib.shim_unwrap_step.argtypes = [u64, u64, u64, u32, u64] + [u64] * 6
+    lib.shim_unwrap_limit_tsc.restype = u64
+    lib.shim_unwrap_limit_tsc.argtypes = [u64, u64, u64, u32, u64]
+    lib.shim_unwrap_expected_ticks.restype = u64
+    lib.shim_unwrap_expected_ticks.argtypes = [u64, u64, u64]
+    lib.shim_segfit.argtypes = series + [u32]
+    lib.shim_segfit_residuals.restype = ctypes.c_bool
+    lib.shim_segfit_residuals.argtypes = series + [ctypes.POINTER(XF)]
+    lib.shim_segfit_find_step.argtypes = series + [XF, u32]
+    lib.shim_subwindows_fit.argtypes = series + [i64, u32, u32]
+    lib.shim_freq_uncertainty.argtypes = series + [XF, u32]
     lib.shim_parse_u64.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
     lib.shim_record_begin.restype = ctypes.c_void_p
     lib.shim_record_begin.argtypes = [ctypes.c_char_p]
@@ -72,3 +87,10 @@ def load() -> ctypes.CDLL:
 
 def as_json(raw: bytes) -> dict:
     return json.loads(raw.decode())
+
+
+def series(xs, ys, segs=None):
+    """(x, y, seg, n) ctypes arguments for the segmented-fit shims; one segment when segs is None."""
+    n = len(xs)
+    segs = [0] * n if segs is None else segs
+    return ((ctypes.c_int64 * n)(*xs), (ctypes.c_int64 * n)(*ys), (ctypes.c_uint32 * n)(*segs), n)

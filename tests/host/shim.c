@@ -13,7 +13,10 @@
 #include "../../kernel/format.h"
 #include "../../kernel/qr.h"
 #include "../../kernel/record.h"
+#include "../../kernel/segfit.h"
 #include "../../kernel/stats.h"
+#include "../../kernel/uncertainty.h"
+#include "../../kernel/unwrap.h"
 #include "../../kernel/xf.h"
 
 static struct record rec;
@@ -254,4 +257,130 @@ int shim_qr(const uint8_t *data, size_t len, int ecc, uint8_t *out, int *size)
             out[y * qr.size + x] = qr.modules[y][x];
     *size = qr.size;
     return qr.version;
+}
+
+/* Unwrapping: one step classified, with the bounds behind the verdict. */
+static struct unwrap_params unwrap_params_of(uint64_t mask, uint64_t millihz, uint64_t tsc_hz, uint32_t tol_ppm,
+                                             uint64_t slack)
+{
+    return (struct unwrap_params){mask, millihz, tsc_hz, tol_ppm, slack};
+}
+
+const char *shim_unwrap_step(uint64_t mask, uint64_t millihz, uint64_t tsc_hz, uint32_t tol_ppm, uint64_t slack,
+                             uint64_t prev, uint64_t a0, uint64_t b0, uint64_t now, uint64_t a1, uint64_t b1)
+{
+    static const char *const kinds[] = {
+        [STEP_NORMAL] = "NORMAL", [STEP_SLOW] = "SLOW", [STEP_FAST] = "FAST",
+        [STEP_BACKWARD] = "BACKWARD", [STEP_GAP] = "GAP", [STEP_TSC_BACKWARD] = "TSC_BACKWARD",
+    };
+    struct unwrap_params p = unwrap_params_of(mask, millihz, tsc_hz, tol_ppm, slack);
+    struct step st;
+    unwrap_step(&p, prev, a0, b0, now, a1, b1, &st);
+    record_begin(&rec, "step");
+    record_str(&rec, "kind", kinds[st.kind]);
+    record_u64(&rec, "advance", st.advance);
+    record_u64(&rec, "backward", st.backward);
+    record_u64(&rec, "min_expected", st.min_expected);
+    record_u64(&rec, "max_expected", st.max_expected);
+    return finish();
+}
+
+uint64_t shim_unwrap_limit_tsc(uint64_t mask, uint64_t millihz, uint64_t tsc_hz, uint32_t tol_ppm, uint64_t slack)
+{
+    struct unwrap_params p = unwrap_params_of(mask, millihz, tsc_hz, tol_ppm, slack);
+    return unwrap_limit_tsc(&p);
+}
+
+uint64_t shim_unwrap_expected_ticks(uint64_t millihz, uint64_t tsc_hz, uint64_t tsc_ticks)
+{
+    struct unwrap_params p = unwrap_params_of(~0ull, millihz, tsc_hz, 0, 0);
+    return unwrap_expected_ticks(&p, tsc_ticks);
+}
+
+/* The segmented fit: its scalars, and segment `k` (when there is one) so a
+   record stays within RECORD_MAX_CHARS however many segments there are. */
+const char *shim_segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, uint32_t k)
+{
+    static struct seg_fit f;
+    bool ok = segfit(x, y, seg, n, &f);
+    record_begin(&rec, "segfit");
+    record_bool(&rec, "ok", ok);
+    record_u64(&rec, "n", f.n);
+    record_u64(&rec, "segments", f.segments);
+    record_u64(&rec, "dropped", f.dropped);
+    record_xf(&rec, "slope", f.slope);
+    record_xf(&rec, "slope_stderr", f.slope_stderr);
+    record_xf(&rec, "resid_rms", f.resid_rms);
+    if (k < f.segments) {
+        record_u64(&rec, "seg_id", f.seg_id[k]);
+        record_u64(&rec, "seg_n", f.seg_n[k]);
+        record_xf(&rec, "intercept", f.intercept[k]);
+    }
+    return finish();
+}
+
+/* Every point's residual into out[0..n); false when the fit failed. */
+bool shim_segfit_residuals(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, struct xf *out)
+{
+    static struct seg_fit f;
+    bool ok = segfit(x, y, seg, n, &f);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = segfit_residual(&f, x[i], y[i], seg[i]);
+    return ok;
+}
+
+const char *shim_segfit_find_step(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
+                                  struct xf min_step, uint32_t k_rms)
+{
+    static struct seg_fit f;
+    bool ok = segfit(x, y, seg, n, &f);
+    uint32_t at = 0;
+    struct xf size = {0, 0, false};
+    bool found = ok && segfit_find_step(&f, x, y, seg, n, min_step, k_rms, &at, &size);
+    record_begin(&rec, "step");
+    record_bool(&rec, "ok", ok);
+    record_bool(&rec, "found", found);
+    record_u64(&rec, "at", at);
+    record_xf(&rec, "size", size);
+    record_xf(&rec, "resid_rms", f.resid_rms);
+    return finish();
+}
+
+/* Sub-window `k` of subwindows_fit, with how many there are. */
+const char *shim_subwindows_fit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, int64_t len_x,
+                                uint32_t max, uint32_t k)
+{
+    static struct subwindow w[SUBWINDOWS_MAX];
+    uint32_t count = subwindows_fit(x, y, seg, n, len_x, w, max);
+    record_begin(&rec, "subwindows");
+    record_u64(&rec, "count", count);
+    if (k < count) {
+        record_i64(&rec, "start_x", w[k].start_x);
+        record_u64(&rec, "n", w[k].n);
+        record_bool(&rec, "fitted", w[k].fitted);
+        record_xf(&rec, "slope", w[k].slope);
+        record_xf(&rec, "slope_stderr", w[k].slope_stderr);
+    }
+    return finish();
+}
+
+/* The whole-window fit and its uncertainty. */
+const char *shim_freq_uncertainty(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
+                                  struct xf quant_ticks, uint32_t k)
+{
+    static struct seg_fit f;
+    struct freq_uncertainty u = {0};
+    bool ok = segfit(x, y, seg, n, &f);
+    if (ok)
+        freq_uncertainty(x, y, seg, n, &f, quant_ticks, k, &u);
+    record_begin(&rec, "uncertainty");
+    record_bool(&rec, "ok", ok);
+    record_xf(&rec, "slope", f.slope);
+    record_xf(&rec, "slope_stderr", f.slope_stderr);
+    record_xf(&rec, "statistical", u.statistical);
+    record_xf(&rec, "correlated", u.correlated);
+    record_xf(&rec, "quantisation", u.quantisation);
+    record_xf(&rec, "total", u.total);
+    record_u64(&rec, "subwindows", u.subwindows);
+    return finish();
 }

@@ -3,13 +3,25 @@
 The image reports its verdict through QEMU's isa-debug-exit device: it writes
 0x10 + status to port 0xf4 and QEMU exits with ((0x10 + status) << 1) | 1.
 Status: 0 passed, 1 failed, 2 nothing could run, 3 crashed (docs/output.md).
+
+A run can also be disturbed from outside the image (QemuConfig.faults): the
+QEMU process stopped with SIGSTOP, or the VM paused from QEMU's monitor, at a
+moment chosen by a pattern in the serial output. What each one did, and when,
+is in RunResult.injections.
 """
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import os
+import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -52,6 +64,100 @@ def find_ovmf() -> str | None:
     return None
 
 
+FAULT_KINDS = ("sigstop", "pause")
+# Bounds on everything a fault waits for: the monitor's socket, each monitor
+# reply, /proc showing that a signal took effect, the injector's last words.
+MONITOR_BOUND_S = 10.0
+CONFIRM_BOUND_S = 2.0
+INJECTOR_JOIN_S = MONITOR_BOUND_S * 3
+# A trigger may match across lines if its match starts at most this many
+# characters before the line the newest output arrived in.
+TRIGGER_LOOKBACK = 2048
+TRIGGER_TAIL_MAX = 65536  # the most output kept for matching (a line without end)
+
+
+@dataclass
+class Fault:
+    """A disturbance applied to the running QEMU from outside the image.
+
+    kind "sigstop": SIGSTOP to the QEMU process, SIGCONT duration_s later. All
+      of QEMU stops while the host's clocks run on, so every guest clock (TSC,
+      HPET, PM timer, PIT) has moved ahead alike when it resumes.
+    kind "pause": `stop`, then `cont`, on QEMU's monitor. Under TCG every guest
+      clock stops with the VM; under KVM the guest's TSC runs on while QEMU's
+      HPET and PM timer stand still.
+    The fault starts delay_s after `trigger`, a regular expression, first
+    matches the serial output. Faults are applied one at a time, in order.
+    """
+
+    kind: str
+    trigger: str
+    delay_s: float = 0.0
+    duration_s: float = 1.0
+
+    def check(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}: {' or '.join(FAULT_KINDS)}")
+        if not (self.delay_s >= 0 and self.duration_s >= 0):
+            raise ValueError(f"a fault's delay and duration must be 0 or more seconds: {self}")
+        try:
+            re.compile(self.trigger)
+        except re.error as e:
+            raise ValueError(f"fault trigger {self.trigger!r} is not a regular expression: {e}") from None
+
+
+@dataclass
+class Injection:
+    """What one Fault did. The *_s times are host monotonic seconds after its
+    trigger was seen (trigger_s: seconds after QEMU started). "sent" is when
+    the signal or command went out, "confirmed" when /proc showed every QEMU
+    thread stopped (running again), or the monitor answered; the change took
+    effect in between."""
+
+    fault: Fault
+    trigger_s: float | None = None  # None: the trigger never appeared
+    stop_sent_s: float | None = None
+    stop_confirmed_s: float | None = None
+    resume_sent_s: float | None = None
+    resume_confirmed_s: float | None = None
+    cut_short: str | None = None  # why it ended before duration_s (the run's time bound, QEMU gone)
+    error: str | None = None  # why it was not injected, or what went wrong
+
+    @property
+    def injected(self) -> bool:
+        return self.stop_confirmed_s is not None
+
+    @property
+    def stopped_s(self) -> float | None:
+        """How long QEMU was stopped: between the midpoints of the stop's and
+        the resumption's sent..confirmed intervals."""
+        if None in (self.stop_sent_s, self.stop_confirmed_s, self.resume_sent_s, self.resume_confirmed_s):
+            return None
+        return (self.resume_sent_s + self.resume_confirmed_s - self.stop_sent_s - self.stop_confirmed_s) / 2
+
+    @property
+    def stopped_uncertainty_s(self) -> float | None:
+        """Half the widths of the two intervals: stopped_s is right within this."""
+        if self.stopped_s is None:
+            return None
+        return (self.stop_confirmed_s - self.stop_sent_s + self.resume_confirmed_s - self.resume_sent_s) / 2
+
+    def describe(self) -> str:
+        f = self.fault
+        what = f"{f.kind} of {f.duration_s:g} s, {f.delay_s:g} s after /{f.trigger}/"
+        if self.trigger_s is None:
+            return f"{what}: not injected: {self.error or 'the trigger never appeared'}"
+        if not self.injected:
+            return f"{what}: trigger at {self.trigger_s:.3f} s; not injected: {self.error}"
+        stopped = f"{self.stopped_s:.4f} s (+- {self.stopped_uncertainty_s:.4f})" if self.stopped_s is not None else "unknown"
+        text = f"{what}: trigger at {self.trigger_s:.3f} s, stopped at +{self.stop_sent_s:.3f} s for {stopped}"
+        if self.cut_short:
+            text += f"; cut short: {self.cut_short}"
+        if self.error:
+            text += f"; {self.error}"
+        return text
+
+
 @dataclass
 class QemuConfig:
     boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
@@ -70,6 +176,7 @@ class QemuConfig:
     monitor_socket: Path | None = None
     debug_exit: bool = True  # without it the image halts and leaves its screen, as on hardware
     extra: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)  # "pause" faults get a monitor socket of their own if none is given
 
 
 def resolve_accel(accel: str) -> tuple[str, str]:
@@ -135,6 +242,8 @@ class RunResult:
     stderr: str
     seconds: float
     timed_out: bool
+    injections: list[Injection] = field(default_factory=list)  # one per QemuConfig.faults entry, in order
+    timeout_s: float | None = None  # the bound applied: the timeout asked for plus the faults' durations
 
     @property
     def exit_code(self) -> int:
@@ -145,10 +254,13 @@ class RunResult:
 
     def describe(self) -> str:
         if self.timed_out:
-            return f"stopped after {self.seconds:.0f} s without a verdict"
+            return f"stopped after {self.seconds:.0f} s without a verdict" + self._fault_note()
         if self.status is not None:
-            return f"{STATUS_NAMES[self.status]} (QEMU exit {self.qemu_exit})"
-        return f"no verdict: QEMU exited {self.qemu_exit} without the image reporting"
+            return f"{STATUS_NAMES[self.status]} (QEMU exit {self.qemu_exit})" + self._fault_note()
+        return f"no verdict: QEMU exited {self.qemu_exit} without the image reporting" + self._fault_note()
+
+    def _fault_note(self) -> str:
+        return "".join(f"\n  fault: {i.describe()}" for i in self.injections)
 
 
 def status_from_exit(code: int) -> int | None:
@@ -157,34 +269,277 @@ def status_from_exit(code: int) -> int | None:
     return None
 
 
+class _Triggers:
+    """Watches the serial output for each fault's trigger and notes the host
+    time of the first match."""
+
+    def __init__(self, faults: list[Fault]):
+        self.patterns = [re.compile(f.trigger) for f in faults]
+        self.seen: list[float | None] = [None] * len(faults)
+        self.tail = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.cond = threading.Condition()
+
+    def feed(self, chunk: bytes) -> None:
+        now = time.monotonic()
+        if all(t is not None for t in self.seen):
+            return
+        new = self.decoder.decode(chunk)
+        if not new:
+            return
+        before = len(self.tail)
+        self.tail += new
+        pos = max(0, self.tail.rfind("\n", 0, before) + 1 - TRIGGER_LOOKBACK)
+        with self.cond:
+            for i, p in enumerate(self.patterns):
+                if self.seen[i] is None and p.search(self.tail, pos):
+                    self.seen[i] = now
+            self.cond.notify_all()
+        keep_from = max(0, self.tail.rfind("\n") + 1 - TRIGGER_LOOKBACK, len(self.tail) - TRIGGER_TAIL_MAX)
+        self.tail = self.tail[keep_from:]
+
+    def wait(self, i: int, ending: threading.Event) -> float | None:
+        """The time trigger i was seen, or None if the run ended first."""
+        with self.cond:
+            while self.seen[i] is None and not ending.is_set():
+                self.cond.wait(0.1)
+            return self.seen[i]
+
+
+class _Monitor:
+    """QEMU's human monitor on a unix socket, every wait bounded."""
+
+    PROMPT = b"(qemu) "
+
+    def __init__(self, path: Path):
+        deadline = time.monotonic() + MONITOR_BOUND_S
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(str(path))
+                break
+            except (FileNotFoundError, ConnectionRefusedError) as e:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"QEMU's monitor at {path} did not answer within {MONITOR_BOUND_S:g} s: {e}") from None
+                time.sleep(0.05)
+        self._read_prompt()  # the banner
+
+    def _read_prompt(self) -> str:
+        deadline = time.monotonic() + MONITOR_BOUND_S
+        got = b""
+        while self.PROMPT not in got:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"QEMU's monitor gave no prompt within {MONITOR_BOUND_S:g} s (read {got[-200:]!r})")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            if not data:
+                raise RuntimeError(f"QEMU's monitor closed the connection (read {got[-200:]!r})")
+            got += data
+        return got.decode("utf-8", "replace")
+
+    def command(self, line: str) -> str:
+        self.sock.sendall(line.encode() + b"\n")
+        return self._read_prompt()
+
+    def status(self) -> str:
+        m = re.search(r"VM status: (\w+)", self.command("info status"))
+        return m.group(1) if m else "unknown"
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _threads_stopped(pid: int) -> bool | None:
+    """Whether every thread of pid is stopped (state T), None if /proc cannot tell."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = []
+        for t in tasks:
+            with open(f"/proc/{pid}/task/{t}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+    except (OSError, IndexError):
+        return None
+    return all(s in "Tt" for s in states)
+
+
+def _await_threads(pid: int, stopped: bool) -> bool:
+    deadline = time.monotonic() + CONFIRM_BOUND_S
+    while time.monotonic() < deadline:
+        state = _threads_stopped(pid)
+        if state is None or state == stopped:
+            return state is not None
+        time.sleep(0.0005)
+    return False
+
+
+class _Injector:
+    """Applies the faults from a thread of its own while run() pumps output."""
+
+    def __init__(self, proc: subprocess.Popen, faults: list[Fault], triggers: _Triggers, monitor_path: Path | None, start: float):
+        self.proc, self.faults, self.triggers, self.monitor_path, self.start = proc, faults, triggers, monitor_path, start
+        self.injections = [Injection(f) for f in faults]
+        self.ending = threading.Event()  # set by run(): QEMU exited or the time bound ran out
+        self.stuck = threading.Event()  # set here: QEMU could not be resumed, run() must end it
+        self.ending_reason = "QEMU ended"
+        self.monitor: _Monitor | None = None
+        self.thread = threading.Thread(target=self._main, name="clockbench-faults", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            for i, (fault, inj) in enumerate(zip(self.faults, self.injections)):
+                t0 = self.triggers.wait(i, self.ending)
+                if t0 is None:
+                    inj.error = f"{self.ending_reason} before the trigger appeared"
+                    continue
+                inj.trigger_s = t0 - self.start
+                if self.ending.wait(max(0.0, t0 + fault.delay_s - time.monotonic())):
+                    inj.error = f"{self.ending_reason} before the delay was up"
+                    continue
+                try:
+                    (self._sigstop if fault.kind == "sigstop" else self._pause)(fault, inj, t0)
+                except Exception as e:  # noqa: BLE001 - recorded, and QEMU resumed below
+                    inj.error = f"{type(e).__name__}: {e}"
+                if self.stuck.is_set():
+                    break
+        finally:
+            if self.monitor:
+                self.monitor.close()
+
+    def _hold(self, fault: Fault, inj: Injection, t0: float) -> None:
+        """Waits out the fault's duration from when the stop was sent, or until the run ends."""
+        if self.ending.wait(max(0.0, t0 + inj.stop_sent_s + fault.duration_s - time.monotonic())):
+            inj.cut_short = self.ending_reason
+
+    def _sigstop(self, fault: Fault, inj: Injection, t0: float) -> None:
+        if self.proc.poll() is not None:
+            inj.error = "QEMU had exited"
+            return
+        inj.stop_sent_s = time.monotonic() - t0
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            if _await_threads(self.proc.pid, stopped=True):
+                inj.stop_confirmed_s = time.monotonic() - t0
+            else:
+                inj.error = f"/proc did not show every QEMU thread stopped within {CONFIRM_BOUND_S:g} s"
+            self._hold(fault, inj, t0)
+        finally:
+            inj.resume_sent_s = time.monotonic() - t0
+            self.proc.send_signal(signal.SIGCONT)
+            if _await_threads(self.proc.pid, stopped=False):
+                inj.resume_confirmed_s = time.monotonic() - t0
+            elif self.proc.poll() is None:
+                inj.error = f"/proc did not show QEMU running again within {CONFIRM_BOUND_S:g} s"
+
+    def _pause(self, fault: Fault, inj: Injection, t0: float) -> None:
+        if self.monitor is None:
+            self.monitor = _Monitor(self.monitor_path)
+        inj.stop_sent_s = time.monotonic() - t0
+        try:
+            self.monitor.command("stop")
+            inj.stop_confirmed_s = time.monotonic() - t0
+            state = self.monitor.status()
+            if state != "paused":
+                inj.error = f"after `stop` the monitor says the VM is {state!r}"
+            self._hold(fault, inj, t0)
+        finally:
+            self._cont(inj, t0)
+
+    def _cont(self, inj: Injection, t0: float) -> None:
+        inj.resume_sent_s = time.monotonic() - t0
+        problem = None
+        for attempt in range(2):  # a second time on a fresh connection
+            try:
+                if attempt:
+                    self.monitor.close()
+                    self.monitor = _Monitor(self.monitor_path)
+                self.monitor.command("cont")
+                if attempt == 0:
+                    inj.resume_confirmed_s = time.monotonic() - t0
+                state = self.monitor.status()
+                if state == "running":
+                    return
+                problem = f"after `cont` the monitor says the VM is {state!r}"
+            except (OSError, RuntimeError) as e:
+                problem = f"`cont` failed: {e}"
+            if self.proc.poll() is not None:
+                return
+        inj.error = f"{problem}; QEMU was ended so that it is not left paused"
+        self.stuck.set()
+
+
 def run(cfg: QemuConfig, timeout: float, echo=None) -> RunResult:
-    """Boots once; echo(text) gets serial output as it arrives."""
+    """Boots once; echo(text) gets serial output as it arrives. The faults in
+    cfg.faults are applied while it runs, and `timeout` grows by their
+    durations. QEMU is never left stopped or paused: a fault under way when
+    the run ends, times out or raises is undone before QEMU is ended."""
+    for f in cfg.faults:
+        f.check()
     accel, _ = resolve_accel(cfg.accel)
+    mon_dir = None
+    if any(f.kind == "pause" for f in cfg.faults) and cfg.monitor_socket is None:
+        mon_dir = tempfile.mkdtemp(prefix="clockbench-mon-")
+        cfg = dataclasses.replace(cfg, monitor_socket=Path(mon_dir) / "monitor.sock")
+    try:
+        return _run(cfg, accel, timeout, echo)
+    finally:
+        if mon_dir:
+            shutil.rmtree(mon_dir, ignore_errors=True)
+
+
+def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
     cmd = build_command(cfg, accel)
+    bound = timeout + sum(f.duration_s for f in cfg.faults)
+    triggers = _Triggers(cfg.faults)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     chunks: list[bytes] = []
     errs: list[bytes] = []
 
-    def pump(stream, sink, live):
+    def pump(stream, sink, live, watch):
         for chunk in iter(lambda: stream.read1(4096), b""):
             sink.append(chunk)
+            if watch:
+                watch(chunk)
             if live:
                 live(chunk.decode("utf-8", "replace"))
 
     readers = [
-        threading.Thread(target=pump, args=(proc.stdout, chunks, echo), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, errs, None), daemon=True),
+        threading.Thread(target=pump, args=(proc.stdout, chunks, echo, triggers.feed if cfg.faults else None), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, errs, None, None), daemon=True),
     ]
     for t in readers:
         t.start()
+    injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
+    if cfg.faults:
+        injector.thread.start()
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        proc.kill()
-        proc.wait()
+        deadline = start + bound
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if injector.stuck.is_set():
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    injector.ending_reason = f"the run's time bound ({bound:g} s) ran out"
+                    break
+    finally:
+        injector.ending.set()
+        if injector.thread.is_alive():
+            injector.thread.join(timeout=INJECTOR_JOIN_S)  # resumes a fault under way
+        if proc.poll() is None:
+            if any(f.kind == "sigstop" for f in cfg.faults):
+                proc.send_signal(signal.SIGCONT)  # whatever the injector managed
+            proc.kill()
+            proc.wait()
     for t in readers:
         t.join(timeout=5)
     seconds = time.monotonic() - start
@@ -198,6 +553,8 @@ def run(cfg: QemuConfig, timeout: float, echo=None) -> RunResult:
         stderr=b"".join(errs).decode("utf-8", "replace"),
         seconds=seconds,
         timed_out=timed_out,
+        injections=injector.injections,
+        timeout_s=bound,
     )
 
 

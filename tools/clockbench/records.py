@@ -84,3 +84,82 @@ def one(records: list[dict], kind: str, **match) -> dict:
     if len(found) != 1:
         raise LookupError(f"expected one {kind} record matching {match}, found {len(found)}")
     return found[0]
+
+
+def _identity(rec: dict) -> str:
+    """What the parts of one record share: its type and every member that
+    is not an array, bar the part number (docs/output.md)."""
+    same = {k: v for k, v in rec.items() if k not in ("part", "truncated") and not isinstance(v, list)}
+    return json.dumps(same, sort_keys=True)
+
+
+def _is_part(rec: dict) -> bool:
+    part, parts = rec.get("part"), rec.get("parts")
+    return isinstance(part, int) and isinstance(parts, int) and not isinstance(part, bool) and parts >= 1
+
+
+def _numbering_problem(numbers: list[int], n: int) -> str | None:
+    """Why part numbers are not each of 0..N-1 once (the kernel's), or of
+    1..N once (accepted all the same); None when they are."""
+    base = 1 if numbers and min(numbers) >= 1 and max(numbers) <= n else 0
+    expected = set(range(base, base + n))
+    missing = sorted(expected - set(numbers))
+    repeated = sorted({k for k in numbers if numbers.count(k) > 1})
+    stray = sorted(set(numbers) - expected)
+    listed = lambda ks: ", ".join(map(str, ks))  # noqa: E731
+    said = [f"part {listed(ks)} {what}" for ks, what in
+            ((missing, f"of {n} missing"), (repeated, "repeated"), (stray, f"out of range (of {n})")) if ks]
+    return "; ".join(said) or None
+
+
+def _join(parts: list[dict]) -> tuple[dict, str | None]:
+    """One record from its parts, arrays concatenated in part order; marked
+    truncated, with the reason, unless every part is there once and whole."""
+    parts = sorted(parts, key=lambda p: p["part"])
+    arrays = [k for k, v in parts[0].items() if isinstance(v, list)]
+    joined = {k: v for k, v in parts[0].items() if k not in ("part", "truncated")}
+    for k in arrays:
+        joined[k] = [x for p in parts if isinstance(p.get(k), list) for x in p[k]]
+    reason = _numbering_problem([p["part"] for p in parts], parts[0]["parts"])
+    if not reason and any(p.get("truncated") for p in parts):
+        reason = "a part was cut for length"
+    if not reason and any(sorted(k for k, v in p.items() if isinstance(v, list)) != sorted(arrays) for p in parts):
+        reason = "its parts do not carry the same arrays"
+    if reason:
+        joined["truncated"] = True
+    return joined, reason
+
+
+def describe(rec: dict) -> str:
+    """A record named for people: its type and the members that say which
+    one it is (counter, reference, name)."""
+    which = ", ".join(f"{k} {rec[k]}" for k in ("counter", "reference", "name") if isinstance(rec.get(k), str))
+    return f"the {rec.get('type')} record" + (f" ({which})" if which else "")
+
+
+def join_parts(recs: list[dict]) -> tuple[list[dict], list[str]]:
+    """Records that come in parts ("part": k, "parts": N; the same members
+    in every part, arrays split) as one record each, where their first part
+    was, arrays concatenated in part order. A record with a part missing,
+    repeated or cut comes back marked "truncated": true, with a note why."""
+    groups: dict[str, list[dict]] = {}
+    out: list[dict | str] = []
+    for rec in recs:
+        if not _is_part(rec):
+            out.append(rec)
+            continue
+        key = _identity(rec)
+        if key not in groups:
+            groups[key] = []
+            out.append(key)
+        groups[key].append(rec)
+    joined, notes = [], []
+    for item in out:
+        if isinstance(item, dict):
+            joined.append(item)
+            continue
+        rec, reason = _join(groups[item])
+        joined.append(rec)
+        if reason:
+            notes.append(f"{describe(rec)}, in parts: {reason}")
+    return joined, notes

@@ -9,31 +9,49 @@ RESULTS_FORMAT = "clockbench-results"
 RESULTS_VERSION = 1
 
 
+def _histograms(recs: list[dict], notes: list[str]) -> dict[str, list[list[int]]]:
+    """Counter -> [[delta, count], ...], from whole histogram records only:
+    a histogram with bins missing would show a resolution that is not there."""
+    hist: dict[str, list[list[int]]] = {}
+    for h in records.of_type(recs, "histogram"):
+        pairs, counter = h.get("bins"), h.get("counter")
+        if h.get("truncated") or not isinstance(counter, str) or not isinstance(pairs, list) or len(pairs) % 2:
+            notes.append(f"{records.describe(h)} is incomplete: left out of the sequential reads plot")
+            continue
+        hist.setdefault(counter, []).extend([pairs[i], pairs[i + 1]] for i in range(0, len(pairs), 2))
+    return hist
+
+
+def _by_counter(recs: list[dict], kind: str) -> dict[str, dict]:
+    return {r["counter"]: r for r in records.of_type(recs, kind) if isinstance(r.get("counter"), str)}
+
+
 def from_log(text: str, source: str = "") -> dict:
     log = records.parse_log(text)
-    recs = log.records
+    recs, notes = records.join_parts(log.records)
+    # parts already have their note; a record cut on its own gets one here
+    notes += [f"{records.describe(r)} was too long for one line and was cut (\"truncated\": true)"
+              for r in recs if r.get("truncated") is True and "parts" not in r]
     by = lambda kind: records.of_type(recs, kind)  # noqa: E731
     first = lambda kind: (by(kind) or [None])[0]  # noqa: E731
-    hist: dict[str, list[list[int]]] = {}
-    for h in by("histogram"):
-        pairs = h["bins"]
-        hist.setdefault(h["counter"], []).extend([pairs[i], pairs[i + 1]] for i in range(0, len(pairs) - 1, 2))
+    hist = _histograms(recs, notes)
     return {
         "format": RESULTS_FORMAT,
         "version": RESULTS_VERSION,
         "source": source,
         "schema_version": log.schema_version,
         "problems": [str(p) for p in log.problems],
+        "notes": notes,
         "complete": first("summary") is not None,
         "build": (first("schema") or {}).get("build"),
         "machine": first("machine"),
         "cpu_features": first("cpu_features"),
         "profile": first("profile"),
         "counters": by("counter"),
-        "latency": {r["counter"]: r for r in by("latency")},
-        "resolution": {r["counter"]: r for r in by("resolution")},
+        "latency": _by_counter(recs, "latency"),
+        "resolution": _by_counter(recs, "resolution"),
         "histograms": hist,
-        "monotonicity": {r["counter"]: r for r in by("monotonicity")},
+        "monotonicity": _by_counter(recs, "monotonicity"),
         "frequency": by("frequency"),
         "stability": by("stability"),
         "residuals": by("residuals"),
@@ -48,7 +66,7 @@ def from_log(text: str, source: str = "") -> dict:
 def read_cost_p50(results: dict) -> dict[str, float]:
     """Counter -> p50 read cost in ns (the TSC as its plain RDTSC read)."""
     lat = results.get("latency") or {}
-    out = {name: r["p50_ns"] for name, r in lat.items()}
+    out = {name: r["p50_ns"] for name, r in lat.items() if isinstance(r.get("p50_ns"), (int, float))}
     if "rdtsc" in out:
         out["tsc"] = out["rdtsc"]
     return out
@@ -72,7 +90,7 @@ def from_qr(data: dict, source: str = "") -> dict:
     s = data.get("summary", {})
     return {
         "format": RESULTS_FORMAT, "version": RESULTS_VERSION, "source": source or "QR code", "schema_version": None,
-        "problems": [], "complete": "status" in s, "build": data.get("build"),
+        "problems": [], "notes": [], "complete": "status" in s, "build": data.get("build"),
         "machine": {"vendor": vendor, "brand": brand, "hypervisor": data.get("hypervisor")},
         "cpu_features": None,
         "profile": {"name": data.get("profile"), "tsc_hz": data.get("tsc_hz"),

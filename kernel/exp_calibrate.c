@@ -1,0 +1,218 @@
+/* Experiment "calibrate": the quick TSC estimate that sizes every later
+   phase, checked against itself, a second reference and the CPUID claims.
+   Never reported as the measurement (the drift experiment makes that).
+
+   Five windows of 10 ms of reference time each; a window in which one step
+   between consecutive reads took more than 1/4 of the window's TSC time
+   was interrupted (a pause, a preemption, an SMI) and is thrown away,
+   because a pause can stop the reference while the TSC runs. The estimate
+   is the median of the kept windows, and their spread must stay under
+   0.5 %; otherwise the round is repeated (three rounds at most). */
+#include "checks.h"
+#include "console.h"
+#include "cpuinfo.h"
+#include "experiment.h"
+#include "reads.h"
+#include "record.h"
+#include "report_util.h"
+#include "results.h"
+#include "stats.h"
+#include "string.h"
+
+#define CAL_WINDOWS 5
+#define CAL_WINDOW_MS 10
+#define CAL_ROUNDS 3
+#define CAL_SPREAD_PPM 5000
+#define CAL_AGREE_PPM 5000    /* a second reference must agree this well */
+#define CAL_CLAIM_PPM 20000   /* a claim further off than this is reported */
+#define CAL_MAX_TSC (1ull << 36) /* 14-70 s at 1-5 GHz: a reference that is not moving usefully */
+
+struct calibration {
+    int reference, second;
+    uint64_t hz, second_hz;
+    uint32_t kept, thrown, rounds;
+    uint64_t spread_ppm;
+    bool ok, second_ok;
+};
+static struct calibration cal;
+
+/* One window: TSC ticks for `target` ticks of the reference, or 0 when a
+   single step took too long (interrupted) or the reference did not move. */
+static inline __attribute__((always_inline)) uint64_t window_kind(enum read_kind k, const struct read_src *s,
+                                                                  uint64_t target)
+{
+    uint64_t a0 = bracket_begin();
+    uint64_t last = read_value(k, s);
+    uint64_t b0 = bracket_end();
+    uint64_t acc = 0, prev_b = b0, longest = 0;
+    for (uint64_t i = 0; i < 100000000ull; i++) {
+        uint64_t a = bracket_begin();
+        uint64_t v = read_value(k, s);
+        uint64_t b = bracket_end();
+        acc += (v - last) & s->mask;
+        last = v;
+        if (b - prev_b > longest)
+            longest = b - prev_b;
+        prev_b = b;
+        if (acc >= target) {
+            uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
+            return longest * 4 > total ? 0 : total * 1000 / acc; /* TSC ticks per 1000 reference ticks */
+        }
+        if (b - a0 > CAL_MAX_TSC)
+            return 0;
+    }
+    return 0;
+}
+
+#define WINDOW_CALL(K, s, target, out) (*(out) = window_kind(K, s, target))
+
+/* The TSC rate against reference c; false when no round held together. */
+static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
+{
+    struct read_src src;
+    if (!counter_source(c, &src))
+        return false;
+    uint64_t target = counters[c].nominal_millihz / 1000 * CAL_WINDOW_MS / 1000;
+    if (target < 16)
+        target = 16;
+    for (uint32_t round = 0; round < CAL_ROUNDS; round++) {
+        uint64_t per_k[CAL_WINDOWS], scratch[CAL_WINDOWS];
+        uint32_t n = 0;
+        for (int w = 0; w < CAL_WINDOWS; w++) {
+            uint64_t t = 0;
+            READ_DISPATCH(src.kind, WINDOW_CALL, &src, target, &t);
+            if (t)
+                per_k[n++] = t;
+            else if (st)
+                st->thrown++;
+        }
+        if (st)
+            st->rounds = round + 1;
+        if (n < 3)
+            continue;
+        stats_sort(per_k, n, scratch);
+        uint64_t median = per_k[n / 2];
+        uint64_t spread = median ? (per_k[n - 1] - per_k[0]) * 1000000 / median : ~0ull;
+        if (st) {
+            st->kept = n;
+            st->spread_ppm = spread;
+        }
+        if (spread > CAL_SPREAD_PPM)
+            continue;
+        /* Hz = TSC ticks per reference tick * reference Hz */
+        *hz = (uint64_t)xf_to_fixed(
+            xf_div(xf_mul(xf_from_u64(median), xf_from_u64(counters[c].nominal_millihz)), xf_from_u64(1000000)), 0);
+        return *hz > 1000000;
+    }
+    return false;
+}
+
+static uint64_t claimed_tsc_hz(const char **source)
+{
+    const struct cpu_info *ci = &boot_cpu.info;
+    for (int i = 0; i < ci->claim_count; i++)
+        if (!strcmp(ci->claims[i].what, "tsc")) {
+            *source = ci->claims[i].source;
+            return ci->claims[i].hz;
+        }
+    return 0;
+}
+
+static void calibrate_measure(const struct profile *p)
+{
+    (void)p;
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    cal = (struct calibration){.reference = -1, .second = -1};
+    for (int i = 0; i < n && cal.reference < 0; i++)
+        if (calibrate_against(order[i], &cal.hz, &cal)) {
+            cal.reference = order[i];
+            cal.ok = true;
+        }
+    for (int i = 0; i < n && cal.ok && cal.second < 0; i++)
+        if (order[i] != cal.reference) {
+            cal.second = order[i];
+            cal.second_ok = calibrate_against(order[i], &cal.second_hz, 0);
+        }
+    const char *claim_src = "";
+    uint64_t claim = claimed_tsc_hz(&claim_src);
+    if (cal.ok) {
+        results.tsc_estimate_hz = cal.hz;
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "%s", counters[cal.reference].name);
+    } else if (claim) {
+        results.tsc_estimate_hz = claim;
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "the %s claim (no reference held still)",
+                   claim_src);
+    } else {
+        results.tsc_estimate_hz = 2000000000ull;
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "an assumed 2 GHz (no reference, no claim)");
+    }
+    /* Until the drift experiment measures it, ns figures use the estimate. */
+    results.tsc_hz = xf_from_u64(results.tsc_estimate_hz);
+    fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "the quick estimate against %s",
+               results.tsc_estimate_source);
+    kprintf("    TSC about %llu MHz (against %s, to size the phases)\n",
+            (unsigned long long)(results.tsc_estimate_hz / 1000000), results.tsc_estimate_source);
+}
+
+static int64_t ppm_between(uint64_t a, uint64_t b)
+{
+    return b ? xf_to_fixed(ppm_of(xf_sub(xf_div(xf_from_u64(a), xf_from_u64(b)), xf_from_u64(1))), 0) : 0;
+}
+
+static void calibrate_report(void)
+{
+    kprintf("\n== Quick TSC estimate (sizes the phases; not the measurement) ==\n");
+    struct record r;
+    record_begin(&r, "calibration");
+    record_u64(&r, "estimate_hz", results.tsc_estimate_hz);
+    record_str(&r, "source", results.tsc_estimate_source);
+    record_u64(&r, "windows_kept", cal.kept);
+    record_u64(&r, "windows_thrown", cal.thrown);
+    record_u64(&r, "rounds", cal.rounds);
+    if (cal.ok) {
+        kprintf("  %llu Hz: median of %u windows of %u ms against %s (spread %llu ppm)\n",
+                (unsigned long long)cal.hz, cal.kept, CAL_WINDOW_MS, counters[cal.reference].name,
+                (unsigned long long)cal.spread_ppm);
+        if (cal.thrown)
+            kprintf("  %u window(s) thrown away: one step between reads took over 1/4 of the window\n"
+                    "  (a pause, preemption or SMI)\n",
+                    cal.thrown);
+    }
+    if (cal.second >= 0 && cal.second_ok) {
+        int64_t d = ppm_between(cal.second_hz, cal.hz);
+        kprintf("  against %s: %llu Hz (%lld ppm)\n", counters[cal.second].name, (unsigned long long)cal.second_hz,
+                (long long)d);
+        record_str(&r, "second", counters[cal.second].name);
+        record_u64(&r, "second_hz", cal.second_hz);
+        if (d > CAL_AGREE_PPM || d < -CAL_AGREE_PPM)
+            check_fail("quick TSC estimate agrees across references", "%s gives %lld ppm from %s (limit %d)",
+                       counters[cal.second].name, (long long)d, counters[cal.reference].name, CAL_AGREE_PPM);
+        else
+            check_pass("quick TSC estimate agrees across references", "%s and %s within %lld ppm", counters[cal.reference].name,
+                       counters[cal.second].name, (long long)(d < 0 ? -d : d));
+    } else if (cal.second >= 0) {
+        kprintf("  against %s: no estimate (no round of windows held together)\n", counters[cal.second].name);
+    } else if (cal.ok) {
+        kprintf("  no second reference to check it against\n");
+    }
+    const char *claim_src = "";
+    uint64_t claim = claimed_tsc_hz(&claim_src);
+    if (claim && cal.ok) {
+        int64_t d = ppm_between(cal.hz, claim);
+        kprintf("  %s claims %llu Hz: the estimate is %lld ppm from it\n", claim_src, (unsigned long long)claim, (long long)d);
+        if (d > CAL_CLAIM_PPM || d < -CAL_CLAIM_PPM)
+            kprintf("  Note: the claim and the estimate disagree by over %d ppm; the drift\n"
+                    "  experiment measures which is right\n",
+                    CAL_CLAIM_PPM);
+    }
+    emit(&r);
+}
+
+const struct experiment exp_calibrate = {
+    .name = "calibrate",
+    .what = "quick TSC estimate against the best reference, checked twice",
+    .needs_tsc = true,
+    .measure = calibrate_measure,
+    .report = calibrate_report,
+};

@@ -1,0 +1,679 @@
+/* Experiment "drift": the rate of every counter against the TSC over a
+   window, and so the TSC's own rate against the best reference.
+
+   Every counter is read between two serialised TSC reads, round and round,
+   for the whole window. Each change of a counter's value is judged against
+   the TSC time since its previous change (unwrap.h): a counter that
+   advanced as the TSC allows is continuous; one that advanced less stood
+   still while the TSC ran (a paused VM), one that advanced more jumped,
+   one whose gap was longer than it can unwrap cannot tell. Each such event
+   is a discontinuity: it is reported, and it starts a new segment. The
+   rate is one least-squares slope common to all segments, each with its
+   own offset (segfit.h), so a pause bends nothing. A step in the residuals
+   that no event explains is cut the same way. The uncertainty covers
+   statistics, correlated noise and quantisation (uncertainty.h). */
+#include "checks.h"
+#include "console.h"
+#include "cpuinfo.h"
+#include "experiment.h"
+#include "memory.h"
+#include "reads.h"
+#include "record.h"
+#include "report_util.h"
+#include "results.h"
+#include "segfit.h"
+#include "string.h"
+#include "uncertainty.h"
+#include "unwrap.h"
+
+#define TOLERANCE_PPM 500        /* HPET 1.0a, 2.3.4: +-0.05 %; the same bound for the others */
+#define EVENTS_KEPT 16           /* per counter; more are counted */
+#define RESIDUALS_KEEP 128
+#define RESIDUALS_PER_RECORD 32
+#define GAP_REPORT_MS 10         /* the loop away this long: reported even when every clock ran */
+#define STUCK_MS 100             /* no change for this long, while the loop ran: stuck */
+#define UNCERTAINTY_SUBWINDOWS 8
+#define RESIDUAL_STEP_K 10       /* a residual step this many RMS ... */
+#define RESIDUAL_STEP_TICKS 8    /* ... and this many ticks beyond quantisation is a cut */
+#define RESIDUAL_CUTS_MAX 4
+#define WINDOW_CAP_FACTOR 3      /* the window may run this many times what was asked, to make up for gaps */
+
+enum event_kind { EV_GAP, EV_STOOD_STILL, EV_JUMPED, EV_BACKWARD, EV_TOO_LONG, EV_TSC_BACK, EV_RESIDUAL_STEP, EV_KINDS };
+static const char *const event_names[EV_KINDS] = {
+    [EV_GAP] = "gap", [EV_STOOD_STILL] = "reference stood still", [EV_JUMPED] = "reference jumped",
+    [EV_BACKWARD] = "reference went back", [EV_TOO_LONG] = "too long to unwrap", [EV_TSC_BACK] = "tsc went back",
+    [EV_RESIDUAL_STEP] = "residual step",
+};
+
+struct event {
+    enum event_kind kind;
+    uint64_t at_tsc;        /* TSC ticks into the window */
+    uint64_t tsc_ticks;     /* how far the TSC advanced across it */
+    bool counter_known;
+    int64_t counter_ticks;  /* how far the counter advanced (signed: back, or a residual step) */
+};
+
+struct series {
+    int counter;
+    struct read_src src;
+    struct unwrap_params up;
+    bool active, stuck;
+    uint64_t stuck_at_tsc;
+
+    /* the last change of value, and the last read */
+    uint64_t lc_value, lc_a, lc_b, last_b, still_tsc;
+    bool in_stall;
+    uint64_t y;              /* counter ticks since the window began, unwrapped */
+    uint32_t seg;
+
+    /* counts */
+    uint64_t reads, wraps, stalls, longest_stall_tsc, backward, largest_backward, gaps;
+    uint32_t event_count;
+    struct event events[EVENTS_KEPT];
+
+    /* samples, one slot per 1/slots of the window: the narrowest bracket wins */
+    int64_t *x, *yv;
+    uint32_t *sg, *w;        /* w = bracket width + 1; 0 = empty slot */
+
+    /* analysis */
+    uint32_t slots_filled, kept;
+    uint64_t min_width;
+    bool fitted;
+    struct seg_fit fit;
+    struct freq_uncertainty unc;
+    uint32_t sub_count;
+    int64_t sub_len;
+    struct subwindow sub[SUBWINDOWS_MAX];
+    uint32_t resid_count;
+    int64_t resid_x[RESIDUALS_KEEP];
+    int64_t resid_mticks[RESIDUALS_KEEP];
+    uint64_t span_tsc;       /* the window, first read to last */
+    uint64_t away_tsc;       /* time the loop was away (gaps) */
+};
+
+static struct series series[COUNTER_COUNT];
+static int series_count;
+static uint64_t window_asked_tsc, window_ran_tsc, window_away_tsc;
+static uint32_t slots;
+static const char *skip_reason;
+
+static void add_event(struct series *s, enum event_kind k, uint64_t at, uint64_t tsc_ticks, bool known, int64_t counter_ticks)
+{
+    if (s->event_count < EVENTS_KEPT)
+        s->events[s->event_count] = (struct event){k, at, tsc_ticks, known, counter_ticks};
+    s->event_count++;
+}
+
+static uint64_t mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1); }
+
+/* One read of one counter, judged and stored; a counter that stopped for
+   good is made inactive. */
+static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint64_t sampled_tsc, uint64_t gap_tsc,
+                       uint64_t stuck_tsc, uint64_t stall_tsc)
+{
+    uint64_t a, b;
+    uint64_t v = read_bracketed(&s->src, &a, &b) & s->src.mask;
+    s->reads++;
+    bool away = a - s->last_b > gap_tsc;
+    if (away) {
+        s->gaps++;
+        s->away_tsc += a - s->last_b;
+    }
+    if (v != s->lc_value) {
+        struct step st;
+        unwrap_step(&s->up, s->lc_value, s->lc_a, s->lc_b, v, a, b, &st);
+        uint64_t at = mid(a, b) - start, tsc_ticks = mid(a, b) - mid(s->lc_a, s->lc_b);
+        switch (st.kind) {
+        case STEP_NORMAL:
+            if (v < s->lc_value)
+                s->wraps++;
+            s->y += st.advance;
+            if (away)
+                add_event(s, EV_GAP, at, tsc_ticks, true, (int64_t)st.advance);
+            break;
+        case STEP_SLOW:
+            s->y += st.advance;
+            add_event(s, EV_STOOD_STILL, at, tsc_ticks, true, (int64_t)st.advance);
+            s->seg++;
+            break;
+        case STEP_FAST:
+            s->y += st.advance;
+            add_event(s, EV_JUMPED, at, tsc_ticks, true, (int64_t)st.advance);
+            s->seg++;
+            break;
+        case STEP_BACKWARD:
+            s->backward++;
+            if (st.backward > s->largest_backward)
+                s->largest_backward = st.backward;
+            add_event(s, EV_BACKWARD, at, tsc_ticks, true, -(int64_t)st.backward);
+            s->seg++;
+            break;
+        case STEP_GAP:
+            add_event(s, EV_TOO_LONG, at, tsc_ticks, false, 0);
+            s->seg++;
+            break;
+        case STEP_TSC_BACKWARD:
+            add_event(s, EV_TSC_BACK, at, 0, true, (int64_t)st.advance);
+            s->seg++;
+            break;
+        }
+        s->lc_value = v;
+        s->lc_a = a;
+        s->lc_b = b;
+        s->still_tsc = 0;
+        s->in_stall = false;
+    } else if (!away) {
+        /* unchanged: how long it has stood still while we watched */
+        s->still_tsc += b - s->last_b;
+        if (s->still_tsc > stall_tsc) {
+            if (!s->in_stall)
+                s->stalls++;
+            s->in_stall = true;
+            if (s->still_tsc > s->longest_stall_tsc)
+                s->longest_stall_tsc = s->still_tsc;
+        }
+        if (s->still_tsc > stuck_tsc) {
+            s->stuck = true;
+            s->stuck_at_tsc = b - start;
+            s->active = false;
+        }
+    }
+    s->last_b = b;
+    uint64_t m = mid(a, b);
+    uint64_t slot = sampled_tsc / slot_len;
+    if (slot < slots && (s->w[slot] == 0 || b - a + 1 < s->w[slot])) {
+        s->x[slot] = (int64_t)(m - start);
+        s->yv[slot] = (int64_t)s->y;
+        s->sg[slot] = s->seg;
+        s->w[slot] = (uint32_t)(b - a + 1 < 0xFFFFFFFFu ? b - a + 1 : 0xFFFFFFFEu);
+    }
+}
+
+static void sample_all(uint64_t window)
+{
+    uint64_t slot_len = window / slots ? window / slots : 1;
+    uint64_t gap_tsc = ms_to_tsc(GAP_REPORT_MS), stuck_tsc = ms_to_tsc(STUCK_MS);
+    uint64_t start = bracket_begin();
+    for (int k = 0; k < series_count; k++) {
+        struct series *s = &series[k];
+        uint64_t a, b;
+        s->lc_value = read_bracketed(&s->src, &a, &b) & s->src.mask;
+        s->lc_a = a;
+        s->lc_b = s->last_b = b;
+        s->still_tsc = 0;
+        s->y = 0;
+        s->seg = 0;
+        s->active = true;
+    }
+    uint64_t prev = start, sampled = 0, away = 0;
+    uint64_t cap = window * WINDOW_CAP_FACTOR + ms_to_tsc(10000);
+    int active = series_count;
+    for (uint64_t it = 0; active > 0 && it < 4000000000ull; it++) {
+        for (int k = 0; k < series_count; k++) {
+            struct series *s = &series[k];
+            if (!s->active)
+                continue;
+            /* a stall: no change for 10 nominal ticks and at least 10 us */
+            uint64_t tick_tsc = results.tsc_estimate_hz * 1000 / s->up.counter_millihz;
+            uint64_t stall_tsc = 10 * tick_tsc > ms_to_tsc(1) / 100 ? 10 * tick_tsc : ms_to_tsc(1) / 100;
+            sample_one(s, start, slot_len, sampled, gap_tsc, stuck_tsc, stall_tsc);
+            if (!s->active)
+                active--;
+        }
+        /* time that counts toward the window: not the time the loop was away */
+        uint64_t now = bracket_end();
+        uint64_t step = now - prev;
+        prev = now;
+        if (step > gap_tsc)
+            away += step;
+        else
+            sampled += step;
+        if (sampled >= window || now - start >= cap)
+            break;
+    }
+    window_ran_tsc = prev - start;
+    window_away_tsc = away;
+    for (int k = 0; k < series_count; k++)
+        series[k].span_tsc = window_ran_tsc;
+}
+
+/* Keeps the samples whose bracket is within twice the narrowest (and a few
+   ticks, for brackets of 0-2 ticks), packed to the front. */
+static uint32_t keep_narrow(struct series *s)
+{
+    uint32_t min_w = 0xFFFFFFFFu, n = 0;
+    for (uint32_t i = 0; i < slots; i++)
+        if (s->w[i]) {
+            s->slots_filled++;
+            if (s->w[i] < min_w)
+                min_w = s->w[i];
+        }
+    if (min_w == 0xFFFFFFFFu)
+        return 0;
+    s->min_width = min_w - 1;
+    uint64_t limit = 2 * s->min_width > s->min_width + 4 ? 2 * s->min_width : s->min_width + 4;
+    for (uint32_t i = 0; i < slots; i++) {
+        if (!s->w[i] || s->w[i] - 1 > limit)
+            continue;
+        s->x[n] = s->x[i];
+        s->yv[n] = s->yv[i];
+        s->sg[n] = s->sg[i];
+        n++;
+    }
+    return n;
+}
+
+static void analyse(struct series *s)
+{
+    uint32_t n = keep_narrow(s);
+    s->kept = n;
+    if (n < 3)
+        return;
+    s->fitted = segfit(s->x, s->yv, s->sg, n, &s->fit);
+    /* a step in the residuals that no event explains: cut there and fit again */
+    for (int cut = 0; s->fitted && cut < RESIDUAL_CUTS_MAX; cut++) {
+        uint32_t at;
+        struct xf size;
+        struct xf min_step = xf_add(xf_from_u64(RESIDUAL_STEP_TICKS), xf_mul(xf_from_u64(s->min_width), s->fit.slope));
+        if (!segfit_find_step(&s->fit, s->x, s->yv, s->sg, n, min_step, RESIDUAL_STEP_K, &at, &size))
+            break;
+        add_event(s, EV_RESIDUAL_STEP, (uint64_t)s->x[at], (uint64_t)(s->x[at] - s->x[at - 1]), true, xf_to_fixed(size, 0));
+        for (uint32_t i = at; i < n; i++)
+            s->sg[i]++;
+        s->fitted = segfit(s->x, s->yv, s->sg, n, &s->fit);
+    }
+    if (!s->fitted)
+        return;
+    /* quantisation: one counter tick plus the narrowest bracket in counter ticks */
+    struct xf q = xf_add(xf_from_u64(1), xf_mul(xf_from_u64(s->min_width), s->fit.slope));
+    freq_uncertainty(s->x, s->yv, s->sg, n, &s->fit, q, UNCERTAINTY_SUBWINDOWS, &s->unc);
+    /* stability: 1 s sub-windows, longer when the window holds more than SUBWINDOWS_MAX */
+    uint64_t one_s = results.tsc_estimate_hz;
+    uint64_t span = (uint64_t)(s->x[n - 1] - s->x[0]);
+    s->sub_len = (int64_t)(span / one_s + 1 > SUBWINDOWS_MAX ? (span / SUBWINDOWS_MAX + 1) : one_s);
+    s->sub_count = subwindows_fit(s->x, s->yv, s->sg, n, s->sub_len, s->sub, SUBWINDOWS_MAX);
+    for (uint32_t k = 0; k < RESIDUALS_KEEP && k < n; k++) {
+        uint32_t i = n <= RESIDUALS_KEEP ? k : (uint32_t)((uint64_t)k * (n - 1) / (RESIDUALS_KEEP - 1));
+        s->resid_x[k] = s->x[i];
+        s->resid_mticks[k] = xf_to_fixed(segfit_residual(&s->fit, s->x[i], s->yv[i], s->sg[i]), 3);
+        s->resid_count = k + 1;
+    }
+}
+
+static bool usable(const struct series *s) { return s->fitted && !s->stuck; }
+
+static const struct series *series_of(int counter)
+{
+    for (int k = 0; k < series_count; k++)
+        if (series[k].counter == counter)
+            return &series[k];
+    return 0;
+}
+
+/* The TSC's rate from the best reference that gave a usable fit. */
+static void publish_tsc_rate(void)
+{
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    results.reference = -1;
+    for (int i = 0; i < n && results.reference < 0; i++) {
+        const struct series *s = series_of(order[i]);
+        if (!s || !usable(s))
+            continue;
+        results.reference = order[i];
+        results.tsc_measured = true;
+        results.tsc_hz = xf_div(nominal_hz(order[i]), s->fit.slope);
+        results.tsc_stderr_ppm = ppm_of(s->unc.statistical);
+        results.tsc_uncertainty_ppm = ppm_of(s->unc.total);
+        results.tsc_absolute_ppm = counters[order[i]].nominal_accuracy_ppm;
+        fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "measured against %s", counters[order[i]].name);
+    }
+    if (results.tsc_measured)
+        return;
+    if (counters[COUNTER_TSC].nominal_millihz) {
+        results.tsc_hz = xf_div(xf_from_u64(counters[COUNTER_TSC].nominal_millihz), xf_from_u64(1000));
+        fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "nominal: %s", counters[COUNTER_TSC].nominal_source);
+    } else {
+        results.tsc_hz = xf_from_u64(results.tsc_estimate_hz);
+        fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "nominal: the quick estimate against %s",
+                   results.tsc_estimate_source);
+    }
+}
+
+static void drift_measure(const struct profile *p)
+{
+    window_asked_tsc = ms_to_tsc(p->drift_ms);
+    uint64_t slots64 = (uint64_t)p->slots_per_s * p->drift_ms / 1000;
+    slots = (uint32_t)(slots64 < 3 ? 3 : slots64 > PROFILE_MAX_SLOTS ? PROFILE_MAX_SLOTS : slots64);
+    series_count = 0;
+    skip_reason = 0;
+    struct record r;
+    record_begin(&r, "phase");
+    record_str(&r, "experiment", "drift");
+    record_str(&r, "event", "start");
+    record_u64(&r, "window_ms", p->drift_ms);
+    emit(&r);
+    uint64_t mark = memory_mark();
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        if (c == COUNTER_TSC || !counters[c].present)
+            continue;
+        struct series *s = &series[series_count];
+        *s = (struct series){.counter = c};
+        if (!counter_source(c, &s->src))
+            continue;
+        unwrap_params_of(c, &s->up);
+        s->x = memory_alloc(slots * sizeof *s->x);
+        s->yv = memory_alloc(slots * sizeof *s->yv);
+        s->sg = memory_alloc(slots * sizeof *s->sg);
+        s->w = memory_alloc(slots * sizeof *s->w);
+        if (!s->x || !s->yv || !s->sg || !s->w) {
+            skip_reason = "no memory for the samples (the memory map gave no usable region)";
+            break;
+        }
+        memset(s->w, 0, slots * sizeof *s->w);
+        series_count++;
+    }
+    if (skip_reason)
+        series_count = 0;
+    if (series_count) {
+        sample_all(window_asked_tsc);
+        for (int k = 0; k < series_count; k++)
+            analyse(&series[k]);
+    }
+    memory_release(mark);
+    record_begin(&r, "phase");
+    record_str(&r, "experiment", "drift");
+    record_str(&r, "event", "end");
+    emit(&r);
+    publish_tsc_rate();
+    uint32_t notes = 0;
+    for (int k = 0; k < series_count; k++) {
+        const struct series *s = &series[k];
+        struct counter_findings *f = &results.counter[s->counter];
+        f->drift_done = true;
+        f->fitted = s->fitted;
+        f->stuck = s->stuck;
+        f->backward = s->backward;
+        f->largest_backward = s->largest_backward;
+        for (uint32_t e = 0; e < s->event_count && e < EVENTS_KEPT; e++) {
+            if (notes >= sizeof results.disc / sizeof *results.disc)
+                break;
+            const struct event *ev = &s->events[e];
+            results.disc[notes++] = (struct discontinuity_note){
+                .reference = s->counter, .kind = event_names[ev->kind],
+                .at_ms = (uint64_t)xf_to_fixed(tsc_ticks_s(ev->at_tsc), 3),
+                .tsc_us = (uint64_t)xf_to_fixed(xf_div(tsc_ticks_ns(ev->tsc_ticks), xf_from_u64(1000)), 0),
+                .counter_us = ev->counter_known && ev->counter_ticks > 0
+                                  ? (uint64_t)xf_to_fixed(xf_div(counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks)),
+                                                                 xf_from_u64(1000)), 0)
+                                  : 0,
+                .counter_known = ev->counter_known};
+        }
+        results.discontinuities += s->event_count;
+    }
+}
+
+/* --- report --- */
+
+static void discontinuity_records(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    const char *name = counters[s->counter].name;
+    for (uint32_t e = 0; e < s->event_count && e < EVENTS_KEPT; e++) {
+        const struct event *ev = &s->events[e];
+        struct xf at_s = tsc_ticks_s(ev->at_tsc);
+        struct xf tsc_ns = tsc_ticks_ns(ev->tsc_ticks);
+        struct xf cnt_ns = counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks));
+        if (ev->counter_known)
+            kprintf("    at %s s: %s; the TSC advanced %s us, %s %s us\n", xs(a, at_s, 3), event_names[ev->kind],
+                    xs(b, xf_div(tsc_ns, xf_from_u64(1000)), 1), name, xs(c, xf_div(cnt_ns, xf_from_u64(1000)), 1));
+        else
+            kprintf("    at %s s: %s; the TSC advanced %s us, longer than %s can unwrap\n", xs(a, at_s, 3),
+                    event_names[ev->kind], xs(b, xf_div(tsc_ns, xf_from_u64(1000)), 1), name);
+        struct record r;
+        record_begin(&r, "discontinuity");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", name);
+        record_str(&r, "kind", event_names[ev->kind]);
+        record_xf_fixed(&r, "at_s", at_s, 6);
+        record_xf_fixed(&r, "tsc_ns", tsc_ns, 1);
+        if (ev->counter_known)
+            record_xf_fixed(&r, "counter_ns", cnt_ns, 1);
+        else
+            record_null(&r, "counter_ns");
+        emit(&r);
+    }
+    if (s->event_count > EVENTS_KEPT)
+        kprintf("    and %u more (the first %d are listed)\n", s->event_count - EVENTS_KEPT, EVENTS_KEPT);
+}
+
+static void frequency_record(const char *counter, const char *reference, struct xf hz, bool has_nominal, struct xf ppm,
+                             const struct freq_uncertainty *u, uint32_t absolute_ppm, const struct series *s, struct xf resid_ns)
+{
+    struct record r;
+    record_begin(&r, "frequency");
+    record_str(&r, "counter", counter);
+    record_str(&r, "reference", reference);
+    record_xf_fixed(&r, "hz", hz, 3);
+    if (has_nominal)
+        record_xf_fixed(&r, "ppm_vs_nominal", ppm, 6);
+    else
+        record_null(&r, "ppm_vs_nominal");
+    record_xf_fixed(&r, "stderr_ppm", ppm_of(u->statistical), 6);
+    record_xf_fixed(&r, "correlated_ppm", ppm_of(u->correlated), 6);
+    record_xf_fixed(&r, "quantisation_ppm", ppm_of(u->quantisation), 6);
+    record_xf_fixed(&r, "uncertainty_ppm", ppm_of(u->total), 6);
+    record_u64(&r, "absolute_uncertainty_ppm", absolute_ppm);
+    record_xf_fixed(&r, "window_s", tsc_ticks_s(s->span_tsc), 6);
+    record_xf_fixed(&r, "away_s", tsc_ticks_s(s->away_tsc), 6);
+    record_u64(&r, "samples", s->fit.n);
+    record_u64(&r, "segments", s->fit.segments);
+    record_u64(&r, "discontinuities", s->event_count);
+    record_xf_fixed(&r, "resid_rms_ns", resid_ns, 3);
+    emit(&r);
+}
+
+/* The fit's residuals in ps at the counter's nominal rate, against time, in parts. */
+static void residual_records(const struct series *s)
+{
+    struct xf nom = nominal_hz(s->counter);
+    uint32_t parts = (s->resid_count + RESIDUALS_PER_RECORD - 1) / RESIDUALS_PER_RECORD;
+    for (uint32_t part = 0; part < parts; part++) {
+        uint32_t from = part * RESIDUALS_PER_RECORD, to = from + RESIDUALS_PER_RECORD;
+        if (to > s->resid_count)
+            to = s->resid_count;
+        struct record r;
+        record_begin(&r, "residuals");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", counters[s->counter].name);
+        record_u64(&r, "part", part);
+        record_u64(&r, "parts", parts);
+        record_array_begin(&r, "t_ms");
+        for (uint32_t i = from; i < to; i++)
+            record_array_u64(&r, (uint64_t)xf_to_fixed(tsc_ticks_s((uint64_t)s->resid_x[i]), 3));
+        record_array_end(&r);
+        record_array_begin(&r, "resid_ps");
+        for (uint32_t i = from; i < to; i++)
+            record_array_i64(&r, xf_to_fixed(xf_div(xf_mul(xf_from_i64(s->resid_mticks[i]), xf_from_u64(1000000000ull)), nom), 0));
+        record_array_end(&r);
+        emit(&r);
+    }
+}
+
+static void report_tsc_against(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    struct xf nom = nominal_hz(s->counter);
+    struct xf hz = xf_div(nom, s->fit.slope);
+    struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
+    bool claimed = counters[COUNTER_TSC].nominal_millihz != 0;
+    struct xf tsc_nom = xf_div(xf_from_u64(counters[COUNTER_TSC].nominal_millihz), xf_from_u64(1000));
+    struct xf ppm = claimed ? ppm_of(xf_sub(xf_div(hz, tsc_nom), xf_from_u64(1))) : xf_from_u64(0);
+    const char *name = counters[s->counter].name;
+    kprintf("  tsc vs %-8s %17s Hz, relative to the %s +-%s ppm\n", name, xs(a, hz, 3), name,
+            xs(b, ppm_of(s->unc.total), 4));
+    kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
+            counters[s->counter].nominal_accuracy_source);
+    kprintf("    %u samples in %u segment(s); residual RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
+            xs(c, resid_ns, 1), xs(d, ppm_of(s->unc.statistical), 4));
+    if (claimed)
+        kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
+    frequency_record("tsc", name, hz, claimed, ppm, &s->unc, counters[s->counter].nominal_accuracy_ppm, s, resid_ns);
+    residual_records(s);
+}
+
+static void report_pair(const struct series *s, const struct series *ref)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    /* f_c = f_ref * b_c / b_ref, both slopes in counter ticks per TSC tick */
+    struct xf nom_ref = nominal_hz(ref->counter), nom = nominal_hz(s->counter);
+    struct xf hz = xf_div(xf_mul(nom_ref, s->fit.slope), ref->fit.slope);
+    struct freq_uncertainty u = s->unc;
+    /* both fits' terms add (conservative: their TSC noise partly cancels) */
+#define ADD_Q(f) u.f = xf_sqrt(xf_add(xf_mul(s->unc.f, s->unc.f), xf_mul(ref->unc.f, ref->unc.f)))
+    ADD_Q(statistical);
+    ADD_Q(correlated);
+    ADD_Q(quantisation);
+    ADD_Q(total);
+#undef ADD_Q
+    struct xf ppm = ppm_of(xf_sub(xf_div(hz, nom), xf_from_u64(1)));
+    struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
+    const char *name = counters[s->counter].name, *refname = counters[ref->counter].name;
+    kprintf("  %-7s vs %-8s %14s Hz, %s ppm vs nominal,\n    relative to the %s +-%s ppm\n", name, refname, xs(a, hz, 3),
+            xs(b, ppm, 3), refname, xs(c, ppm_of(u.total), 3));
+    frequency_record(name, refname, hz, true, ppm, &u, counters[ref->counter].nominal_accuracy_ppm, s, resid_ns);
+    struct counter_findings *f = &results.counter[s->counter];
+    f->has_ppm = true;
+    f->ppm_vs_nominal = ppm;
+    f->uncertainty_ppm = ppm_of(u.total);
+    /* the limit is the crystal's; the measurement's own uncertainty is allowed on top */
+    struct xf limit = xf_add(xf_from_u64(TOLERANCE_PPM), xf_mul(xf_from_u64(3), ppm_of(u.total)));
+    if (xf_cmp(xf_abs(ppm), limit) <= 0)
+        check_pass("frequency within tolerance", "%s: %s ppm from nominal against %s (limit %d ppm)", name, b, refname,
+                   TOLERANCE_PPM);
+    else
+        check_fail("frequency within tolerance", "%s: %s ppm from nominal against %s (limit %d ppm)", name, b, refname,
+                   TOLERANCE_PPM);
+}
+
+static void report_stability(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    if (s->sub_count < 2)
+        return;
+    struct xf nom = nominal_hz(s->counter);
+    kprintf("  tsc vs %s over %s s sub-windows, ppm from the whole-window fit:\n   ", counters[s->counter].name,
+            xs(b, tsc_ticks_s((uint64_t)s->sub_len), 1));
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < s->sub_count && shown < 12; i++)
+        if (s->sub[i].fitted) {
+            kprintf(" %s", xs(a, ppm_of(xf_sub(xf_div(s->fit.slope, s->sub[i].slope), xf_from_u64(1))), 3));
+            shown++;
+        }
+    kprintf("%s\n", s->sub_count > 12 ? " ... (all in the records)" : "");
+    for (uint32_t i = 0; i < s->sub_count; i++) {
+        const struct subwindow *w = &s->sub[i];
+        if (!w->fitted)
+            continue;
+        struct record r;
+        record_begin(&r, "stability");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", counters[s->counter].name);
+        record_xf_fixed(&r, "start_s", tsc_ticks_s((uint64_t)w->start_x), 3);
+        record_xf_fixed(&r, "length_s", tsc_ticks_s((uint64_t)s->sub_len), 3);
+        record_xf_fixed(&r, "hz", xf_div(nom, w->slope), 3);
+        record_xf_fixed(&r, "ppm_vs_window", ppm_of(xf_sub(xf_div(s->fit.slope, w->slope), xf_from_u64(1))), 6);
+        record_xf_fixed(&r, "stderr_ppm", ppm_of(xf_div(w->slope_stderr, w->slope)), 6);
+        record_u64(&r, "samples", w->n);
+        emit(&r);
+    }
+}
+
+static void report_window(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    struct xf asked = xf_div(xf_from_u64(results.profile->drift_ms), xf_from_u64(1000));
+    struct xf ran = tsc_ticks_s(window_ran_tsc), away = tsc_ticks_s(window_away_tsc);
+    kprintf("  window: %s s asked, %s s ran by the TSC, %s s of it away\n", xs(a, asked, 3), xs(b, ran, 3), xs(c, away, 3));
+    /* within a factor of 2 of what was asked, once the time away is taken out */
+    struct xf sampled = xf_sub(ran, away);
+    if (xf_cmp(sampled, xf_div(asked, xf_from_u64(2))) < 0 || xf_cmp(sampled, xf_mul(asked, xf_from_u64(2))) > 0)
+        kprintf("  Note: the window did not run for the time asked (%s s sampled of %s s):\n"
+                "  the quick TSC estimate that sized it was off, or the window was capped\n",
+                xs(a, sampled, 3), xs(b, asked, 3));
+    struct record r;
+    record_begin(&r, "drift_window");
+    record_xf_fixed(&r, "asked_s", asked, 3);
+    record_xf_fixed(&r, "ran_s", ran, 6);
+    record_xf_fixed(&r, "away_s", away, 6);
+    record_u64(&r, "slots", slots);
+    emit(&r);
+}
+
+static void drift_report(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    kprintf("\n== Frequency and drift (one rate fitted over bracketed samples) ==\n");
+    if (skip_reason) {
+        check_skip("TSC frequency", "%s", skip_reason);
+        return;
+    }
+    if (series_count == 0) {
+        kprintf("  no counter besides the TSC: nothing to measure the TSC against\n");
+        check_skip("TSC frequency", "no HPET, PM timer or PIT to measure it against; ns figures use %s", results.tsc_hz_source);
+        return;
+    }
+    report_window();
+    for (int k = 0; k < series_count; k++) {
+        const struct series *s = &series[k];
+        kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu ticks); %llu reads, %llu wraps\n",
+                counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
+                (unsigned long long)s->reads, (unsigned long long)s->wraps);
+        if (s->event_count) {
+            kprintf("  %s: %u discontinuit%s (each starts a new segment, except a gap where every clock ran):\n",
+                    counters[s->counter].name, s->event_count, s->event_count == 1 ? "y" : "ies");
+            discontinuity_records(s);
+        }
+    }
+    for (int k = 0; k < series_count; k++) {
+        const struct series *s = &series[k];
+        if (usable(s))
+            report_tsc_against(s);
+        else
+            kprintf("  tsc vs %s: no figure: %s\n", counters[s->counter].name,
+                    s->stuck ? "the counter got stuck" : "the data left after cutting at discontinuities cannot support one");
+    }
+    const struct series *ref = results.reference >= 0 ? series_of(results.reference) : 0;
+    if (!ref) {
+        check_fail("TSC frequency", "no reference counter gave a usable fit");
+        return;
+    }
+    for (int k = 0; k < series_count; k++)
+        if (&series[k] != ref && usable(&series[k]))
+            report_pair(&series[k], ref);
+    report_stability(ref);
+
+    /* the measured TSC against every claim, within the crystal's accuracy and our uncertainty */
+    const struct cpu_info *ci = &boot_cpu.info;
+    for (int i = 0; i < ci->claim_count; i++) {
+        if (strcmp(ci->claims[i].what, "tsc"))
+            continue;
+        struct xf ppm = ppm_of(xf_sub(xf_div(results.tsc_hz, xf_from_u64(ci->claims[i].hz)), xf_from_u64(1)));
+        xs(a, ppm, 3);
+        struct xf limit = xf_add(xf_from_u64(TOLERANCE_PPM), xf_mul(xf_from_u64(3), results.tsc_uncertainty_ppm));
+        if (xf_cmp(xf_abs(ppm), limit) <= 0)
+            check_pass("TSC frequency matches its claim", "%s says %llu Hz; measured %s Hz (%s ppm)", ci->claims[i].source,
+                       (unsigned long long)ci->claims[i].hz, xs(b, results.tsc_hz, 0), a);
+        else
+            check_fail("TSC frequency matches its claim", "%s says %llu Hz; measured %s Hz (%s ppm, limit %d)",
+                       ci->claims[i].source, (unsigned long long)ci->claims[i].hz, xs(b, results.tsc_hz, 0), a, TOLERANCE_PPM);
+    }
+}
+
+const struct experiment exp_drift = {
+    .name = "drift",
+    .what = "every counter's rate against the TSC, across discontinuities",
+    .needs_tsc = true,
+    .measure = drift_measure,
+    .report = drift_report,
+};

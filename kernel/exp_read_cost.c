@@ -1,0 +1,188 @@
+/* Experiment "read_cost": what one read of each target costs, in TSC
+   ticks. Each read sits alone between two serialised TSC reads (reads.h:
+   inlined, no call); the smallest empty bracket, the same code without
+   the read, is subtracted. TSC variants are also read 64 times in a row
+   between two brackets, unrolled, so the cost below one bracket's
+   granularity shows; an empty bracket is subtracted from those too.
+
+   Known answer: under QEMU's TCG with -icount shift=0 every instruction
+   advances the TSC by exactly one tick, so a read costs the number of its
+   instructions: rdtsc 1, lfence;rdtsc 2, an HPET load 1
+   (tests/boot/test_read_cost.py). */
+#include "checks.h"
+#include "console.h"
+#include "experiment.h"
+#include "memory.h"
+#include "reads.h"
+#include "record.h"
+#include "report_util.h"
+#include "results.h"
+
+#define OVERHEAD_REPS 1000
+#define BATCH_K 64
+#define BATCH_REPS 100
+
+struct cost {
+    bool available, measured;
+    const char *why;
+    struct summary latency;       /* TSC ticks, empty bracket subtracted */
+    uint64_t bracket_overhead;    /* the smallest empty bracket */
+    bool batch_done;
+    struct xf batch_ticks;        /* per read */
+};
+static struct cost costs[TARGET_COUNT];
+
+/* n reads, each alone between brackets; returns how many were taken
+   before the time budget ran out. */
+static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k, const struct read_src *s, uint64_t *cost,
+                                                                 uint32_t n, uint64_t budget, uint64_t over)
+{
+    uint64_t start = bracket_begin();
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = bracket_begin();
+        read_raw(k, s);
+        uint64_t b = bracket_end();
+        uint64_t d = b - a;
+        cost[i] = d > over ? d - over : 0;
+        if (b - start > budget)
+            return i + 1;
+    }
+    return n;
+}
+
+#define REPEAT8(x) x x x x x x x x
+#define REPEAT64(x) REPEAT8(REPEAT8(x))
+
+/* BATCH_K reads in a row, unrolled: no loop counter between them. */
+static inline __attribute__((always_inline)) uint64_t batch(enum read_kind k, const struct read_src *s)
+{
+    uint64_t a = bracket_begin();
+    REPEAT64(read_raw(k, s);)
+    uint64_t b = bracket_end();
+    return b - a;
+}
+
+#define COST_CALL(K, s, cost, n, budget, over, got) (*(got) = cost_loop(K, s, cost, n, budget, over))
+#define BATCH_CALL(K, s, out) (*(out) = batch(K, s))
+
+static uint64_t empty_bracket(void)
+{
+    uint64_t over = ~0ull;
+    for (int i = 0; i < OVERHEAD_REPS; i++) {
+        uint64_t a = bracket_begin();
+        read_raw(READ_NONE, 0);
+        uint64_t b = bracket_end();
+        if (b - a < over)
+            over = b - a;
+    }
+    return over;
+}
+
+static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, uint64_t budget)
+{
+    struct cost *c = &costs[t];
+    uint64_t mark = memory_mark();
+    uint64_t *cost = memory_alloc((size_t)n * sizeof *cost);
+    uint64_t *scratch = memory_alloc((size_t)n * sizeof *scratch);
+    if (!cost || !scratch) {
+        memory_release(mark);
+        c->why = "no memory for the samples (the memory map gave no usable region)";
+        return;
+    }
+    c->bracket_overhead = empty_bracket();
+    uint32_t got = 0;
+    READ_DISPATCH(src->kind, COST_CALL, src, cost, n, budget, c->bracket_overhead, &got);
+    stats_summarise(cost, got, scratch, &c->latency);
+    memory_release(mark);
+    c->measured = got > 0;
+    results.target[t].cost_done = c->measured;
+    results.target[t].p50_ticks = c->latency.p50;
+    if (!target_is_tsc(t))
+        return;
+    uint64_t best = ~0ull, best_empty = ~0ull;
+    for (int r = 0; r < BATCH_REPS; r++) {
+        uint64_t x = 0, y = 0;
+        READ_DISPATCH(src->kind, BATCH_CALL, src, &x);
+        BATCH_CALL(READ_NONE, src, &y);
+        if (x < best)
+            best = x;
+        if (y < best_empty)
+            best_empty = y;
+    }
+    int64_t net = (int64_t)best - (int64_t)best_empty;
+    c->batch_done = true;
+    c->batch_ticks = xf_div(xf_from_i64(net > 0 ? net : 0), xf_from_u64(BATCH_K));
+}
+
+static void read_cost_measure(const struct profile *p)
+{
+    for (int t = 0; t < TARGET_COUNT; t++) {
+        struct read_src src;
+        struct cost *c = &costs[t];
+        *c = (struct cost){0};
+        c->available = target_source((enum target_id)t, &src, &c->why);
+        if (!c->available)
+            continue;
+        bool tsc = target_is_tsc((enum target_id)t);
+        cost_one((enum target_id)t, &src, tsc ? p->latency_fast : p->latency_slow, ms_to_tsc(p->latency_ms));
+    }
+}
+
+static void read_cost_report(void)
+{
+    char b[7][FMT_FIXED_CHARS];
+    const struct profile *p = results.profile;
+    kprintf("\n== Read cost (ns; TSC %s MHz, %s) ==\n", xs(b[0], xf_div(results.tsc_hz, xf_from_u64(1000000)), 3),
+            results.tsc_hz_source);
+    kprintf("  up to %u reads per TSC variant, %u per other counter, each alone between\n", p->latency_fast, p->latency_slow);
+    kprintf("  two serialised TSC reads, the same code without the read subtracted\n");
+    kprintf("  %-12s %8s %8s %8s %8s %8s %8s %8s\n", "", "min", "p50", "mean", "p99", "p99.9", "max", "stddev");
+    static const char *const keys[7] = {"min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns"};
+    for (int t = 0; t < TARGET_COUNT; t++) {
+        const struct cost *c = &costs[t];
+        const char *name = target_info[t].name;
+        if (!c->available)
+            continue;
+        if (!c->measured) {
+            kprintf("  %-12s not measured: %s\n", name, c->why);
+            check_skip("read cost", "%s: %s", name, c->why);
+            continue;
+        }
+        const struct summary *s = &c->latency;
+        struct xf v[7] = {tsc_ticks_ns(s->min), tsc_ticks_ns(s->p50), tsc_ticks_to_ns(s->mean), tsc_ticks_ns(s->p99),
+                          tsc_ticks_ns(s->p999), tsc_ticks_ns(s->max), tsc_ticks_to_ns(s->stddev)};
+        kprintf("  %-12s", name);
+        for (int k = 0; k < 7; k++)
+            kprintf(" %8s", ns_cell(b[k], v[k]));
+        kprintf("\n");
+        struct record r;
+        record_begin(&r, "latency");
+        record_str(&r, "counter", name);
+        record_u64(&r, "n", s->n);
+        for (int k = 0; k < 7; k++)
+            record_xf_fixed(&r, keys[k], v[k], 3);
+        record_u64(&r, "min_ticks", s->min);
+        record_u64(&r, "p50_ticks", s->p50);
+        record_u64(&r, "max_ticks", s->max);
+        record_u64(&r, "bracket_overhead_ticks", c->bracket_overhead);
+        if (c->batch_done) {
+            record_u64(&r, "batch_k", BATCH_K);
+            record_xf_fixed(&r, "batch_ns_per_read", tsc_ticks_to_ns(c->batch_ticks), 3);
+            record_xf_fixed(&r, "batch_ticks_per_read", c->batch_ticks, 3);
+        }
+        emit(&r);
+    }
+    kprintf("  Batches: %u reads in a row between two brackets, unrolled, an empty\n  bracket subtracted:\n", BATCH_K);
+    for (int t = 0; t < TARGET_COUNT; t++)
+        if (costs[t].batch_done)
+            kprintf("  %-12s %s ns a read (%s ticks)\n", target_info[t].name, xs(b[0], tsc_ticks_to_ns(costs[t].batch_ticks), 2),
+                    xs(b[1], costs[t].batch_ticks, 2));
+}
+
+const struct experiment exp_read_cost = {
+    .name = "read_cost",
+    .what = "the cost of one read of each counter and TSC variant",
+    .needs_tsc = true,
+    .measure = read_cost_measure,
+    .report = read_cost_report,
+};

@@ -1,0 +1,34 @@
+/* Experiments: one per file, each with its measure, its report and its
+   records, its state private to the file, listed in one table
+   (experiments.c) and chosen with only= / skip= on the command line (the
+   way kvm-unit-tests names its tests in unittests.cfg). A new experiment is
+   a new file and a row. Every experiment measures first; the reports follow
+   once all have measured, because ns figures need the TSC rate that the
+   drift experiment finds. */
+#ifndef CLOCKBENCH_EXPERIMENT_H
+#define CLOCKBENCH_EXPERIMENT_H
+
+#include <stdbool.h>
+
+#include "profile.h"
+
+struct experiment {
+    const char *name;   /* for only= and skip= */
+    const char *what;   /* one line for the listing */
+    bool needs_tsc;     /* times with the TSC: skipped on a CPU without one */
+    void (*measure)(const struct profile *p);
+    void (*report)(void);
+};
+
+/* Defined by each experiment's file. */
+extern const struct experiment exp_calibrate, exp_cpu_speed, exp_read_cost, exp_sequential, exp_drift, exp_stolen,
+    exp_hpet_comparator;
+
+/* Selects from the command line, measures each chosen experiment in table
+   order, then reports each, then the verdict. */
+void experiments_run(const struct profile *p);
+
+/* Whether an experiment was chosen and ran (false when skipped). */
+bool experiment_ran(const char *name);
+
+#endif

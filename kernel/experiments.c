@@ -1,0 +1,127 @@
+/* The table of experiments and the run (see experiment.h). */
+#include "experiment.h"
+
+#include "checks.h"
+#include "cmdline.h"
+#include "console.h"
+#include "memory.h"
+#include "record.h"
+#include "results.h"
+#include "string.h"
+#include "verdict_report.h"
+
+/* Table order is run order: calibrate sizes every later phase, and the
+   cost of a read is measured before anything disturbs the caches. */
+static const struct experiment *const table[] = {
+    &exp_calibrate, &exp_cpu_speed, &exp_hpet_comparator, &exp_read_cost, &exp_sequential, &exp_drift, &exp_stolen,
+};
+#define EXPERIMENT_COUNT (sizeof table / sizeof *table)
+
+static bool ran[EXPERIMENT_COUNT];
+static const char *skipped_why[EXPERIMENT_COUNT];
+
+/* Whether `name` is one of the comma-separated words of list. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = p;
+        while (*end && *end != ',')
+            end++;
+        if ((size_t)(end - p) == n && !strncmp(p, name, n))
+            return true;
+        p = *end ? end + 1 : end;
+    }
+    return false;
+}
+
+static int index_of(const char *name, size_t len)
+{
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+        if (strlen(table[i]->name) == len && !strncmp(table[i]->name, name, len))
+            return (int)i;
+    return -1;
+}
+
+/* Every word of an only= or skip= list must name an experiment. */
+static void check_names(const char *key, const char *list)
+{
+    for (const char *p = list; *p;) {
+        const char *end = p;
+        while (*end && *end != ',')
+            end++;
+        if (end > p && index_of(p, (size_t)(end - p)) < 0)
+            kprintf("Note: %s=%s names no experiment (\"%.*s\"); the experiments are calibrate, cpu_speed,\n"
+                    "      hpet_comparator, read_cost, sequential, drift, stolen\n",
+                    key, list, (int)(end - p), p);
+        p = *end ? end + 1 : end;
+    }
+}
+
+static void select_experiments(void)
+{
+    const char *only = cmdline_get(&boot_cmdline, "only");
+    const char *skip = cmdline_get(&boot_cmdline, "skip");
+    if (only)
+        check_names("only", only);
+    if (skip)
+        check_names("skip", skip);
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
+        const struct experiment *e = table[i];
+        skipped_why[i] = 0;
+        if (e->needs_tsc && !results.tsc_usable)
+            skipped_why[i] = "the CPU does not advertise a TSC (CPUID.1:EDX[4] clear), and every experiment times with it";
+        else if (e == &exp_calibrate)
+            continue; /* sizes every phase: always runs */
+        else if (only && !listed(only, e->name))
+            skipped_why[i] = "not named by only=";
+        else if (skip && listed(skip, e->name))
+            skipped_why[i] = "named by skip=";
+    }
+}
+
+bool experiment_ran(const char *name)
+{
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+        if (!strcmp(table[i]->name, name))
+            return ran[i];
+    return false;
+}
+
+void experiments_run(const struct profile *p)
+{
+    results.profile = p;
+    select_experiments();
+    kprintf("\n== Measuring (profile %s: %u ms of drift, %u ms of stolen-time scan) ==\n", p->name, p->drift_ms, p->hwlat_ms);
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
+        struct record r;
+        record_begin(&r, "experiment");
+        record_str(&r, "name", table[i]->name);
+        record_bool(&r, "selected", skipped_why[i] == 0);
+        record_str(&r, "skipped", skipped_why[i]);
+        console_emit_record(&r);
+        if (skipped_why[i]) {
+            kprintf("  %-16s skipped: %s\n", table[i]->name, skipped_why[i]);
+            continue;
+        }
+        kprintf("  %-16s %s\n", table[i]->name, table[i]->what);
+        table[i]->measure(p);
+        ran[i] = true;
+    }
+    struct record r;
+    record_begin(&r, "profile");
+    record_str(&r, "name", p->name);
+    record_u64(&r, "drift_ms", p->drift_ms);
+    record_u64(&r, "hwlat_ms", p->hwlat_ms);
+    record_fixed(&r, "tsc_hz", xf_to_fixed(results.tsc_hz, 3), 3);
+    record_str(&r, "tsc_hz_source", results.tsc_hz_source);
+    record_bool(&r, "tsc_measured", results.tsc_measured);
+    console_emit_record(&r);
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
+        if (ran[i])
+            table[i]->report();
+        else
+            check_skip(table[i]->name, "%s", skipped_why[i]);
+    }
+    verdict_report();
+}

@@ -1,0 +1,42 @@
+/* Shared findings (see results.h). */
+#include "results.h"
+
+#include "cpuinfo.h"
+
+struct results results = {.reference = -1};
+
+struct xf tsc_ticks_to_ns(struct xf ticks)
+{
+    return xf_div(xf_mul(ticks, xf_from_u64(1000000000ull)), results.tsc_hz);
+}
+
+struct xf tsc_ticks_ns(uint64_t ticks) { return tsc_ticks_to_ns(xf_from_u64(ticks)); }
+
+struct xf tsc_ticks_s(uint64_t ticks) { return xf_div(xf_from_u64(ticks), results.tsc_hz); }
+
+uint64_t ms_to_tsc(uint64_t ms) { return results.tsc_estimate_hz / 1000 * ms; }
+
+bool results_rdtsc_intercepted(void)
+{
+    const struct target_findings *t = &results.target[TARGET_RDTSC];
+    /* A hardware RDTSC costs 10-40 ns (../shared/ANCHORS.md); 250 ns is far
+       beyond any real CPU and typical of a VM exit. */
+    return t->cost_done && boot_cpu.info.hypervisor && xf_cmp(tsc_ticks_ns(t->p50_ticks), xf_from_u64(250)) > 0;
+}
+
+/* 1 %: the estimate's own spread (0.5 % at most) plus the counter's nominal
+   accuracy (500 ppm), with room to spare; 2 ticks of slack: the tick the
+   reading may sit in and a latch that lags by one. */
+#define UNWRAP_RATE_TOL_PPM 10000
+#define UNWRAP_SLACK_TICKS 2
+
+void unwrap_params_of(int counter, struct unwrap_params *p)
+{
+    *p = (struct unwrap_params){
+        .mask = counters[counter].mask,
+        .counter_millihz = counters[counter].nominal_millihz ? counters[counter].nominal_millihz : 1,
+        .tsc_hz = results.tsc_estimate_hz ? results.tsc_estimate_hz : 1,
+        .rate_tol_ppm = UNWRAP_RATE_TOL_PPM,
+        .slack_ticks = UNWRAP_SLACK_TICKS,
+    };
+}

@@ -1,0 +1,78 @@
+/* What experiments find that other experiments, the verdict and the summary
+   screen use. Each experiment keeps its detail private to its file and
+   publishes here only the figures others need. */
+#ifndef CLOCKBENCH_RESULTS_H
+#define CLOCKBENCH_RESULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "profile.h"
+#include "reads.h"
+#include "stats.h"
+#include "verdict.h"
+#include "unwrap.h"
+#include "xf.h"
+
+struct target_findings {
+    bool cost_done;
+    uint64_t p50_ticks;        /* read cost, TSC ticks */
+    bool seq_done;
+    uint64_t seq_reads, zero_deltas, min_step, backward, largest_backward;
+};
+
+struct counter_findings {
+    bool drift_done, fitted, stuck;
+    uint64_t backward, largest_backward; /* in the drift window */
+    struct xf ppm_vs_nominal;            /* against the TSC's reference (not for the reference itself) */
+    bool has_ppm;
+    struct xf uncertainty_ppm;           /* relative to the reference */
+};
+
+struct results {
+    const struct profile *profile;
+    bool tsc_usable;                /* the CPU advertises a TSC: every experiment times with it */
+
+    /* calibrate: the estimate that sizes every phase */
+    uint64_t tsc_estimate_hz;
+    char tsc_estimate_source[96];
+
+    /* drift: the TSC's rate for every ns figure */
+    bool tsc_measured;
+    int reference;                  /* COUNTER_* it was measured against, -1 when not */
+    struct xf tsc_hz;
+    struct xf tsc_stderr_ppm, tsc_uncertainty_ppm;
+    uint32_t tsc_absolute_ppm;      /* what the reference's own nominal rate allows */
+    char tsc_hz_source[96];
+
+    struct target_findings target[TARGET_COUNT];
+    struct discontinuity_note {
+        int reference;            /* COUNTER_* */
+        const char *kind;
+        uint64_t at_ms, tsc_us, counter_us;
+        bool counter_known;
+    } disc[16];                   /* the first discontinuities of the drift window, for the stolen-time section */
+    struct counter_findings counter[COUNTER_COUNT];
+    uint32_t discontinuities;
+
+    bool speed_done, emulated;
+    uint64_t loop_per_second;
+
+    struct verdict_row verdict[COUNTER_COUNT];
+};
+
+extern struct results results;
+
+/* TSC ticks to ns with the best TSC rate known. */
+struct xf tsc_ticks_to_ns(struct xf ticks);
+struct xf tsc_ticks_ns(uint64_t ticks);
+struct xf tsc_ticks_s(uint64_t ticks);
+/* ms to TSC ticks with the estimate (for sizing phases). */
+uint64_t ms_to_tsc(uint64_t ms);
+/* How a counter's differences are unwrapped against the TSC estimate. */
+void unwrap_params_of(int counter, struct unwrap_params *p);
+/* The hypervisor appears to trap RDTSC (from its read cost). */
+bool results_rdtsc_intercepted(void);
+
+#endif

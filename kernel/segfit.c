@@ -1,0 +1,237 @@
+/* Common-slope least squares across segments (see segfit.h). */
+#include "segfit.h"
+
+typedef unsigned __int128 u128;
+
+/* What the fit needs from one segment, about its own means. */
+struct seg_sums {
+    int64_t x0, y0;       /* the origin the sums are relative to */
+    struct xf mx, my;     /* means, relative to (x0, y0) */
+    struct xf sxx, sxy;   /* centred sums: sum (x - mx)^2, sum (x - mx)(y - my) */
+    struct xf ssr;        /* squared residuals about the segment's own line (about my when sxx is 0) */
+};
+
+struct u256 {
+    u128 hi, lo;
+};
+
+static struct u256 mul128(u128 a, u128 b)
+{
+    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    u128 p00 = (u128)a0 * b0, p01 = (u128)a0 * b1, p10 = (u128)a1 * b0, p11 = (u128)a1 * b1;
+    u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
+    return (struct u256){p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64), (mid << 64) | (uint64_t)p00};
+}
+
+/* a - b, floored at 0 (it is a sum of squares: never negative exactly). */
+static struct u256 sub256(struct u256 a, struct u256 b)
+{
+    if (a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo))
+        return (struct u256){0, 0};
+    return (struct u256){a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo};
+}
+
+/* The top 128 bits, scaled back: truncation costs under 2^-127 relative,
+   below what xf keeps anyway. */
+static struct xf xf_from_u256(struct u256 v)
+{
+    if (!v.hi)
+        return xf_from_u128(v.lo);
+    int used = 128 - (v.hi >> 64 ? __builtin_clzll((uint64_t)(v.hi >> 64)) : 64 + __builtin_clzll((uint64_t)v.hi));
+    u128 top = used == 128 ? v.hi : (v.hi << (128 - used)) | (v.lo >> used);
+    return xf_ldexp(xf_from_u128(top), used);
+}
+
+/* The exact path, as in fit.c: sums of offsets from the segment's smallest
+   x and y, all non-negative and below 2^50, n <= 2^14, so every sum and
+   n * sum stays below 2^128. With primes for n times the centred sums,
+   Sxx' = n sxx - sx^2, Sxy' = n sxy - sx sy, Syy' = n syy - sy^2 exactly,
+   and the segment's own residuals come from one exact 256-bit number:
+   SSR_s = (Syy' Sxx' - Sxy'^2) / (n Sxx'). False when the bounds do not hold. */
+static bool sums_exact(const int64_t *x, const int64_t *y, uint32_t n, struct seg_sums *s)
+{
+    if (n > (1u << 14))
+        return false;
+    int64_t x0 = x[0], y0 = y[0];
+    for (uint32_t i = 1; i < n; i++) {
+        x0 = x[i] < x0 ? x[i] : x0;
+        y0 = y[i] < y0 ? y[i] : y0;
+    }
+    u128 sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t dx = (uint64_t)x[i] - (uint64_t)x0, dy = (uint64_t)y[i] - (uint64_t)y0;
+        if (dx >= (1ull << 50) || dy >= (1ull << 50))
+            return false;
+        sx += dx;
+        sy += dy;
+        sxx += (u128)dx * dx;
+        sxy += (u128)dx * dy;
+        syy += (u128)dy * dy;
+    }
+    bool neg = n * sxy < sx * sy;
+    u128 Sxx = n * sxx - sx * sx, Syy = n * syy - sy * sy; /* >= 0 by Cauchy-Schwarz */
+    u128 Sxy = neg ? sx * sy - n * sxy : n * sxy - sx * sy;
+    struct xf xn = xf_from_u64(n), xSxx = xf_from_u128(Sxx), xSxy = xf_from_u128(Sxy);
+    s->x0 = x0;
+    s->y0 = y0;
+    s->mx = xf_div(xf_from_u128(sx), xn);
+    s->my = xf_div(xf_from_u128(sy), xn);
+    s->sxx = xf_div(xSxx, xn);
+    s->sxy = xf_div(neg ? xf_neg(xSxy) : xSxy, xn);
+    if (Sxx == 0) {
+        s->ssr = xf_div(xf_from_u128(Syy), xn);
+    } else {
+        struct u256 D = sub256(mul128(Syy, Sxx), mul128(Sxy, Sxy));
+        s->ssr = xf_div(xf_from_u256(D), xf_mul(xn, xSxx));
+    }
+    return true;
+}
+
+/* The general path, for long segments or offsets of 2^50 and more: means
+   from exact 128-bit sums, then centred products in xf, and the residuals
+   about the segment's own line summed directly (no cancellation). */
+static void sums_xf(const int64_t *x, const int64_t *y, uint32_t n, struct seg_sums *s)
+{
+    __int128 sx = 0, sy = 0;
+    s->x0 = x[0];
+    s->y0 = y[0];
+    for (uint32_t i = 0; i < n; i++) {
+        sx += (__int128)x[i] - s->x0;
+        sy += (__int128)y[i] - s->y0;
+    }
+    struct xf xn = xf_from_u64(n), zero = {0, 0, false};
+    s->mx = xf_div(xf_from_i128(sx), xn);
+    s->my = xf_div(xf_from_i128(sy), xn);
+    struct xf sxx = zero, sxy = zero, syy = zero;
+    for (uint32_t i = 0; i < n; i++) {
+        struct xf dx = xf_sub(xf_from_i128((__int128)x[i] - s->x0), s->mx);
+        struct xf dy = xf_sub(xf_from_i128((__int128)y[i] - s->y0), s->my);
+        sxx = xf_add(sxx, xf_mul(dx, dx));
+        sxy = xf_add(sxy, xf_mul(dx, dy));
+        syy = xf_add(syy, xf_mul(dy, dy));
+    }
+    s->sxx = sxx;
+    s->sxy = sxy;
+    if (xf_is_zero(sxx)) {
+        s->ssr = syy;
+        return;
+    }
+    struct xf b = xf_div(sxy, sxx), ssr = zero;
+    for (uint32_t i = 0; i < n; i++) {
+        struct xf dx = xf_sub(xf_from_i128((__int128)x[i] - s->x0), s->mx);
+        struct xf dy = xf_sub(xf_from_i128((__int128)y[i] - s->y0), s->my);
+        struct xf r = xf_sub(dy, xf_mul(b, dx));
+        ssr = xf_add(ssr, xf_mul(r, r));
+    }
+    s->ssr = ssr;
+}
+
+/* With one slope b for all segments the residual sum splits exactly into
+   each segment's residuals about its own slope b_s = Sxy_s / Sxx_s and the
+   cost of forcing b on it:
+   SSR = sum_s SSR_s + sum_s Sxx_s (b_s - b)^2.
+   Both parts are sums of non-negative terms, so a fit that is nearly
+   perfect loses nothing to the cancellation that Syy - b Sxy would suffer. */
+static struct xf common_ssr(const struct seg_sums *s, uint32_t count, struct xf b)
+{
+    struct xf ssr = {0, 0, false};
+    for (uint32_t k = 0; k < count; k++) {
+        ssr = xf_add(ssr, s[k].ssr);
+        if (xf_is_zero(s[k].sxx))
+            continue;
+        struct xf d = xf_sub(xf_div(s[k].sxy, s[k].sxx), b);
+        ssr = xf_add(ssr, xf_mul(s[k].sxx, xf_mul(d, d)));
+    }
+    return ssr;
+}
+
+bool segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, struct seg_fit *f)
+{
+    struct seg_sums s[SEGFIT_MAX_SEGMENTS];
+    *f = (struct seg_fit){0};
+    uint32_t count = 0;
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && seg[j] == seg[i]; j++)
+            ;
+        uint32_t len = j - i;
+        if (len < 2 || count == SEGFIT_MAX_SEGMENTS) {
+            f->dropped += len;
+            continue;
+        }
+        if (!sums_exact(x + i, y + i, len, &s[count]))
+            sums_xf(x + i, y + i, len, &s[count]);
+        f->seg_id[count] = seg[i];
+        f->seg_n[count] = len;
+        f->n += len;
+        count++;
+    }
+    f->segments = count;
+    /* one slope and `count` intercepts leave n - count - 1 degrees of freedom */
+    if (f->n < 3 || f->n < count + 2)
+        return false;
+    struct xf sxx = {0, 0, false}, sxy = {0, 0, false};
+    for (uint32_t k = 0; k < count; k++) {
+        sxx = xf_add(sxx, s[k].sxx);
+        sxy = xf_add(sxy, s[k].sxy);
+    }
+    if (xf_is_zero(sxx))
+        return false;
+    struct xf b = xf_div(sxy, sxx), ssr = common_ssr(s, count, b);
+    f->slope = b;
+    f->slope_stderr = xf_sqrt(xf_div(xf_div(ssr, xf_from_u64(f->n - count - 1)), sxx));
+    f->resid_rms = xf_sqrt(xf_div(ssr, xf_from_u64(f->n)));
+    /* a_s = (y0 + my) - b (x0 + mx), summed so the large terms meet once */
+    for (uint32_t k = 0; k < count; k++) {
+        struct xf far = xf_sub(xf_from_i64(s[k].y0), xf_mul(b, xf_from_i64(s[k].x0)));
+        f->intercept[k] = xf_add(far, xf_sub(s[k].my, xf_mul(b, s[k].mx)));
+    }
+    return true;
+}
+
+/* The index of segment `seg` among those used, or -1: seg_id ascends,
+   since segment numbers do not decrease along the series. */
+static int used_index(const struct seg_fit *f, uint32_t seg)
+{
+    int lo = 0, hi = (int)f->segments - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (f->seg_id[mid] == seg)
+            return mid;
+        if (f->seg_id[mid] < seg)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_t seg)
+{
+    int k = used_index(f, seg);
+    if (k < 0)
+        return (struct xf){0, 0, false};
+    return xf_sub(xf_sub(xf_from_i64(y), xf_mul(f->slope, xf_from_i64(x))), f->intercept[k]);
+}
+
+bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
+                      struct xf min_step, uint32_t k_rms, uint32_t *at, struct xf *size)
+{
+    struct xf best = {0, 0, false}, prev = best;
+    *at = 0;
+    *size = best;
+    for (uint32_t i = 0; i < n; i++) {
+        struct xf r = segfit_residual(f, x[i], y[i], seg[i]);
+        if (i > 0 && seg[i] == seg[i - 1] && used_index(f, seg[i]) >= 0) {
+            struct xf d = xf_sub(r, prev);
+            if (xf_cmp(xf_abs(d), xf_abs(best)) > 0) {
+                best = d;
+                *at = i;
+            }
+        }
+        prev = r;
+    }
+    *size = best;
+    struct xf mag = xf_abs(best);
+    return !xf_is_zero(mag) && xf_cmp(mag, min_step) > 0 &&
+           xf_cmp(mag, xf_mul(xf_from_u64(k_rms), f->resid_rms)) > 0;
+}

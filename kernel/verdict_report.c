@@ -1,0 +1,128 @@
+/* Monotonicity and the verdict (see verdict_report.h). */
+#include "verdict_report.h"
+
+#include "checks.h"
+#include "console.h"
+#include "cpuinfo.h"
+#include "experiment.h"
+#include "memory.h"
+#include "record.h"
+#include "report_util.h"
+#include "results.h"
+
+static enum target_id target_of_counter(int c)
+{
+    for (int t = 0; t < TARGET_COUNT; t++)
+        if (target_info[t].counter == c)
+            return (enum target_id)t;
+    return TARGET_RDTSC; /* the TSC counter is read with RDTSC */
+}
+
+/* Backward steps from the sequential reads and the drift window, counted once each. */
+static void report_monotonicity(void)
+{
+    kprintf("\n== Monotonicity ==\n");
+    for (int t = 0; t < TARGET_COUNT; t++) {
+        const struct target_findings *tf = &results.target[t];
+        int c = target_info[t].counter;
+        const struct counter_findings *cf = c >= 0 ? &results.counter[c] : 0;
+        bool drift = cf && cf->drift_done;
+        if (!tf->seq_done && !drift)
+            continue;
+        uint64_t backward = tf->backward + (drift ? cf->backward : 0);
+        uint64_t largest = tf->largest_backward;
+        if (drift && cf->largest_backward > largest)
+            largest = cf->largest_backward;
+        const char *name = target_info[t].name, *check = c < 0 ? "monotonic TSC" : "monotonic";
+        struct record r;
+        record_begin(&r, "monotonicity");
+        record_str(&r, "counter", name);
+        record_u64(&r, "reads", tf->seq_reads);
+        record_u64(&r, "backward", backward);
+        record_u64(&r, "largest_backward_ticks", largest);
+        if (drift)
+            record_bool(&r, "stuck", cf->stuck);
+        emit(&r);
+        if (backward)
+            check_fail(check, "%s: %llu backward step(s), the largest %llu ticks", name, (unsigned long long)backward,
+                       (unsigned long long)largest);
+        else
+            check_pass(check, "%s: no backward step in %llu reads%s", name, (unsigned long long)tf->seq_reads,
+                       drift ? " and the drift window" : "");
+        if (drift && cf->stuck)
+            check_fail("counter keeps moving", "%s stopped moving in the drift window (no change for 100 ms while "
+                       "the loop ran)", name);
+    }
+}
+
+static void fill_input(int c, struct verdict_input *in)
+{
+    const struct counter *ct = &counters[c];
+    enum target_id t = target_of_counter(c);
+    const struct target_findings *tf = &results.target[t];
+    const struct counter_findings *cf = &results.counter[c];
+    *in = (struct verdict_input){.name = ct->name, .present = ct->present, .absent_reason = ct->reason,
+                                 .measured = tf->cost_done, .advice_good = ct->advice_good, .is_tsc = c == COUNTER_TSC};
+    if (!in->measured)
+        return;
+    in->read_ns = tsc_ticks_ns(tf->p50_ticks);
+    in->repeats = tf->seq_done && tf->zero_deltas > 0;
+    in->step_ns = c == COUNTER_TSC ? tsc_ticks_ns(tf->min_step) : counter_ticks_ns(c, xf_from_u64(tf->min_step));
+    bool backward = tf->backward || (cf->drift_done && cf->backward);
+    in->mono = cf->stuck ? MONO_STUCK : backward ? MONO_NO : tf->seq_done || cf->drift_done ? MONO_YES : MONO_UNKNOWN;
+    if (c == COUNTER_TSC && results.tsc_measured) {
+        in->freq = FREQ_TSC_MEASURED;
+        in->uncertainty_ppm = results.tsc_uncertainty_ppm;
+    } else if (c == results.reference) {
+        in->freq = FREQ_REFERENCE;
+    } else if (cf->has_ppm) {
+        in->freq = FREQ_VS_NOMINAL;
+        in->freq_ppm = cf->ppm_vs_nominal;
+        in->uncertainty_ppm = cf->uncertainty_ppm;
+    }
+    in->tsc_intercepted = results_rdtsc_intercepted();
+    in->tsc_invariant = boot_cpu.info.invariant_tsc;
+}
+
+void verdict_report(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    const struct cpu_info *ci = &boot_cpu.info;
+    report_monotonicity();
+    kprintf("\n== Verdict ==\n");
+    kprintf("  %-8s %11s %11s %18s %9s\n", "counter", "read p50", "resolution", "freq", "monotonic");
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        struct verdict_input in;
+        fill_input(c, &in);
+        struct verdict_row *v = &results.verdict[c];
+        verdict_make(&in, v);
+        if (!v->measured) {
+            kprintf("  %-8s %s: %s\n", counters[c].name, v->present ? "not measured" : "absent", v->advice);
+            continue;
+        }
+        kprintf("  %-8s %8s ns %8s ns %18s %9s\n", counters[c].name, v->read, v->res, v->freq, v->mono);
+        kprintf("  %-8s -> %s\n", "", v->advice);
+    }
+    if (results.tsc_measured) {
+        kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),
+                counters[results.reference].name, xs(b, results.tsc_uncertainty_ppm, 3));
+        kprintf("  absolute +-%u ppm (%s).\n", results.tsc_absolute_ppm, counters[results.reference].nominal_accuracy_source);
+    } else if (results.tsc_usable) {
+        kprintf("\n  TSC rate not measured: ns figures use %s\n", results.tsc_hz_source);
+    } else {
+        kprintf("\n  This CPU does not advertise a TSC: no figure here is timed, and none\n  claims a measured TSC.\n");
+    }
+    if (ci->invariant_tsc)
+        check_pass("invariant TSC", "CPUID.80000007h:EDX[8] set");
+    else
+        check_skip("invariant TSC", "CPUID.80000007h:EDX[8] clear: the TSC may not run at a constant rate");
+    const struct memory_arena *m = memory_arena();
+    kprintf("\n  Samples used %llu KiB of the %llu MiB region at 0x%llx from the memory map\n",
+            (unsigned long long)(m->peak >> 10), (unsigned long long)(m->size >> 20), (unsigned long long)m->base);
+    struct record r;
+    record_begin(&r, "memory");
+    record_hex(&r, "base", m->base);
+    record_u64(&r, "size_bytes", m->size);
+    record_u64(&r, "used_bytes", m->peak);
+    emit(&r);
+}
