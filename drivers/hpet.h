@@ -64,6 +64,14 @@ static inline uint64_t hpet_counter(const struct hpet *h)
     return h->counter_64bit ? hpet_read64(h, HPET_MAIN_COUNTER) : hpet_read32(h, HPET_MAIN_COUNTER);
 }
 
+/* Stops or restarts the main counter (ENABLE_CNF, HPET 1.0a, 2.3.5): for
+   fault injection, a reference that stands still while the TSC runs. */
+static inline void hpet_set_running(const struct hpet *h, bool running)
+{
+    uint64_t conf = hpet_read64(h, HPET_GEN_CONF);
+    hpet_write64(h, HPET_GEN_CONF, running ? conf | HPET_CONF_ENABLE : conf & ~HPET_CONF_ENABLE);
+}
+
 /* Checks the register block at base (already mapped uncached) and starts the
    counter from zero. Faults are the caller's to catch (probe_run). False,
    with why filled, when the block is not a usable HPET. */

@@ -14,7 +14,9 @@
    statistics, correlated noise and quantisation (uncertainty.h). */
 #include "checks.h"
 #include "console.h"
+#include "cmdline.h"
 #include "cpuinfo.h"
+#include "discover.h"
 #include "experiment.h"
 #include "memory.h"
 #include "reads.h"
@@ -91,6 +93,76 @@ struct series {
     uint64_t away_tsc;       /* time the loop was away (gaps) */
 };
 
+/* Fault injection from inside the image (command line inject=KIND:MS@S):
+   hpet_halt stops the HPET's main counter for MS milliseconds, S seconds
+   into the window (a reference that stands still while the TSC runs);
+   tsc_jump moves the TSC forward by MS milliseconds there (IA32_TIME_STAMP_
+   COUNTER, MSR 0x10, Intel SDM vol. 3B, 18.17). Known sizes, for tests. */
+enum inject_kind { INJECT_NONE, INJECT_HPET_HALT, INJECT_TSC_JUMP };
+static struct {
+    enum inject_kind kind;
+    uint64_t ms, at_ms;
+    uint64_t at_tsc, until_tsc;
+    bool started, done;
+    uint64_t moved_tsc; /* tsc_jump: how far the TSC moved, as read back */
+} inject;
+#define MSR_TSC 0x10u
+
+static void inject_parse(void)
+{
+    inject.kind = INJECT_NONE;
+    const char *v = cmdline_get(&boot_cmdline, "inject");
+    if (!v)
+        return;
+    char kind[16];
+    unsigned i = 0;
+    while (v[i] && v[i] != ':' && i < sizeof kind - 1) {
+        kind[i] = v[i];
+        i++;
+    }
+    kind[i] = '\0';
+    const char *rest = v[i] == ':' ? v + i + 1 : 0;
+    char num[24];
+    unsigned k = 0;
+    while (rest && rest[k] && rest[k] != '@' && k < sizeof num - 1) {
+        num[k] = rest[k];
+        k++;
+    }
+    num[k] = '\0';
+    bool ok = rest && rest[k] == '@' && cmdline_parse_u64(num, &inject.ms) && cmdline_parse_u64(rest + k + 1, &inject.at_ms) &&
+              inject.ms > 0 && inject.ms <= 60000;
+    inject.at_ms *= 1000; /* given in seconds */
+    if (ok && !strcmp(kind, "hpet_halt") && counters[COUNTER_HPET].present)
+        inject.kind = INJECT_HPET_HALT;
+    else if (ok && !strcmp(kind, "tsc_jump"))
+        inject.kind = INJECT_TSC_JUMP;
+    else
+        kprintf("Note: inject=%s is not hpet_halt:MS@S or tsc_jump:MS@S (with an HPET for\n"
+                "      hpet_halt); nothing is injected\n", v);
+}
+
+/* Called between reads, outside any bracket. */
+static void inject_tick(uint64_t now, uint64_t start)
+{
+    if (inject.kind == INJECT_NONE || inject.done)
+        return;
+    if (!inject.started && now - start >= ms_to_tsc(inject.at_ms)) {
+        inject.started = true;
+        inject.until_tsc = now + ms_to_tsc(inject.ms);
+        if (inject.kind == INJECT_HPET_HALT) {
+            hpet_set_running(&discovered.hpet, false);
+        } else {
+            uint64_t before = rdtsc();
+            wrmsr(MSR_TSC, before + ms_to_tsc(inject.ms));
+            inject.moved_tsc = rdtsc() - before;
+            inject.done = true;
+        }
+    } else if (inject.started && now >= inject.until_tsc) {
+        hpet_set_running(&discovered.hpet, true);
+        inject.done = true;
+    }
+}
+
 static struct series series[COUNTER_COUNT];
 static int series_count;
 static uint64_t window_asked_tsc, window_ran_tsc, window_away_tsc;
@@ -109,7 +181,7 @@ static uint64_t mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1)
 /* One read of one counter, judged and stored; a counter that stopped for
    good is made inactive. */
 static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint64_t sampled_tsc, uint64_t gap_tsc,
-                       uint64_t stuck_tsc, uint64_t stall_tsc)
+                       uint64_t stall_tsc)
 {
     uint64_t a, b;
     uint64_t v = read_bracketed(&s->src, &a, &b) & s->src.mask;
@@ -172,16 +244,12 @@ static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint
             if (s->still_tsc > s->longest_stall_tsc)
                 s->longest_stall_tsc = s->still_tsc;
         }
-        if (s->still_tsc > stuck_tsc) {
-            s->stuck = true;
-            s->stuck_at_tsc = b - start;
-            s->active = false;
-        }
     }
     s->last_b = b;
+    /* a sample taken while the counter stands still says nothing of its rate */
     uint64_t m = mid(a, b);
     uint64_t slot = sampled_tsc / slot_len;
-    if (slot < slots && (s->w[slot] == 0 || b - a + 1 < s->w[slot])) {
+    if (!s->in_stall && slot < slots && (s->w[slot] == 0 || b - a + 1 < s->w[slot])) {
         s->x[slot] = (int64_t)(m - start);
         s->yv[slot] = (int64_t)s->y;
         s->sg[slot] = s->seg;
@@ -216,12 +284,13 @@ static void sample_all(uint64_t window)
             /* a stall: no change for 10 nominal ticks and at least 10 us */
             uint64_t tick_tsc = results.tsc_estimate_hz * 1000 / s->up.counter_millihz;
             uint64_t stall_tsc = 10 * tick_tsc > ms_to_tsc(1) / 100 ? 10 * tick_tsc : ms_to_tsc(1) / 100;
-            sample_one(s, start, slot_len, sampled, gap_tsc, stuck_tsc, stall_tsc);
+            sample_one(s, start, slot_len, sampled, gap_tsc, stall_tsc);
             if (!s->active)
                 active--;
         }
         /* time that counts toward the window: not the time the loop was away */
         uint64_t now = bracket_end();
+        inject_tick(now, start);
         uint64_t step = now - prev;
         prev = now;
         if (step > gap_tsc)
@@ -231,10 +300,21 @@ static void sample_all(uint64_t window)
         if (sampled >= window || now - start >= cap)
             break;
     }
+    if (inject.kind == INJECT_HPET_HALT && inject.started && !inject.done)
+        hpet_set_running(&discovered.hpet, true);
     window_ran_tsc = prev - start;
     window_away_tsc = away;
-    for (int k = 0; k < series_count; k++)
-        series[k].span_tsc = window_ran_tsc;
+    /* stuck: it stood still, while we watched, for the last STUCK_MS or more
+       of the window and never moved again; one that stood still and then
+       went on is a discontinuity instead */
+    for (int k = 0; k < series_count; k++) {
+        struct series *s = &series[k];
+        s->span_tsc = window_ran_tsc;
+        if (s->still_tsc > stuck_tsc) {
+            s->stuck = true;
+            s->stuck_at_tsc = s->lc_b - start;
+        }
+    }
 }
 
 /* Keeps the samples whose bracket is within twice the narrowest (and a few
@@ -347,6 +427,7 @@ static void drift_measure(const struct profile *p)
     slots = (uint32_t)(slots64 < 3 ? 3 : slots64 > PROFILE_MAX_SLOTS ? PROFILE_MAX_SLOTS : slots64);
     series_count = 0;
     skip_reason = 0;
+    inject_parse();
     struct record r;
     record_begin(&r, "phase");
     record_str(&r, "experiment", "drift");
@@ -624,11 +705,19 @@ static void drift_report(void)
         return;
     }
     report_window();
-    for (int k = 0; k < series_count; k++) {
+    if (inject.kind != INJECT_NONE)
+        kprintf("  Injected: %s of %llu ms at %llu s%s%s\n", inject.kind == INJECT_HPET_HALT ? "HPET halt" : "TSC jump",
+                (unsigned long long)inject.ms, (unsigned long long)(inject.at_ms / 1000),
+                inject.started ? "" : " (never reached: the window was shorter)",
+                inject.kind == INJECT_TSC_JUMP && inject.started && inject.moved_tsc < ms_to_tsc(inject.ms) / 2
+                    ? "; the TSC did not move (this CPU ignores writes to MSR 0x10)" : "");    for (int k = 0; k < series_count; k++) {
         const struct series *s = &series[k];
         kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu ticks); %llu reads, %llu wraps\n",
                 counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
                 (unsigned long long)s->reads, (unsigned long long)s->wraps);
+        if (s->stalls)
+            kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
+                    (unsigned long long)s->stalls, xs(a, xf_div(tsc_ticks_ns(s->longest_stall_tsc), xf_from_u64(1000)), 1));
         if (s->event_count) {
             kprintf("  %s: %u discontinuit%s (each starts a new segment, except a gap where every clock ran):\n",
                     counters[s->counter].name, s->event_count, s->event_count == 1 ? "y" : "ies");

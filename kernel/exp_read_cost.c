@@ -37,10 +37,13 @@ static struct cost costs[TARGET_COUNT];
 static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k, const struct read_src *s, uint64_t *cost,
                                                                  uint32_t n, uint64_t budget, uint64_t over)
 {
+    /* a private copy, held in registers: the brackets' memory clobber would
+       otherwise make the compiler reload the address between them */
+    const struct read_src src = *s;
     uint64_t start = bracket_begin();
     for (uint32_t i = 0; i < n; i++) {
         uint64_t a = bracket_begin();
-        read_raw(k, s);
+        read_raw(k, &src);
         uint64_t b = bracket_end();
         uint64_t d = b - a;
         cost[i] = d > over ? d - over : 0;
@@ -56,8 +59,9 @@ static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k
 /* BATCH_K reads in a row, unrolled: no loop counter between them. */
 static inline __attribute__((always_inline)) uint64_t batch(enum read_kind k, const struct read_src *s)
 {
+    const struct read_src src = *s;
     uint64_t a = bracket_begin();
-    REPEAT64(read_raw(k, s);)
+    REPEAT64(read_raw(k, &src);)
     uint64_t b = bracket_end();
     return b - a;
 }

@@ -62,6 +62,10 @@ static void select_experiments(void)
 {
     const char *only = cmdline_get(&boot_cmdline, "only");
     const char *skip = cmdline_get(&boot_cmdline, "skip");
+    if (only && !*only) {
+        kprintf("Note: only= names no experiment; running them all\n");
+        only = 0;
+    }
     if (only)
         check_names("only", only);
     if (skip)

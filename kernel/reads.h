@@ -111,8 +111,12 @@ static inline __attribute__((always_inline)) void read_raw(enum read_kind k, con
         break;
     }
     case READ_PIT: {
-        uint16_t v = pit_read();
-        READ_SINK(v);
+        /* latch, then low and high byte: the combining is the caller's */
+        outb(PIT_COMMAND, PIT_LATCH_CH2);
+        uint8_t lo = inb(PIT_CH2_DATA);
+        uint8_t hi = inb(PIT_CH2_DATA);
+        READ_SINK(lo);
+        READ_SINK(hi);
         break;
     }
     }

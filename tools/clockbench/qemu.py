@@ -244,6 +244,7 @@ class RunResult:
     timed_out: bool
     injections: list[Injection] = field(default_factory=list)  # one per QemuConfig.faults entry, in order
     timeout_s: float | None = None  # the bound applied: the timeout asked for plus the faults' durations
+    pid: int | None = None  # QEMU's process id (gone by the time run() returns)
 
     @property
     def exit_code(self) -> int:
@@ -555,6 +556,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
         timed_out=timed_out,
         injections=injector.injections,
         timeout_s=bound,
+        pid=proc.pid,
     )
 
 

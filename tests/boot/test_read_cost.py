@@ -1,0 +1,73 @@
+"""Read cost against a known answer.
+
+Under QEMU's TCG with `-icount shift=0,sleep=off` every guest instruction
+advances the virtual clock, and with it the TSC, by exactly one tick. A read
+then costs the number of its own instructions, so the empty bracket
+subtracted must leave exactly those: nothing of our own (no call, no loop
+bookkeeping) may sit between the brackets.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clockbench import records
+
+ICOUNT = ["-icount", "shift=0,sleep=off"]
+
+# instructions per read (kernel/reads.h)
+KNOWN = {
+    "rdtsc": 1,  # rdtsc
+    "rdtscp": 1,  # rdtscp
+    "lfence;rdtsc": 2,
+    "mfence;rdtsc": 2,
+    "cpuid;rdtsc": 3,  # xor eax, cpuid, rdtsc
+    "hpet": 1,  # one load of the main counter
+    "acpi_pm": 2,  # the port into DX, in
+    "pit": 5,  # latch command into AL, out, in, keep the low byte, in
+}
+
+
+@pytest.fixture(scope="module")
+def icount_run(boot):
+    b = boot(boot="direct", accel="tcg", append="only=read_cost", extra=ICOUNT, timeout=300)
+    assert b.status == 0, b.explain()
+    return b
+
+
+@pytest.mark.parametrize("target", sorted(KNOWN))
+def test_read_cost_is_the_read_alone(icount_run, target):
+    lat = records.one(icount_run.records, "latency", counter=target)
+    assert lat["min_ticks"] == lat["p50_ticks"] == lat["max_ticks"] == KNOWN[target], lat
+
+
+@pytest.mark.parametrize("target", ["rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc"])
+def test_batches_cost_the_read_alone(icount_run, target):
+    lat = records.one(icount_run.records, "latency", counter=target)
+    assert lat["batch_ticks_per_read"] == KNOWN[target], lat
+
+
+def test_only_ran_what_was_asked(icount_run):
+    chosen = {e["name"]: e["selected"] for e in records.of_type(icount_run.records, "experiment")}
+    assert chosen["read_cost"] and chosen["calibrate"]
+    assert not any(chosen[n] for n in ("sequential", "drift", "stolen", "cpu_speed", "hpet_comparator"))
+    assert not records.of_type(icount_run.records, "frequency")
+    skips = {c["name"] for c in records.of_type(icount_run.records, "check") if c["result"] == "SKIP"}
+    assert {"sequential", "drift", "stolen"} <= skips
+
+
+def test_unknown_experiment_names_get_a_note(boot):
+    b = boot(boot="direct", accel="tcg", append="skip=drift,stolen,bogus only=", timeout=300)
+    assert b.status == 0, b.explain()
+    assert 'skip=drift,stolen,bogus names no experiment ("bogus")' in b.output
+    chosen = {e["name"]: e["selected"] for e in records.of_type(b.records, "experiment")}
+    assert not chosen["drift"] and not chosen["stolen"] and chosen["read_cost"]
+
+
+def test_a_cpu_without_tsc_claims_no_measured_tsc(boot):
+    b = boot(boot="direct", accel="tcg", cpu="qemu64,-tsc", timeout=300)
+    assert b.status in (0, 2), b.explain()
+    assert "does not advertise a TSC" in b.output
+    assert not records.of_type(b.records, "frequency")
+    assert not records.one(b.records, "profile")["tsc_measured"]
+    assert "measured against" not in b.output
