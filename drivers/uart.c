@@ -49,13 +49,14 @@ uint16_t uart_divisor(uint32_t baud)
 
 bool uart_init(struct uart *u, uint16_t port, uint32_t baud)
 {
+    *u = (struct uart){.port = port, .baud = baud};
     uint32_t divisor = uart_divisor(baud);
-    /* A FIFO of 16 takes 160 bit times to drain: at slow rates the wait for
-       it must grow, or the port would be declared stuck at its first line. */
-    uint32_t slow = baud < UART_TX_SPINS_BAUD && baud ? (UART_TX_SPINS_BAUD + baud - 1) / baud : 1;
-    *u = (struct uart){.port = port, .baud = baud, .tx_spins = (uint64_t)UART_TX_SPINS * slow};
     if (divisor == 0)
         return false;
+    /* A full FIFO takes 160 bit times to drain: at slow rates the wait for
+       it must grow, or the port would be declared stuck at its first line. */
+    uint32_t slower = baud < UART_TX_SPINS_BAUD ? (UART_TX_SPINS_BAUD + baud - 1) / baud : 1;
+    u->tx_spins = (uint64_t)UART_TX_SPINS * slower;
     outb(port + UART_SCR, 0xA5);
     if (inb(port + UART_SCR) != 0xA5)
         return false;

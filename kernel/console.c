@@ -100,7 +100,7 @@ static void serial_open(void)
             return;
         if (port == UART_COM1 || !uart_init(&serial, UART_COM1, baud)) {
             note("no UART answers at serial=%s (port 0x%x)%s; output goes to the screen only", name, port,
-                 port == UART_COM1 ? "" : " nor at com1 (0x3f8)");
+                 port == UART_COM1 ? "" : " nor at com1");
             return;
         }
         note("no UART answers at serial=%s (port 0x%x); using com1 (0x%x)", name, port, UART_COM1);

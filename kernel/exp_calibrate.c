@@ -7,7 +7,9 @@
    was interrupted (a pause, a preemption, an SMI) and is thrown away,
    because a pause can stop the reference while the TSC runs. The estimate
    is the median of the kept windows, and their spread must stay under
-   0.5 %; otherwise the round is repeated (three rounds at most). */
+   0.5 %; otherwise the round is repeated with windows twice as long
+   (three rounds at most: a virtual CPU that loses milliseconds at a time
+   needs longer windows). */
 #include "checks.h"
 #include "console.h"
 #include "cpuinfo.h"
@@ -30,7 +32,7 @@
 struct calibration {
     int reference, second;
     uint64_t hz, second_hz;
-    uint32_t kept, thrown, rounds;
+    uint32_t kept, thrown, rounds, window_ms;
     uint64_t spread_ppm;
     bool ok, second_ok;
 };
@@ -72,10 +74,10 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
     struct read_src src;
     if (!counter_source(c, &src))
         return false;
-    uint64_t target = counters[c].nominal_millihz / 1000 * CAL_WINDOW_MS / 1000;
-    if (target < 16)
-        target = 16;
     for (uint32_t round = 0; round < CAL_ROUNDS; round++) {
+        uint64_t target = counters[c].nominal_millihz / 1000 * (CAL_WINDOW_MS << round) / 1000;
+        if (target < 16)
+            target = 16;
         uint64_t per_k[CAL_WINDOWS], scratch[CAL_WINDOWS];
         uint32_t n = 0;
         for (int w = 0; w < CAL_WINDOWS; w++) {
@@ -96,6 +98,7 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
         if (st) {
             st->kept = n;
             st->spread_ppm = spread;
+            st->window_ms = CAL_WINDOW_MS << round;
         }
         if (spread > CAL_SPREAD_PPM)
             continue;
@@ -172,7 +175,7 @@ static void calibrate_report(void)
     record_u64(&r, "rounds", cal.rounds);
     if (cal.ok) {
         kprintf("  %llu Hz: median of %u windows of %u ms against %s (spread %llu ppm)\n",
-                (unsigned long long)cal.hz, cal.kept, CAL_WINDOW_MS, counters[cal.reference].name,
+                (unsigned long long)cal.hz, cal.kept, cal.window_ms, counters[cal.reference].name,
                 (unsigned long long)cal.spread_ppm);
         if (cal.thrown)
             kprintf("  %u window(s) thrown away: one step between reads took over 1/4 of the window\n"

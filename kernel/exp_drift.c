@@ -364,8 +364,10 @@ static void analyse(struct series *s)
     }
     if (!s->fitted)
         return;
-    /* quantisation: one counter tick plus the narrowest bracket in counter ticks */
-    struct xf q = xf_add(xf_from_u64(1), xf_mul(xf_from_u64(s->min_width), s->fit.slope));
+    /* quantisation: one counter tick. The brackets' width and jitter are
+       in the data, so the statistical and correlated terms see them; the
+       tick's rounding can beat with the sampling and need not average out. */
+    struct xf q = xf_from_u64(1);
     freq_uncertainty(s->x, s->yv, s->sg, n, &s->fit, q, UNCERTAINTY_SUBWINDOWS, &s->unc);
     /* stability: 1 s sub-windows, longer when the window holds more than SUBWINDOWS_MAX */
     uint64_t one_s = results.tsc_estimate_hz;

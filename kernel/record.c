@@ -188,8 +188,8 @@ size_t record_room(const struct record *r)
 const char *record_end(struct record *r)
 {
     if (r->overflow) {
-        /* The members that fit are whole (raw() took the last one back
-           whole), so closing the object is all it takes to be valid JSON. */
+        /* Every member left is whole (raw() took back the one that did not
+           fit), so closing the object is all it takes to be valid JSON. */
         raw_closing(r, r->buf[r->len - 1] == '{' ? "\"truncated\":true" : ",\"truncated\":true");
     }
     raw_closing(r, "}\n");

@@ -140,7 +140,7 @@ static struct xf common_ssr(const struct seg_sums *s, uint32_t count, struct xf 
         if (xf_is_zero(s[k].sxx))
             continue;
         struct xf d = xf_sub(xf_div(s[k].sxy, s[k].sxx), b);
-        (void)d;
+        ssr = xf_add(ssr, xf_mul(s[k].sxx, xf_mul(d, d)));
     }
     return ssr;
 }

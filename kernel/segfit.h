@@ -30,8 +30,8 @@ struct seg_fit {
     uint32_t seg_n[SEGFIT_MAX_SEGMENTS];      /* points in each segment used */
 };
 
-/* seg[i] is the segment of point i; seg is non-decreasing; x is increasing
-   within a segment. False (and f->n as counted) when fewer than 3 points in
+/* seg[i] is the segment of point i; seg is non-decreasing (a segment is a
+   run of equal numbers); x is increasing within a segment. False (and f->n as counted) when fewer than 3 points in
    segments of 2 or more, or fewer than 1 degree of freedom, or sum Sxx is 0.
    Only the first SEGFIT_MAX_SEGMENTS segments of 2 or more points are used. */
 bool segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, struct seg_fit *f);
@@ -44,7 +44,10 @@ struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_
    first point after the step) and *size (y units, signed r_i - r_{i-1}),
    when it exceeds both min_step (y units) and k_rms times the fit's
    resid_rms. The caller cuts there (makes point `at` start a new segment)
-   and fits again. */
+   and fits again. False otherwise, *at and *size then describing the
+   largest step found all the same (0 and 0 when there is no pair). Since
+   the step inflates resid_rms too (to a quarter of its size for a step
+   mid-segment), k_rms should be modest (3). */
 bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
                       struct xf min_step, uint32_t k_rms, uint32_t *at, struct xf *size);
 

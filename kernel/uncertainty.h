@@ -36,9 +36,12 @@ struct subwindow {
     struct xf slope, slope_stderr;
 };
 
-/* Cuts [x_first, x_last] into sub-windows of len_x (the last one shorter
-   is kept only when it is at least half of len_x) and fits each with
-   segfit (segments respected). At most max (<= SUBWINDOWS_MAX); returns
+/* Cuts [x_first, x_last] = [x[0], x[n - 1]] into sub-windows of len_x
+   (x must not decrease over the whole series: it is time) and fits each
+   with segfit (segments respected). The last one, shorter, is kept only
+   when x_last + 1 - start_x is at least half of len_x. A sub-window with
+   too few points (a gap) is written all the same, unfitted, so that
+   out[] stays in time order. At most max (<= SUBWINDOWS_MAX); returns
    how many were written. */
 uint32_t subwindows_fit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, int64_t len_x,
                         struct subwindow *out, uint32_t max);
@@ -48,12 +51,15 @@ struct freq_uncertainty {
     struct xf correlated;   /* relative; zero when fewer than 3 sub-windows fitted */
     struct xf quantisation; /* relative */
     struct xf total;        /* relative */
-    uint32_t subwindows;    /* fitted sub-windows behind `correlated` */
+    uint32_t subwindows;    /* fitted sub-windows behind `correlated` (counted even when fewer than 3) */
 };
 
 /* f: the whole-window fit of (x, y, seg); quant_ticks: one counter tick plus
    the narrowest bracket, in y units; k: how many equal sub-windows to cut
-   the fitted span into for the correlated term (clamped to 2..SUBWINDOWS_MAX). */
+   the fitted span into for the correlated term (clamped to 2..SUBWINDOWS_MAX).
+   The fitted span runs from the first point of f's first segment to the
+   last of its last; sub-windows of span / k + 1 cover it in exactly k.
+   All zero when f's slope is zero. */
 void freq_uncertainty(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n, const struct seg_fit *f,
                       struct xf quant_ticks, uint32_t k, struct freq_uncertainty *u);
 

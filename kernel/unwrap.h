@@ -44,10 +44,18 @@ struct step {
 
 /* Classifies the step from reading `prev` (bracket [a0, b0]) to `now`
    (bracket [a1, b1]); both readings are masked by the caller or not (they
-   are masked here). Rules, in order:
+   are masked here). With rate = counter_millihz / (1000 tsc_hz) and
+   tol = rate_tol_ppm / 10^6, exactly (no rounding but the last):
+     min_expected = floor((a1 - b0) rate (1 - tol)) - slack, floored at 0
+                    (0 when tol >= 100%),
+     max_expected = ceil((b1 - a0) rate (1 + tol)) + slack, saturated.
+   Rules, in order:
    - a1 < b0 (as a signed difference: the later bracket starts before the
-     earlier one ended): TSC_BACKWARD;
-   - max_expected >= mask (a whole wrap could fit): GAP;
+     earlier one ended), or a bracket that ends before it starts:
+     TSC_BACKWARD, with every other field 0;
+   - max_expected >= mask (a whole wrap could fit; at exactly mask the
+     difference would still be unique, so this errs by one tick on the safe
+     side): GAP;
    - d = (now - prev) & mask; d <= max_expected: SLOW if d < min_expected, else NORMAL;
    - else, for a counter narrower than 64 bits, the wrap-around distance
      (prev - now) & mask: BACKWARD when it is at most half the range,
@@ -56,7 +64,9 @@ void unwrap_step(const struct unwrap_params *p, uint64_t prev, uint64_t a0, uint
                  uint64_t b1, struct step *out);
 
 /* The longest TSC time (ticks) over which the difference is still exact:
-   max_expected stays below one wrap. ~0 for a 64-bit counter. */
+   max_expected stays below one wrap (b1 - a0 up to this is never GAP, one
+   more is). ~0 for a 64-bit counter (unless it runs so much faster than
+   the TSC that max_expected saturates); 0 when the slack alone is a wrap. */
 uint64_t unwrap_limit_tsc(const struct unwrap_params *p);
 
 /* Counter ticks the counter makes in tsc_ticks at its nominal rate:

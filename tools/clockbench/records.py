@@ -134,7 +134,7 @@ def describe(rec: dict) -> str:
     """A record named for people: its type and the members that say which
     one it is (counter, reference, name)."""
     which = ", ".join(f"{k} {rec[k]}" for k in ("counter", "reference", "name") if isinstance(rec.get(k), str))
-    return f"the {rec.get('type')} record" + (f" ({which})" if which else "")
+    return f"the {rec.get('type') or 'untyped'} record" + (f" ({which})" if which else "")
 
 
 def join_parts(recs: list[dict]) -> tuple[list[dict], list[str]]:

@@ -34,8 +34,12 @@ def _save(fig, path: Path) -> bool:
     return True
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _numbers(rec: dict, *keys: str) -> bool:
-    return all(isinstance(rec.get(k), (int, float)) and not isinstance(rec.get(k), bool) for k in keys)
+    return all(_number(rec.get(k)) for k in keys)
 
 
 def _drawable(rec: dict, ok, plot: str, notes: list[str]) -> bool:
@@ -111,7 +115,7 @@ def plot_frequency(res: dict, path: Path, notes: list[str]) -> bool:
 def _residual_series(r: dict) -> bool:
     t, y = r.get("t_ms"), r.get("resid_ps")
     return (isinstance(t, list) and isinstance(y, list) and len(t) == len(y)
-            and all(_numbers({"v": v}, "v") for v in t + y))
+            and all(_number(v) for v in t + y))
 
 
 def plot_residuals(res: dict, path: Path, notes: list[str]) -> bool:

@@ -1,0 +1,146 @@
+"""The fault injector itself (qemu.Fault, RunResult.injections), proved on
+whatever kernel is built: nothing here depends on how the image reports a
+stall, only on the line that starts its drift window.
+
+What each kind of fault does to the guest (PLATFORM.md), and what is
+checked here without asking the image:
+- "sigstop": every QEMU thread stops and the host's clocks run on. /proc shows
+  the stop; QEMU's CPU time stops growing (its TCG vCPU thread otherwise
+  spins at one core), so the run's wall time minus its CPU time grows by
+  the stop. Its wall time need not grow: the guest's clocks ran on too, so a
+  window bounded by them may end on time.
+- "pause": under TCG every guest clock stops with the VM, so the image
+  cannot tell, and whatever it times by its clocks ends that much later:
+  the run's wall time grows by the pause.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+import pytest
+
+from clockbench import qemu
+
+# The line that starts the drift window: the record of the rewritten engine,
+# or the report line of the engine before it.
+DRIFT_START = r'"type":"phase".*"experiment":"drift".*"event":"start"|frequency and drift: '
+WINDOW = "duration=4"
+TIMEOUT = 120
+
+
+def qemu_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed_boot(boot, **kw):
+    """A TCG direct boot with the drift window above, and the CPU time QEMU used."""
+    kw.setdefault("timeout", TIMEOUT)
+    before = qemu_cpu_s()
+    b = boot(boot="direct", accel="tcg", append=WINDOW, **kw)
+    return b, qemu_cpu_s() - before
+
+
+def assert_clean(inj: qemu.Injection, b):
+    assert inj.injected and inj.error is None and inj.cut_short is None, f"{inj.describe()}\n{b.explain()}"
+    assert None not in (inj.trigger_s, inj.resume_sent_s, inj.resume_confirmed_s), inj
+    # sent and confirmed within a few ms of each other: the stop's length is known that well
+    assert inj.stopped_uncertainty_s < 0.05, inj
+
+
+@pytest.fixture(scope="module")
+def undisturbed(boot):
+    b, cpu = timed_boot(boot)
+    assert b.status is not None and not b.result.timed_out, b.explain()
+    assert b.result.injections == [] and b.result.timeout_s == TIMEOUT
+    return b, cpu
+
+
+def test_sigstop_of_one_second(boot, undisturbed):
+    base, base_cpu = undisturbed
+    fault = qemu.Fault("sigstop", DRIFT_START, delay_s=1.0, duration_s=1.0)
+    b, cpu = timed_boot(boot, faults=[fault])
+    r = b.result
+    # a verdict: the image ran to its end once resumed (whether it passed is the image's business)
+    assert r.status is not None and not r.timed_out, b.explain()
+    assert r.timeout_s == pytest.approx(TIMEOUT + 1.0)
+    [inj] = r.injections
+    assert inj.fault == fault
+    assert_clean(inj, b)
+    assert 1.0 <= inj.stop_sent_s < 1.2, inj  # delay_s after the trigger
+    assert 0.95 < inj.stopped_s < 1.2, inj
+    assert inj.stop_sent_s <= inj.stop_confirmed_s <= inj.resume_sent_s <= inj.resume_confirmed_s
+    # QEMU was really stopped: for about a second it used no CPU time at all
+    idle, base_idle = r.seconds - cpu, base.result.seconds - base_cpu
+    assert abs((idle - base_idle) - inj.stopped_s) < 0.5, (r.seconds, cpu, base.result.seconds, base_cpu, inj)
+
+
+def test_monitor_pause_of_half_a_second_under_tcg(boot, undisturbed):
+    base, _ = undisturbed
+    fault = qemu.Fault("pause", DRIFT_START, delay_s=1.0, duration_s=0.5)
+    b, _ = timed_boot(boot, faults=[fault])
+    r = b.result
+    assert r.status is not None and not r.timed_out, b.explain()
+    assert r.timeout_s == pytest.approx(TIMEOUT + 0.5)
+    [inj] = r.injections
+    assert_clean(inj, b)  # includes the monitor saying "paused" after stop and "running" after cont
+    assert 1.0 <= inj.stop_sent_s < 1.2 and 0.45 < inj.stopped_s < 0.7, inj
+    # a monitor of its own, made for the run and removed after it
+    mon = next(a for a in r.command if a.startswith("unix:"))
+    assert not os.path.exists(mon[len("unix:"):].split(",")[0])
+    # under TCG the guest's clocks stopped with the VM: its drift window ended that much later
+    assert abs((r.seconds - base.result.seconds) - inj.stopped_s) < 0.3, (r.seconds, base.result.seconds, inj)
+
+
+@pytest.mark.parametrize("kind", ["sigstop", "pause"])
+def test_qemu_is_resumed_when_the_run_times_out_during_a_fault(boot, kind):
+    # the bound (0.5 s, plus the fault's 3 s) runs out in the middle of the fault
+    fault = qemu.Fault(kind, DRIFT_START, delay_s=1.0, duration_s=3.0)
+    b, _ = timed_boot(boot, faults=[fault], timeout=0.5)
+    r = b.result
+    assert r.timed_out and r.timeout_s == pytest.approx(3.5) and r.status is None, b.explain()
+    assert r.seconds < r.timeout_s + 3, r.seconds  # nothing hung
+    [inj] = r.injections
+    assert inj.injected and inj.error is None, inj.describe()
+    assert "time bound" in inj.cut_short, inj
+    # resumed (and, for SIGSTOP, seen running in /proc; for a pause, "running" on
+    # the monitor) before QEMU was ended: cut short well before the 3 s asked
+    assert inj.resume_confirmed_s is not None and inj.stopped_s < 2.9, inj
+    assert abs(inj.trigger_s + inj.stop_sent_s + inj.stopped_s - r.timeout_s) < 0.3, inj
+    assert not os.path.exists(f"/proc/{r.pid}"), f"QEMU (pid {r.pid}) outlived its run"
+
+
+def test_two_faults_in_order(boot):
+    faults = [qemu.Fault("sigstop", DRIFT_START, delay_s=0.5, duration_s=0.3),
+              qemu.Fault("pause", DRIFT_START, delay_s=0.6, duration_s=0.3)]
+    b, _ = timed_boot(boot, faults=faults)
+    r = b.result
+    assert r.status is not None and not r.timed_out, b.explain()
+    assert r.timeout_s == pytest.approx(TIMEOUT + 0.6)
+    first, second = r.injections
+    assert_clean(first, b)
+    assert_clean(second, b)
+    # one at a time: the second waits for the first to end, though its delay was up
+    assert first.trigger_s == second.trigger_s
+    assert second.stop_sent_s >= first.resume_confirmed_s and second.stop_sent_s >= 0.6
+
+
+def test_a_trigger_that_never_appears(boot):
+    fault = qemu.Fault("sigstop", r"no such line, ever", duration_s=2.0)
+    b, _ = timed_boot(boot, faults=[fault])
+    assert b.status is not None and not b.result.timed_out, b.explain()
+    [inj] = b.result.injections
+    assert not inj.injected and inj.trigger_s is None and inj.stop_sent_s is None
+    assert "before the trigger appeared" in inj.error and "not injected" in inj.describe()
+
+
+@pytest.mark.parametrize("fault, problem", [
+    (qemu.Fault("freeze", DRIFT_START), "unknown fault kind"),
+    (qemu.Fault("pause", DRIFT_START, duration_s=-1), "0 or more seconds"),
+    (qemu.Fault("sigstop", "(unclosed"), "not a regular expression"),
+])
+def test_bad_faults_are_refused_before_qemu_starts(fault, problem):
+    with pytest.raises(ValueError, match=problem):
+        qemu.run(qemu.QemuConfig(kernel="/nonexistent", accel="tcg", faults=[fault]), timeout=1)
