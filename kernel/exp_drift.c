@@ -35,8 +35,8 @@
 #define GAP_REPORT_MS 10         /* the loop away this long: reported even when every clock ran */
 #define STUCK_MS 100             /* no change for this long, while the loop ran: stuck */
 #define UNCERTAINTY_SUBWINDOWS 8
-#define RESIDUAL_STEP_K 10       /* a residual step this many RMS ... */
-#define RESIDUAL_STEP_TICKS 8    /* ... and this many ticks beyond quantisation is a cut */
+#define RESIDUAL_STEP_K 4        /* a residual step this many RMS ... (the step itself inflates the RMS) */
+#define RESIDUAL_STEP_TICKS 8    /* ... and this many ticks beyond two narrowest brackets is a cut */
 #define RESIDUAL_CUTS_MAX 4
 #define WINDOW_CAP_FACTOR 3      /* the window may run this many times what was asked, to make up for gaps */
 
@@ -354,7 +354,7 @@ static void analyse(struct series *s)
     for (int cut = 0; s->fitted && cut < RESIDUAL_CUTS_MAX; cut++) {
         uint32_t at;
         struct xf size;
-        struct xf min_step = xf_add(xf_from_u64(RESIDUAL_STEP_TICKS), xf_mul(xf_from_u64(s->min_width), s->fit.slope));
+        struct xf min_step = xf_add(xf_from_u64(RESIDUAL_STEP_TICKS), xf_mul(xf_from_u64(2 * s->min_width), s->fit.slope));
         if (!segfit_find_step(&s->fit, s->x, s->yv, s->sg, n, min_step, RESIDUAL_STEP_K, &at, &size))
             break;
         add_event(s, EV_RESIDUAL_STEP, (uint64_t)s->x[at], (uint64_t)(s->x[at] - s->x[at - 1]), true, xf_to_fixed(size, 0));
@@ -478,6 +478,9 @@ static void drift_measure(const struct profile *p)
         f->stuck = s->stuck;
         f->backward = s->backward;
         f->largest_backward = s->largest_backward;
+        f->wraps = s->wraps;
+        f->stalls = s->stalls;
+        f->longest_stall_tsc = s->longest_stall_tsc;
         for (uint32_t e = 0; e < s->event_count && e < EVENTS_KEPT; e++) {
             if (notes >= sizeof results.disc / sizeof *results.disc)
                 break;

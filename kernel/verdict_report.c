@@ -40,8 +40,12 @@ static void report_monotonicity(void)
         record_u64(&r, "reads", tf->seq_reads);
         record_u64(&r, "backward", backward);
         record_u64(&r, "largest_backward_ticks", largest);
-        if (drift)
+        if (drift) {
+            record_u64(&r, "stalls", cf->stalls);
+            record_xf_fixed(&r, "longest_stall_ns", tsc_ticks_ns(cf->longest_stall_tsc), 1);
+            record_u64(&r, "wraps", cf->wraps);
             record_bool(&r, "stuck", cf->stuck);
+        }
         emit(&r);
         if (backward)
             check_fail(check, "%s: %llu backward step(s), the largest %llu ticks", name, (unsigned long long)backward,

@@ -3,21 +3,19 @@ whatever kernel is built: nothing here depends on how the image reports a
 stall, only on the line that starts its drift window.
 
 What each kind of fault does to the guest (PLATFORM.md), and what is
-checked here without asking the image:
+checked here without asking the image, in ways that hold on a loaded host:
 - "sigstop": every QEMU thread stops and the host's clocks run on. /proc shows
-  the stop; QEMU's CPU time stops growing (its TCG vCPU thread otherwise
-  spins at one core), so the run's wall time minus its CPU time grows by
-  the stop. Its wall time need not grow: the guest's clocks ran on too, so a
-  window bounded by them may end on time.
+  every thread stopped, and QEMU uses no CPU time until SIGCONT. The run's
+  wall time need not grow: the guest's clocks ran on too, so a window
+  bounded by them can end on time.
 - "pause": under TCG every guest clock stops with the VM, so the image
-  cannot tell, and whatever it times by its clocks ends that much later:
-  the run's wall time grows by the pause.
+  cannot tell, and the drift window, bounded by guest time, ends that much
+  later: the time from the trigger to QEMU's exit grows by the pause.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 
 import pytest
 
@@ -30,17 +28,15 @@ WINDOW = "duration=4"
 TIMEOUT = 120
 
 
-def qemu_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def timed_boot(boot, **kw):
-    """A TCG direct boot with the drift window above, and the CPU time QEMU used."""
+def tcg_boot(boot, **kw):
+    """A TCG direct boot with the drift window above."""
     kw.setdefault("timeout", TIMEOUT)
-    before = qemu_cpu_s()
-    b = boot(boot="direct", accel="tcg", append=WINDOW, **kw)
-    return b, qemu_cpu_s() - before
+    return boot(boot="direct", accel="tcg", append=WINDOW, **kw)
+
+
+def after_trigger_s(b) -> float:
+    """Host seconds from the first fault's trigger to QEMU's exit."""
+    return b.result.seconds - b.result.injections[0].trigger_s
 
 
 def assert_clean(inj: qemu.Injection, b):
@@ -52,35 +48,35 @@ def assert_clean(inj: qemu.Injection, b):
 
 @pytest.fixture(scope="module")
 def undisturbed(boot):
-    b, cpu = timed_boot(boot)
+    """A run to compare with: its one fault, of no length, only marks when the trigger appeared."""
+    b = tcg_boot(boot, faults=[qemu.Fault("sigstop", DRIFT_START, delay_s=0, duration_s=0)])
     assert b.status is not None and not b.result.timed_out, b.explain()
-    assert b.result.injections == [] and b.result.timeout_s == TIMEOUT
-    return b, cpu
+    [inj] = b.result.injections
+    assert inj.injected and inj.error is None and inj.stopped_s < 0.05, inj
+    assert b.result.timeout_s == TIMEOUT
+    return b
 
 
-def test_sigstop_of_one_second(boot, undisturbed):
-    base, base_cpu = undisturbed
+def test_sigstop_of_one_second(boot):
     fault = qemu.Fault("sigstop", DRIFT_START, delay_s=1.0, duration_s=1.0)
-    b, cpu = timed_boot(boot, faults=[fault])
+    b = tcg_boot(boot, faults=[fault])
     r = b.result
     # a verdict: the image ran to its end once resumed (whether it passed is the image's business)
     assert r.status is not None and not r.timed_out, b.explain()
     assert r.timeout_s == pytest.approx(TIMEOUT + 1.0)
     [inj] = r.injections
     assert inj.fault == fault
-    assert_clean(inj, b)
+    assert_clean(inj, b)  # includes /proc showing every thread stopped, then running
     assert 1.0 <= inj.stop_sent_s < 1.2, inj  # delay_s after the trigger
     assert 0.95 < inj.stopped_s < 1.2, inj
     assert inj.stop_sent_s <= inj.stop_confirmed_s <= inj.resume_sent_s <= inj.resume_confirmed_s
-    # QEMU was really stopped: for about a second it used no CPU time at all
-    idle, base_idle = r.seconds - cpu, base.result.seconds - base_cpu
-    assert abs((idle - base_idle) - inj.stopped_s) < 0.5, (r.seconds, cpu, base.result.seconds, base_cpu, inj)
+    # stopped all along: not one clock tick of CPU time in that second (a running TCG QEMU uses most of one)
+    assert inj.cpu_while_stopped_s is not None and inj.cpu_while_stopped_s <= 0.02, inj
 
 
 def test_monitor_pause_of_half_a_second_under_tcg(boot, undisturbed):
-    base, _ = undisturbed
     fault = qemu.Fault("pause", DRIFT_START, delay_s=1.0, duration_s=0.5)
-    b, _ = timed_boot(boot, faults=[fault])
+    b = tcg_boot(boot, faults=[fault])
     r = b.result
     assert r.status is not None and not r.timed_out, b.explain()
     assert r.timeout_s == pytest.approx(TIMEOUT + 0.5)
@@ -91,14 +87,15 @@ def test_monitor_pause_of_half_a_second_under_tcg(boot, undisturbed):
     mon = next(a for a in r.command if a.startswith("unix:"))
     assert not os.path.exists(mon[len("unix:"):].split(",")[0])
     # under TCG the guest's clocks stopped with the VM: its drift window ended that much later
-    assert abs((r.seconds - base.result.seconds) - inj.stopped_s) < 0.3, (r.seconds, base.result.seconds, inj)
+    grew = after_trigger_s(b) - after_trigger_s(undisturbed)
+    assert abs(grew - inj.stopped_s) < 0.25, (after_trigger_s(b), after_trigger_s(undisturbed), inj)
 
 
 @pytest.mark.parametrize("kind", ["sigstop", "pause"])
 def test_qemu_is_resumed_when_the_run_times_out_during_a_fault(boot, kind):
     # the bound (0.5 s, plus the fault's 3 s) runs out in the middle of the fault
     fault = qemu.Fault(kind, DRIFT_START, delay_s=1.0, duration_s=3.0)
-    b, _ = timed_boot(boot, faults=[fault], timeout=0.5)
+    b = tcg_boot(boot, faults=[fault], timeout=0.5)
     r = b.result
     assert r.timed_out and r.timeout_s == pytest.approx(3.5) and r.status is None, b.explain()
     assert r.seconds < r.timeout_s + 3, r.seconds  # nothing hung
@@ -115,7 +112,7 @@ def test_qemu_is_resumed_when_the_run_times_out_during_a_fault(boot, kind):
 def test_two_faults_in_order(boot):
     faults = [qemu.Fault("sigstop", DRIFT_START, delay_s=0.5, duration_s=0.3),
               qemu.Fault("pause", DRIFT_START, delay_s=0.6, duration_s=0.3)]
-    b, _ = timed_boot(boot, faults=faults)
+    b = tcg_boot(boot, faults=faults)
     r = b.result
     assert r.status is not None and not r.timed_out, b.explain()
     assert r.timeout_s == pytest.approx(TIMEOUT + 0.6)
@@ -129,7 +126,7 @@ def test_two_faults_in_order(boot):
 
 def test_a_trigger_that_never_appears(boot):
     fault = qemu.Fault("sigstop", r"no such line, ever", duration_s=2.0)
-    b, _ = timed_boot(boot, faults=[fault])
+    b = tcg_boot(boot, faults=[fault])
     assert b.status is not None and not b.result.timed_out, b.explain()
     [inj] = b.result.injections
     assert not inj.injected and inj.trigger_s is None and inj.stop_sent_s is None

@@ -120,6 +120,7 @@ class Injection:
     stop_confirmed_s: float | None = None
     resume_sent_s: float | None = None
     resume_confirmed_s: float | None = None
+    cpu_while_stopped_s: float | None = None  # QEMU's CPU time (all threads, /proc) from stop confirmed to resume sent
     cut_short: str | None = None  # why it ended before duration_s (the run's time bound, QEMU gone)
     error: str | None = None  # why it was not injected, or what went wrong
 
@@ -368,6 +369,16 @@ def _threads_stopped(pid: int) -> bool | None:
     return all(s in "Tt" for s in states)
 
 
+def _cpu_s(pid: int) -> float | None:
+    """The CPU time pid's threads have used, user and system, from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _await_threads(pid: int, stopped: bool) -> bool:
     deadline = time.monotonic() + CONFIRM_BOUND_S
     while time.monotonic() < deadline:
@@ -413,8 +424,12 @@ class _Injector:
 
     def _hold(self, fault: Fault, inj: Injection, t0: float) -> None:
         """Waits out the fault's duration from when the stop was sent, or until the run ends."""
+        cpu = _cpu_s(self.proc.pid)
         if self.ending.wait(max(0.0, t0 + inj.stop_sent_s + fault.duration_s - time.monotonic())):
             inj.cut_short = self.ending_reason
+        after = _cpu_s(self.proc.pid)
+        if cpu is not None and after is not None:
+            inj.cpu_while_stopped_s = after - cpu
 
     def _sigstop(self, fault: Fault, inj: Injection, t0: float) -> None:
         if self.proc.poll() is not None:

@@ -1,0 +1,300 @@
+"""Acceptance tests: figures you can trust when time misbehaves.
+
+The image is stopped from outside in the middle of its drift window, and must
+report what happened as a finding (a `discontinuity` record) while every
+frequency it states still agrees with an undisturbed run's within the
+uncertainty it states itself. The faults (qemu.Fault) and what each does to
+the guest's clocks (PLATFORM.md):
+
+- SIGSTOP of QEMU, under TCG or KVM: QEMU stops, the host's clocks run on, so
+  every guest clock has moved ahead alike on resumption: a "gap".
+- a monitor pause under KVM: the guest's TSC runs on while QEMU's HPET and
+  PM timer stand still: "reference stood still".
+- a monitor pause under TCG: every guest clock stops with the VM; nothing to
+  see, and nothing may change.
+
+The records they rely on (docs/output.md):
+  phase         {"experiment": "drift", "event": "start", "window_ms"}, before the window
+  frequency     {"counter", "reference", "hz", "ppm_vs_nominal", "stderr_ppm", "uncertainty_ppm"
+                 (total standard uncertainty, relative to the reference), "absolute_uncertainty_ppm",
+                 "window_s", "samples", "segments"}
+  discontinuity {"counter": "tsc", "reference", "at_s" (into the window), "tsc_ns", "counter_ns"
+                 (null when the reference cannot tell), "kind"}, one per event
+  check, summary
+
+Every run is a direct boot; the undisturbed baselines and each disturbed run
+are booted once per module and shared by the tests that read them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import pytest
+
+from clockbench import qemu, records
+
+PHASE_START = r'"type":"phase".*"experiment":"drift".*"event":"start"'
+WINDOW_S = 4  # drift window of the baselines and of runs whose stall leaves time enough after it
+DELAY_S = 1.0  # from the phase record to the fault: about a second into the window
+AFTER_S = 2  # a SIGSTOP's stall counts in the window's time: this much window is left after it
+
+FREQUENCY_KEYS = {"type", "counter", "reference", "hz", "ppm_vs_nominal", "stderr_ppm", "uncertainty_ppm",
+                  "absolute_uncertainty_ppm", "window_s", "samples", "segments"}
+DISCONTINUITY_KEYS = {"type", "counter", "reference", "at_s", "tsc_ns", "counter_ns", "kind"}
+KINDS = {"gap", "reference stood still", "reference jumped", "tsc went back", "too long to unwrap"}
+EVERY_CLOCK_RAN = {"gap", "too long to unwrap"}  # what a stall of the whole machine may be called
+PAIRS = [("tsc", "hpet"), ("tsc", "acpi_pm"), ("tsc", "pit"), ("acpi_pm", "hpet"), ("pit", "hpet")]
+
+# Known answers (PLATFORM.md): QEMU derives the HPET and the PM timer from one
+# clock, so their ratio is exactly nominal; its PIT runs at exactly 1,193,182 Hz
+# under TCG and, in KVM's kernel, at 1,193,181 Hz, against that same clock.
+PIT_NOMINAL_HZ = Fraction(14_318_180, 12)
+PIT_TRUE_HZ = {"tcg": 1_193_182, "kvm": 1_193_181}
+# Records carry ppm to 6 decimals and hz to 3: half a unit of each, per record.
+PPM_ROUNDING = 0.5e-6
+HZ_ROUNDING = 0.0005
+
+
+@dataclass(frozen=True)
+class Case:
+    accel: str
+    kind: str | None = None  # None: undisturbed
+    stall_s: float = 0.0
+
+    @property
+    def window_s(self) -> int:
+        if self.kind == "sigstop":
+            return max(WINDOW_S, math.ceil(DELAY_S + self.stall_s + AFTER_S))
+        return WINDOW_S
+
+    @property
+    def id(self) -> str:
+        return f"{self.accel}-{self.kind}-{self.stall_s:g}s" if self.kind else f"{self.accel}-undisturbed"
+
+    def boot_args(self) -> dict:
+        kw = {"boot": "direct", "accel": self.accel, "append": f"duration={self.window_s}"}
+        if self.accel == "kvm":
+            kw.update(firmware="qboot", timeout=300)
+        else:
+            kw.update(timeout=60 + 2 * self.window_s)
+        if self.kind:
+            kw["faults"] = [qemu.Fault(self.kind, PHASE_START, delay_s=DELAY_S, duration_s=self.stall_s)]
+        return kw
+
+
+BASELINES = [Case("tcg"), Case("kvm")]
+SIGSTOPS = [Case(accel, "sigstop", s) for accel in ("tcg", "kvm") for s in (0.1, 1.0, 5.0)]
+PAUSES = [Case("tcg", "pause", 1.0), Case("kvm", "pause", 1.0)]
+
+
+def ids(cases):
+    return [c.id for c in cases]
+
+
+@pytest.fixture(scope="module")
+def booted(boot):
+    """Boots each case once, however many tests read it."""
+    done = {}
+
+    def get(case: Case):
+        if case not in done:
+            done[case] = boot(**case.boot_args())
+        return done[case]
+
+    return get
+
+
+@pytest.fixture
+def run(request, booted):
+    """The run of the case the test is parametrised with, and its accelerator's baseline."""
+    case = request.param
+    if case.accel == "kvm":
+        request.getfixturevalue("kvm")  # skips when KVM is unusable
+    return case, booted(case), booted(Case(case.accel))
+
+
+def fails(b) -> list[dict]:
+    return [c for c in records.of_type(b.records, "check") if c["result"] == "FAIL"]
+
+
+def assert_passed(b):
+    assert b.status == 0, b.explain()
+    assert not fails(b), (fails(b), b.explain())
+    s = records.one(b.records, "summary")
+    assert s["fail"] == 0 and s["status"] == "passed", s
+
+
+def window_start(b) -> dict:
+    return records.one(b.records, "phase", experiment="drift", event="start")
+
+
+def injection(case: Case, b) -> qemu.Injection:
+    """The run's one fault, which must have gone as asked."""
+    [inj] = b.result.injections
+    assert inj.trigger_s is not None, f"no drift phase record (/{PHASE_START}/), so nothing was injected\n{b.explain()}"
+    assert inj.injected and inj.error is None and inj.cut_short is None, f"{inj.describe()}\n{b.explain()}"
+    assert abs(inj.stopped_s - case.stall_s) < 0.1 + 0.1 * case.stall_s, inj.describe()
+    return inj
+
+
+def frequency(b, counter: str, reference: str) -> dict:
+    f = records.one(b.records, "frequency", counter=counter, reference=reference)
+    assert FREQUENCY_KEYS <= set(f), f
+    return f
+
+
+def disagreement(run_b, base_b, counter: str, reference: str) -> str | None:
+    """Why the two runs' figures for the pair disagree beyond 3 x their combined
+    standard uncertainty, or None when they agree."""
+    a, b = frequency(run_b, counter, reference), frequency(base_b, counter, reference)
+    if a["ppm_vs_nominal"] is not None and b["ppm_vs_nominal"] is not None:
+        diff, rounding = a["ppm_vs_nominal"] - b["ppm_vs_nominal"], 2 * PPM_ROUNDING
+    else:
+        diff = (a["hz"] - b["hz"]) / b["hz"] * 1e6
+        rounding = HZ_ROUNDING * (1 / a["hz"] + 1 / b["hz"]) * 1e6
+    limit = 3 * math.hypot(a["uncertainty_ppm"], b["uncertainty_ppm"]) + rounding + 6 * PPM_ROUNDING
+    if abs(diff) <= limit:
+        return None
+    return (f"{counter} vs {reference}: {diff:+.6f} ppm from the baseline, limit {limit:.6f} "
+            f"(u {a['uncertainty_ppm']} here, {b['uncertainty_ppm']} undisturbed)\n  run  {a}\n  base {b}")
+
+
+def assert_agrees(run_b, base_b, pairs, inj):
+    problems = [p for p in (disagreement(run_b, base_b, c, r) for c, r in pairs) if p]
+    assert not problems, "\n".join(problems + [f"fault: {inj.describe()}"])
+
+
+def discontinuities(b) -> list[dict]:
+    found = records.of_type(b.records, "discontinuity")
+    for d in found:
+        assert DISCONTINUITY_KEYS <= set(d) and d["counter"] == "tsc" and d["kind"] in KINDS, d
+        assert d["reference"] in {"hpet", "acpi_pm", "pit"}, d
+    return found
+
+
+def near(value: float, target: float, tolerance: float) -> bool:
+    return abs(value - target) <= tolerance * target
+
+
+def assert_located(d: dict, b, inj: qemu.Injection):
+    """In the window, and about when the fault was injected after the window began."""
+    window = window_start(b)["window_ms"] / 1000
+    assert 0 < d["at_s"] < window, (d, window)
+    assert abs(d["at_s"] - inj.stop_sent_s) < 1.0, (d, inj.describe())
+
+
+# a. undisturbed baselines
+
+
+@pytest.mark.parametrize("run", BASELINES, ids=ids(BASELINES), indirect=True)
+def test_baseline_passes_and_announces_its_window(run):
+    case, b, _ = run
+    assert_passed(b)
+    start = window_start(b)
+    assert start["window_ms"] == case.window_s * 1000, start
+    first_result = min((i for i, r in enumerate(b.records) if r["type"] in ("frequency", "discontinuity")),
+                       default=len(b.records))
+    assert b.records.index(start) < first_result, "the phase record must come before the window's results"
+
+
+@pytest.mark.parametrize("run", BASELINES, ids=ids(BASELINES), indirect=True)
+def test_baseline_frequency_records(run):
+    case, b, _ = run
+    for counter, reference in PAIRS:
+        f = frequency(b, counter, reference)
+        assert f["samples"] > 100 and f["segments"] >= 1, f
+        assert abs(f["window_s"] - case.window_s) < 0.1 * case.window_s, f
+        assert 0 < f["stderr_ppm"] <= f["uncertainty_ppm"], f  # the total covers the statistical part
+        assert f["absolute_uncertainty_ppm"] is None or f["absolute_uncertainty_ppm"] >= f["uncertainty_ppm"], f
+
+
+@pytest.mark.parametrize("run", BASELINES, ids=ids(BASELINES), indirect=True)
+def test_baseline_known_answers_lie_within_the_stated_uncertainty(run):
+    case, b, _ = run
+    pm = frequency(b, "acpi_pm", "hpet")
+    assert abs(pm["ppm_vs_nominal"]) <= 3 * pm["uncertainty_ppm"] + 2 * PPM_ROUNDING, pm
+    pit = frequency(b, "pit", "hpet")
+    true_ppm = float((PIT_TRUE_HZ[case.accel] - PIT_NOMINAL_HZ) / PIT_NOMINAL_HZ * 10**6)
+    assert abs(pit["ppm_vs_nominal"] - true_ppm) <= 3 * pit["uncertainty_ppm"] + 2 * PPM_ROUNDING, (pit, true_ppm)
+
+
+@pytest.mark.parametrize("run", BASELINES, ids=ids(BASELINES), indirect=True)
+def test_baseline_has_no_false_discontinuity(run):
+    # an undisturbed run can still lose the CPU to the host for a moment, but
+    # every clock runs on meanwhile: nothing else may be reported
+    _, b, _ = run
+    wrong = [d for d in discontinuities(b) if d["kind"] not in EVERY_CLOCK_RAN]
+    assert not wrong, wrong
+
+
+# b, c. stalls and pauses mid-window
+
+
+@pytest.mark.parametrize("run", SIGSTOPS + PAUSES, ids=ids(SIGSTOPS + PAUSES), indirect=True)
+def test_disturbed_run_passes(run):
+    case, b, _ = run
+    injection(case, b)
+    assert_passed(b)
+    assert window_start(b)["window_ms"] == case.window_s * 1000
+
+
+AGREEING = SIGSTOPS + [Case("tcg", "pause", 1.0)]
+
+
+@pytest.mark.parametrize("run", AGREEING, ids=ids(AGREEING), indirect=True)
+def test_frequencies_agree_with_the_undisturbed_run(run):
+    # every clock ran on through a SIGSTOP, and every clock stopped through a
+    # TCG pause: no ratio changed, so no figure may move beyond its uncertainty
+    case, b, base = run
+    inj = injection(case, b)
+    assert_passed(base)
+    assert_agrees(b, base, PAIRS, inj)
+
+
+@pytest.mark.parametrize("run", SIGSTOPS, ids=ids(SIGSTOPS), indirect=True)
+def test_sigstop_is_reported_as_a_gap(run):
+    case, b, _ = run
+    inj = injection(case, b)
+    # the host's sleep overshoots most, relatively, in the shortest stall
+    tolerance = 0.5 if case.stall_s < 1 else 0.2
+    found = discontinuities(b)
+    stall = [d for d in found if near(d["tsc_ns"] / 1e9, inj.stopped_s, tolerance)]
+    assert stall, (f"no discontinuity with tsc_ns within {tolerance:.0%} of the {inj.stopped_s:.3f} s stall",
+                   found, inj.describe())
+    for d in stall:
+        assert_located(d, b, inj)
+        # the whole machine stopped and every clock ran on: nothing stood still or jumped
+        assert d["kind"] in EVERY_CLOCK_RAN, d
+    # the 64-bit HPET can always tell how far it ran, and it ran as far as the TSC
+    hpet = [d for d in stall if d["reference"] == "hpet"]
+    assert hpet and all(d["kind"] == "gap" and d["counter_ns"] is not None for d in hpet), stall
+    assert all(near(d["counter_ns"], d["tsc_ns"], tolerance) for d in hpet), hpet
+
+
+KVM_PAUSE = [Case("kvm", "pause", 1.0)]
+
+
+@pytest.mark.parametrize("run", KVM_PAUSE, ids=ids(KVM_PAUSE), indirect=True)
+def test_kvm_pause_agrees_on_the_tsc_frequency(run):
+    case, b, base = run
+    inj = injection(case, b)
+    assert_passed(base)
+    assert_agrees(b, base, [("tsc", "hpet")], inj)
+    claim = [c for c in records.of_type(b.records, "check") if "claim" in c["name"].lower() and c["result"] == "FAIL"]
+    assert not claim, claim  # the TSC's rate did not change; only the HPET stood still
+
+
+@pytest.mark.parametrize("run", KVM_PAUSE, ids=ids(KVM_PAUSE), indirect=True)
+def test_kvm_pause_is_reported_as_the_reference_standing_still(run):
+    case, b, _ = run
+    inj = injection(case, b)
+    found = discontinuities(b)
+    still = [d for d in found if d["kind"] == "reference stood still" and near(d["tsc_ns"] / 1e9, inj.stopped_s, 0.3)]
+    assert still, (f"no 'reference stood still' with tsc_ns within 30 % of the {inj.stopped_s:.3f} s pause",
+                   found, inj.describe())
+    for d in still:
+        assert_located(d, b, inj)
+        assert d["counter_ns"] is not None and d["counter_ns"] < 0.5 * d["tsc_ns"], d
