@@ -35,8 +35,8 @@
 #define GAP_REPORT_MS 10         /* the loop away this long: reported even when every clock ran */
 #define STUCK_MS 100             /* no change for this long, while the loop ran: stuck */
 #define UNCERTAINTY_SUBWINDOWS 8
-#define RESIDUAL_STEP_K 4        /* a residual step this many RMS ... (the step itself inflates the RMS) */
-#define RESIDUAL_STEP_TICKS 8    /* ... and this many ticks beyond two narrowest brackets is a cut */
+#define RESIDUAL_STEP_K 6        /* a level shift in the residuals this many times its noise ... */
+#define RESIDUAL_STEP_TICKS 3    /* ... and this many counter ticks is a cut */
 #define RESIDUAL_CUTS_MAX 4
 #define WINDOW_CAP_FACTOR 3      /* the window may run this many times what was asked, to make up for gaps */
 
@@ -63,7 +63,9 @@ struct series {
     uint64_t stuck_at_tsc;
 
     /* the last change of value, and the last read */
-    uint64_t lc_value, lc_a, lc_b, last_b, still_tsc;
+    uint64_t lc_value, lc_a, lc_b, lc_y;   /* the reference reading: the last narrow one */
+    uint64_t cur_value, last_b, still_tsc; /* the last value seen, and when */
+    uint64_t narrow_w, limit_tsc;          /* narrowest bracket so far; how long a step can unwrap */
     bool in_stall;
     uint64_t y;              /* counter ticks since the window began, unwrapped */
     uint32_t seg;
@@ -186,52 +188,64 @@ static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint
     uint64_t a, b;
     uint64_t v = read_bracketed(&s->src, &a, &b) & s->src.mask;
     s->reads++;
-    bool away = a - s->last_b > gap_tsc;
+    /* the loop was away: between the previous read and this one, or inside this read's bracket */
+    bool away = b - s->last_b > gap_tsc;
     if (away) {
         s->gaps++;
-        s->away_tsc += a - s->last_b;
+        s->away_tsc += b - s->last_b;
     }
-    if (v != s->lc_value) {
+    if (v != s->cur_value) {
+        /* judged against the last reading whose bracket was narrow: a pause
+           that falls inside a bracket widens it and hides from that step,
+           but not from the step that spans the wide bracket */
         struct step st;
         unwrap_step(&s->up, s->lc_value, s->lc_a, s->lc_b, v, a, b, &st);
         uint64_t at = mid(a, b) - start, tsc_ticks = mid(a, b) - mid(s->lc_a, s->lc_b);
+        bool cut = true;
         switch (st.kind) {
         case STEP_NORMAL:
-            if (v < s->lc_value)
+            cut = false;
+            if (v < s->cur_value)
                 s->wraps++;
-            s->y += st.advance;
+            s->y = s->lc_y + st.advance;
             if (away)
                 add_event(s, EV_GAP, at, tsc_ticks, true, (int64_t)st.advance);
             break;
         case STEP_SLOW:
-            s->y += st.advance;
+            s->y = s->lc_y + st.advance;
             add_event(s, EV_STOOD_STILL, at, tsc_ticks, true, (int64_t)st.advance);
-            s->seg++;
             break;
         case STEP_FAST:
-            s->y += st.advance;
+            s->y = s->lc_y + st.advance;
             add_event(s, EV_JUMPED, at, tsc_ticks, true, (int64_t)st.advance);
-            s->seg++;
             break;
         case STEP_BACKWARD:
             s->backward++;
             if (st.backward > s->largest_backward)
                 s->largest_backward = st.backward;
             add_event(s, EV_BACKWARD, at, tsc_ticks, true, -(int64_t)st.backward);
-            s->seg++;
             break;
         case STEP_GAP:
             add_event(s, EV_TOO_LONG, at, tsc_ticks, false, 0);
-            s->seg++;
             break;
         case STEP_TSC_BACKWARD:
             add_event(s, EV_TSC_BACK, at, 0, true, (int64_t)st.advance);
-            s->seg++;
             break;
         }
-        s->lc_value = v;
-        s->lc_a = a;
-        s->lc_b = b;
+        if (cut)
+            s->seg++;
+        s->cur_value = v;
+        uint64_t width = b - a;
+        if (width < s->narrow_w)
+            s->narrow_w = width;
+        /* a new reference: after an event, for a narrow bracket, or before
+           the old one grows too old to unwrap from */
+        if (cut || width <= 3 * s->narrow_w + 16 || a - s->lc_b > s->limit_tsc / 4) {
+            s->lc_value = v;
+            s->lc_a = a;
+            s->lc_b = b;
+            s->lc_y = s->y;
+        }
         s->still_tsc = 0;
         s->in_stall = false;
     } else if (!away) {
@@ -265,9 +279,12 @@ static void sample_all(uint64_t window)
     for (int k = 0; k < series_count; k++) {
         struct series *s = &series[k];
         uint64_t a, b;
-        s->lc_value = read_bracketed(&s->src, &a, &b) & s->src.mask;
+        s->lc_value = s->cur_value = read_bracketed(&s->src, &a, &b) & s->src.mask;
         s->lc_a = a;
         s->lc_b = s->last_b = b;
+        s->lc_y = 0;
+        s->narrow_w = b - a;
+        s->limit_tsc = unwrap_limit_tsc(&s->up);
         s->still_tsc = 0;
         s->y = 0;
         s->seg = 0;
@@ -354,7 +371,7 @@ static void analyse(struct series *s)
     for (int cut = 0; s->fitted && cut < RESIDUAL_CUTS_MAX; cut++) {
         uint32_t at;
         struct xf size;
-        struct xf min_step = xf_add(xf_from_u64(RESIDUAL_STEP_TICKS), xf_mul(xf_from_u64(2 * s->min_width), s->fit.slope));
+        struct xf min_step = xf_from_u64(RESIDUAL_STEP_TICKS);
         if (!segfit_find_step(&s->fit, s->x, s->yv, s->sg, n, min_step, RESIDUAL_STEP_K, &at, &size))
             break;
         add_event(s, EV_RESIDUAL_STEP, (uint64_t)s->x[at], (uint64_t)(s->x[at] - s->x[at - 1]), true, xf_to_fixed(size, 0));

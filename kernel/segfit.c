@@ -1,6 +1,8 @@
 /* Common-slope least squares across segments (see segfit.h). */
 #include "segfit.h"
 
+#define STEP_SIDE 8 /* points each side of a candidate step */
+
 typedef unsigned __int128 u128;
 
 /* What the fit needs from one segment, about its own means. */
@@ -213,25 +215,68 @@ struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_
     return xf_sub(xf_sub(xf_from_i64(y), xf_mul(f->slope, xf_from_i64(x))), f->intercept[k]);
 }
 
-bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
-                      struct xf min_step, uint32_t k_rms, uint32_t *at, struct xf *size)
+/* Residuals in thousandths of a y unit, as integers: cheap to sum. */
+static int64_t resid_milli(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t i)
 {
-    struct xf best = {0, 0, false}, prev = best;
+    return xf_to_fixed(segfit_residual(f, x[i], y[i], seg[i]), 3);
+}
+
+bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
+                      struct xf min_step, uint32_t k, uint32_t *at, struct xf *size)
+{
     *at = 0;
-    *size = best;
+    *size = (struct xf){0, 0, false};
+    /* the noise: consecutive residuals differ by sqrt(2) sigma; one step
+       among n differences barely moves this, where it inflates the RMS */
+    unsigned __int128 ss = 0;
+    uint64_t pairs = 0;
+    int64_t prev = 0;
     for (uint32_t i = 0; i < n; i++) {
-        struct xf r = segfit_residual(f, x[i], y[i], seg[i]);
-        if (i > 0 && seg[i] == seg[i - 1] && used_index(f, seg[i]) >= 0) {
-            struct xf d = xf_sub(r, prev);
-            if (xf_cmp(xf_abs(d), xf_abs(best)) > 0) {
-                best = d;
-                *at = i;
-            }
+        if (used_index(f, seg[i]) < 0)
+            continue;
+        int64_t r = resid_milli(f, x, y, seg, i);
+        if (i > 0 && seg[i] == seg[i - 1]) {
+            int64_t d = r - prev;
+            ss += (unsigned __int128)((__int128)d * d);
+            pairs++;
         }
         prev = r;
     }
-    *size = best;
-    struct xf mag = xf_abs(best);
-    return !xf_is_zero(mag) && xf_cmp(mag, min_step) > 0 &&
-           xf_cmp(mag, xf_mul(xf_from_u64(k_rms), f->resid_rms)) > 0;
+    if (pairs < 2 * STEP_SIDE)
+        return false;
+    struct xf sigma_milli = xf_sqrt(xf_div(xf_from_u128(ss), xf_from_u64(2 * pairs)));
+    /* the level difference of STEP_SIDE points each side: its noise is
+       sigma * sqrt(2 / STEP_SIDE) */
+    struct xf noise = xf_mul(sigma_milli, xf_sqrt(xf_div(xf_from_u64(2), xf_from_u64(STEP_SIDE))));
+    int64_t ring[2 * STEP_SIDE];
+    uint32_t filled = 0, head = 0;
+    int64_t best = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (used_index(f, seg[i]) < 0) {
+            filled = 0;
+            continue;
+        }
+        if (i > 0 && seg[i] != seg[i - 1])
+            filled = 0;
+        ring[head] = resid_milli(f, x, y, seg, i);
+        head = (head + 1) % (2 * STEP_SIDE);
+        if (filled < 2 * STEP_SIDE)
+            filled++;
+        if (filled < 2 * STEP_SIDE)
+            continue;
+        /* ring holds points i - 2 STEP_SIDE + 1 .. i, oldest at head */
+        int64_t before = 0, after = 0;
+        for (uint32_t j = 0; j < STEP_SIDE; j++) {
+            before += ring[(head + j) % (2 * STEP_SIDE)];
+            after += ring[(head + STEP_SIDE + j) % (2 * STEP_SIDE)];
+        }
+        int64_t d = (after - before) / STEP_SIDE;
+        if ((d < 0 ? -d : d) > (best < 0 ? -best : best)) {
+            best = d;
+            *at = i + 1 - STEP_SIDE;
+        }
+    }
+    *size = xf_div(xf_from_i64(best), xf_from_u64(1000));
+    struct xf mag = xf_abs(*size);
+    return best != 0 && xf_cmp(mag, min_step) > 0 && xf_cmp(xf_from_i64(best < 0 ? -best : best), xf_mul(xf_from_u64(k), noise)) > 0;
 }

@@ -39,15 +39,16 @@ bool segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
 /* y_i minus the fitted line of its segment; zero for a point the fit did not use. */
 struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_t seg);
 
-/* A step in the residuals that no cut explains: the largest |r_i - r_{i-1}|
-   between consecutive points of one used segment. True, with *at = i (the
-   first point after the step) and *size (y units, signed r_i - r_{i-1}),
-   when it exceeds both min_step (y units) and k_rms times the fit's
-   resid_rms. The caller cuts there (makes point `at` start a new segment)
-   and fits again. False otherwise, *at and *size then describing the
-   largest step found all the same (0 and 0 when there is no pair). Since
-   the step inflates resid_rms too (to a quarter of its size for a step
-   mid-segment), k_rms should be modest (3). */
+/* A step in the residuals that no cut explains: a level shift, the mean
+   of the 8 residuals after a point minus the mean of the 8 before it,
+   within one used segment; the largest. True, with *at = the first point
+   after the step and *size (y units, signed), when it exceeds min_step
+   (y units) and k times its own noise, sigma * sqrt(2 / 8), where sigma
+   comes from the differences of consecutive residuals (a single step
+   barely moves that, where it inflates the RMS; a single outlier moves
+   a level of 8 points by an eighth only). The caller cuts there and fits
+   again. False otherwise, *at and *size then describing the largest found
+   (0 and 0 when no segment has 16 points). */
 bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
                       struct xf min_step, uint32_t k_rms, uint32_t *at, struct xf *size);
 

@@ -8,9 +8,10 @@ checked here without asking the image, in ways that hold on a loaded host:
   every thread stopped, and QEMU uses no CPU time until SIGCONT. The run's
   wall time need not grow: the guest's clocks ran on too, so a window
   bounded by them can end on time.
-- "pause": under TCG every guest clock stops with the VM, so the image
-  cannot tell, and the drift window, bounded by guest time, ends that much
-  later: the time from the trigger to QEMU's exit grows by the pause.
+- "pause": under TCG every guest clock stops with the VM (the TSC comes back
+  up to about a microsecond off the HPET, PM timer and PIT, measured), so the
+  drift window, bounded by guest time, ends that much later: the time from
+  the trigger to QEMU's exit grows by the pause.
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ the guest's clocks (PLATFORM.md):
   every guest clock has moved ahead alike on resumption: a "gap".
 - a monitor pause under KVM: the guest's TSC runs on while QEMU's HPET and
   PM timer stand still: "reference stood still".
-- a monitor pause under TCG: every guest clock stops with the VM; nothing to
-  see, and nothing may change.
+- a monitor pause under TCG: every guest clock stops with the VM, but not to
+  the nanosecond: the TSC comes back 0.05 to 0.8 us off the HPET, PM timer and
+  PIT (measured with QEMU 7.2, whatever the pause's length), 50 to 200 times
+  the residuals of an undisturbed TCG fit. No rate changed: that step must
+  not bend the frequencies.
 
 The records they rely on (docs/output.md):
   phase         {"experiment": "drift", "event": "start", "window_ms"}, before the window
@@ -44,7 +47,8 @@ AFTER_S = 2  # a SIGSTOP's stall counts in the window's time: this much window i
 FREQUENCY_KEYS = {"type", "counter", "reference", "hz", "ppm_vs_nominal", "stderr_ppm", "uncertainty_ppm",
                   "absolute_uncertainty_ppm", "window_s", "samples", "segments"}
 DISCONTINUITY_KEYS = {"type", "counter", "reference", "at_s", "tsc_ns", "counter_ns", "kind"}
-KINDS = {"gap", "reference stood still", "reference jumped", "tsc went back", "too long to unwrap"}
+KINDS = {"gap", "reference stood still", "reference jumped", "reference went back", "tsc went back", "too long to unwrap",
+         "residual step"}
 EVERY_CLOCK_RAN = {"gap", "too long to unwrap"}  # what a stall of the whole machine may be called
 PAIRS = [("tsc", "hpet"), ("tsc", "acpi_pm"), ("tsc", "pit"), ("acpi_pm", "hpet"), ("pit", "hpet")]
 
@@ -180,10 +184,13 @@ def near(value: float, target: float, tolerance: float) -> bool:
 
 
 def assert_located(d: dict, b, inj: qemu.Injection):
-    """In the window, and about when the fault was injected after the window began."""
+    """In the window, and when the fault was, give or take a second: the window
+    began about when its phase record reached the host (the fault's trigger),
+    and the TSC ran through the fault, so the event spans from stop_sent_s to
+    stop_sent_s + stopped_s of window time; at_s may name either end."""
     window = window_start(b)["window_ms"] / 1000
     assert 0 < d["at_s"] < window, (d, window)
-    assert abs(d["at_s"] - inj.stop_sent_s) < 1.0, (d, inj.describe())
+    assert inj.stop_sent_s - 1.0 < d["at_s"] < inj.stop_sent_s + inj.stopped_s + 1.0, (d, inj.describe())
 
 
 # a. undisturbed baselines

@@ -104,7 +104,8 @@ def summarise_known_answers(runs: list[dict]) -> dict:
         figures = [r["known_answers"][pair] for r in runs if pair in r.get("known_answers", {})]
         judged = [f for f in figures if "within_3u" in f]
         zs = [f["z"] for f in judged if f.get("z") is not None]
-        missing = sorted({f["missing"] for f in figures if "missing" in f})
+        reasons = [f["missing"] for f in figures if "missing" in f]
+        missing = [f"{why} ({reasons.count(why)} of {len(figures)} runs)" for why in sorted(set(reasons))]
         out[pair] = {
             "runs": len(figures),
             "judged": len(judged),
@@ -169,7 +170,7 @@ def main(argv=None) -> int:
                 print(f"bench: {accel} {pair}: error within 3 x uncertainty_ppm in {k['within_3u']} of {k['judged']} runs"
                       f" (largest |error|/u {k['max_abs_z']})", flush=True)
             for why in k.get("not_judged_because", []):
-                print(f"bench: {accel} {pair}: known-answer coverage not measured in some runs: {why}", flush=True)
+                print(f"bench: {accel} {pair}: known-answer coverage not measured: {why}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({a: v["goal_met"] for a, v in result["accelerators"].items()}, indent=2))

@@ -380,11 +380,11 @@ def _cpu_s(pid: int) -> float | None:
 
 
 def _await_threads(pid: int, stopped: bool) -> bool:
+    """Whether /proc shows every thread of pid stopped (or none stopped) within CONFIRM_BOUND_S."""
     deadline = time.monotonic() + CONFIRM_BOUND_S
     while time.monotonic() < deadline:
-        state = _threads_stopped(pid)
-        if state is None or state == stopped:
-            return state is not None
+        if _threads_stopped(pid) == stopped:  # None (a thread came or went mid-read): look again
+            return True
         time.sleep(0.0005)
     return False
 
