@@ -66,7 +66,7 @@ struct series {
     uint64_t lc_value, lc_a, lc_b, lc_y;   /* the reference reading: the last narrow one */
     uint64_t cur_value, last_b, still_tsc; /* the last value seen, and when */
     uint64_t narrow_w, limit_tsc;          /* narrowest bracket so far; how long a step can unwrap */
-    bool in_stall;
+    bool in_stall, gap_pending;
     uint64_t y;              /* counter ticks since the window began, unwrapped */
     uint32_t seg;
 
@@ -193,6 +193,7 @@ static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint
     if (away) {
         s->gaps++;
         s->away_tsc += b - s->last_b;
+        s->gap_pending = true;
     }
     if (v != s->cur_value) {
         /* judged against the last reading whose bracket was narrow: a pause
@@ -202,14 +203,20 @@ static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint
         unwrap_step(&s->up, s->lc_value, s->lc_a, s->lc_b, v, a, b, &st);
         uint64_t at = mid(a, b) - start, tsc_ticks = mid(a, b) - mid(s->lc_a, s->lc_b);
         bool cut = true;
+        uint64_t width = b - a;
+        bool narrow = width <= 3 * s->narrow_w + 16;
         switch (st.kind) {
         case STEP_NORMAL:
             cut = false;
             if (v < s->cur_value)
                 s->wraps++;
             s->y = s->lc_y + st.advance;
-            if (away)
+            /* a gap is told from narrow readings either side of it: one
+               inside a wide bracket could have been read before the gap */
+            if (s->gap_pending && narrow) {
                 add_event(s, EV_GAP, at, tsc_ticks, true, (int64_t)st.advance);
+                s->gap_pending = false;
+            }
             break;
         case STEP_SLOW:
             s->y = s->lc_y + st.advance;
@@ -232,15 +239,16 @@ static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint
             add_event(s, EV_TSC_BACK, at, 0, true, (int64_t)st.advance);
             break;
         }
-        if (cut)
+        if (cut) {
             s->seg++;
+            s->gap_pending = false;
+        }
         s->cur_value = v;
-        uint64_t width = b - a;
         if (width < s->narrow_w)
             s->narrow_w = width;
         /* a new reference: after an event, for a narrow bracket, or before
            the old one grows too old to unwrap from */
-        if (cut || width <= 3 * s->narrow_w + 16 || a - s->lc_b > s->limit_tsc / 4) {
+        if (cut || narrow || a - s->lc_b > s->limit_tsc / 4) {
             s->lc_value = v;
             s->lc_a = a;
             s->lc_b = b;

@@ -1,7 +1,8 @@
 /* Common-slope least squares across segments (see segfit.h). */
 #include "segfit.h"
 
-#define STEP_SIDE 8 /* points each side of a candidate step */
+#define STEP_SIDE 32     /* points each side of a candidate step */
+#define STEP_CONFIRM 256 /* and how far it must persist */
 
 typedef unsigned __int128 u128;
 
@@ -278,5 +279,26 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
     }
     *size = xf_div(xf_from_i64(best), xf_from_u64(1000));
     struct xf mag = xf_abs(*size);
-    return best != 0 && xf_cmp(mag, min_step) > 0 && xf_cmp(xf_from_i64(best < 0 ? -best : best), xf_mul(xf_from_u64(k), noise)) > 0;
+    if (best == 0)
+        return false;
+    /* a step persists: over up to STEP_CONFIRM points each side (within the
+       segment) the levels must still differ by half as much; a bump of a
+       few dozen points that comes back does not */
+    uint32_t s0 = *at, s1 = *at;
+    while (s0 > 0 && seg[s0 - 1] == seg[*at] && *at - s0 < STEP_CONFIRM)
+        s0--;
+    while (s1 < n && seg[s1] == seg[*at] && s1 - *at < STEP_CONFIRM)
+        s1++;
+    int64_t before = 0, after = 0; /* 256 residuals of under 2^50 milli-units each */
+    for (uint32_t i = s0; i < *at; i++)
+        before += resid_milli(f, x, y, seg, i);
+    for (uint32_t i = *at; i < s1; i++)
+        after += resid_milli(f, x, y, seg, i);
+    int64_t long_d = after / (int64_t)(s1 - *at) - before / (int64_t)(*at - s0);
+    if ((long_d < 0 ? -long_d : long_d) * 2 < (best < 0 ? -best : best) || (long_d < 0) != (best < 0))
+        return false;
+    /* and twice the RMS: a true step of h leaves an RMS of h / 2 at most,
+       where a bump that comes back, or a slowly wandering offset, does not */
+    return best != 0 && xf_cmp(mag, min_step) > 0 && xf_cmp(xf_from_i64(best < 0 ? -best : best), xf_mul(xf_from_u64(k), noise)) > 0 &&
+           xf_cmp(mag, xf_mul(xf_from_u64(2), f->resid_rms)) > 0;
 }

@@ -40,15 +40,19 @@ bool segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
 struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_t seg);
 
 /* A step in the residuals that no cut explains: a level shift, the mean
-   of the 8 residuals after a point minus the mean of the 8 before it,
+   of the 32 residuals after a point minus the mean of the 32 before it,
    within one used segment; the largest. True, with *at = the first point
    after the step and *size (y units, signed), when it exceeds min_step
-   (y units) and k times its own noise, sigma * sqrt(2 / 8), where sigma
+   (y units), k times its own noise, sigma * sqrt(2 / 32), where sigma
    comes from the differences of consecutive residuals (a single step
-   barely moves that, where it inflates the RMS; a single outlier moves
-   a level of 8 points by an eighth only). The caller cuts there and fits
-   again. False otherwise, *at and *size then describing the largest found
-   (0 and 0 when no segment has 16 points). */
+   barely moves that, where it inflates the RMS; a single outlier moves a
+   level of 32 points by a 32nd only), and twice the fit's RMS (a true
+   step of h leaves an RMS of h / 2 at most; a bump that comes back, or a
+   wandering offset, does not pass); and it must persist: over up to 256
+   points each side the levels still differ by half as much, with the same
+   sign. The caller cuts there and fits again.
+   False otherwise, *at and *size then describing the largest found (0 and
+   0 when no segment has 64 points). */
 bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
                       struct xf min_step, uint32_t k_rms, uint32_t *at, struct xf *size);
 
