@@ -289,6 +289,8 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
         s0--;
     while (s1 < n && seg[s1] == seg[*at] && s1 - *at < STEP_CONFIRM)
         s1++;
+    if (*at - s0 < 2 * STEP_SIDE || s1 - *at < 2 * STEP_SIDE)
+        return false; /* too near an end of its segment to tell a step from a bump */
     int64_t before = 0, after = 0; /* 256 residuals of under 2^50 milli-units each */
     for (uint32_t i = s0; i < *at; i++)
         before += resid_milli(f, x, y, seg, i);

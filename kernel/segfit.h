@@ -49,8 +49,8 @@ struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_
    level of 32 points by a 32nd only), and twice the fit's RMS (a true
    step of h leaves an RMS of h / 2 at most; a bump that comes back, or a
    wandering offset, does not pass); and it must persist: over up to 256
-   points each side the levels still differ by half as much, with the same
-   sign. The caller cuts there and fits again.
+   points each side (and at least 64) the levels still differ by half as
+   much, with the same sign. The caller cuts there and fits again.
    False otherwise, *at and *size then describing the largest found (0 and
    0 when no segment has 64 points). */
 bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,

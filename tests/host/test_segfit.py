@@ -265,7 +265,7 @@ def find_step(lib, xs, ys, segs, min_step, k):
 
 def test_find_step_finds_an_injected_step(lib):
     rng = random.Random(12)
-    for at, size in ((700, 40), (1500, -25), (40, 60)):
+    for at, size in ((700, 40), (1500, -25), (80, 60)):
         xs, ys, segs = segmented_series(rng, 1, 2000, 2**45, 1_150_000, Fraction(1, 23), 2)
         ys = [y + (size if i >= at else 0) for i, y in enumerate(ys)]
         # a level shift of 32 points each side, against the noise of consecutive differences
