@@ -7,16 +7,16 @@ struct counter counters[COUNTER_COUNT] = {
                      .nominal_accuracy_ppm = 0, .nominal_accuracy_source = "measured, not a reference"},
     /* IA-PC HPET 1.0a, 2.3.4: the main counter within +-0.05 % (500 ppm) */
     [COUNTER_HPET] = {.name = "hpet", .reference_rank = 1, .advice_good = "a good reference; too slow to read for timestamps",
-                      .nominal_accuracy_ppm = 500, .nominal_accuracy_source = "the HPET's own crystal (HPET 1.0a, 2.3.4: +-500 ppm)"},
+                      .nominal_accuracy_ppm = 500, .nominal_accuracy_source = "the HPET's own crystal, HPET 1.0a 2.3.4"},
     /* ACPI states the rate (6.5, 4.8.3.3) but no tolerance; it is taken from
        the same 14.31818 MHz platform clock as the HPET on PCs, so the HPET's
        bound is used, labelled as an assumption */
     [COUNTER_ACPI_PM] = {.name = "acpi_pm", .reference_rank = 2, .advice_good = "a fallback reference: slow and coarse",
                          .nominal_accuracy_ppm = 500,
-                         .nominal_accuracy_source = "the PM timer's crystal (ACPI states no tolerance; HPET's 500 ppm assumed)"},
+                         .nominal_accuracy_source = "the PM timer's crystal; ACPI states no tolerance, 500 ppm assumed"},
     [COUNTER_PIT] = {.name = "pit", .reference_rank = 3, .advice_good = "legacy: 16 bits, wraps every 55 ms; calibration only",
                      .nominal_accuracy_ppm = 500,
-                     .nominal_accuracy_source = "the PIT's 14.31818 MHz / 12 crystal (no tolerance stated; 500 ppm assumed)"},
+                     .nominal_accuracy_source = "the PIT's crystal; no tolerance stated, 500 ppm assumed"},
 };
 
 int counters_by_rank(int out[COUNTER_COUNT])

@@ -625,7 +625,7 @@ static void report_tsc_against(const struct series *s)
             xs(b, ppm_of(s->unc.total), 4));
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);
-    kprintf("    %u samples in %u segment(s); residual RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
+    kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
             xs(c, resid_ns, 1), xs(d, ppm_of(s->unc.statistical), 4));
     if (claimed)
         kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
