@@ -19,6 +19,7 @@
 #include "discover.h"
 #include "experiment.h"
 #include "memory.h"
+#include "probe.h"
 #include "reads.h"
 #include "record.h"
 #include "report_util.h"
@@ -98,8 +99,9 @@ struct series {
 /* Fault injection from inside the image (command line inject=KIND:MS@S):
    hpet_halt stops the HPET's main counter for MS milliseconds, S seconds
    into the window (a reference that stands still while the TSC runs);
-   tsc_jump moves the TSC forward by MS milliseconds there (IA32_TIME_STAMP_
-   COUNTER, MSR 0x10, Intel SDM vol. 3B, 18.17). Known sizes, for tests. */
+   tsc_jump moves the TSC forward by MS milliseconds there (IA32_TSC_ADJUST
+   or IA32_TIME_STAMP_COUNTER, Intel SDM vol. 3B, 18.17). Known sizes, for
+   tests. */
 enum inject_kind { INJECT_NONE, INJECT_HPET_HALT, INJECT_TSC_JUMP };
 static struct {
     enum inject_kind kind;
@@ -109,6 +111,7 @@ static struct {
     uint64_t moved_tsc; /* tsc_jump: how far the TSC moved, as read back */
 } inject;
 #define MSR_TSC 0x10u
+#define MSR_TSC_ADJUST 0x3Bu
 
 static void inject_parse(void)
 {
@@ -143,6 +146,18 @@ static void inject_parse(void)
                 "      hpet_halt); nothing is injected\n", v);
 }
 
+/* IA32_TSC_ADJUST where CPUID says it exists (a write there moves the TSC
+   by the same amount, Intel SDM vol. 3B, 18.17.3), else IA32_TSC itself. */
+static void tsc_jump_job(void *unused)
+{
+    (void)unused;
+    uint64_t delta = ms_to_tsc(inject.ms);
+    if (boot_cpu.info.tsc_adjust)
+        wrmsr(MSR_TSC_ADJUST, rdmsr(MSR_TSC_ADJUST) + delta);
+    else
+        wrmsr(MSR_TSC, rdtsc() + delta);
+}
+
 /* Called between reads, outside any bracket. */
 static void inject_tick(uint64_t now, uint64_t start)
 {
@@ -154,8 +169,10 @@ static void inject_tick(uint64_t now, uint64_t start)
         if (inject.kind == INJECT_HPET_HALT) {
             hpet_set_running(&discovered.hpet, false);
         } else {
+            struct probe_fault fault;
             uint64_t before = rdtsc();
-            wrmsr(MSR_TSC, before + ms_to_tsc(inject.ms));
+            if (!probe_run(tsc_jump_job, 0, &fault))
+                kprintf("  Note: writing the TSC faulted (%s); nothing injected\n", fault.text);
             inject.moved_tsc = rdtsc() - before;
             inject.done = true;
         }
@@ -740,7 +757,7 @@ static void drift_report(void)
                 (unsigned long long)inject.ms, (unsigned long long)(inject.at_ms / 1000),
                 inject.started ? "" : " (never reached: the window was shorter)",
                 inject.kind == INJECT_TSC_JUMP && inject.started && inject.moved_tsc < ms_to_tsc(inject.ms) / 2
-                    ? "; the TSC did not move (this CPU ignores writes to MSR 0x10)" : "");    for (int k = 0; k < series_count; k++) {
+                    ? "; the TSC did not move (this CPU ignores the write)" : "");    for (int k = 0; k < series_count; k++) {
         const struct series *s = &series[k];
         kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu ticks); %llu reads, %llu wraps\n",
                 counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,

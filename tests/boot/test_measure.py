@@ -144,3 +144,15 @@ def test_kvm_tsc_matches_the_host_and_ratio_is_nominal(boot, kvm):
     prof = records.one(b.records, "profile")
     assert prof["tsc_measured"]
     assert abs(prof["tsc_hz"] - host) / host * 1e6 < 50, (prof["tsc_hz"], host)
+
+
+def test_records_are_whole_and_long_ones_come_in_parts(tcg_run):
+    # no record was cut for length; the residuals (128 points) come in parts
+    # whose arrays join to their full length
+    assert not [r for r in tcg_run.records if r.get("truncated")]
+    parts = [r for r in records.of_type(tcg_run.records, "residuals") if r["reference"] == "hpet"]
+    assert len(parts) == parts[0]["parts"] > 1 and [p["part"] for p in parts] == list(range(len(parts)))
+    joined, notes = records.join_parts(tcg_run.records)
+    [whole] = [r for r in records.of_type(joined, "residuals") if r["reference"] == "hpet"]
+    assert not notes and len(whole["t_ms"]) == len(whole["resid_ps"]) == 128
+    assert whole["t_ms"] == sorted(whole["t_ms"])

@@ -17,6 +17,7 @@
 #include "../../kernel/stats.h"
 #include "../../kernel/uncertainty.h"
 #include "../../kernel/unwrap.h"
+#include "../../kernel/verdict.h"
 #include "../../kernel/xf.h"
 
 static struct record rec;
@@ -382,5 +383,34 @@ const char *shim_freq_uncertainty(const int64_t *x, const int64_t *y, const uint
     record_xf(&rec, "quantisation", u.quantisation);
     record_xf(&rec, "total", u.total);
     record_u64(&rec, "subwindows", u.subwindows);
+    return finish();
+}
+
+/* The verdict row for one counter's findings (figures in thousandths). */
+const char *shim_verdict(int present, int measured, int64_t read_ns_x1000, int repeats, int64_t step_ns_x1000, int mono,
+                         int freq, int64_t ppm_x1000, int64_t u_x1000, int is_tsc, int intercepted, int invariant)
+{
+    struct verdict_input in = {
+        .name = "c", .present = present, .absent_reason = "gone", .measured = measured,
+        .read_ns = xf_div(xf_from_i64(read_ns_x1000), xf_from_u64(1000)), .repeats = repeats,
+        .step_ns = xf_div(xf_from_i64(step_ns_x1000), xf_from_u64(1000)), .mono = (enum mono_state)mono,
+        .freq = (enum freq_state)freq, .freq_ppm = xf_div(xf_from_i64(ppm_x1000), xf_from_u64(1000)),
+        .uncertainty_ppm = xf_div(xf_from_i64(u_x1000), xf_from_u64(1000)), .is_tsc = is_tsc,
+        .tsc_intercepted = intercepted, .tsc_invariant = invariant, .advice_good = "good",
+    };
+    struct verdict_row v;
+    verdict_make(&in, &v);
+    record_begin(&rec, "verdict");
+    record_bool(&rec, "present", v.present);
+    record_bool(&rec, "measured", v.measured);
+    record_str(&rec, "read", v.read);
+    record_str(&rec, "res", v.res);
+    record_str(&rec, "freq", v.freq);
+    record_str(&rec, "mono", v.mono);
+    record_str(&rec, "advice", v.advice);
+    record_bool(&rec, "has_ppm", v.has_ppm);
+    record_i64(&rec, "ppm_x100", v.ppm_x100);
+    record_i64(&rec, "read_ns_x10", v.read_ns_x10);
+    record_i64(&rec, "res_ns_x10", v.res_ns_x10);
     return finish();
 }
