@@ -1,6 +1,8 @@
 /* Ordinary least squares (see fit.h): b = Sxy / Sxx about the means. */
 #include "fit.h"
 
+#include "u256.h"
+
 /* The general path: means first, then sums of products about them, in xf. */
 static bool fit_line_xf(const int64_t *x, const int64_t *y, uint32_t n, struct line_fit *f)
 {
@@ -34,35 +36,6 @@ static bool fit_line_xf(const int64_t *x, const int64_t *y, uint32_t n, struct l
     f->slope_stderr = xf_sqrt(xf_div(xf_div(ssr, xf_from_u64(n - 2)), sxx));
     f->resid_rms = xf_sqrt(xf_div(ssr, xn));
     return true;
-}
-
-typedef unsigned __int128 u128;
-
-struct u256 {
-    u128 hi, lo;
-};
-
-static struct u256 mul128(u128 a, u128 b)
-{
-    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
-    u128 p00 = (u128)a0 * b0, p01 = (u128)a0 * b1, p10 = (u128)a1 * b0, p11 = (u128)a1 * b1;
-    u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
-    struct u256 r;
-    r.lo = (mid << 64) | (uint64_t)p00;
-    r.hi = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
-    return r;
-}
-
-static struct xf xf_from_u256(struct u256 v)
-{
-    if (!v.hi)
-        return xf_from_u128(v.lo);
-    int lead = v.hi >> 64 ? __builtin_clzll((uint64_t)(v.hi >> 64)) : 64 + __builtin_clzll((uint64_t)v.hi);
-    int shift = 128 - lead; /* bits of hi in use */
-    u128 top = (v.hi << (128 - shift)) | (shift == 128 ? 0 : v.lo >> shift);
-    if (shift == 128)
-        top = v.hi;
-    return xf_ldexp(xf_from_u128(top), shift);
 }
 
 /* Differences b - a of unsigned 128-bit values, as a sign and a magnitude. */
@@ -112,13 +85,7 @@ bool fit_line(const int64_t *x, const int64_t *y, uint32_t n, struct line_fit *f
     /* a = (sy - b sx) / n, back in the caller's coordinates */
     struct xf a_rel = xf_div(xf_sub(xf_from_u128(sy), xf_mul(f->slope, xf_from_u128(sx))), xn);
     f->intercept = xf_add(xf_sub(xf_from_i64(y[0]), xf_mul(f->slope, xf_from_i64(x[0]))), a_rel);
-    struct u256 p = mul128(Syy, Sxx), q = mul128(Sxy, Sxy);
-    struct u256 d = {0, 0};
-    if (p.hi > q.hi || (p.hi == q.hi && p.lo >= q.lo)) {
-        d.lo = p.lo - q.lo;
-        d.hi = p.hi - q.hi - (p.lo < q.lo);
-    }
-    struct xf D = xf_from_u256(d);
+    struct xf D = u256_to_xf(u256_sub_floor(u256_mul128(Syy, Sxx), u256_mul128(Sxy, Sxy)));
     f->slope_stderr = xf_sqrt(xf_div(xf_div(D, xf_mul(xSxx, xSxx)), xf_from_u64(n - 2)));
     f->resid_rms = xf_sqrt(xf_div(D, xf_mul(xf_mul(xn, xn), xSxx)));
     return true;

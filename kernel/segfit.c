@@ -1,10 +1,10 @@
 /* Common-slope least squares across segments (see segfit.h). */
 #include "segfit.h"
 
+#include "u256.h"
+
 #define STEP_SIDE 32     /* points each side of a candidate step */
 #define STEP_CONFIRM 256 /* and how far it must persist */
-
-typedef unsigned __int128 u128;
 
 /* What the fit needs from one segment, about its own means. */
 struct seg_sums {
@@ -13,37 +13,6 @@ struct seg_sums {
     struct xf sxx, sxy;   /* centred sums: sum (x - mx)^2, sum (x - mx)(y - my) */
     struct xf ssr;        /* squared residuals about the segment's own line (about my when sxx is 0) */
 };
-
-struct u256 {
-    u128 hi, lo;
-};
-
-static struct u256 mul128(u128 a, u128 b)
-{
-    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
-    u128 p00 = (u128)a0 * b0, p01 = (u128)a0 * b1, p10 = (u128)a1 * b0, p11 = (u128)a1 * b1;
-    u128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
-    return (struct u256){p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64), (mid << 64) | (uint64_t)p00};
-}
-
-/* a - b, floored at 0 (it is a sum of squares: never negative exactly). */
-static struct u256 sub256(struct u256 a, struct u256 b)
-{
-    if (a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo))
-        return (struct u256){0, 0};
-    return (struct u256){a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo};
-}
-
-/* The top 128 bits, scaled back: truncation costs under 2^-127 relative,
-   below what xf keeps anyway. */
-static struct xf xf_from_u256(struct u256 v)
-{
-    if (!v.hi)
-        return xf_from_u128(v.lo);
-    int used = 128 - (v.hi >> 64 ? __builtin_clzll((uint64_t)(v.hi >> 64)) : 64 + __builtin_clzll((uint64_t)v.hi));
-    u128 top = used == 128 ? v.hi : (v.hi << (128 - used)) | (v.lo >> used);
-    return xf_ldexp(xf_from_u128(top), used);
-}
 
 /* The exact path, as in fit.c: sums of offsets from the segment's smallest
    x and y, all non-negative and below 2^50, n <= 2^14, so every sum and
@@ -84,8 +53,8 @@ static bool sums_exact(const int64_t *x, const int64_t *y, uint32_t n, struct se
     if (Sxx == 0) {
         s->ssr = xf_div(xf_from_u128(Syy), xn);
     } else {
-        struct u256 D = sub256(mul128(Syy, Sxx), mul128(Sxy, Sxy));
-        s->ssr = xf_div(xf_from_u256(D), xf_mul(xn, xSxx));
+        struct u256 D = u256_sub_floor(u256_mul128(Syy, Sxx), u256_mul128(Sxy, Sxy));
+        s->ssr = xf_div(u256_to_xf(D), xf_mul(xn, xSxx));
     }
     return true;
 }
