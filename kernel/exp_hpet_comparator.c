@@ -56,9 +56,9 @@ static void comparator_report(void)
     emit(&r);
     char ns[FMT_FIXED_CHARS];
     if (c->matched) {
-        /* ticks * period_fs / 10^9 = us, with 3 decimals: ticks * period_fs / 10^6 */
+        /* ticks * period_fs / 10^6 = ns: shown as us with 3 decimals */
         kprintf("  Comparator 0 one-shot: match seen %llu ticks (%s us) after the target\n", (unsigned long long)c->late_ticks,
-                fmt_fixed(ns, (int64_t)(c->late_ticks * h->period_fs / 1000000), 6, 3));
+                fmt_fixed(ns, (int64_t)(c->late_ticks * h->period_fs / 1000000), 3, 3));
         check_pass("HPET comparator one-shot", "match seen %llu ticks after the target", (unsigned long long)c->late_ticks);
     } else {
         check_fail("HPET comparator one-shot", "%s", c->note);

@@ -1,7 +1,8 @@
 /* Experiment "read_cost": what one read of each target costs, in TSC
    ticks. Each read sits alone between two serialised TSC reads (reads.h:
-   inlined, no call); the smallest empty bracket, the same code without
-   the read, is subtracted. TSC variants are also read 64 times in a row
+   inlined, no call), and each after an empty bracket, the same code
+   without the read; the empty brackets' median is subtracted from every
+   figure of the full ones. TSC variants are also read 64 times in a row
    between two brackets, unrolled, so the cost below one bracket's
    granularity shows; an empty bracket is subtracted from those too.
 
@@ -18,35 +19,38 @@
 #include "report_util.h"
 #include "results.h"
 
-#define OVERHEAD_REPS 1000
 #define BATCH_K 64
 #define BATCH_REPS 100
 
 struct cost {
     bool available, measured;
     const char *why;
-    struct summary latency;       /* TSC ticks, empty bracket subtracted */
-    uint64_t bracket_overhead;    /* the smallest empty bracket */
+    struct summary latency;       /* TSC ticks, the empty brackets' median subtracted */
+    uint64_t bracket_overhead;    /* the empty bracket's median */
     bool batch_done;
     struct xf batch_ticks;        /* per read */
 };
 static struct cost costs[TARGET_COUNT];
 
-/* n reads, each alone between brackets; returns how many were taken
-   before the time budget ran out. */
-static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k, const struct read_src *s, uint64_t *cost,
-                                                                 uint32_t n, uint64_t budget, uint64_t over)
+/* n reads, each alone between brackets, each after an empty bracket (the
+   same code without the read), so that both see the same conditions;
+   returns how many were taken before the time budget ran out. */
+static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k, const struct read_src *s, uint64_t *full,
+                                                                 uint64_t *empty, uint32_t n, uint64_t budget)
 {
     /* a private copy, held in registers: the brackets' memory clobber would
        otherwise make the compiler reload the address between them */
     const struct read_src src = *s;
     uint64_t start = bracket_begin();
     for (uint32_t i = 0; i < n; i++) {
+        uint64_t e0 = bracket_begin();
+        read_raw(READ_NONE, &src);
+        uint64_t e1 = bracket_end();
         uint64_t a = bracket_begin();
         read_raw(k, &src);
         uint64_t b = bracket_end();
-        uint64_t d = b - a;
-        cost[i] = d > over ? d - over : 0;
+        empty[i] = e1 - e0;
+        full[i] = b - a;
         if (b - start > budget)
             return i + 1;
     }
@@ -66,38 +70,44 @@ static inline __attribute__((always_inline)) uint64_t batch(enum read_kind k, co
     return b - a;
 }
 
-#define COST_CALL(K, s, cost, n, budget, over, got) (*(got) = cost_loop(K, s, cost, n, budget, over))
+#define COST_CALL(K, s, full, empty, n, budget, got) (*(got) = cost_loop(K, s, full, empty, n, budget))
 #define BATCH_CALL(K, s, out) (*(out) = batch(K, s))
 
-static uint64_t empty_bracket(void)
+/* The full brackets' statistics less the empty brackets' median: the
+   typical cost of the bracket itself, measured interleaved with the reads.
+   One figure subtracted from all keeps min <= p50 <= p99 <= max. */
+static void subtract_overhead(const struct summary *full, uint64_t overhead, struct summary *out)
 {
-    uint64_t over = ~0ull;
-    for (int i = 0; i < OVERHEAD_REPS; i++) {
-        uint64_t a = bracket_begin();
-        read_raw(READ_NONE, 0);
-        uint64_t b = bracket_end();
-        if (b - a < over)
-            over = b - a;
-    }
-    return over;
+    *out = *full;
+    out->min = full->min > overhead ? full->min - overhead : 0;
+    out->p50 = full->p50 > overhead ? full->p50 - overhead : 0;
+    out->p99 = full->p99 > overhead ? full->p99 - overhead : 0;
+    out->p999 = full->p999 > overhead ? full->p999 - overhead : 0;
+    out->max = full->max > overhead ? full->max - overhead : 0;
+    struct xf mean = xf_sub(full->mean, xf_from_u64(overhead));
+    out->mean = mean.neg ? xf_from_u64(0) : mean;
 }
 
 static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, uint64_t budget)
 {
     struct cost *c = &costs[t];
     uint64_t mark = memory_mark();
-    uint64_t *cost = memory_alloc((size_t)n * sizeof *cost);
+    uint64_t *full = memory_alloc((size_t)n * sizeof *full);
+    uint64_t *empty = memory_alloc((size_t)n * sizeof *empty);
     uint64_t *scratch = memory_alloc((size_t)n * sizeof *scratch);
-    if (!cost || !scratch) {
+    if (!full || !empty || !scratch) {
         memory_release(mark);
         c->why = "no memory for the samples (the memory map gave no usable region)";
         return;
     }
-    c->bracket_overhead = empty_bracket();
     uint32_t got = 0;
-    READ_DISPATCH(src->kind, COST_CALL, src, cost, n, budget, c->bracket_overhead, &got);
-    stats_summarise(cost, got, scratch, &c->latency);
+    READ_DISPATCH(src->kind, COST_CALL, src, full, empty, n, budget, &got);
+    struct summary sf, se;
+    stats_summarise(full, got, scratch, &sf);
+    stats_summarise(empty, got, scratch, &se);
     memory_release(mark);
+    c->bracket_overhead = se.p50;
+    subtract_overhead(&sf, se.p50, &c->latency);
     c->measured = got > 0;
     results.target[t].cost_done = c->measured;
     results.target[t].p50_ticks = c->latency.p50;
@@ -139,7 +149,7 @@ static void read_cost_report(void)
     kprintf("\n== Read cost (ns; TSC %s MHz, %s) ==\n", xs(b[0], xf_div(results.tsc_hz, xf_from_u64(1000000)), 3),
             results.tsc_hz_source);
     kprintf("  up to %u reads per TSC variant, %u per other counter, each alone between\n", p->latency_fast, p->latency_slow);
-    kprintf("  two serialised TSC reads, the same code without the read subtracted\n");
+    kprintf("  two serialised TSC reads, less the median of the same code without the\n  read (run interleaved with it)\n");
     kprintf("  %-12s %8s %8s %8s %8s %8s %8s %8s\n", "", "min", "p50", "mean", "p99", "p99.9", "max", "stddev");
     static const char *const keys[7] = {"min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "stddev_ns"};
     for (int t = 0; t < TARGET_COUNT; t++) {

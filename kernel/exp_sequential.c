@@ -2,6 +2,7 @@
    between them, and the table of deltas between consecutive reads (the
    "sequential reads" table): the resolution a caller actually gets, the
    step the counter moves in, and any backward step. */
+#include "checks.h"
 #include "console.h"
 #include "experiment.h"
 #include "memory.h"
@@ -49,16 +50,18 @@ static inline __attribute__((always_inline)) uint32_t seq_loop(enum read_kind k,
 }
 #define SEQ_CALL(K, s, v, m, budget, tb, tb0, out) (*(out) = seq_loop(K, s, v, m, budget, tb, tb0))
 
-/* Whether block j of BUDGET_EVERY reads took longer than the counter can
-   unwrap: its deltas cannot be trusted to be less than one wrap (a host
-   preemption or a pause sat inside it). */
+/* Whether block j of BUDGET_EVERY reads took half a wrap or longer: then
+   one of its deltas could be more than half a wrap, and the modular
+   difference could not tell it from a step backwards (a host preemption or
+   a pause sat inside it). */
 static bool block_gap(const uint64_t *tb, uint64_t tb_start, uint32_t j, uint32_t m, uint64_t limit_tsc)
 {
     if ((uint64_t)j * BUDGET_EVERY > m)
         return false;
     uint64_t end = tb[j];
     uint64_t begin = j ? tb[j - 1] : tb_start;
-    return end - begin >= limit_tsc;
+    /* under half a wrap, no delta inside can be taken for a backward step */
+    return end - begin >= limit_tsc / 2;
 }
 
 static uint64_t gcd(uint64_t a, uint64_t b)
@@ -274,8 +277,10 @@ static void sequential_report(void)
         const struct sequence *q = &seqs[t];
         if (q->measured)
             report_one((enum target_id)t, q);
-        else if (q->why && *q->why && results.target[t].cost_done)
+        else if (q->why && *q->why && results.target[t].cost_done) {
             kprintf("\n  %s: not measured: %s\n", target_info[t].name, q->why);
+            check_skip("sequential reads", "%s: %s", target_info[t].name, q->why);
+        }
     }
     kprintf("\n");
 }
