@@ -15,16 +15,21 @@ GRUB_MKRESCUE ?= grub-mkrescue
 BUILD := build
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
+# The version is baked into the banner and the QR payload: the objects that
+# print it are rebuilt when it changes (the file is rewritten only then).
+VERSION_FILE := $(BUILD)/version.txt
+$(shell mkdir -p $(BUILD); echo '$(VERSION)' | cmp -s - $(VERSION_FILE) 2>/dev/null || echo '$(VERSION)' > $(VERSION_FILE))
+
 KERNEL := $(BUILD)/clockbench.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
-ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm
+ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm
 
 # Pure logic: compiled for the kernel and, unchanged, for the host tests.
 LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c \
-	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c
+	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c kernel/tsc_sync.c
 
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
@@ -32,8 +37,8 @@ KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kern
 	kernel/memory.c kernel/percpu.c kernel/profile.c kernel/results.c kernel/reads.c kernel/report_util.c \
 	kernel/experiments.c kernel/verdict_report.c kernel/summary.c \
 	kernel/exp_calibrate.c kernel/exp_cpu_speed.c kernel/exp_hpet_comparator.c kernel/exp_read_cost.c \
-	kernel/exp_sequential.c kernel/exp_drift.c kernel/exp_stolen.c \
-	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c
+	kernel/exp_sequential.c kernel/exp_drift.c kernel/exp_stolen.c kernel/exp_cpus.c kernel/smp.c \
+	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no
@@ -207,5 +212,7 @@ test-boot: $(KERNEL) $(TEST_ISO)
 
 clean:
 	rm -rf $(BUILD)
+
+$(BUILD)/kernel/main.o $(BUILD)/kernel/summary.o: $(VERSION_FILE)
 
 -include $(KERNEL_OBJS:.o=.d)

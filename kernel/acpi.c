@@ -32,10 +32,24 @@
 #define HPET_OFF_MIN_TICK 53
 #define HPET_TABLE_LEN 56
 
+#define MADT_OFF_LAPIC_ADDRESS 36
+#define MADT_OFF_FLAGS 40
 #define MADT_OFF_ENTRIES 44
-#define MADT_LOCAL_APIC 0
-#define MADT_LOCAL_X2APIC 9
+#define MADT_LOCAL_APIC 0             /* 5.2.12.2: type, length 8, UID (1), APIC ID (1), flags (4) */
+#define   LAPIC_OFF_UID 2
+#define   LAPIC_OFF_ID 3
+#define   LAPIC_OFF_FLAGS 4
+#define   LAPIC_LEN 8
+#define MADT_LAPIC_OVERRIDE 5         /* 5.2.12.8: type, length 12, reserved (2), address (8) */
+#define   LAPIC_OVERRIDE_OFF_ADDRESS 4
+#define   LAPIC_OVERRIDE_LEN 12
+#define MADT_LOCAL_X2APIC 9           /* 5.2.12.12: type, length 16, reserved (2), x2APIC ID (4), flags (4), UID (4) */
+#define   X2APIC_OFF_ID 4
+#define   X2APIC_OFF_FLAGS 8
+#define   X2APIC_OFF_UID 12
+#define   X2APIC_LEN 16
 #define MADT_ENABLED (1u << 0)
+#define MADT_ONLINE_CAPABLE (1u << 1) /* ACPI 6.3+, Table 5.37 */
 
 #define EBDA_SEGMENT_PTR 0x40E
 #define EBDA_SEARCH_LEN 1024
@@ -296,24 +310,57 @@ static void parse_hpet(struct acpi_info *a, const uint8_t *t, uint32_t len, uint
     a->hpet_min_tick = ld16(t + HPET_OFF_MIN_TICK);
 }
 
+/* One processor entry. A CPU listed twice (type 0 and type 9 for the same
+   APIC ID, as firmware may do below 255) is counted once; ACPI 6.5,
+   5.2.12.12 says a type 9 entry is for IDs of 255 and up, but the spec does
+   not forbid both, so the first one kept wins and later ones are noted. */
+static void add_cpu(struct acpi_info *a, uint8_t type, uint32_t apic_id, uint32_t uid, uint32_t flags)
+{
+    for (uint32_t i = 0; i < a->cpu_count; i++)
+        if (a->cpus[i].apic_id == apic_id) {
+            say(a, "APIC table: APIC ID %u listed again (type %u, UID %u); the first entry is used", apic_id, type, uid);
+            return;
+        }
+    bool enabled = flags & MADT_ENABLED;
+    /* Online Capable is reserved (zero) while Enabled is set (Table 5.37). */
+    bool online = !enabled && (flags & MADT_ONLINE_CAPABLE);
+    a->cpus_listed++;
+    if (enabled)
+        a->cpus_enabled++;
+    if (online)
+        a->cpus_online_capable++;
+    if (a->cpu_count == ACPI_MAX_CPUS) {
+        a->cpus_dropped = true;
+        return;
+    }
+    a->cpus[a->cpu_count++] = (struct acpi_cpu){apic_id, uid, flags, type, enabled, online};
+}
+
 static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
 {
+    if (len < MADT_OFF_ENTRIES) {
+        say(a, "APIC table: %u bytes, too short for its header (needs %u)", len, MADT_OFF_ENTRIES);
+        return;
+    }
     a->madt_found = true;
+    a->lapic_address = ld32(t + MADT_OFF_LAPIC_ADDRESS);
+    a->madt_flags = ld32(t + MADT_OFF_FLAGS);
     for (uint32_t off = MADT_OFF_ENTRIES; off + 2 <= len;) {
         uint8_t type = t[off], elen = t[off + 1];
+        const uint8_t *e = t + off;
         if (elen < 2 || off + elen > len) {
             say(a, "APIC table: entry at offset %u has bad length %u; the rest is ignored", off, elen);
             break;
         }
-        if (type == MADT_LOCAL_APIC && elen >= 8) {
-            a->cpus_listed++;
-            if (ld32(t + off + 4) & MADT_ENABLED)
-                a->cpus_enabled++;
-        } else if (type == MADT_LOCAL_X2APIC && elen >= 16) {
-            a->cpus_listed++;
-            if (ld32(t + off + 8) & MADT_ENABLED)
-                a->cpus_enabled++;
-        }
+        if (type == MADT_LOCAL_APIC && elen >= LAPIC_LEN)
+            add_cpu(a, type, e[LAPIC_OFF_ID], e[LAPIC_OFF_UID], ld32(e + LAPIC_OFF_FLAGS));
+        else if (type == MADT_LOCAL_X2APIC && elen >= X2APIC_LEN)
+            add_cpu(a, type, ld32(e + X2APIC_OFF_ID), ld32(e + X2APIC_OFF_UID), ld32(e + X2APIC_OFF_FLAGS));
+        else if (type == MADT_LAPIC_OVERRIDE && elen >= LAPIC_OVERRIDE_LEN) {
+            a->lapic_address = ld64(e + LAPIC_OVERRIDE_OFF_ADDRESS);
+            a->lapic_address_overridden = true;
+        } else if ((type == MADT_LOCAL_APIC || type == MADT_LOCAL_X2APIC || type == MADT_LAPIC_OVERRIDE))
+            say(a, "APIC table: type %u entry at offset %u is %u bytes, too short; skipped", type, off, elen);
         off += elen;
     }
 }

@@ -29,6 +29,7 @@ struct acpi_gas {
 #define ACPI_MAX_MESSAGES 12
 #define ACPI_MESSAGE_CHARS 112
 #define ACPI_MAX_TABLE_BYTES (4u << 20) /* larger claimed lengths are rejected as corrupt */
+#define ACPI_MAX_CPUS 256 /* MADT processor entries kept; more are counted, not listed */
 
 struct acpi_table_ref {
     char signature[5];
@@ -70,9 +71,24 @@ struct acpi_info {
     uint8_t hpet_number;
     uint16_t hpet_min_tick;
 
-    /* MADT */
+    /* MADT (ACPI 6.5, 5.2.12): every Processor Local APIC (type 0) and
+       Processor Local x2APIC (type 9) entry, in table order, one per APIC ID */
     bool madt_found;
     uint32_t cpus_enabled, cpus_listed;
+    uint32_t cpus_online_capable;   /* not enabled, but may be brought online (ACPI 6.3+) */
+    uint64_t lapic_address;         /* the Local APIC's MMIO base: the MADT's, or a type 5 override */
+    bool lapic_address_overridden;
+    uint32_t madt_flags;            /* bit 0 PCAT_COMPAT: dual 8259s present */
+    struct acpi_cpu {
+        uint32_t apic_id;           /* 8-bit for type 0, 32-bit for type 9 */
+        uint32_t uid;               /* ACPI Processor UID */
+        uint32_t flags;             /* as the entry gives them */
+        uint8_t type;               /* 0 Local APIC, 9 Local x2APIC */
+        bool enabled;               /* flags bit 0 */
+        bool online_capable;        /* flags bit 1, meaningful only while not enabled */
+    } cpus[ACPI_MAX_CPUS];
+    uint32_t cpu_count;             /* entries kept in cpus[] */
+    bool cpus_dropped;              /* more than ACPI_MAX_CPUS distinct entries */
 
     /* Why a counter's table gave nothing: the first problem met, or "". */
     char hpet_reason[ACPI_MESSAGE_CHARS];

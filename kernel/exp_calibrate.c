@@ -139,6 +139,7 @@ static void calibrate_measure(const struct profile *p)
         }
     const char *claim_src = "";
     uint64_t claim = claimed_tsc_hz(&claim_src);
+    results.tsc_estimate_checked = cal.ok;
     if (cal.ok) {
         results.tsc_estimate_hz = cal.hz;
         fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "%s", counters[cal.reference].name);

@@ -83,29 +83,54 @@ static void stolen_measure(const struct profile *p)
     }
 }
 
+#define MERGE_MS 5 /* events this close in time, in different references, are one event */
+
+/* The drift window's events, in time order, one line per event however
+   many references saw it. */
 static void report_discontinuities(void)
 {
     char a[FMT_FIXED_CHARS];
     if (!experiment_ran("drift"))
         return;
+    uint32_t n = results.disc_count;
     if (!results.discontinuities) {
         kprintf("  The drift window saw no discontinuity: no clock paused or jumped there.\n");
         return;
     }
-    kprintf("  The drift window saw %u discontinuit%s (time away, or a clock that stood still\n  or jumped):\n",
-            results.discontinuities, results.discontinuities == 1 ? "y" : "ies");
-    unsigned shown = 0;
-    for (unsigned i = 0; i < sizeof results.disc / sizeof *results.disc && shown < results.discontinuities; i++, shown++) {
-        const struct discontinuity_note *d = &results.disc[i];
-        if (!d->kind)
-            break;
-        kprintf("    %s s, %s: %s; TSC +%llu us", fmt_fixed(a, (int64_t)d->at_ms, 3, 3), counters[d->reference].name, d->kind,
-                (unsigned long long)d->tsc_us);
-        if (d->counter_known)
-            kprintf(", %s +%llu us\n", counters[d->reference].name, (unsigned long long)d->counter_us);
-        else
-            kprintf(", %s: unknown\n", counters[d->reference].name);
+    uint32_t order[sizeof results.disc / sizeof *results.disc];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = i;
+        while (j > 0 && results.disc[order[j - 1]].at_ms > results.disc[i].at_ms) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
     }
+    kprintf("  The drift window's discontinuities (time away, a clock that stood still or\n  jumped), as the references saw them:\n");
+    for (uint32_t i = 0; i < n;) {
+        const struct discontinuity_note *first = &results.disc[order[i]];
+        uint32_t j = i;
+        kprintf("    %s s:", fmt_fixed(a, (int64_t)first->at_ms, 3, 3));
+        bool tsc_side = false;
+        uint32_t refs = 0;
+        for (; j < n && results.disc[order[j]].at_ms - first->at_ms <= MERGE_MS; j++) {
+            const struct discontinuity_note *d = &results.disc[order[j]];
+            kprintf(" %s %s", counters[d->reference].name, d->kind);
+            refs++;
+            tsc_side |= strcmp(d->kind, "gap") != 0;
+        }
+        if (first->counter_known && strcmp(first->kind, "residual step") && strcmp(first->kind, "tsc went back"))
+            kprintf("; TSC +%lld us, %s +%lld us", (long long)first->tsc_us, counters[first->reference].name,
+                    (long long)first->counter_us);
+        else if (!first->counter_known)
+            kprintf("; TSC +%lld us", (long long)first->tsc_us);
+        kprintf("\n");
+        if (tsc_side && refs > 1)
+            kprintf("      every reference at once: the TSC jumped, or all of them stood still\n");
+        i = j;
+    }
+    if (results.discontinuities > n)
+        kprintf("    and %u more, not listed\n", results.discontinuities - n);
 }
 
 static void stolen_report(void)

@@ -21,7 +21,7 @@ struct experiment {
 };
 
 /* Defined by each experiment's file. */
-extern const struct experiment exp_calibrate, exp_cpu_speed, exp_read_cost, exp_sequential, exp_drift, exp_stolen,
+extern const struct experiment exp_calibrate, exp_cpu_speed, exp_read_cost, exp_sequential, exp_cpus, exp_drift, exp_stolen,
     exp_hpet_comparator;
 
 /* Selects from the command line, measures each chosen experiment in table

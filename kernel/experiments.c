@@ -13,7 +13,7 @@
 /* Table order is run order: calibrate sizes every later phase, and the
    cost of a read is measured before anything disturbs the caches. */
 static const struct experiment *const table[] = {
-    &exp_calibrate, &exp_cpu_speed, &exp_hpet_comparator, &exp_read_cost, &exp_sequential, &exp_drift, &exp_stolen,
+    &exp_calibrate, &exp_cpu_speed, &exp_hpet_comparator, &exp_read_cost, &exp_sequential, &exp_cpus, &exp_drift, &exp_stolen,
 };
 #define EXPERIMENT_COUNT (sizeof table / sizeof *table)
 
@@ -50,10 +50,12 @@ static void check_names(const char *key, const char *list)
         const char *end = p;
         while (*end && *end != ',')
             end++;
-        if (end > p && index_of(p, (size_t)(end - p)) < 0)
-            kprintf("Note: %s=%s names no experiment (\"%.*s\"); the experiments are calibrate, cpu_speed,\n"
-                    "      hpet_comparator, read_cost, sequential, drift, stolen\n",
-                    key, list, (int)(end - p), p);
+        if (end > p && index_of(p, (size_t)(end - p)) < 0) {
+            kprintf("Note: %s=%s names no experiment (\"%.*s\"); the experiments are:\n     ", key, list, (int)(end - p), p);
+            for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+                kprintf(" %s", table[i]->name);
+            kprintf("\n");
+        }
         p = *end ? end + 1 : end;
     }
 }
@@ -70,6 +72,10 @@ static void select_experiments(void)
         check_names("only", only);
     if (skip)
         check_names("skip", skip);
+    if (cmdline_get(&boot_cmdline, "inject") && ((only && !listed(only, "drift")) || (skip && listed(skip, "drift"))))
+        kprintf("Note: inject= acts in the drift window, and drift is not chosen; nothing is injected\n");
+    if (skip && listed(skip, "calibrate"))
+        kprintf("Note: calibrate sizes every phase and always runs; skip=calibrate is ignored\n");
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
         const struct experiment *e = table[i];
         skipped_why[i] = 0;

@@ -28,6 +28,9 @@ bool results_rdtsc_intercepted(void)
    accuracy (500 ppm), with room to spare; 2 ticks of slack: the tick the
    reading may sit in and a latch that lags by one. */
 #define UNWRAP_RATE_TOL_PPM 10000
+/* when the estimate is only a claim or an assumption (no reference held
+   still for the calibration), judging steps needs a much looser bound */
+#define UNWRAP_RATE_TOL_UNCHECKED_PPM 300000
 #define UNWRAP_SLACK_TICKS 2
 
 void unwrap_params_of(int counter, struct unwrap_params *p)
@@ -36,7 +39,7 @@ void unwrap_params_of(int counter, struct unwrap_params *p)
         .mask = counters[counter].mask,
         .counter_millihz = counters[counter].nominal_millihz ? counters[counter].nominal_millihz : 1,
         .tsc_hz = results.tsc_estimate_hz ? results.tsc_estimate_hz : 1,
-        .rate_tol_ppm = UNWRAP_RATE_TOL_PPM,
+        .rate_tol_ppm = results.tsc_estimate_checked ? UNWRAP_RATE_TOL_PPM : UNWRAP_RATE_TOL_UNCHECKED_PPM,
         .slack_ticks = UNWRAP_SLACK_TICKS,
     };
 }

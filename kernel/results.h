@@ -38,6 +38,7 @@ struct results {
     /* calibrate: the estimate that sizes every phase */
     uint64_t tsc_estimate_hz;
     char tsc_estimate_source[96];
+    bool tsc_estimate_checked;      /* measured against a reference that held still, not a claim */
 
     /* drift: the TSC's rate for every ns figure */
     bool tsc_measured;
@@ -51,9 +52,12 @@ struct results {
     struct discontinuity_note {
         int reference;            /* COUNTER_* */
         const char *kind;
-        uint64_t at_ms, tsc_us, counter_us;
+        uint64_t at_ms;
+        int64_t tsc_us, counter_us;  /* counter_us: signed (a step, a step back) */
         bool counter_known;
-    } disc[16];                   /* the first discontinuities of the drift window, for the stolen-time section */
+    } disc[48];                   /* the first discontinuities of the drift window, for the stolen-time section */
+    uint32_t disc_count;          /* kept in disc */
+    uint64_t tsc_back_in_drift;   /* the TSC went back between reads in the drift window (most seen by one series) */
     struct counter_findings counter[COUNTER_COUNT];
     uint32_t discontinuities;
 

@@ -11,6 +11,7 @@
 #include "console.h"
 #include "counters.h"
 #include "cpuinfo.h"
+#include "exp_cpus.h"
 #include "format.h"
 #include "results.h"
 #include "qr.h"
@@ -74,6 +75,13 @@ static void build_payload(enum run_status status, unsigned p, unsigned f, unsign
             add("-");
         add(",%s", v->mono);
     }
+    /* smp=running,enabled,sync,worst_ns,warps: sync "yes", "NO" or "-" (not compared) */
+    const struct cpus_verdict *cv = &cpus_verdict;
+    if (cv->ran && cv->compared)
+        add(";smp=%u,%u,%s,%lld,%llu", cv->cpus, cv->listed, cv->synchronised ? "yes" : "NO", (long long)cv->worst_ns,
+            (unsigned long long)cv->warps);
+    else if (cv->ran)
+        add(";smp=%u,%u,-,-,-", cv->cpus, cv->listed);
     add(";sum=%u,%u,%u;st=%s", p, f, s, run_status_name(status));
 }
 
@@ -111,6 +119,8 @@ void summary_screen(enum run_status status)
         if (v->advice)
             screen_printf("           -> %.66s\n", v->advice);
     }
+    if (cpus_verdict.ran)
+        screen_printf("\nCPUs:       %.66s\n", cpus_verdict.line);
     screen_printf("\nSUMMARY: %u passed, %u failed, %u skipped\n", p, f, s);
     if (have_qr && console_screen_is_framebuffer()) {
         fbcon_draw_modules(&qr.modules[0][0], qr.size, QR_MAX_SIZE, -QR_MARGIN_PX, QR_MARGIN_PX, QR_SCALE, QR_QUIET);

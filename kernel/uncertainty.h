@@ -10,9 +10,11 @@
      equals the standard error; for quantisation that beats with the
      sampling (not white) or wandering rates it is larger, and it is what
      catches them;
-   - quantisation: each segment's endpoints are uncertain by q, one counter
-     tick plus the narrowest TSC bracket (in counter ticks), so that
-     segment's slope by q / span_s (span_s = x_last - x_first of the
+   - quantisation: each segment's endpoints are uncertain by q (the caller
+     passes one counter tick: the brackets' width and jitter are in the
+     data, for the two terms above, while a tick's rounding can beat with
+     the sampling and need not average out), so that segment's slope by
+     q / span_s (span_s = x_last - x_first of the
      segment); the common slope weighs segments by their Sxx_s, so the term
      is (sum_s Sxx_s q / span_s) / (sum_s Sxx_s) / slope: a bound, since such
      errors need not average out.

@@ -23,17 +23,26 @@ static const char *mono_text(enum mono_state m)
 void verdict_make(const struct verdict_input *in, struct verdict_row *v)
 {
     char c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
-    *v = (struct verdict_row){.present = in->present, .measured = in->present && in->measured};
+    bool anything = in->measured || in->mono != MONO_UNKNOWN || in->freq != FREQ_NONE;
+    *v = (struct verdict_row){.present = in->present, .measured = in->present && anything};
     if (!v->measured) {
-        v->advice = in->present ? "not measured" : in->absent_reason;
+        v->advice = in->present ? "not measured (its experiments were not chosen)" : in->absent_reason;
         return;
     }
-    /* resolution: one step when reads repeat, else the read cost */
-    struct xf res = in->repeats && xf_cmp(in->step_ns, in->read_ns) > 0 ? in->step_ns : in->read_ns;
-    xs(v->read, in->read_ns, 1);
-    xs(v->res, res, 1);
-    v->read_ns_x10 = xf_to_fixed(in->read_ns, 1);
-    v->res_ns_x10 = xf_to_fixed(res, 1);
+    /* resolution: one step when reads repeat, else the read cost; "-" for
+       what the chosen experiments did not measure */
+    fmt_format(v->read, sizeof v->read, "-");
+    fmt_format(v->res, sizeof v->res, "-");
+    if (in->measured) {
+        struct xf res = in->repeats && xf_cmp(in->step_ns, in->read_ns) > 0 ? in->step_ns : in->read_ns;
+        xs(v->read, in->read_ns, 1);
+        xs(v->res, res, 1);
+        v->read_ns_x10 = xf_to_fixed(in->read_ns, 1);
+        v->res_ns_x10 = xf_to_fixed(res, 1);
+    } else if (in->repeats) {
+        xs(v->res, in->step_ns, 1);
+        v->res_ns_x10 = xf_to_fixed(in->step_ns, 1);
+    }
     fmt_format(v->freq, sizeof v->freq, "-");
     switch (in->freq) {
     case FREQ_TSC_MEASURED:

@@ -17,7 +17,7 @@ struct verdict_input {
     const char *name;
     bool present;
     const char *absent_reason;
-    bool measured;                  /* the read cost ran */
+    bool measured;                  /* the read cost was measured (read_ns holds it) */
     struct xf read_ns;              /* p50 */
     bool repeats;                   /* consecutive reads saw the same value */
     struct xf step_ns;              /* the smallest step, when it repeats */

@@ -46,6 +46,22 @@ def madt(cpus: list[bool], x2apic: list[bool] = ()) -> bytearray:
     return table(b"APIC", body)
 
 
+def madt_entries(entries: list[tuple], lapic: int = 0xFEE00000) -> bytearray:
+    """A MADT from raw entries: ("lapic", uid, id, flags), ("x2apic", uid, id, flags),
+    ("override", address) or ("raw", bytes)."""
+    body = struct.pack("<II", lapic, 1)
+    for e in entries:
+        if e[0] == "lapic":
+            body += struct.pack("<BBBBI", 0, 8, e[1], e[2], e[3])
+        elif e[0] == "x2apic":
+            body += struct.pack("<BBHIII", 9, 16, 0, e[2], e[3], e[1])
+        elif e[0] == "override":
+            body += struct.pack("<BBHQ", 5, 12, 0, e[1])
+        else:
+            body += e[1]
+    return table(b"APIC", body)
+
+
 def rsdp(rsdt: int, xsdt: int | None = None, oem: bytes = b"CLOCKB") -> bytearray:
     if xsdt is None:
         raw = bytearray(struct.pack("<8sB6sBI", b"RSD PTR ", 0, oem, 0, rsdt))

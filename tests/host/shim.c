@@ -175,6 +175,21 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_bool(&rec, "madt", a.madt_found);
     record_u64(&rec, "cpus_enabled", a.cpus_enabled);
     record_u64(&rec, "cpus_listed", a.cpus_listed);
+    record_u64(&rec, "cpus_online_capable", a.cpus_online_capable);
+    record_u64(&rec, "lapic_address", a.lapic_address);
+    record_bool(&rec, "lapic_overridden", a.lapic_address_overridden);
+    record_bool(&rec, "cpus_dropped", a.cpus_dropped);
+    record_u64(&rec, "cpu_count", a.cpu_count);
+    /* the first 16 processor entries: id, uid, type, enabled, online capable */
+    record_array_begin(&rec, "cpus");
+    for (uint32_t i = 0; i < a.cpu_count && i < 16; i++) {
+        record_array_u64(&rec, a.cpus[i].apic_id);
+        record_array_u64(&rec, a.cpus[i].uid);
+        record_array_u64(&rec, a.cpus[i].type);
+        record_array_u64(&rec, a.cpus[i].enabled);
+        record_array_u64(&rec, a.cpus[i].online_capable);
+    }
+    record_array_end(&rec);
     record_u64(&rec, "messages", (uint64_t)a.message_count);
     for (int i = 0; i < a.message_count; i++) {
         char key[16];

@@ -167,3 +167,61 @@ def test_memory_smaller_than_the_bios_area(lib):
     r = discover(lib, ab.Memory(0, 0x1000))
     assert not r["rsdp_found"]
     assert any("BIOS area skipped" in m for m in messages(r))
+
+
+def cpu_rows(r):
+    c = r["cpus"]
+    return [tuple(c[i:i + 5]) for i in range(0, len(c), 5)]
+
+
+def test_madt_lists_each_cpu_with_id_uid_and_flags(lib):
+    m = ab.madt_entries([("lapic", 0, 0, 1), ("lapic", 1, 2, 1), ("lapic", 2, 4, 0), ("lapic", 3, 6, 2),
+                         ("x2apic", 300, 0x1000, 1)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    # (apic id, uid, type, enabled, online capable)
+    assert cpu_rows(r) == [(0, 0, 0, 1, 0), (2, 1, 0, 1, 0), (4, 2, 0, 0, 0), (6, 3, 0, 0, 1), (0x1000, 300, 9, 1, 0)]
+    assert r["cpus_listed"] == 5 and r["cpus_enabled"] == 3 and r["cpus_online_capable"] == 1
+    assert r["lapic_address"] == 0xFEE00000 and not r["lapic_overridden"]
+    assert not any("APIC table" in msg for msg in messages(r))
+
+
+def test_online_capable_is_ignored_while_enabled(lib):
+    # ACPI 6.5, Table 5.37: Online Capable is reserved while Enabled is set
+    mem, _ = ab.standard_machine(tables=[ab.madt_entries([("lapic", 0, 0, 3)])])
+    r = discover(lib, mem)
+    assert cpu_rows(r) == [(0, 0, 0, 1, 0)] and r["cpus_online_capable"] == 0
+
+
+def test_madt_lapic_override_and_duplicate_ids(lib):
+    m = ab.madt_entries([("lapic", 0, 0, 1), ("override", 0x1_2345_6000), ("x2apic", 7, 0, 1), ("lapic", 1, 1, 1)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert r["lapic_address"] == 0x1_2345_6000 and r["lapic_overridden"]
+    assert cpu_rows(r) == [(0, 0, 0, 1, 0), (1, 1, 0, 1, 0)]
+    assert r["cpus_listed"] == 2
+    assert any("APIC ID 0 listed again" in msg for msg in messages(r))
+
+
+def test_madt_short_entries_are_skipped_not_read(lib):
+    short_lapic = bytes([0, 6, 1, 1, 1, 0])  # type 0 must be 8 bytes
+    short_x2 = bytes([9, 12]) + bytes(10)  # type 9 must be 16
+    m = ab.madt_entries([("raw", short_lapic), ("raw", short_x2), ("lapic", 0, 3, 1)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert cpu_rows(r) == [(3, 0, 0, 1, 0)]
+    assert sum("too short; skipped" in msg for msg in messages(r)) == 2
+
+
+def test_madt_keeps_at_most_256_cpus_and_counts_the_rest(lib):
+    m = ab.madt_entries([("x2apic", i, i, 1) for i in range(300)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert r["cpu_count"] == 256 and r["cpus_dropped"] and r["cpus_listed"] == 300 and r["cpus_enabled"] == 300
+
+
+def test_madt_shorter_than_its_header(lib):
+    mem, _ = ab.standard_machine(tables=[ab.table(b"APIC", b"\0\0\0\0")])
+    r = discover(lib, mem)
+    assert not r["madt"] and r["cpu_count"] == 0
+    assert any("too short for its header" in msg for msg in messages(r))

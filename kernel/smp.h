@@ -1,0 +1,78 @@
+/* The application processors: found in the MADT, started with INIT-SIPI-SIPI
+   (Intel SDM vol. 3A, 9.4.4 "MP Initialization Example", 11.6.1 the ICR),
+   and then run jobs handed to them through a mailbox. An AP never prints
+   and never touches the console; interrupts stay off on every CPU. Each
+   running CPU has an index (its per-CPU slot, percpu.h): 0 is the boot CPU,
+   the APs follow in MADT order. */
+#ifndef CLOCKBENCH_SMP_H
+#define CLOCKBENCH_SMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../drivers/lapic.h"
+#include "acpi.h"
+#include "bootinfo.h"
+#include "percpu.h"
+#include "probe.h"
+
+/* How far an AP got, from what it writes as it goes (boot/trampoline.asm). */
+enum smp_stage { STAGE_NONE, STAGE_REAL, STAGE_PROTECTED, STAGE_LONG, STAGE_RUNNING };
+
+struct smp_cpu {
+    uint32_t apic_id, uid;   /* from the MADT */
+    uint8_t madt_type;       /* 0 Local APIC, 9 Local x2APIC */
+    bool enabled, online_capable, is_bsp;
+    bool started;            /* running and answering its mailbox */
+    bool lost;               /* started, then a job did not finish in time: no more jobs */
+    int index;               /* its per-CPU slot, -1 when it has none */
+    uint8_t stage;           /* enum smp_stage reached */
+    uint64_t start_ticks;    /* first SIPI to running, boot CPU's TSC */
+    char reason[112];        /* why it is not running ("" when it is) */
+};
+
+struct smp_info {
+    bool tried;
+    bool apic_ok;            /* the boot CPU's local APIC can send IPIs */
+    char why[128];           /* why no AP was started at all, or "" */
+    struct lapic lapic;
+    bool x2apic_by_us;       /* x2apic=on switched the boot CPU into x2APIC mode */
+    bool svr_enabled_by_us;  /* the APIC was software-disabled; we enabled it */
+    uint32_t bsp_apic_id;
+    uint64_t trampoline_page;
+    uint32_t count;                       /* entries in cpus[] */
+    struct smp_cpu cpus[ACPI_MAX_CPUS];   /* the MADT's processors, boot CPU included */
+    uint32_t running;                     /* CPUs with an index: boot CPU + APs started */
+    int entry_of[PERCPU_MAX];             /* cpus[] entry of each index */
+    uint64_t total_ticks;                 /* the whole start-up */
+};
+
+extern struct smp_info smp;
+
+/* The loader's information (defined in main.c): the memory map gives the
+   trampoline its page. */
+extern const struct boot_info *const run_boot_info;
+
+typedef void (*smp_job)(void *arg);
+
+/* Starts every enabled AP once; later calls do nothing. Every wait is
+   bounded; a CPU that does not answer gets a reason and is left behind. */
+void smp_start(void);
+
+/* Hands fn(arg) to CPU index (an AP), not waiting. False when that CPU does
+   not take jobs (not started, lost, or busy with the previous one). */
+bool smp_post(int index, smp_job fn, void *arg);
+/* Waits up to budget_ticks (boot CPU's TSC) for the posted job to finish.
+   False on timeout: the CPU is marked lost. *faulted tells whether the job
+   ended in a CPU exception on the AP (caught by probe_run), fault says which. */
+bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
+/* post + wait. */
+bool smp_run(int index, smp_job fn, void *arg, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
+/* Every AP halts with interrupts off for the rest of the run, so it no
+   longer competes with the boot CPU for the host (under a hypervisor). */
+void smp_park_all(void);
+
+/* The cpus[] entry of a running index, or 0. */
+const struct smp_cpu *smp_cpu_of(int index);
+
+#endif
