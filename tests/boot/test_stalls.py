@@ -305,3 +305,17 @@ def test_kvm_pause_is_reported_as_the_reference_standing_still(run):
     for d in still:
         assert_located(d, b, inj)
         assert d["counter_ns"] is not None and d["counter_ns"] < 0.5 * d["tsc_ns"], d
+
+
+@pytest.mark.parametrize("run", SIGSTOPS + PAUSES, ids=ids(SIGSTOPS + PAUSES), indirect=True)
+def test_disturbed_known_answers_lie_within_the_stated_uncertainty(run):
+    # whatever the fault did, the ratios QEMU fixes must still come out within
+    # 3 of the run's own stated uncertainty: a step on the TSC's side that only
+    # one reference told must not bend the others
+    case, b, _ = run
+    injection(case, b)
+    pm = frequency(b, "acpi_pm", "hpet")
+    assert abs(pm["ppm_vs_nominal"]) <= 3 * pm["uncertainty_ppm"] + 2 * PPM_ROUNDING, pm
+    pit = frequency(b, "pit", "hpet")
+    true_ppm = float((PIT_TRUE_HZ[case.accel] - PIT_NOMINAL_HZ) / PIT_NOMINAL_HZ * 10**6)
+    assert abs(pit["ppm_vs_nominal"] - true_ppm) <= 3 * pit["uncertainty_ppm"] + 2 * PPM_ROUNDING, (pit, true_ppm)
