@@ -61,7 +61,7 @@ struct series {
     int counter;
     struct read_src src;
     struct unwrap_params up;
-    bool active, stuck;
+    bool stuck;
     uint64_t stuck_at_tsc;
 
     /* the last change of value, and the last read */
@@ -234,8 +234,9 @@ static void add_event(struct series *s, enum event_kind k, uint64_t at, uint64_t
 
 static uint64_t mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1); }
 
-/* One read of one counter, judged and stored; a counter that stopped for
-   good is made inactive. */
+/* One read of one counter, judged and stored. A counter that stands still
+   is read on to the end of the window: it may resume (a discontinuity), or
+   not (stuck). */
 static void sample_one(struct series *s, uint64_t start, uint64_t slot_len, uint64_t sampled_tsc, uint64_t gap_tsc,
                        uint64_t stall_tsc)
 {
@@ -351,22 +352,16 @@ static void sample_all(uint64_t window)
         s->still_tsc = 0;
         s->y = 0;
         s->seg = 0;
-        s->active = true;
     }
     uint64_t prev = start, sampled = 0, away = 0;
     uint64_t cap = window * WINDOW_CAP_FACTOR + ms_to_tsc(10000);
-    int active = series_count;
-    for (uint64_t it = 0; active > 0 && it < 4000000000ull; it++) {
+    for (uint64_t it = 0; it < 4000000000ull; it++) {
         for (int k = 0; k < series_count; k++) {
             struct series *s = &series[k];
-            if (!s->active)
-                continue;
             /* a stall: no change for 10 nominal ticks and at least 10 us */
             uint64_t tick_tsc = results.tsc_estimate_hz * 1000 / s->up.counter_millihz;
             uint64_t stall_tsc = 10 * tick_tsc > ms_to_tsc(1) / 100 ? 10 * tick_tsc : ms_to_tsc(1) / 100;
             sample_one(s, start, slot_len, sampled, gap_tsc, stall_tsc);
-            if (!s->active)
-                active--;
         }
         /* time that counts toward the window: not the time the loop was away */
         uint64_t now = bracket_end();
@@ -836,7 +831,8 @@ static void drift_report(void)
                 (unsigned long long)inject.ms, (unsigned long long)(inject.at_ms / 1000),
                 inject.started ? "" : " (never reached: the window was shorter)",
                 inject.kind == INJECT_TSC_JUMP && inject.started && inject.moved_tsc < ms_to_tsc(inject.ms) / 2
-                    ? "; the TSC did not move (this CPU ignores the write)" : "");    for (int k = 0; k < series_count; k++) {
+                    ? "; the TSC did not move (this CPU ignores the write)" : "");
+    for (int k = 0; k < series_count; k++) {
         const struct series *s = &series[k];
         kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu TSC ticks); %llu reads, %llu wraps\n",
                 counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
@@ -845,7 +841,7 @@ static void drift_report(void)
             kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
                     (unsigned long long)s->stalls, xs(a, xf_div(tsc_ticks_ns(s->longest_stall_tsc), xf_from_u64(1000)), 1));
         if (s->event_count) {
-            kprintf("  %s: %u discontinuit%s (each starts a new segment, except a gap where every clock ran):\n",
+            kprintf("  %s: %u discontinuit%s (each cuts every series, but a gap where every clock ran):\n",
                     counters[s->counter].name, s->event_count, s->event_count == 1 ? "y" : "ies");
             discontinuity_records(s);
         }
