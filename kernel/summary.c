@@ -65,10 +65,19 @@ static void build_payload(enum run_status status, unsigned p, unsigned f, unsign
     for (int i = 0; i < COUNTER_COUNT; i++) {
         const struct verdict_row *v = &results.verdict[i];
         if (!v->measured) {
-            add(";c=%s,-,-,-,absent", counters[i].name);
+            /* present but not measured (its experiments not chosen): "-" */
+            add(";c=%s,-,-,-,%s", counters[i].name, v->present ? "-" : "absent");
             continue;
         }
-        add(";c=%s,%lld,%lld,", counters[i].name, (long long)v->read_ns_x10, (long long)v->res_ns_x10);
+        add(";c=%s,", counters[i].name);
+        if (v->read[0] == '-')
+            add("-,");
+        else
+            add("%lld,", (long long)v->read_ns_x10);
+        if (v->res[0] == '-')
+            add("-,");
+        else
+            add("%lld,", (long long)v->res_ns_x10);
         if (v->has_ppm)
             add("%lld", (long long)v->ppm_x100);
         else
@@ -115,7 +124,7 @@ void summary_screen(enum run_status status)
         if (v->measured)
             screen_printf("  %-8s %8s ns %8s ns %16s %9s\n", counters[i].name, v->read, v->res, v->freq, v->mono);
         else
-            screen_printf("  %-8s absent\n", counters[i].name);
+            screen_printf("  %-8s %s\n", counters[i].name, v->present ? "not measured" : "absent");
         if (v->advice)
             screen_printf("           -> %.66s\n", v->advice);
     }

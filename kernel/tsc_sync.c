@@ -112,3 +112,20 @@ bool tsc_skew_parse(const char *s, uint32_t *cpu, int64_t *ticks)
     *ticks = negative ? -(int64_t)t : (int64_t)t;
     return true;
 }
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+bool tsc_offset_between(const struct tsc_offset *i, const struct tsc_offset *j, int64_t *lo, int64_t *hi)
+{
+    if (!tsc_offset_consistent(i) || !tsc_offset_consistent(j))
+        return false;
+    *lo = sat_sub(i->lo, j->hi);
+    *hi = sat_sub(i->hi, j->lo);
+    return true;
+}

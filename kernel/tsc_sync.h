@@ -36,6 +36,11 @@ bool tsc_offset_consistent(const struct tsc_offset *o);
 /* The midpoint and half-width of [lo, hi] (rounded outwards: the
    half-width covers both ends from the rounded midpoint). */
 int64_t tsc_offset_mid(const struct tsc_offset *o);
+/* CPU i's TSC minus CPU j's, from each one's interval against the boot
+   CPU: [lo_i - hi_j, hi_i - lo_j], saturated. Wider than a direct
+   measurement between the two, but as sure: it must hold the truth when
+   both intervals do. False when either interval is inconsistent. */
+bool tsc_offset_between(const struct tsc_offset *i, const struct tsc_offset *j, int64_t *lo, int64_t *hi);
 uint64_t tsc_offset_half(const struct tsc_offset *o);
 /* Whether x lies in [lo, hi]. */
 bool tsc_offset_contains(const struct tsc_offset *o, int64_t x);

@@ -68,6 +68,11 @@ def test_every_cpu_starts_and_the_tsc_agrees(boot, n):
     assert all(c["cpuid_apic_id"] == c["apic_id"] for c in cpus)
     payload = records.one(b.records, "qr")["payload"]
     assert f";smp={n},{n},yes," in payload
+    # every pair of the other CPUs, derived from their intervals against CPU 0:
+    # QEMU keeps one TSC for all, so each holds 0
+    pairs = records.of_type(b.records, "tsc_pair")
+    assert len(pairs) == (n - 1) * (n - 2) // 2, pairs
+    assert all(p["derived"] and p["offset_lo_ticks"] <= 0 <= p["offset_hi_ticks"] for p in pairs), pairs
 
 
 def test_sockets_and_cores(boot):

@@ -34,6 +34,8 @@ def ts(lib):
     lib.tsc_offset_worst.restype = u64
     lib.tsc_offset_rate.argtypes = [P, P, u64, ctypes.POINTER(i64), ctypes.POINTER(u64)]
     lib.tsc_offset_rate.restype = ctypes.c_bool
+    lib.tsc_offset_between.argtypes = [P, P, ctypes.POINTER(i64), ctypes.POINTER(i64)]
+    lib.tsc_offset_between.restype = ctypes.c_bool
     lib.tsc_skew_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(u32), ctypes.POINTER(i64)]
     lib.tsc_skew_parse.restype = ctypes.c_bool
     return lib
@@ -147,3 +149,25 @@ def test_tsc_skew_parse(ts, text, want):
     assert ok == (want is not None)
     if want:
         assert (c.value, t.value) == want
+
+
+def test_pairs_derived_from_the_star_hold_the_truth(ts):
+    # CPU 1 and CPU 2 each measured against CPU 0; their own difference must
+    # lie in [lo1 - hi2, hi1 - lo2] whatever the true offsets were
+    rng = random.Random(11)
+    for _ in range(200):
+        true1, true2 = rng.randint(-10**6, 10**6), rng.randint(-10**6, 10**6)
+        o1 = offset(ts, [(t, t + rng.randint(1, 300) + true1, t + rng.randint(301, 900)) for t in range(10**9, 10**9 + 5000, 500)])
+        o2 = offset(ts, [(t, t + rng.randint(1, 300) + true2, t + rng.randint(301, 900)) for t in range(10**9, 10**9 + 5000, 500)])
+        lo, hi = i64(), i64()
+        assert ts.tsc_offset_between(ctypes.byref(o1), ctypes.byref(o2), ctypes.byref(lo), ctypes.byref(hi))
+        assert lo.value == o1.lo - o2.hi and hi.value == o1.hi - o2.lo
+        assert lo.value <= true1 - true2 <= hi.value
+
+
+def test_pairs_need_consistent_intervals(ts):
+    empty = Offset()
+    ts.tsc_offset_init(ctypes.byref(empty))
+    good = offset(ts, [(100, 150, 200)])
+    lo, hi = i64(), i64()
+    assert not ts.tsc_offset_between(ctypes.byref(good), ctypes.byref(empty), ctypes.byref(lo), ctypes.byref(hi))
