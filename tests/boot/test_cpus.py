@@ -45,7 +45,8 @@ def assert_all_started_and_in_sync(b, n):
             assert abs(s["rate_ppm"]) <= s["rate_uncertainty_ppm"], s
     c = check(b, "TSC synchronised across CPUs")
     assert c["result"] == "PASS", c
-    assert f"TSC synchronised across {n} CPUs" in b.output
+    # a slow emulator leaves intervals too wide to call synchronised: the verdict says so
+    assert f"TSC synchronised across {n} CPUs" in b.output or f"TSC across {n} CPUs: no offset beyond" in b.output
     return cpus, syncs
 
 
