@@ -13,12 +13,12 @@ PYTHON ?= /usr/bin/python3
 GRUB_MKRESCUE ?= grub-mkrescue
 
 BUILD := build
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 
 # The version is baked into the banner and the QR payload: the objects that
 # print it are rebuilt when it changes (the file is rewritten only then).
 VERSION_FILE := $(BUILD)/version.txt
-$(shell mkdir -p $(BUILD); echo '$(VERSION)' | cmp -s - $(VERSION_FILE) 2>/dev/null || echo '$(VERSION)' > $(VERSION_FILE))
+$(shell mkdir -p $(BUILD); if ! echo '$(VERSION)' | cmp -s - $(VERSION_FILE) 2>/dev/null; then echo '$(VERSION)' > $(VERSION_FILE); fi)
 
 KERNEL := $(BUILD)/clockbench.elf
 ISO := $(BUILD)/clockbench.iso
@@ -152,9 +152,10 @@ $(FUZZ_BIN): tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c kernel/acpi.h 
 	@mkdir -p $(dir $@)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c
 
-# The test suite's fuzz smoke fails (saying why) when the harness cannot be built.
+# Under CI (CI=true) a harness that cannot be built stops the run here;
+# elsewhere the test suite's fuzz smoke fails, saying why.
 fuzz-harness:
-	@$(MAKE) --no-print-directory $(FUZZ_BIN) || echo "note: the fuzz harness could not be built; its smoke test will fail"
+	@$(MAKE) --no-print-directory $(FUZZ_BIN) || { echo "note: the fuzz harness could not be built; its smoke test will fail"; [ "$$CI" != true ]; }
 
 fuzz: deps $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/corpus
