@@ -153,8 +153,8 @@ static void calibrate_measure(const struct profile *p)
     }
     /* Until the drift experiment measures it, ns figures use the estimate. */
     results.tsc_hz = xf_from_u64(results.tsc_estimate_hz);
-    fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "the quick estimate against %s",
-               results.tsc_estimate_source);
+    fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "%s%s",
+               cal.ok ? "the quick estimate against " : "nominal: ", results.tsc_estimate_source);
     kprintf("    TSC about %llu MHz (against %s, to size the phases)\n",
             (unsigned long long)(results.tsc_estimate_hz / 1000000), results.tsc_estimate_source);
 }
