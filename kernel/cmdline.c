@@ -97,3 +97,16 @@ bool cmdline_get_u64(const struct cmdline *cl, const char *key, uint64_t *out)
 {
     return cmdline_parse_u64(cmdline_get(cl, key), out);
 }
+
+const char *cmdline_split(const char *s, char sep, char *head, unsigned head_len)
+{
+    unsigned i = 0;
+    if (!s || head_len == 0)
+        return 0;
+    while (s[i] && s[i] != sep && i < head_len - 1) {
+        head[i] = s[i];
+        i++;
+    }
+    head[i] = '\0';
+    return s[i] == sep ? s + i + 1 : 0;
+}

@@ -23,6 +23,10 @@ const char *cmdline_get(const struct cmdline *cl, const char *key);
 /* Decimal or 0x-prefixed hex. False when absent or not a number (out untouched). */
 bool cmdline_get_u64(const struct cmdline *cl, const char *key, uint64_t *out);
 bool cmdline_parse_u64(const char *s, uint64_t *out);
+/* Copies s up to the first `sep` into head (at most head_len - 1 chars, NUL
+   terminated) and returns what follows the separator, or 0 when s has no
+   `sep` or the head did not fit: for values like KIND:MS@S and CPU:TICKS. */
+const char *cmdline_split(const char *s, char sep, char *head, unsigned head_len);
 
 /* The command line of this boot, parsed once in kmain. */
 extern struct cmdline boot_cmdline;

@@ -120,23 +120,11 @@ static void inject_parse(void)
     const char *v = cmdline_get(&boot_cmdline, "inject");
     if (!v)
         return;
-    char kind[16];
-    unsigned i = 0;
-    while (v[i] && v[i] != ':' && i < sizeof kind - 1) {
-        kind[i] = v[i];
-        i++;
-    }
-    kind[i] = '\0';
-    const char *rest = v[i] == ':' ? v + i + 1 : 0;
-    char num[24];
-    unsigned k = 0;
-    while (rest && rest[k] && rest[k] != '@' && k < sizeof num - 1) {
-        num[k] = rest[k];
-        k++;
-    }
-    num[k] = '\0';
-    bool ok = rest && rest[k] == '@' && cmdline_parse_u64(num, &inject.ms) && cmdline_parse_u64(rest + k + 1, &inject.at_ms) &&
-              inject.ms > 0 && inject.ms <= 60000;
+    char kind[16], num[24];
+    const char *rest = cmdline_split(v, ':', kind, sizeof kind);
+    const char *at = rest ? cmdline_split(rest, '@', num, sizeof num) : 0;
+    bool ok = at && cmdline_parse_u64(num, &inject.ms) && cmdline_parse_u64(at, &inject.at_ms) && inject.ms > 0 &&
+              inject.ms <= 60000;
     inject.at_ms *= 1000; /* given in seconds */
     if (ok && !strcmp(kind, "hpet_halt") && counters[COUNTER_HPET].present)
         inject.kind = INJECT_HPET_HALT;

@@ -93,16 +93,10 @@ bool tsc_skew_parse(const char *s, uint32_t *cpu, int64_t *ticks)
     if (!s)
         return false;
     char num[24];
-    unsigned i = 0;
-    while (s[i] && s[i] != ':' && i < sizeof num - 1) {
-        num[i] = s[i];
-        i++;
-    }
-    num[i] = '\0';
     uint64_t c, t;
-    if (s[i] != ':' || !cmdline_parse_u64(num, &c) || c > UINT32_MAX)
+    const char *v = cmdline_split(s, ':', num, sizeof num);
+    if (!v || !cmdline_parse_u64(num, &c) || c > UINT32_MAX)
         return false;
-    const char *v = s + i + 1;
     bool negative = *v == '-';
     if (*v == '-' || *v == '+')
         v++;

@@ -56,3 +56,17 @@ def test_numbers(lib):
     for bad in ["", "0x", "12a", "-1", "18446744073709551616", "1 2"]:
         assert lib.shim_parse_u64(bad.encode(), ctypes.byref(out)) == 0, bad
     assert lib.shim_parse_u64(None, ctypes.byref(out)) == 0
+
+
+def test_split_at_a_separator(lib):
+    f = lib.cmdline_split
+    f.restype = ctypes.c_void_p
+    f.argtypes = [ctypes.c_char_p, ctypes.c_char, ctypes.c_char_p, ctypes.c_uint]
+    head = ctypes.create_string_buffer(16)
+    src = ctypes.create_string_buffer(b"hpet_halt:300@1")
+    rest = f(src, b":", head, 16)
+    assert head.value == b"hpet_halt" and ctypes.string_at(rest) == b"300@1"
+    assert f(ctypes.create_string_buffer(b"nocolon"), b":", head, 16) is None
+    # a head longer than the buffer is refused, not cut and accepted
+    assert f(ctypes.create_string_buffer(b"waytoolongforthehead:1"), b":", head, 8) is None
+    assert ctypes.string_at(f(ctypes.create_string_buffer(b":x"), b":", head, 16)) == b"x" and head.value == b""
