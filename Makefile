@@ -25,20 +25,22 @@ ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
-ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm
+ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
 
 # Pure logic: compiled for the kernel and, unchanged, for the host tests.
 LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c \
-	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c kernel/tsc_sync.c
+	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c kernel/tsc_sync.c \
+	kernel/latency.c kernel/deadline_errata.c kernel/os_choice.c kernel/rtc_fit.c
 
 KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
 	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
 	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
 	kernel/memory.c kernel/percpu.c kernel/profile.c kernel/results.c kernel/reads.c kernel/report_util.c \
-	kernel/experiments.c kernel/verdict_report.c kernel/summary.c \
+	kernel/experiments.c kernel/progress.c kernel/verdict_report.c kernel/summary.c \
 	kernel/exp_calibrate.c kernel/exp_cpu_speed.c kernel/exp_hpet_comparator.c kernel/exp_read_cost.c \
 	kernel/exp_sequential.c kernel/exp_drift.c kernel/exp_stolen.c kernel/exp_cpus.c kernel/smp.c \
-	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c
+	kernel/exp_timers.c kernel/exp_rtc.c drivers/rtc.c kernel/interrupts.c drivers/ioapic.c drivers/pic.c \
+	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/keyboard.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no
@@ -65,6 +67,16 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined 
 FONT_PSF ?= /usr/share/consolefonts/Lat15-VGA16.psf.gz
 FONT_C := $(BUILD)/gen/fbcon_font.c
 
+# Quiet builds: one line a step ("  CC      kernel/main.c"); `make V=1`
+# prints every command in full.
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-7s %s\n' '$(1)' '$(2)';
+endif
+
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
 .PHONY: all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
@@ -85,7 +97,7 @@ help:
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
-	@echo "Variables: CROSS=x86_64-elf-  CC=clang  RUN_ARGS='--firmware uefi --accel tcg ...'"
+	@echo "Variables: CROSS=x86_64-elf-  CC=clang  V=1 (full commands)  RUN_ARGS='--firmware uefi --accel tcg ...'"
 
 # A missing tool gets a message naming the Debian package; `make deps`
 # (run by `make run` and `make test`) installs them all.
@@ -99,33 +111,33 @@ deps:
 
 $(BUILD)/%.o: %.asm boot/constants.inc Makefile | check-build-tools
 	@mkdir -p $(dir $@)
-	$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -o $@ $<
+	$(call say,AS,$<)$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -o $@ $<
 
 $(BUILD)/%.o: %.c Makefile | check-build-tools
 	@mkdir -p $(dir $@)
-	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
 
 $(FONT_C): scripts/psf_to_c.py
 	@test -r $(FONT_PSF) || { echo "error: $(FONT_PSF) not found: install the 'console-setup-linux' package (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(PYTHON) scripts/psf_to_c.py $(FONT_PSF) $@
+	$(call say,GEN,$@)$(PYTHON) scripts/psf_to_c.py $(FONT_PSF) $@
 
 $(BUILD)/gen/fbcon_font.o: $(FONT_C) drivers/fbcon_font.h
-	$(CC) $(KERNEL_CFLAGS) -Idrivers -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(KERNEL_CFLAGS) -Idrivers -c -o $@ $<
 
 $(KERNEL): $(KERNEL_OBJS) linker.ld
-	$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
+	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
 
 # The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
 # hybrid image that can be written raw to a USB stick. The tests' copy boots
 # the default entry with no menu delay.
 define make_iso
 	@command -v $(GRUB_MKRESCUE) >/dev/null || { echo "error: grub-mkrescue not found: install grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools (or run 'make deps')"; exit 1; }
-	rm -rf $(dir $(1))isodir
-	mkdir -p $(dir $(1))isodir/boot/grub
-	cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
-	sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))isodir/boot/grub/grub.cfg
-	$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
+	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir
+	$(Q)mkdir -p $(dir $(1))isodir/boot/grub
+	$(Q)cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
+	$(Q)sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))isodir/boot/grub/grub.cfg
+	$(Q)$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
 endef
 
 iso: $(ISO)
@@ -142,7 +154,7 @@ $(TEST_ISO): $(KERNEL) iso/grub.cfg
 HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c $(FONT_C)
 $(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard kernel/*.h) $(wildcard drivers/*.h)
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c
+	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c
 
 # The ACPI parser under libFuzzer with ASan and UBSan (clang from Debian).
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_acpi
@@ -150,7 +162,7 @@ FUZZ_SECONDS ?= 300
 $(FUZZ_BIN): tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c kernel/acpi.h kernel/format.h
 	@command -v clang >/dev/null || { echo "error: clang not found: install the 'clang' package (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c
+	$(call say,FUZZCC,$@)clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c
 
 # Under CI (CI=true) a harness that cannot be built stops the run here;
 # elsewhere the test suite's fuzz smoke fails, saying why.
@@ -169,17 +181,17 @@ fuzz-seeds: $(KERNEL) $(TEST_ISO)
 VENV := $(BUILD)/venv
 HOST_TOOL := $(VENV)/bin/clockbench
 $(HOST_TOOL): tools/pyproject.toml
-	$(PYTHON) -m venv --system-site-packages $(VENV)
-	$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e tools
+	$(call say,VENV,$(VENV))$(PYTHON) -m venv --system-site-packages $(VENV)
+	$(Q)$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e tools
 	@touch $@
 
 tool: deps $(HOST_TOOL)
 
 # Log fixtures for the host tool's tests, from real QEMU runs (TCG and, when usable, KVM).
 fixtures: $(KERNEL)
-	PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel tcg --log tests/fixtures/tcg-q35.log > /dev/null
-	PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel tcg --machine pc --cpu EPYC --log tests/fixtures/tcg-pc-epyc.log > /dev/null
-	-PYTHONPATH=tools $(PYTHON) -m clockbench run --boot direct --accel kvm --firmware qboot --log tests/fixtures/kvm-q35.log > /dev/null
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --log tests/fixtures/tcg-q35.log > /dev/null
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --machine pc --cpu EPYC --log tests/fixtures/tcg-pc-epyc.log > /dev/null
+	-PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel kvm --firmware qboot --log tests/fixtures/kvm-q35.log > /dev/null
 
 RUN_ARGS ?=
 CLOCKBENCH := $(HOST_TOOL)

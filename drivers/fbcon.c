@@ -10,12 +10,15 @@
 #include "textgrid.h"
 
 #define MAX_CELLS 65536
+#define HISTORY_BYTES (256u * 1024)
 #define FLUSH_MIN_TSC (1ull << 27)
 
 static struct fb_mode fb;
 static bool ready;
 static uint32_t cols, rows;
 static uint8_t cells[MAX_CELLS], shown[MAX_CELLS];
+static uint8_t history[HISTORY_BYTES];
+static bool overdrawn; /* pixels drawn over cells: the next page redraws every cell */
 static struct textgrid grid;
 static uint32_t fg, bg;
 static uint64_t last_flush, flush_cost;
@@ -73,6 +76,7 @@ bool fbcon_init(const struct fb_mode *mode, char *why, unsigned why_len)
     fg = fbcon_pixel(&fb, 0xC0, 0xC0, 0xC0);
     bg = fbcon_pixel(&fb, 0, 0, 0);
     textgrid_init(&grid, cells, cols, rows);
+    textgrid_set_history(&grid, history, HISTORY_BYTES / cols);
     for (uint32_t i = 0; i < cols * rows; i++)
         shown[i] = 0; /* forces the first flush to clear the whole screen */
     ready = true;
@@ -106,16 +110,43 @@ void fbcon_putc(char c)
         fbcon_flush();
 }
 
-void fbcon_clear(void)
+static void clear(bool keep)
 {
     if (!ready)
         return;
-    textgrid_init(&grid, cells, cols, rows);
+    textgrid_clear(&grid, keep);
+    overdrawn = false;
     for (uint32_t y = 0; y < fb.height; y++)
         for (uint32_t x = 0; x < fb.width; x++)
             put_pixel((uint8_t *)(uintptr_t)fb.addr + (uint64_t)y * fb.pitch + (uint64_t)x * (fb.bpp / 8), fb.bpp / 8, bg);
     for (uint32_t i = 0; i < cols * rows; i++)
         shown[i] = ' ';
+}
+
+void fbcon_clear(void) { clear(true); }
+void fbcon_wipe(void) { clear(false); }
+
+uint32_t fbcon_cols(void) { return ready ? cols : 0; }
+uint32_t fbcon_rows(void) { return ready ? rows : 0; }
+uint32_t fbcon_history_lines(void) { return ready ? textgrid_history_count(&grid) : 0; }
+
+void fbcon_page(uint32_t first, const char *footer)
+{
+    if (!ready)
+        return;
+    if (overdrawn)
+        for (uint32_t i = 0; i < cols * rows; i++)
+            shown[i] = 0;
+    overdrawn = false;
+    uint32_t count = textgrid_history_count(&grid);
+    for (uint32_t y = 0; y + 1 < rows; y++) {
+        const uint8_t *line = first + y < count ? textgrid_history_line(&grid, first + y) : 0;
+        for (uint32_t x = 0; x < cols; x++)
+            cells[y * cols + x] = line ? line[x] : ' ';
+    }
+    for (uint32_t x = 0; x < cols; x++)
+        cells[(rows - 1) * cols + x] = *footer ? (uint8_t)*footer++ : ' ';
+    fbcon_flush();
 }
 
 uint32_t fbcon_width(void) { return ready ? fb.width : 0; }
@@ -130,6 +161,7 @@ void fbcon_draw_modules(const uint8_t *modules, int size, int stride, int x0, in
         x0 = (int)fb.width - span + x0 + 1;
     if (x0 < 0 || y0 < 0 || x0 + span > (int)fb.width || y0 + span > (int)fb.height)
         return;
+    overdrawn = true;
     uint32_t white = fbcon_pixel(&fb, 0xFF, 0xFF, 0xFF), black = fbcon_pixel(&fb, 0, 0, 0);
     uint8_t bytes = fb.bpp / 8;
     for (int py = 0; py < span; py++) {

@@ -20,8 +20,18 @@ void fbcon_putc(char c);
 /* Draws every cell that changed since the last flush. */
 void fbcon_flush(void);
 
-/* Clears the screen and puts the cursor top left. */
+/* Clears the screen and puts the cursor top left; what it showed goes to
+   the history first. fbcon_wipe keeps nothing (redrawing a screen of our
+   own). */
 void fbcon_clear(void);
+void fbcon_wipe(void);
+/* Screen size in characters (0 when not in use). */
+uint32_t fbcon_cols(void);
+uint32_t fbcon_rows(void);
+/* Lines kept in the history (lines scrolled or cleared away); the pager
+   shows rows - 1 of them from first and footer on the last row. */
+uint32_t fbcon_history_lines(void);
+void fbcon_page(uint32_t first, const char *footer);
 /* Draws a square bitmap (size x size modules, modules[y * stride + x], 1 =
    dark) as black on white with a quiet zone, at pixel (x, y), scale pixels
    a module, right-aligned against the screen's right edge when x < 0. */

@@ -49,3 +49,10 @@ bool lapic_send_ipi(const struct lapic *l, uint32_t dest, uint32_t icr_low, uint
     }
     return false;
 }
+
+void lapic_timer_free_run(const struct lapic *l)
+{
+    lapic_write(l, LAPIC_LVT_TIMER, LVT_MASKED | LVT_TIMER_PERIODIC);
+    lapic_write(l, LAPIC_TIMER_DIVIDE, TIMER_DIVIDE_BY_1);
+    lapic_write(l, LAPIC_TIMER_INITIAL, 0xFFFFFFFFu);
+}

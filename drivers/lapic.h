@@ -23,6 +23,8 @@
 #define LAPIC_SVR                    0x0F0
 #define   LAPIC_SVR_ENABLE           (1u << 8)      /* software enable */
 #define   LAPIC_SVR_VECTOR_MASK      0xFFu
+#define LAPIC_TPR                    0x080          /* task priority: 0 accepts every vector */
+#define LAPIC_EOI                    0x0B0
 #define LAPIC_ESR                    0x280
 #define LAPIC_ICR_LOW                0x300
 #define LAPIC_ICR_HIGH               0x310
@@ -35,6 +37,21 @@
 #define   ICR_XAPIC_DEST_SHIFT       24             /* in ICR_HIGH */
 #define   ICR_X2APIC_DEST_SHIFT      32             /* in the 64-bit MSR */
 #define MSR_X2APIC_FIRST             0x800u
+
+/* The APIC timer (SDM 11.5.4): the LVT entry, the divide configuration and
+   the initial and current counts; TSC-deadline mode arms through an MSR
+   (11.5.4.1). */
+#define LAPIC_LVT_TIMER              0x320
+#define   LVT_VECTOR_MASK            0xFFu
+#define   LVT_MASKED                 (1u << 16)
+#define   LVT_TIMER_ONESHOT          (0u << 17)
+#define   LVT_TIMER_PERIODIC         (1u << 17)
+#define   LVT_TIMER_TSC_DEADLINE     (2u << 17)
+#define LAPIC_TIMER_INITIAL          0x380
+#define LAPIC_TIMER_CURRENT          0x390
+#define LAPIC_TIMER_DIVIDE           0x3E0
+#define   TIMER_DIVIDE_BY_1          0xBu           /* bits 3,1:0 = 1011b */
+#define MSR_TSC_DEADLINE             0x6E0u
 
 struct lapic {
     bool x2apic;         /* x2APIC mode: registers are MSRs */
@@ -53,9 +70,15 @@ bool lapic_init(struct lapic *l, uint64_t apic_base_msr, const char **why);
    is allowed directly; the reverse needs a disable first). */
 void lapic_enable_x2apic(struct lapic *l);
 uint32_t lapic_id(const struct lapic *l);
+/* The APIC timer as a free-running counter: periodic, masked, divide by 1,
+   reloading from 0xFFFFFFFF (SDM 11.5.4). */
+void lapic_timer_free_run(const struct lapic *l);
 /* Sends icr_low to dest. In xAPIC mode waits (bounded by spins and a TSC
    deadline) for the delivery-status bit to clear; false on timeout. */
 bool lapic_send_ipi(const struct lapic *l, uint32_t dest, uint32_t icr_low, uint64_t deadline_ticks);
+
+/* Ends the interrupt being serviced (11.8.5): not for the spurious vector. */
+static inline void lapic_eoi(const struct lapic *l);
 
 /* --- accessors --- */
 #include "../kernel/cpu.h"
@@ -74,5 +97,7 @@ static inline void lapic_write(const struct lapic *l, uint32_t reg, uint32_t v)
     else
         *(volatile uint32_t *)(uintptr_t)(l->base + reg) = v;
 }
+
+static inline void lapic_eoi(const struct lapic *l) { lapic_write(l, LAPIC_EOI, 0); }
 
 #endif

@@ -40,6 +40,22 @@
 #define   LAPIC_OFF_ID 3
 #define   LAPIC_OFF_FLAGS 4
 #define   LAPIC_LEN 8
+#define MADT_IOAPIC 1                 /* 5.2.12.3: type, length 12, ID (1), reserved (1), address (4), GSI base (4) */
+#define   IOAPIC_OFF_ID 2
+#define   IOAPIC_OFF_ADDRESS 4
+#define   IOAPIC_OFF_GSI_BASE 8
+#define   IOAPIC_LEN 12
+#define MADT_SOURCE_OVERRIDE 2        /* 5.2.12.5: type, length 10, bus (1), source (1), GSI (4), flags (2) */
+#define   ISO_OFF_BUS 2
+#define   ISO_OFF_SOURCE 3
+#define   ISO_OFF_GSI 4
+#define   ISO_OFF_FLAGS 8
+#define   ISO_LEN 10
+#define   INTI_POLARITY_MASK 0x3u
+#define   INTI_ACTIVE_LOW 0x3u
+#define   INTI_TRIGGER_SHIFT 2
+#define   INTI_TRIGGER_MASK 0x3u
+#define   INTI_LEVEL 0x3u
 #define MADT_LAPIC_OVERRIDE 5         /* 5.2.12.8: type, length 12, reserved (2), address (8) */
 #define   LAPIC_OVERRIDE_OFF_ADDRESS 4
 #define   LAPIC_OVERRIDE_LEN 12
@@ -359,7 +375,21 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
         else if (type == MADT_LAPIC_OVERRIDE && elen >= LAPIC_OVERRIDE_LEN) {
             a->lapic_address = ld64(e + LAPIC_OVERRIDE_OFF_ADDRESS);
             a->lapic_address_overridden = true;
-        } else if ((type == MADT_LOCAL_APIC || type == MADT_LOCAL_X2APIC || type == MADT_LAPIC_OVERRIDE))
+        } else if (type == MADT_IOAPIC && elen >= IOAPIC_LEN) {
+            if (a->ioapic_count < ACPI_MAX_IOAPICS)
+                a->ioapics[a->ioapic_count++] = (struct acpi_ioapic){
+                    .id = e[IOAPIC_OFF_ID], .address = ld32(e + IOAPIC_OFF_ADDRESS), .gsi_base = ld32(e + IOAPIC_OFF_GSI_BASE)};
+            else
+                say(a, "APIC table: more than %u I/O APICs; the rest are ignored", ACPI_MAX_IOAPICS);
+        } else if (type == MADT_SOURCE_OVERRIDE && elen >= ISO_LEN) {
+            if (a->override_count < ACPI_MAX_OVERRIDES)
+                a->overrides[a->override_count++] = (struct acpi_override){
+                    .bus = e[ISO_OFF_BUS], .source = e[ISO_OFF_SOURCE], .gsi = ld32(e + ISO_OFF_GSI),
+                    .flags = (uint16_t)(e[ISO_OFF_FLAGS] | e[ISO_OFF_FLAGS + 1] << 8)};
+            else
+                say(a, "APIC table: more than %u interrupt source overrides; the rest are ignored", ACPI_MAX_OVERRIDES);
+        } else if ((type == MADT_LOCAL_APIC || type == MADT_LOCAL_X2APIC || type == MADT_LAPIC_OVERRIDE ||
+                    type == MADT_IOAPIC || type == MADT_SOURCE_OVERRIDE))
             say(a, "APIC table: type %u entry at offset %u is %u bytes, too short; skipped", type, off, elen);
         off += elen;
     }
@@ -446,4 +476,30 @@ void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t
         say(a, "no valid HPET table in the %s", a->root_is_xsdt ? "XSDT" : "RSDT");
         reason_from_last(a, a->hpet_reason);
     }
+}
+
+uint32_t acpi_isa_irq_gsi(const struct acpi_info *a, uint8_t irq, bool *active_low, bool *level)
+{
+    *active_low = *level = false;
+    for (uint32_t i = 0; i < a->override_count; i++) {
+        const struct acpi_override *o = &a->overrides[i];
+        if (o->bus != 0 || o->source != irq)
+            continue;
+        *active_low = (o->flags & INTI_POLARITY_MASK) == INTI_ACTIVE_LOW;
+        *level = ((o->flags >> INTI_TRIGGER_SHIFT) & INTI_TRIGGER_MASK) == INTI_LEVEL;
+        return o->gsi;
+    }
+    return irq;
+}
+
+int acpi_ioapic_of_gsi(const struct acpi_info *a, uint32_t gsi, uint32_t pins_of[ACPI_MAX_IOAPICS], uint32_t *pin)
+{
+    for (uint32_t i = 0; i < a->ioapic_count; i++) {
+        uint32_t base = a->ioapics[i].gsi_base;
+        if (gsi >= base && gsi - base < pins_of[i]) {
+            *pin = gsi - base;
+            return (int)i;
+        }
+    }
+    return -1;
 }

@@ -29,6 +29,8 @@ struct acpi_gas {
 #define ACPI_MAX_MESSAGES 12
 #define ACPI_MESSAGE_CHARS 112
 #define ACPI_MAX_TABLE_BYTES (4u << 20) /* larger claimed lengths are rejected as corrupt */
+#define ACPI_MAX_IOAPICS 8
+#define ACPI_MAX_OVERRIDES 16
 #define ACPI_MAX_CPUS 256 /* MADT processor entries kept; more are counted, not listed */
 
 struct acpi_table_ref {
@@ -89,6 +91,20 @@ struct acpi_info {
     } cpus[ACPI_MAX_CPUS];
     uint32_t cpu_count;             /* entries kept in cpus[] */
     bool cpus_dropped;              /* more than ACPI_MAX_CPUS distinct entries */
+    /* I/O APICs (type 1, 5.2.12.3) and interrupt source overrides (type 2,
+       5.2.12.5): where each ISA IRQ arrives, and how it is signalled */
+    struct acpi_ioapic {
+        uint8_t id;
+        uint64_t address;           /* MMIO base */
+        uint32_t gsi_base;          /* its first global system interrupt */
+    } ioapics[ACPI_MAX_IOAPICS];
+    uint32_t ioapic_count;
+    struct acpi_override {
+        uint8_t bus, source;        /* bus 0 = ISA; source = the ISA IRQ */
+        uint32_t gsi;
+        uint16_t flags;             /* MPS INTI flags: polarity 1:0, trigger 3:2 */
+    } overrides[ACPI_MAX_OVERRIDES];
+    uint32_t override_count;
 
     /* Why a counter's table gave nothing: the first problem met, or "". */
     char hpet_reason[ACPI_MESSAGE_CHARS];
@@ -103,6 +119,13 @@ struct acpi_info {
    tried first, then the EBDA, then the BIOS area. */
 void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
                    struct acpi_info *out);
+
+/* Where ISA IRQ irq arrives: its global system interrupt, after any
+   override, and whether it is active low or level triggered (ISA's default
+   is active high, edge; ACPI 6.5, 5.2.12.5, Table 5.26). */
+uint32_t acpi_isa_irq_gsi(const struct acpi_info *a, uint8_t irq, bool *active_low, bool *level);
+/* The I/O APIC that serves gsi, or -1; *pin gets its input pin. */
+int acpi_ioapic_of_gsi(const struct acpi_info *a, uint32_t gsi, uint32_t pins_of[ACPI_MAX_IOAPICS], uint32_t *pin);
 
 /* Sum of bytes modulo 256: 0 for a valid ACPI structure. */
 uint8_t acpi_checksum(const uint8_t *p, uint32_t len);

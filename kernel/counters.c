@@ -17,6 +17,27 @@ struct counter counters[COUNTER_COUNT] = {
     [COUNTER_PIT] = {.name = "pit", .reference_rank = 3, .advice_good = "legacy: 16 bits, wraps every 55 ms; calibration only",
                      .nominal_accuracy_ppm = 500,
                      .nominal_accuracy_source = "the PIT's crystal; no tolerance stated, 500 ppm assumed"},
+    /* The APIC timer's current count, free-running (periodic, masked, divide
+       by 1): a counter too, but never a reference: its rate is the bus or
+       crystal clock, often not stated anywhere (SDM vol. 3A, 11.5.4) */
+    [COUNTER_LAPIC] = {.name = "lapic", .reference_rank = 0, .advice_good = "the APIC timer: for events, not for timestamps",
+                       .nominal_accuracy_ppm = 500,
+                       .nominal_accuracy_source = "the APIC timer's bus or crystal clock; no tolerance stated, 500 ppm assumed"},
+    /* The paravirtual clocks are the TSC scaled by the hypervisor: never a
+       reference, since they cannot disagree with the TSC except by the
+       host's own calibration of it */
+    [COUNTER_KVMCLOCK] = {.name = "kvmclock", .reference_rank = 0,
+                          .advice_good = "KVM's paravirtual clock: what a Linux guest reads as kvm-clock",
+                          .nominal_accuracy_ppm = 500,
+                          .nominal_accuracy_source = "the host's calibration of its TSC; none stated, 500 ppm assumed"},
+    [COUNTER_HV_REF_COUNTER] = {.name = "hv_ref_counter", .reference_rank = 0,
+                                .advice_good = "Hyper-V's reference counter: an MSR read, a trap each time",
+                                .nominal_accuracy_ppm = 500,
+                                .nominal_accuracy_source = "the host's clock; none stated, 500 ppm assumed"},
+    [COUNTER_HV_REF_PAGE] = {.name = "hv_ref_page", .reference_rank = 0,
+                             .advice_good = "Hyper-V's reference TSC page: the TSC scaled, no trap",
+                             .nominal_accuracy_ppm = 500,
+                             .nominal_accuracy_source = "the host's calibration of its TSC; none stated, 500 ppm assumed"},
 };
 
 int counters_by_rank(int out[COUNTER_COUNT])

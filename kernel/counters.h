@@ -8,7 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum counter_id { COUNTER_TSC, COUNTER_HPET, COUNTER_ACPI_PM, COUNTER_PIT, COUNTER_COUNT };
+enum counter_id {
+    COUNTER_TSC, COUNTER_HPET, COUNTER_ACPI_PM, COUNTER_PIT, COUNTER_LAPIC,
+    COUNTER_KVMCLOCK, COUNTER_HV_REF_COUNTER, COUNTER_HV_REF_PAGE, COUNTER_COUNT
+};
 
 struct counter {
     /* policy: fixed in counters.c */
@@ -23,6 +26,7 @@ struct counter {
     char reason[128];               /* why absent */
     uint64_t nominal_millihz;       /* nominal frequency in millihertz, 0 when unknown */
     char nominal_source[64];        /* where that figure came from */
+    bool nominal_estimated;         /* nothing states it: nominal_millihz is a start-up estimate, only for unwrapping */
     unsigned width_bits;
     uint64_t mask;                  /* (1 << width) - 1: differences are taken modulo this */
     char access[48];                /* how it is read */

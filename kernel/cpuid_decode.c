@@ -119,6 +119,9 @@ void cpuid_decode(const struct cpuid_leaf l[CPUID_LEAF_COUNT], struct cpu_info *
     }
     /* Hypervisor timing leaf (VMware's convention, used by KVM and QEMU):
        EAX = TSC kHz, EBX = local APIC bus kHz. */
-    if (ci->max_hv_leaf >= 0x40000010 && l[CPUID_IDX_HV10].valid)
+    if (ci->max_hv_leaf >= 0x40000010 && l[CPUID_IDX_HV10].valid) {
         add_claim(ci, "cpuid.40000010h", "tsc", (uint64_t)l[CPUID_IDX_HV10].eax * 1000u);
+        if (l[CPUID_IDX_HV10].ebx)
+            add_claim(ci, "cpuid.40000010h", "bus", (uint64_t)l[CPUID_IDX_HV10].ebx * 1000u);
+    }
 }

@@ -11,7 +11,10 @@
 #include "format.h"
 #include "paging.h"
 #include "probe.h"
+#include "reads.h"
+#include "smp.h"
 #include "string.h"
+#include "xf.h"
 
 struct discovery discovered;
 
@@ -211,6 +214,247 @@ static void discover_pit(void)
     fmt_format(c->nominal_source, sizeof c->nominal_source, "14.31818 MHz / 12 (nominal)");
 }
 
+/* --- local APIC timer, as a counter --- */
+#define LAPIC_MOVE_SPINS 100000
+#define LAPIC_ESTIMATE_SPINS 2000000
+
+static void lapic_free_run_job(void *unused)
+{
+    (void)unused;
+    lapic_timer_free_run(&smp.lapic);
+}
+
+/* Its rate when nothing states it: counted against the best reference for
+   about 10 ms of that reference, in millihertz; 0 when there is none. */
+static uint64_t lapic_startup_estimate(const char **against)
+{
+    int order[COUNTER_COUNT];
+    if (!counters_by_rank(order))
+        return 0;
+    int ref = order[0];
+    struct read_src rs, ls;
+    if (!counter_source(ref, &rs) || !counter_source(COUNTER_LAPIC, &ls))
+        return 0;
+    uint64_t want = counters[ref].nominal_millihz / 100000; /* 10 ms of reference ticks */
+    uint64_t r0 = read_value(rs.kind, &rs), l0 = read_value(ls.kind, &ls), r1 = r0, l1 = l0;
+    for (uint32_t i = 0; i < LAPIC_ESTIMATE_SPINS && counter_delta(&counters[ref], r0, r1) < want; i++) {
+        r1 = read_value(rs.kind, &rs);
+        l1 = read_value(ls.kind, &ls);
+    }
+    uint64_t dr = counter_delta(&counters[ref], r0, r1), dl = counter_delta(&counters[COUNTER_LAPIC], l0, l1);
+    if (dr < want)
+        return 0;
+    *against = counters[ref].name;
+    return (uint64_t)xf_to_fixed(xf_div(xf_mul(xf_from_u64(dl), xf_from_u64(counters[ref].nominal_millihz)), xf_from_u64(dr)), 0);
+}
+
+static void discover_lapic(const struct cpu_info *ci)
+{
+    struct counter *c = &counters[COUNTER_LAPIC];
+    if (!smp_bsp_apic()) {
+        set_absent(c, "%s", smp.why[0] ? smp.why : "the local APIC is not usable");
+        return;
+    }
+    struct probe_fault fault;
+    if (!probe_run(lapic_free_run_job, 0, &fault)) {
+        set_absent(c, "programming the APIC timer faulted: %s", fault.text);
+        return;
+    }
+    set_present(c, 32);
+    struct read_src s;
+    counter_source(COUNTER_LAPIC, &s);
+    uint64_t a = read_value(s.kind, &s), b = a;
+    for (uint32_t i = 0; i < LAPIC_MOVE_SPINS && b == a; i++)
+        b = read_value(s.kind, &s);
+    if (b == a) {
+        set_absent(c, "the APIC timer's current count does not move (%u reads)", LAPIC_MOVE_SPINS);
+        return;
+    }
+    fmt_format(c->access, sizeof c->access, smp.lapic.x2apic ? "x2APIC MSR 0x839 (current count)" : "MMIO 0x%llx (current count)",
+               (unsigned long long)(smp.lapic.base + LAPIC_TIMER_CURRENT));
+    /* SDM vol. 3A, 11.5.4: with CPUID leaf 0x15 enumerated, the timer runs
+       at the core crystal clock; a hypervisor's timing leaf 0x40000010
+       states its APIC bus rate in EBX */
+    for (int i = 0; i < ci->claim_count; i++)
+        if ((!strcmp(ci->claims[i].what, "crystal") && !strcmp(ci->claims[i].source, "cpuid.15h")) ||
+            (!strcmp(ci->claims[i].what, "bus") && !strcmp(ci->claims[i].source, "cpuid.40000010h"))) {
+            c->nominal_millihz = ci->claims[i].hz * 1000;
+            fmt_format(c->nominal_source, sizeof c->nominal_source, "%s %s (claimed)", ci->claims[i].source, ci->claims[i].what);
+            return;
+        }
+    const char *against = "";
+    c->nominal_millihz = lapic_startup_estimate(&against);
+    c->nominal_estimated = true;
+    if (c->nominal_millihz)
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "not stated: 10 ms against %s at start-up", against);
+    else
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "not stated");
+}
+
+/* --- paravirtual clocks --- */
+#define PV_SETTLE_SPINS 1000000
+#define HV_BETWEEN_CHECKS 256
+
+volatile struct pvclock_vcpu_time_info kvmclock_page __attribute__((aligned(64)));
+static uint8_t hv_page_storage[4096] __attribute__((aligned(4096)));
+volatile struct hv_tsc_page *const hv_page = (volatile struct hv_tsc_page *)hv_page_storage;
+
+static bool signature_is(uint32_t leaf, const char *want)
+{
+    struct cpuid_regs r = cpuid(leaf, 0);
+    uint32_t regs[3] = {r.ebx, r.ecx, r.edx};
+    for (int i = 0; i < 12; i++)
+        if ((char)(regs[i / 4] >> (8 * (i % 4))) != want[i])
+            return false;
+    return true;
+}
+
+struct msr_write_job {
+    uint32_t msr;
+    uint64_t value;
+};
+
+static void msr_write_run(void *p)
+{
+    struct msr_write_job *j = p;
+    wrmsr(j->msr, j->value);
+}
+
+static bool msr_write_safe(uint32_t msr, uint64_t value, struct probe_fault *fault)
+{
+    struct msr_write_job j = {msr, value};
+    return probe_run(msr_write_run, &j, fault);
+}
+
+static void discover_kvmclock(const struct cpu_info *ci)
+{
+    struct counter *c = &counters[COUNTER_KVMCLOCK];
+    struct pvclocks *pv = &discovered.pv;
+    if (!ci->hypervisor) {
+        set_absent(c, "no hypervisor (CPUID.1:ECX[31] clear): no paravirtual clock");
+        return;
+    }
+    if (ci->max_hv_leaf >= KVM_CPUID_SIGNATURE_LOW + KVM_CPUID_FEATURES && signature_is(KVM_CPUID_SIGNATURE_LOW, "KVMKVMKVM\0\0\0"))
+        pv->kvm_base = KVM_CPUID_SIGNATURE_LOW;
+    else if (signature_is(KVM_CPUID_SIGNATURE_HIGH, "KVMKVMKVM\0\0\0"))
+        pv->kvm_base = KVM_CPUID_SIGNATURE_HIGH;
+    else {
+        set_absent(c, "the hypervisor (\"%s\") is not KVM: no kvmclock", ci->hv_vendor);
+        return;
+    }
+    pv->kvm_features = cpuid(pv->kvm_base + KVM_CPUID_FEATURES, 0).eax;
+    if (!(pv->kvm_features & KVM_FEATURE_CLOCKSOURCE2)) {
+        set_absent(c, "KVM does not offer kvmclock (CPUID 0x%x EAX bit 3 clear)", pv->kvm_base + KVM_CPUID_FEATURES);
+        return;
+    }
+    pv->stable_bit_meaningful = pv->kvm_features & KVM_FEATURE_CLOCKSOURCE_STABLE_BIT;
+    struct probe_fault fault;
+    uint64_t gpa = (uint64_t)(uintptr_t)&kvmclock_page; /* identity-mapped: virtual = physical */
+    if (!msr_write_safe(MSR_KVM_SYSTEM_TIME_NEW, gpa | KVM_SYSTEM_TIME_ENABLE, &fault)) {
+        set_absent(c, "registering the page (MSR 0x%x) faulted: %s", MSR_KVM_SYSTEM_TIME_NEW, fault.text);
+        return;
+    }
+    pv->kvmclock_on = true;
+    /* the version must settle: even and not 0, and the same on both sides of a read */
+    uint32_t i;
+    for (i = 0; i < PV_SETTLE_SPINS; i++) {
+        uint32_t v = kvmclock_page.version;
+        if (v && !(v & 1) && kvmclock_page.version == v)
+            break;
+        pv->version_retries++;
+        cpu_relax();
+    }
+    if (i == PV_SETTLE_SPINS) {
+        set_absent(c, "the pvclock page never settled (version 0x%x after %u reads)", kvmclock_page.version, PV_SETTLE_SPINS);
+        return;
+    }
+    pv->mul = kvmclock_page.tsc_to_system_mul;
+    pv->shift = kvmclock_page.tsc_shift;
+    pv->stable_bit = kvmclock_page.flags & PVCLOCK_TSC_STABLE_BIT;
+    uint64_t a = kvmclock_read(&kvmclock_page), b = a;
+    for (i = 0; i < PV_SETTLE_SPINS && b == a; i++)
+        b = kvmclock_read(&kvmclock_page);
+    if (b == a) {
+        set_absent(c, "kvmclock does not move (%u reads)", PV_SETTLE_SPINS);
+        return;
+    }
+    set_present(c, 64);
+    fmt_format(c->access, sizeof c->access, "pvclock page 0x%llx, MSR 0x%x", (unsigned long long)gpa, MSR_KVM_SYSTEM_TIME_NEW);
+    c->nominal_millihz = 1000000000000ull; /* ns */
+    fmt_format(c->nominal_source, sizeof c->nominal_source, "ns by definition (nominal)");
+}
+
+static void discover_hyperv(const struct cpu_info *ci)
+{
+    struct counter *m = &counters[COUNTER_HV_REF_COUNTER], *p = &counters[COUNTER_HV_REF_PAGE];
+    struct pvclocks *pv = &discovered.pv;
+    pv->hyperv = ci->hypervisor && ci->max_hv_leaf >= HV_CPUID_FEATURES && signature_is(HV_CPUID_SIGNATURE, "Microsoft Hv");
+    if (!pv->hyperv) {
+        const char *why = ci->hypervisor ? "the hypervisor offers no Hyper-V interface (CPUID 0x40000000 is not \"Microsoft Hv\")"
+                                         : "no hypervisor (CPUID.1:ECX[31] clear)";
+        set_absent(m, "%s", why);
+        set_absent(p, "%s", why);
+        return;
+    }
+    pv->hv_features = cpuid(HV_CPUID_FEATURES, 0).eax;
+    struct probe_fault fault;
+    uint64_t v = 0;
+    if (pv->hv_features & HV_ACCESS_FREQUENCY_MSRS) {
+        if (msr_read_safe(HV_X64_MSR_TSC_FREQUENCY, &v, &fault))
+            pv->hv_tsc_hz = v;
+        if (msr_read_safe(HV_X64_MSR_APIC_FREQUENCY, &v, &fault))
+            pv->hv_apic_hz = v;
+    }
+    if (!(pv->hv_features & HV_MSR_TIME_REF_COUNT_AVAILABLE))
+        set_absent(m, "not offered (CPUID 0x40000003 EAX bit 1 clear; QEMU: hv-time)");
+    else if (!msr_read_safe(HV_X64_MSR_TIME_REF_COUNT, &v, &fault))
+        set_absent(m, "reading MSR 0x%x faulted: %s", HV_X64_MSR_TIME_REF_COUNT, fault.text);
+    else {
+        set_present(m, 64);
+        fmt_format(m->access, sizeof m->access, "MSR 0x%x", HV_X64_MSR_TIME_REF_COUNT);
+        m->nominal_millihz = 10000000000ull; /* 100 ns units */
+        fmt_format(m->nominal_source, sizeof m->nominal_source, "100 ns units, Hyper-V TLFS 12.4 (nominal)");
+    }
+    if (!(pv->hv_features & HV_MSR_REFERENCE_TSC_AVAILABLE)) {
+        set_absent(p, "not offered (CPUID 0x40000003 EAX bit 9 clear; QEMU: hv-time)");
+        return;
+    }
+    uint64_t gpa = (uint64_t)(uintptr_t)hv_page_storage;
+    if (!msr_write_safe(HV_X64_MSR_REFERENCE_TSC, gpa | HV_REFERENCE_TSC_ENABLE, &fault)) {
+        set_absent(p, "enabling the page (MSR 0x%x) faulted: %s", HV_X64_MSR_REFERENCE_TSC, fault.text);
+        return;
+    }
+    pv->hv_page_on = true;
+    uint32_t i;
+    for (i = 0; i < PV_SETTLE_SPINS && !hv_page->tsc_sequence; i++)
+        cpu_relax();
+    pv->hv_page_valid = hv_page->tsc_sequence != 0;
+    if (!pv->hv_page_valid) {
+        set_absent(p, "its sequence stays 0: the hypervisor says the page is not valid (the MSR is the fallback)");
+        return;
+    }
+    set_present(p, 64);
+    fmt_format(p->access, sizeof p->access, "reference TSC page 0x%llx", (unsigned long long)gpa);
+    p->nominal_millihz = 10000000000ull;
+    fmt_format(p->nominal_source, sizeof p->nominal_source, "100 ns units, Hyper-V TLFS 12.7 (nominal)");
+    /* every MSR reading must lie between two page readings taken around it */
+    if (m->present)
+        for (i = 0; i < HV_BETWEEN_CHECKS; i++) {
+            uint64_t before = hv_page_read(hv_page), msr = rdmsr(HV_X64_MSR_TIME_REF_COUNT), after = hv_page_read(hv_page);
+            pv->hv_between_checked++;
+            pv->hv_between_outside += msr < before || msr > after;
+        }
+}
+
+void discover_release(void)
+{
+    struct probe_fault fault;
+    if (discovered.pv.kvmclock_on && msr_write_safe(MSR_KVM_SYSTEM_TIME_NEW, 0, &fault))
+        discovered.pv.kvmclock_on = false;
+    if (discovered.pv.hv_page_on && msr_write_safe(HV_X64_MSR_REFERENCE_TSC, 0, &fault))
+        discovered.pv.hv_page_on = false;
+}
+
 void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu)
 {
     struct acpi_job job = {bi};
@@ -228,4 +472,7 @@ void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu)
     discover_hpet();
     discover_pm();
     discover_pit();
+    discover_lapic(&cpu->info);
+    discover_kvmclock(&cpu->info);
+    discover_hyperv(&cpu->info);
 }

@@ -5,6 +5,7 @@
 
 #include "../drivers/hpet.h"
 #include "../drivers/pmtimer.h"
+#include "../drivers/pvclock.h"
 #include "acpi.h"
 #include "bootinfo.h"
 #include "cpuinfo.h"
@@ -17,11 +18,14 @@ struct discovery {
     struct hpet hpet;
     struct pmtimer pm;
     struct lfence_status lfence;
+    struct pvclocks pv;
 };
 
 extern struct discovery discovered;
 
 void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu);
+/* Unregisters the paravirtual clock pages (at the end of the run). */
+void discover_release(void);
 /* The inventory section: lines for people, records for tools, checks. */
 void discover_report(const struct cpu_probe *cpu, const struct boot_info *bi);
 

@@ -28,7 +28,8 @@ struct idt_pointer {
 } __attribute__((packed));
 
 extern const uint64_t exception_stubs[32];
-static struct idt_gate idt[32];
+extern const uint64_t irq_stubs[224];
+static struct idt_gate idt[256];
 
 static const char *const names[32] = {
     "divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)", "breakpoint (#BP)",
@@ -43,18 +44,26 @@ static const char *const names[32] = {
 
 const char *exception_name(uint64_t vector) { return vector < 32 ? names[vector] : "not an exception"; }
 
+void idt_set(unsigned vector, uint64_t handler)
+{
+    idt[vector & 0xFF] = (struct idt_gate){
+        .offset_low = (uint16_t)handler,
+        .selector = KERNEL_CS,
+        .type_attr = IDT_GATE_INTERRUPT,
+        .offset_mid = (uint16_t)(handler >> 16),
+        .offset_high = (uint32_t)(handler >> 32),
+    };
+}
+
+/* Vectors 32-255 get the interrupt stubs of boot/irq.asm (interrupts.c
+   counts and dispatches them); all 256 gates are present from the start,
+   so even an interrupt nobody asked for lands somewhere that counts it. */
 void exceptions_init(void)
 {
-    for (int v = 0; v < 32; v++) {
-        uint64_t a = exception_stubs[v];
-        idt[v] = (struct idt_gate){
-            .offset_low = (uint16_t)a,
-            .selector = KERNEL_CS,
-            .type_attr = IDT_GATE_INTERRUPT,
-            .offset_mid = (uint16_t)(a >> 16),
-            .offset_high = (uint32_t)(a >> 32),
-        };
-    }
+    for (unsigned v = 0; v < 32; v++)
+        idt_set(v, exception_stubs[v]);
+    for (unsigned v = 32; v < 256; v++)
+        idt_set(v, irq_stubs[v - 32]);
     struct idt_pointer p = {sizeof idt - 1, (uint64_t)(uintptr_t)idt};
     __asm__ volatile("lidt %0" ::"m"(p));
 }

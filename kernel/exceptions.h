@@ -1,4 +1,4 @@
-/* CPU exceptions: the IDT for vectors 0-31 and the handler that either
+/* CPU exceptions: the IDT (all 256 vectors; 32-255 go to interrupts.c) and the handler that either
    recovers an armed probe (probe.h) or reports the fault and ends the run. */
 #ifndef CLOCKBENCH_EXCEPTIONS_H
 #define CLOCKBENCH_EXCEPTIONS_H
@@ -23,6 +23,8 @@ struct trap_frame {
 #define VEC_ALIGNMENT 17
 
 void exceptions_init(void);
+/* Points IDT gate `vector` at handler (a 64-bit interrupt gate, ring 0). */
+void idt_set(unsigned vector, uint64_t handler);
 const char *exception_name(uint64_t vector);
 void exception_dispatch(struct trap_frame *f);
 

@@ -56,6 +56,7 @@
 #define EXCHANGE_CAP_MS 60     /* emulator may hand the host CPU over only every few ms */
 #define WARP_ROUNDS 100000
 #define WARP_MS 5
+#define KVM_WARP_MS 50
 #define RATE_WINDOW_MS 100
 #define PHASE_MS 3000          /* the most the whole experiment takes */
 #define JOB_SLACK_MS 200       /* a job's wait beyond its own budget */
@@ -85,6 +86,7 @@ struct cpu_facts {
     uint64_t *costs;            /* COST_READS, empty bracket subtracted */
     uint64_t overhead;
     uint64_t p50_ticks;
+    bool kvm_page_ok;           /* this CPU's kvmclock page registered and settled */
 };
 
 struct sync_row {
@@ -94,6 +96,8 @@ struct sync_row {
     bool first_cut, second_cut;              /* a set stopped at its time budget */
     uint64_t warp_rounds_bsp, warp_rounds_ap, warp_cross, warps, max_warp;
     bool warp_done, warp_cut;
+    uint64_t kvm_cross, kvm_warps, kvm_max_warp_ns;   /* the same warp test on kvmclock, each CPU its own page */
+    bool kvm_done, kvm_cut;
     bool rate_ok;
     int64_t rate_mppm;
     uint64_t rate_unc_mppm;
@@ -154,10 +158,44 @@ static uint32_t time_bits(uint32_t *apic_id)
     return b;
 }
 
+/* Each AP's own kvmclock page (the boot CPU's is discovery's), as
+   kvm-unit-tests' kvmclock test does: every CPU reads its own page. */
+static volatile struct pvclock_vcpu_time_info kvm_pages[PERCPU_MAX] __attribute__((aligned(64)));
+static uint64_t kvm_warps_total, kvm_cross_total;
+#define KVM_SETTLE_SPINS 1000000
+
+static volatile struct pvclock_vcpu_time_info *kvm_page_of(uint32_t index)
+{
+    return index == 0 ? &kvmclock_page : &kvm_pages[index];
+}
+
+static bool kvm_register_here(uint32_t index)
+{
+    if (index == 0)
+        return true; /* registered by discovery */
+    volatile struct pvclock_vcpu_time_info *pg = kvm_page_of(index);
+    wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)pg | KVM_SYSTEM_TIME_ENABLE);
+    for (uint32_t i = 0; i < KVM_SETTLE_SPINS; i++) {
+        uint32_t v = pg->version;
+        if (v && !(v & 1))
+            return true;
+        cpu_relax();
+    }
+    return false;
+}
+
+static void kvm_unregister_job(void *unused)
+{
+    (void)unused;
+    wrmsr(MSR_KVM_SYSTEM_TIME_NEW, 0);
+}
+
 static void facts_job(void *p)
 {
     struct cpu_facts *f = p;
     struct probe_fault fault;
+    if (counters[COUNTER_KVMCLOCK].present)
+        f->kvm_page_ok = kvm_register_here(this_cpu()->index);
     f->time_bits = time_bits(&f->apic_id_cpuid);
     f->apic_base = rdmsr(MSR_APIC_BASE);
     if (f->time_bits & TB_ADJUST)
@@ -293,6 +331,7 @@ struct warp {
     volatile uint32_t lock __attribute__((aligned(64)));
     volatile uint32_t owner;
     volatile uint64_t last;
+    bool kvmclock;              /* compare kvmclock readings (ns, each CPU's own page) instead of the TSC */
     volatile uint32_t stop __attribute__((aligned(64)));
     volatile uint32_t ready;
     uint64_t ap_limit_ticks;
@@ -318,7 +357,7 @@ static inline bool warp_turn(struct warp_side *s, uint64_t t0, uint64_t limit)
     }
     uint64_t prev = wp.last;
     uint32_t who = wp.owner;
-    uint64_t now = ordered_rdtsc();
+    uint64_t now = wp.kvmclock ? kvmclock_read(kvm_page_of(s->me)) : ordered_rdtsc();
     wp.last = now;
     wp.owner = s->me;
     __atomic_store_n(&wp.lock, 0, __ATOMIC_RELEASE);
@@ -344,14 +383,17 @@ static void warp_ap(void *p)
             break;
 }
 
-static void warp_with(struct sync_row *row)
+static void warp_with(struct sync_row *row, bool kvmclock)
 {
+    wp.kvmclock = kvmclock;
     wp.lock = 0;
     wp.owner = NONE_OWNER;
     wp.last = 0;
     wp.stop = 0;
     wp.ready = 0;
-    uint64_t budget = ms_to_tsc(WARP_MS);
+    /* kvmclock gets longer: each reading is a page read and a scaled TSC,
+       and under a hypervisor the lock passes slowly */
+    uint64_t budget = ms_to_tsc(kvmclock ? KVM_WARP_MS : WARP_MS);
     wp.ap_limit_ticks = 2 * budget + ms_to_tsc(JOB_SLACK_MS);
     warp_ap_side = (struct warp_side){.me = (uint32_t)row->index};
     if (!smp_post(row->index, warp_ap, &warp_ap_side))
@@ -376,6 +418,14 @@ static void warp_with(struct sync_row *row)
     wp.stop = 1;
     if (!smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + budget, 0, 0))
         return;
+    if (kvmclock) {
+        row->kvm_done = true;
+        row->kvm_cut = row->warp_cut;
+        row->kvm_cross = me.cross + warp_ap_side.cross;
+        row->kvm_warps = me.warps + warp_ap_side.warps;
+        row->kvm_max_warp_ns = me.max_warp > warp_ap_side.max_warp ? me.max_warp : warp_ap_side.max_warp;
+        return;
+    }
     row->warp_done = true;
     row->warp_rounds_bsp = me.rounds;
     row->warp_rounds_ap = warp_ap_side.rounds;
@@ -537,7 +587,17 @@ static void cpus_measure(const struct profile *p)
 
     for (int k = 0; k < st.row_count; k++)
         if (st.rows[k].measured && !phase_over())
-            warp_with(&st.rows[k]);
+            warp_with(&st.rows[k], false);
+    /* kvmclock across CPUs, where both pages are up */
+    for (int k = 0; k < st.row_count; k++) {
+        struct sync_row *row = &st.rows[k];
+        if (row->measured && !phase_over() && st.facts[0].kvm_page_ok && st.facts[row->index].kvm_page_ok) {
+            bool cut = row->warp_cut;
+            row->warp_cut = false;
+            warp_with(row, true);
+            row->warp_cut = cut;
+        }
+    }
 
     /* the second set, RATE_WINDOW_MS after the first at least */
     for (int k = 0; k < st.row_count; k++) {
@@ -558,6 +618,9 @@ static void cpus_measure(const struct profile *p)
         if (!row->rate_ok)
             row->rate_why = "an offset interval was empty (see the offset), so no rate";
     }
+    for (int i = 1; i < PERCPU_MAX; i++)
+        if (smp_cpu_of(i) && st.facts[i].kvm_page_ok && smp_run(i, kvm_unregister_job, 0, ms_to_tsc(JOB_SLACK_MS), 0, 0))
+            st.facts[i].kvm_page_ok = false;
     smp_park_all();
     st.phase_ticks = rdtsc() - st.phase_start;
 }
@@ -721,6 +784,11 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
             record_null(&r, "warps");
             record_null(&r, "max_warp_ticks");
         }
+        if (row->kvm_done) {
+            record_u64(&r, "kvmclock_warps", row->kvm_warps);
+            record_u64(&r, "kvmclock_max_warp_ns", row->kvm_max_warp_ns);
+            record_u64(&r, "kvmclock_warp_cross", row->kvm_cross);
+        }
         if (row->rate_ok) {
             record_fixed(&r, "rate_ppm", row->rate_mppm, 3);
             record_fixed(&r, "rate_uncertainty_ppm", (int64_t)row->rate_unc_mppm, 3);
@@ -767,6 +835,12 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
                 kprintf("         warps: none compared (the lock never passed between them in %u ms)\n", WARP_MS);
         } else {
             kprintf("         warps: not tested (%s)\n", phase_over() ? "time budget" : "the CPU did not take the job");
+        }
+        if (row->kvm_done) {
+            kvm_warps_total += row->kvm_warps;
+            kvm_cross_total += row->kvm_cross;
+            kprintf("         kvmclock warps: %llu in %llu cross-CPU comparisons, largest %llu ns\n", (unsigned long long)row->kvm_warps,
+                    (unsigned long long)row->kvm_cross, (unsigned long long)row->kvm_max_warp_ns);
         }
         if (row->rate_ok) {
             kprintf("         rate: %s +- %s ppm against CPU 0 over %s s\n", fmt_fixed(d, row->rate_mppm, 3, 3),
@@ -948,7 +1022,18 @@ static void cpus_report(void)
     int worst = -1;
     uint64_t worst_ticks = 0, warps = 0;
     bool all_contain = true, rates_agree = true, worst_excludes = false;
+    kvm_warps_total = kvm_cross_total = 0;
     report_sync(&compared, &worst, &worst_ticks, &worst_excludes, &all_contain, &rates_agree, &warps);
+    if (counters[COUNTER_KVMCLOCK].present && st.row_count) {
+        const char *name = "kvmclock monotonic across CPUs";
+        if (!kvm_cross_total)
+            check_skip(name, "no cross-CPU comparison was made (pages not registered on the other CPUs, or no time left)");
+        else if (kvm_warps_total)
+            check_fail(name, "%llu readings went back across CPUs in %llu comparisons", (unsigned long long)kvm_warps_total,
+                       (unsigned long long)kvm_cross_total);
+        else
+            check_pass(name, "no reading went back across CPUs in %llu comparisons", (unsigned long long)kvm_cross_total);
+    }
     report_pairs();
     if (st.phase_cut)
         kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", PHASE_MS);

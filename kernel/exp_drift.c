@@ -18,8 +18,10 @@
 #include "cpuinfo.h"
 #include "discover.h"
 #include "experiment.h"
+#include "exp_rtc.h"
 #include "memory.h"
 #include "probe.h"
+#include "progress.h"
 #include "reads.h"
 #include "record.h"
 #include "report_util.h"
@@ -342,6 +344,7 @@ static void sample_all(uint64_t window)
     }
     uint64_t prev = start, sampled = 0, away = 0;
     uint64_t cap = window * WINDOW_CAP_FACTOR + ms_to_tsc(10000);
+    uint64_t one_s = ms_to_tsc(1000) ? ms_to_tsc(1000) : 1, next_progress = start + one_s;
     for (uint64_t it = 0; it < 4000000000ull; it++) {
         for (int k = 0; k < series_count; k++) {
             struct series *s = &series[k];
@@ -353,6 +356,7 @@ static void sample_all(uint64_t window)
         /* time that counts toward the window: not the time the loop was away */
         uint64_t now = bracket_end();
         inject_tick(now, start);
+        rtc_window_poll(now); /* returns at once unless an RTC edge is near; holds the loop 5 ms at most */
         uint64_t step = now - prev;
         prev = now;
         if (step > gap_tsc)
@@ -361,7 +365,14 @@ static void sample_all(uint64_t window)
             sampled += step;
         if (sampled >= window || now - start >= cap)
             break;
+        if (now >= next_progress) {
+            /* some 70 bytes: 6 ms at 115200 baud, under the GAP_REPORT_MS a
+               gap needs; a stall while they go out is a gap like any other */
+            progress("drift", (unsigned)(sampled * 100 / window), (int64_t)((window - sampled + one_s - 1) / one_s));
+            next_progress = now + one_s;
+        }
     }
+    rtc_window_end();
     if (inject.kind == INJECT_HPET_HALT && inject.started && !inject.done)
         hpet_set_running(&discovered.hpet, true);
     window_ran_tsc = prev - start;
@@ -425,6 +436,10 @@ static bool find_residual_step(struct series *s)
 {
     uint32_t at;
     struct xf size;
+    /* only a reference's residuals can tell a step on the TSC's side; the
+       APIC timer and the paravirtual clocks are measured, not trusted to */
+    if (!counters[s->counter].reference_rank)
+        return false;
     if (!s->fitted || !segfit_find_step(&s->fit, s->x, s->yv, s->cut_sg, s->kept, xf_from_u64(RESIDUAL_STEP_TICKS),
                                         RESIDUAL_STEP_K, &at, &size))
         return false;
@@ -519,6 +534,9 @@ static void drift_measure(const struct profile *p)
     series_count = 0;
     skip_reason = 0;
     inject_parse();
+    /* the RTC's edges are timed in this window too (exp_rtc.c); it finds
+       their phase first, before the window's start is announced */
+    rtc_window_begin();
     struct record r;
     record_begin(&r, "phase");
     record_str(&r, "experiment", "drift");
@@ -570,6 +588,8 @@ static void drift_measure(const struct profile *p)
         f->wraps = s->wraps;
         f->stalls = s->stalls;
         f->longest_stall_tsc = s->longest_stall_tsc;
+        if (!counters[s->counter].reference_rank)
+            continue; /* its discontinuities are its own, not the TSC's (see report) */
         for (uint32_t e = 0; e < s->event_count && e < EVENTS_KEPT; e++) {
             if (notes >= sizeof results.disc / sizeof *results.disc)
                 break;
@@ -723,6 +743,14 @@ static void report_pair(const struct series *s, const struct series *ref)
     struct xf ppm = ppm_of(xf_sub(xf_div(hz, nom), xf_from_u64(1)));
     struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
     const char *name = counters[s->counter].name, *refname = counters[ref->counter].name;
+    if (counters[s->counter].nominal_estimated) {
+        /* nothing states its rate: the measured one is the finding, with no
+           nominal to hold it against */
+        kprintf("  %-7s vs %-8s %14s Hz (no nominal rate is stated),\n    relative to the %s +-%s ppm\n", name, refname,
+                xs(a, hz, 3), refname, xs(c, ppm_of(u.total), 3));
+        frequency_record(name, refname, hz, false, ppm, &u, counters[ref->counter].nominal_accuracy_ppm, s, resid_ns);
+        return;
+    }
     kprintf("  %-7s vs %-8s %14s Hz, %s ppm vs nominal,\n    relative to the %s +-%s ppm\n", name, refname, xs(a, hz, 3),
             xs(b, ppm, 3), refname, xs(c, ppm_of(u.total), 3));
     frequency_record(name, refname, hz, true, ppm, &u, counters[ref->counter].nominal_accuracy_ppm, s, resid_ns);
@@ -829,7 +857,10 @@ static void drift_report(void)
         if (s->stalls)
             kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
                     (unsigned long long)s->stalls, xs(a, xf_div(tsc_ticks_ns(s->longest_stall_tsc), xf_from_u64(1000)), 1));
-        if (s->event_count) {
+        if (s->event_count && !counters[s->counter].reference_rank)
+            kprintf("  %s: %u discontinuit%s in its own series (it is no reference: they say\n    nothing of the TSC)\n",
+                    counters[s->counter].name, s->event_count, s->event_count == 1 ? "y" : "ies");
+        else if (s->event_count) {
             kprintf("  %s: %u discontinuit%s (each cuts every series, but a gap where every clock ran):\n",
                     counters[s->counter].name, s->event_count, s->event_count == 1 ? "y" : "ies");
             discontinuity_records(s);
@@ -837,6 +868,8 @@ static void drift_report(void)
     }
     for (int k = 0; k < series_count; k++) {
         const struct series *s = &series[k];
+        if (!counters[s->counter].reference_rank)
+            continue; /* the TSC is measured against references only */
         if (usable(s))
             report_tsc_against(s);
         else

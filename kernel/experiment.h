@@ -22,12 +22,14 @@ struct experiment {
 
 /* Defined by each experiment's file. */
 extern const struct experiment exp_calibrate, exp_cpu_speed, exp_read_cost, exp_sequential, exp_cpus, exp_drift, exp_stolen,
-    exp_hpet_comparator;
+    exp_hpet_comparator, exp_timers, exp_rtc;
 
 /* Selects from the command line, measures each chosen experiment in table
    order, then reports each, then the verdict. */
 void experiments_run(const struct profile *p);
 
+/* Whether the command line chose an experiment (known before any runs). */
+bool experiment_chosen(const char *name);
 /* Whether an experiment was chosen and ran (false when skipped). */
 bool experiment_ran(const char *name);
 

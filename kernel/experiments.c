@@ -1,10 +1,12 @@
 /* The table of experiments and the run (see experiment.h). */
 #include "experiment.h"
 
+#include "discover.h"
 #include "checks.h"
 #include "cmdline.h"
 #include "console.h"
 #include "memory.h"
+#include "progress.h"
 #include "record.h"
 #include "results.h"
 #include "string.h"
@@ -13,7 +15,7 @@
 /* Table order is run order: calibrate sizes every later phase, and the
    cost of a read is measured before anything disturbs the caches. */
 static const struct experiment *const table[] = {
-    &exp_calibrate, &exp_cpu_speed, &exp_hpet_comparator, &exp_read_cost, &exp_sequential, &exp_cpus, &exp_drift, &exp_stolen,
+    &exp_calibrate, &exp_cpu_speed, &exp_hpet_comparator, &exp_read_cost, &exp_sequential, &exp_timers, &exp_cpus, &exp_drift, &exp_rtc, &exp_stolen,
 };
 #define EXPERIMENT_COUNT (sizeof table / sizeof *table)
 
@@ -90,6 +92,25 @@ static void select_experiments(void)
     }
 }
 
+/* The seconds a phase is sized to take, for the progress records: only
+   the timed windows are known ahead. */
+static int64_t phase_seconds(const struct experiment *e, const struct profile *p)
+{
+    if (e == &exp_drift)
+        return (p->drift_ms + 999) / 1000;
+    if (e == &exp_stolen)
+        return (p->hwlat_ms + 999) / 1000;
+    return PROGRESS_UNKNOWN;
+}
+
+bool experiment_chosen(const char *name)
+{
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+        if (!strcmp(table[i]->name, name))
+            return skipped_why[i] == 0;
+    return false;
+}
+
 bool experiment_ran(const char *name)
 {
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
@@ -115,9 +136,11 @@ void experiments_run(const struct profile *p)
             continue;
         }
         kprintf("  %-16s %s\n", table[i]->name, table[i]->what);
+        progress(table[i]->name, 0, phase_seconds(table[i], p));
         table[i]->measure(p);
         ran[i] = true;
     }
+    progress("done", 100, 0);
     struct record r;
     record_begin(&r, "profile");
     record_str(&r, "name", p->name);
@@ -134,4 +157,5 @@ void experiments_run(const struct profile *p)
             check_skip(table[i]->name, "%s", skipped_why[i]);
     }
     verdict_report();
+    discover_release();
 }

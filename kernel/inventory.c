@@ -255,7 +255,7 @@ static void report_counters(void)
 {
     struct record r;
     kprintf("\n== Inventory of time counters ==\n");
-    kprintf("  %-8s %-7s %5s %19s\n", "counter", "state", "width", "nominal frequency");
+    kprintf("  %-14s %-7s %5s %19s\n", "counter", "state", "width", "nominal frequency");
     for (int i = 0; i < COUNTER_COUNT; i++) {
         const struct counter *c = &counters[i];
         char f[FMT_FIXED_CHARS];
@@ -271,9 +271,9 @@ static void report_counters(void)
             record_str(&r, "nominal_source", c->nominal_source);
             record_u64(&r, "width_bits", c->width_bits);
             record_str(&r, "access", c->access);
-            kprintf("  %-8s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
+            kprintf("  %-14s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
                     c->nominal_millihz ? fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6) : "unknown");
-            kprintf("           nominal from %s; read by %s\n", c->nominal_source, c->access);
+            kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);
             check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);
         } else {
             record_str(&r, "reason", c->reason);
@@ -281,10 +281,72 @@ static void report_counters(void)
             record_null(&r, "nominal_source");
             record_null(&r, "width_bits");
             record_null(&r, "access");
-            kprintf("  %-8s %-7s  %s\n", c->name, "absent", c->reason);
+            kprintf("  %-14s %-7s  %s\n", c->name, "absent", c->reason);
             check_skip(c->name, "%s", c->reason);
         }
         emit(&r);
+    }
+}
+
+/* kvmclock's page and Hyper-V's claims, as found. */
+static void report_pvclocks(void)
+{
+    const struct pvclocks *pv = &discovered.pv;
+    struct record r;
+    if (pv->kvm_base) {
+        kprintf("  kvmclock: KVM at CPUID 0x%x, features 0x%x", pv->kvm_base, pv->kvm_features);
+        if (counters[COUNTER_KVMCLOCK].present)
+            kprintf("; tsc_to_system_mul 0x%x, tsc_shift %d,\n    stable bit %s%s; %u version retries while it settled\n", pv->mul,
+                    pv->shift, pv->stable_bit ? "set" : "clear",
+                    pv->stable_bit_meaningful ? "" : " (KVM does not promise to keep it: CPUID feature bit 24 clear)",
+                    pv->version_retries);
+        else
+            kprintf("\n");
+        record_begin(&r, "pvclock");
+        record_hex(&r, "kvm_cpuid_base", pv->kvm_base);
+        record_hex(&r, "kvm_features", pv->kvm_features);
+        record_bool(&r, "registered", counters[COUNTER_KVMCLOCK].present);
+        record_bool(&r, "stable_bit", pv->stable_bit);
+        record_bool(&r, "stable_bit_promised", pv->stable_bit_meaningful);
+        record_u64(&r, "version_retries", pv->version_retries);
+        record_i64(&r, "tsc_shift", pv->shift);
+        record_u64(&r, "tsc_to_system_mul", pv->mul);
+        emit(&r);
+    }
+    if (!pv->hyperv)
+        return;
+    kprintf("  Hyper-V interface: features 0x%x%s\n", pv->hv_features,
+            pv->hv_features & HV_ACCESS_TSC_INVARIANT ? " (says the TSC is invariant)" : "");
+    record_begin(&r, "hyperv");
+    record_hex(&r, "features", pv->hv_features);
+    record_bool(&r, "tsc_invariant", pv->hv_features & HV_ACCESS_TSC_INVARIANT);
+    record_bool(&r, "page_valid", pv->hv_page_valid);
+    record_u64(&r, "between_checked", pv->hv_between_checked);
+    record_u64(&r, "between_outside", pv->hv_between_outside);
+    emit(&r);
+    const struct {
+        uint64_t hz;
+        const char *source, *what;
+    } claims[] = {{pv->hv_tsc_hz, "hv.msr.40000022", "tsc"}, {pv->hv_apic_hz, "hv.msr.40000023", "bus"}};
+    for (unsigned i = 0; i < 2; i++) {
+        if (!claims[i].hz)
+            continue;
+        char f[FMT_FIXED_CHARS];
+        kprintf("    Hyper-V claims the %s runs at %s MHz (MSR %s)\n", claims[i].what, fmt_fixed(f, (int64_t)claims[i].hz, 6, 6),
+                claims[i].source + 7);
+        record_begin(&r, "freq_claim");
+        record_str(&r, "source", claims[i].source);
+        record_str(&r, "what", claims[i].what);
+        record_u64(&r, "hz", claims[i].hz);
+        emit(&r);
+    }
+    if (pv->hv_between_checked) {
+        if (pv->hv_between_outside)
+            check_fail("Hyper-V reference counter within its TSC page", "%u of %u MSR readings fell outside the page readings around them",
+                       pv->hv_between_outside, pv->hv_between_checked);
+        else
+            check_pass("Hyper-V reference counter within its TSC page", "%u MSR readings, each between the page readings around it",
+                       pv->hv_between_checked);
     }
 }
 
@@ -296,4 +358,5 @@ void discover_report(const struct cpu_probe *cpu, const struct boot_info *bi)
     report_hpet();
     report_pm_latch();
     report_counters();
+    report_pvclocks();
 }

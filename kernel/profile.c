@@ -7,11 +7,14 @@
 
 static const struct profile profiles[] = {
     {.name = "quick", .drift_ms = 2000, .hwlat_ms = 500, .latency_fast = 20000, .latency_slow = 2000,
-     .sequence_fast = 20000, .sequence_slow = 5000, .latency_ms = 60, .sequence_ms = 20, .slots_per_s = 512},
+     .sequence_fast = 20000, .sequence_slow = 5000, .latency_ms = 60, .sequence_ms = 20, .slots_per_s = 512,
+     .timer_events = 32, .timer_cell_ms = 80},
     {.name = "standard", .drift_ms = 60000, .hwlat_ms = 5000, .latency_fast = 100000, .latency_slow = 10000,
-     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 128},
+     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 128,
+     .timer_events = 256, .timer_cell_ms = 600},
     {.name = "soak", .drift_ms = 300000, .hwlat_ms = 30000, .latency_fast = 100000, .latency_slow = 10000,
-     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 48},
+     .sequence_fast = 100000, .sequence_slow = 20000, .latency_ms = 1000, .sequence_ms = 300, .slots_per_s = 48,
+     .timer_events = 1024, .timer_cell_ms = 2000},
 };
 static struct profile custom;
 

@@ -16,6 +16,8 @@ struct profile {
     uint32_t latency_ms;    /* time budget per target for the costed reads */
     uint32_t sequence_ms;   /* and for the back-to-back reads */
     uint32_t slots_per_s;   /* frequency samples kept per second per counter */
+    uint32_t timer_events;  /* timer interrupts per timer, wait mode and delay (at most) */
+    uint32_t timer_cell_ms; /* and the time budget for each such cell */
 };
 
 /* The most frequency samples kept per counter (the fit's exact sums hold 2^14). */

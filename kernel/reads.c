@@ -2,6 +2,7 @@
 #include "reads.h"
 
 #include "discover.h"
+#include "smp.h"
 
 const struct target_info target_info[TARGET_COUNT] = {
     [TARGET_RDTSC] = {"rdtsc", -1},
@@ -12,6 +13,10 @@ const struct target_info target_info[TARGET_COUNT] = {
     [TARGET_HPET] = {"hpet", COUNTER_HPET},
     [TARGET_ACPI_PM] = {"acpi_pm", COUNTER_ACPI_PM},
     [TARGET_PIT] = {"pit", COUNTER_PIT},
+    [TARGET_LAPIC] = {"lapic", COUNTER_LAPIC},
+    [TARGET_KVMCLOCK] = {"kvmclock", COUNTER_KVMCLOCK},
+    [TARGET_HV_REF_COUNTER] = {"hv_ref_counter", COUNTER_HV_REF_COUNTER},
+    [TARGET_HV_REF_PAGE] = {"hv_ref_page", COUNTER_HV_REF_PAGE},
 };
 
 bool counter_source(int counter, struct read_src *src)
@@ -35,6 +40,21 @@ bool counter_source(int counter, struct read_src *src)
         return true;
     case COUNTER_PIT:
         src->kind = READ_PIT;
+        return true;
+    case COUNTER_KVMCLOCK:
+        src->kind = READ_KVMCLOCK;
+        src->addr = (uintptr_t)&kvmclock_page;
+        return true;
+    case COUNTER_HV_REF_COUNTER:
+        src->kind = READ_HV_MSR;
+        return true;
+    case COUNTER_HV_REF_PAGE:
+        src->kind = READ_HV_PAGE;
+        src->addr = (uintptr_t)hv_page;
+        return true;
+    case COUNTER_LAPIC:
+        src->kind = smp.lapic.x2apic ? READ_LAPIC_MSR : READ_LAPIC_MMIO;
+        src->addr = (uintptr_t)(smp.lapic.base + LAPIC_TIMER_CURRENT);
         return true;
     }
     return false;

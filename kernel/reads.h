@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "../drivers/hpet.h"
+#include "../drivers/lapic.h"
+#include "../drivers/pvclock.h"
 #include "../drivers/pit.h"
 #include "counters.h"
 #include "cpu.h"
@@ -22,12 +24,14 @@
 
 enum target_id {
     TARGET_RDTSC, TARGET_RDTSCP, TARGET_LFENCE_RDTSC, TARGET_MFENCE_RDTSC, TARGET_CPUID_RDTSC,
-    TARGET_HPET, TARGET_ACPI_PM, TARGET_PIT, TARGET_COUNT
+    TARGET_HPET, TARGET_ACPI_PM, TARGET_PIT, TARGET_LAPIC, TARGET_KVMCLOCK, TARGET_HV_REF_COUNTER, TARGET_HV_REF_PAGE,
+    TARGET_COUNT
 };
 
 enum read_kind {
     READ_NONE, READ_RDTSC, READ_RDTSCP, READ_LFENCE_RDTSC, READ_MFENCE_RDTSC, READ_CPUID_RDTSC,
-    READ_HPET64, READ_HPET32, READ_PM_IO, READ_PM_MMIO, READ_PIT
+    READ_HPET64, READ_HPET32, READ_PM_IO, READ_PM_MMIO, READ_PIT, READ_LAPIC_MMIO, READ_LAPIC_MSR,
+    READ_KVMCLOCK, READ_HV_MSR, READ_HV_PAGE
 };
 
 /* Where a target's kind of read goes: an MMIO address or an I/O port. */
@@ -110,6 +114,31 @@ static inline __attribute__((always_inline)) void read_raw(enum read_kind k, con
         READ_SINK(v);
         break;
     }
+    case READ_LAPIC_MMIO: {
+        uint32_t v = *(volatile uint32_t *)s->addr;
+        READ_SINK(v);
+        break;
+    }
+    case READ_LAPIC_MSR: {
+        uint64_t v = rdmsr(MSR_X2APIC_FIRST + (LAPIC_TIMER_CURRENT >> 4));
+        READ_SINK(v);
+        break;
+    }
+    case READ_KVMCLOCK: {
+        uint64_t v = kvmclock_read((const volatile struct pvclock_vcpu_time_info *)s->addr);
+        READ_SINK(v);
+        break;
+    }
+    case READ_HV_MSR: {
+        uint64_t v = rdmsr(HV_X64_MSR_TIME_REF_COUNT);
+        READ_SINK(v);
+        break;
+    }
+    case READ_HV_PAGE: {
+        uint64_t v = hv_page_read((const volatile struct hv_tsc_page *)s->addr);
+        READ_SINK(v);
+        break;
+    }
     case READ_PIT: {
         /* latch, then low and high byte: the combining is the caller's */
         outb(PIT_COMMAND, PIT_LATCH_CH2);
@@ -148,6 +177,16 @@ static inline __attribute__((always_inline)) uint64_t read_value(enum read_kind 
         return *(volatile uint32_t *)s->addr & s->mask;
     case READ_PIT:
         return pit_read();
+    case READ_LAPIC_MMIO: /* a down-counter: turned into an up-counter */
+        return s->mask - *(volatile uint32_t *)s->addr;
+    case READ_LAPIC_MSR:
+        return s->mask - (uint32_t)rdmsr(MSR_X2APIC_FIRST + (LAPIC_TIMER_CURRENT >> 4));
+    case READ_KVMCLOCK:
+        return kvmclock_read((const volatile struct pvclock_vcpu_time_info *)s->addr);
+    case READ_HV_MSR:
+        return rdmsr(HV_X64_MSR_TIME_REF_COUNT);
+    case READ_HV_PAGE:
+        return hv_page_read((const volatile struct hv_tsc_page *)s->addr);
     }
     return 0;
 }
@@ -175,6 +214,11 @@ static inline __attribute__((always_inline)) uint64_t read_bracketed(const struc
         READ_BRACKETED_CASE(READ_PM_IO)
         READ_BRACKETED_CASE(READ_PM_MMIO)
         READ_BRACKETED_CASE(READ_PIT)
+        READ_BRACKETED_CASE(READ_LAPIC_MMIO)
+        READ_BRACKETED_CASE(READ_LAPIC_MSR)
+        READ_BRACKETED_CASE(READ_KVMCLOCK)
+        READ_BRACKETED_CASE(READ_HV_MSR)
+        READ_BRACKETED_CASE(READ_HV_PAGE)
     default:
         *a = *b = bracket_begin();
     }
@@ -198,6 +242,11 @@ static inline __attribute__((always_inline)) uint64_t read_bracketed(const struc
         case READ_PM_IO: F(READ_PM_IO, __VA_ARGS__); break;                                                                      \
         case READ_PM_MMIO: F(READ_PM_MMIO, __VA_ARGS__); break;                                                                  \
         case READ_PIT: F(READ_PIT, __VA_ARGS__); break;                                                                          \
+        case READ_LAPIC_MMIO: F(READ_LAPIC_MMIO, __VA_ARGS__); break;                                                            \
+        case READ_LAPIC_MSR: F(READ_LAPIC_MSR, __VA_ARGS__); break;                                                              \
+        case READ_KVMCLOCK: F(READ_KVMCLOCK, __VA_ARGS__); break;                                                                \
+        case READ_HV_MSR: F(READ_HV_MSR, __VA_ARGS__); break;                                                                    \
+        case READ_HV_PAGE: F(READ_HV_PAGE, __VA_ARGS__); break;                                                                  \
         }                                                                                                                        \
     } while (0)
 

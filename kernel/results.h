@@ -65,6 +65,7 @@ struct results {
     uint64_t loop_per_second;
 
     struct verdict_row verdict[COUNTER_COUNT];
+    char timer_choice[160];         /* timers: which timer to use for precise events, or "" */
 };
 
 extern struct results results;

@@ -335,6 +335,14 @@ static void start_one(struct smp_cpu *c, struct trampoline_params *tp, int index
     c->index = index;
 }
 
+bool smp_bsp_apic(void)
+{
+    static int state; /* 0 not tried, 1 ready, -1 not usable */
+    if (!state)
+        state = apic_ready() ? 1 : -1;
+    return state > 0;
+}
+
 void smp_start(void)
 {
     if (smp.tried)
@@ -344,7 +352,7 @@ void smp_start(void)
         smp.entry_of[i] = -1;
     smp.running = 1;
     uint64_t t0 = rdtsc();
-    bool ok = apic_ready();
+    bool ok = smp_bsp_apic();
     if (!discovered.acpi.madt_found) {
         if (!smp.why[0])
             fmt_format(smp.why, sizeof smp.why, "no valid MADT (ACPI APIC table): the other CPUs cannot be found");

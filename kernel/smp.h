@@ -55,6 +55,10 @@ extern const struct boot_info *const run_boot_info;
 
 typedef void (*smp_job)(void *arg);
 
+/* Maps and enables the boot CPU's local APIC once (smp.lapic); false with
+   smp.why when it is not usable. smp_start calls it too. */
+bool smp_bsp_apic(void);
+
 /* Starts every enabled AP once; later calls do nothing. Every wait is
    bounded; a CPU that does not answer gets a reason and is left behind. */
 void smp_start(void);

@@ -4,6 +4,8 @@
 #include "checks.h"
 #include "console.h"
 #include "cpuinfo.h"
+#include "discover.h"
+#include "os_choice.h"
 #include "experiment.h"
 #include "memory.h"
 #include "record.h"
@@ -16,6 +18,47 @@ static enum target_id target_of_counter(int c)
         if (target_info[t].counter == c)
             return (enum target_id)t;
     return TARGET_RDTSC; /* the TSC counter is read with RDTSC */
+}
+
+/* Which clock Linux would use here, and what a read of it costs here. */
+static void report_os_choice(const struct cpu_info *ci)
+{
+    const struct target_findings *tsc = &results.target[TARGET_RDTSC];
+    const struct pvclocks *pv = &discovered.pv;
+    struct os_choice_input in = {
+        .tsc = counters[COUNTER_TSC].present,
+        .invariant_tsc = ci->invariant_tsc,
+        .tsc_behaved = !tsc->backward && !results.tsc_back_in_drift,
+        .kvm = pv->kvm_base != 0,
+        .kvmclock = counters[COUNTER_KVMCLOCK].present,
+        .hyperv = pv->hyperv,
+        .hv_page = counters[COUNTER_HV_REF_PAGE].present,
+        .hv_msr = counters[COUNTER_HV_REF_COUNTER].present,
+        .hv_tsc_invariant = pv->hv_features & HV_ACCESS_TSC_INVARIANT,
+        .hpet = counters[COUNTER_HPET].present,
+        .acpi_pm = counters[COUNTER_ACPI_PM].present,
+    };
+    struct os_choice c;
+    os_choice_make(&in, &c);
+    char a[FMT_FIXED_CHARS];
+    struct record r;
+    record_begin(&r, "os_choice");
+    record_str(&r, "clocksource", c.clock);
+    record_str(&r, "counter", c.counter >= 0 ? counters[c.counter].name : 0);
+    record_i64(&r, "rating", c.rating);
+    record_str(&r, "why", c.why);
+    const struct target_findings *tf = c.counter >= 0 ? &results.target[target_of_counter(c.counter)] : 0;
+    if (tf && tf->cost_done)
+        record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(tf->p50_ticks), 1);
+    emit(&r);
+    if (!c.clock) {
+        kprintf("  An OS here: %s.\n", c.why);
+        return;
+    }
+    kprintf("  An OS here: Linux would use %s (%s)", c.clock, c.why);
+    if (tf && tf->cost_done)
+        kprintf("; a read costs %s ns here", xs(a, tsc_ticks_ns(tf->p50_ticks), 1));
+    kprintf(".\n");
 }
 
 /* Backward steps from the sequential reads and the drift window, counted once each. */
@@ -119,6 +162,9 @@ void verdict_report(void)
     } else {
         kprintf("\n  This CPU does not advertise a TSC: no figure here is timed, and none\n  claims a measured TSC.\n");
     }
+    if (results.timer_choice[0])
+        kprintf("\n  Precise events: %s.\n", results.timer_choice);
+    report_os_choice(ci);
     if (ci->invariant_tsc)
         check_pass("invariant TSC", "CPUID.80000007h:EDX[8] set");
     else

@@ -1,6 +1,8 @@
 """The USB writer (tools/clockbench/flash.py): every unsafe target refused
-with its reason, on a fake sysfs tree; then a real write to a loop device
-(never a real disk), verified, and booted in QEMU."""
+with its reason, on a fake sysfs tree and a fake mount table (the whole
+command too, with a write function that only records); then a real write to
+a loop device, verified, and booted in QEMU. No test here points a write at
+a real disk: the only writes go to files and loop devices the test made."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import flash, qemu, records
+from clockbench import errors, flash, records
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_ISO = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build")) / "test" / "clockbench.iso"
@@ -86,18 +88,86 @@ def test_a_file_and_a_missing_path_are_refused(tmp_path):
     assert "No such file" in flash.check(str(tmp_path / "nope")).refusals[0]
 
 
+def test_the_mount_table_is_read_from_the_proc_root(tmp_path):
+    sysfs, proc = tmp_path / "sys", tmp_path / "proc"
+    fake_disk(sysfs, "sdb", "8:16", 16 * 10**9, True, ["sdb1"])
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "mountinfo").write_text("36 25 8:17 / /boot/efi rw - vfat /dev/sdb1 rw\n")
+    t = flash.check("/dev/sdb", sysfs, None, blk("8:16"), proc=proc)
+    assert t.refusals == ["/dev/sdb holds the running system (/boot/efi is on it)"]
+
+
+class Recorder:
+    """Stands in for write_and_verify: records, writes nothing."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, image, device, progress=None):
+        self.calls.append(device)
+        return "0" * 64
+
+
+def fake_root(tmp_path, root_on: str | None):
+    """A fake /sys with a fixed disk sda and a stick sdb, and a fake /proc
+    whose mount table puts / on root_on's first partition."""
+    sysfs, proc = tmp_path / "sys", tmp_path / "proc"
+    fake_disk(sysfs, "sda", "8:0", 512 * 10**9, False, ["sda1", "sda2"])
+    fake_disk(sysfs, "sdb", "8:16", 16 * 10**9, True, ["sdb1"])
+    (proc / "self").mkdir(parents=True)
+    part = {"sda": "8:1", "sdb": "8:17"}.get(root_on)
+    (proc / "self" / "mountinfo").write_text(f"22 1 {part} / / rw,relatime - ext4 /dev/x rw\n" if part else "")
+    iso = tmp_path / "clockbench.iso"
+    iso.write_bytes(b"\x00" * 4096)
+    return sysfs, proc, iso
+
+
+def flash_args(device, iso, yes=True, force=False):
+    return types.SimpleNamespace(device=device, iso=str(iso), yes=yes, force=force)
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_the_running_systems_disk_is_refused_even_with_force(tmp_path, force):
+    sysfs, proc, iso = fake_root(tmp_path, "sda")
+    rec = Recorder()
+    with pytest.raises(errors.BadInput, match=r"refusing: /dev/sda holds the running system \(/ is on it\)"):
+        flash.main(flash_args("/dev/sda", iso, force=force), sysfs=sysfs, proc=proc, dev_stat=blk("8:0"), write=rec)
+    assert rec.calls == []
+
+
+def test_a_fixed_disk_needs_force_and_a_stick_is_written(tmp_path, capsys):
+    sysfs, proc, iso = fake_root(tmp_path, None)
+    rec = Recorder()
+    with pytest.raises(errors.BadInput, match="not a removable disk .--force to write anyway"):
+        flash.main(flash_args("/dev/sda", iso), sysfs=sysfs, proc=proc, dev_stat=blk("8:0"), write=rec)
+    assert "also: /dev/sda is 512 GB, larger than any stick we expect" in capsys.readouterr().err
+    assert rec.calls == []
+    # the control: the same command on the stick reaches the (recording) write
+    assert flash.main(flash_args("/dev/sdb", iso), sysfs=sysfs, proc=proc, dev_stat=blk("8:16"), write=rec) == 0
+    assert rec.calls == ["/dev/sdb"]
+    assert "written, synced and verified" in capsys.readouterr().out
+
+
+def test_a_missing_iso_is_a_missing_input(tmp_path):
+    sysfs, proc, _ = fake_root(tmp_path, None)
+    with pytest.raises(errors.NoInput, match="run `make iso` first"):
+        flash.main(flash_args("/dev/sdb", tmp_path / "none.iso"), sysfs=sysfs, proc=proc, dev_stat=blk("8:16"), write=Recorder())
+
+
 def cli(*args, stdin=""):
     return subprocess.run(["/usr/bin/python3", "-m", "clockbench", "flash", *args], input=stdin, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=300)
 
 
-def test_the_running_systems_disk_is_refused():
-    dev = os.stat("/").st_dev
-    disk = flash._disk_of(f"{os.major(dev)}:{os.minor(dev)}", Path("/sys"))
-    if not disk or not Path(f"/dev/{disk}").exists():
-        pytest.skip("the root file system is not on a block device node here")
-    r = cli(f"/dev/{disk}", "--iso", str(TEST_ISO), "--yes", "--force")
-    assert r.returncode == 2 and "holds the running system" in r.stderr
+def test_the_command_refuses_a_file_and_leaves_it_alone(tmp_path):
+    target = tmp_path / "disk.img"
+    target.write_bytes(b"keep" * 1024)
+    iso = tmp_path / "clockbench.iso"
+    iso.write_bytes(b"\xff" * 4096)
+    r = cli(str(target), "--iso", str(iso), "--yes", "--force")
+    assert r.returncode == errors.BAD_INPUT, r.stderr
+    assert "is not a block device" in r.stderr and "Traceback" not in r.stderr
+    assert target.read_bytes() == b"keep" * 1024
 
 
 @pytest.fixture
@@ -117,7 +187,7 @@ def loop_device(tmp_path):
 def test_loop_device_is_written_verified_and_boots(loop_device, boot):
     dev, backing = loop_device
     r = cli(dev, "--iso", str(TEST_ISO), "--yes")
-    assert r.returncode == 2 and "not a removable disk (--force to write anyway)" in r.stderr
+    assert r.returncode == errors.BAD_INPUT and "not a removable disk (--force to write anyway)" in r.stderr
     r = cli(dev, "--iso", str(TEST_ISO), "--force")  # no --yes, no answer: nothing written
     assert r.returncode == 1 and "not written" in r.stdout
     assert backing.read_bytes()[:512] == bytes(512)

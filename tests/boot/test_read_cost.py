@@ -25,6 +25,7 @@ KNOWN = {
     "hpet": 1,  # one load of the main counter
     "acpi_pm": 2,  # the port into DX, in
     "pit": 5,  # latch command into AL, out, in, keep the low byte, in
+    "lapic": 1,  # one load of the APIC timer's current count (xAPIC MMIO)
 }
 
 

@@ -48,7 +48,8 @@ def madt(cpus: list[bool], x2apic: list[bool] = ()) -> bytearray:
 
 def madt_entries(entries: list[tuple], lapic: int = 0xFEE00000) -> bytearray:
     """A MADT from raw entries: ("lapic", uid, id, flags), ("x2apic", uid, id, flags),
-    ("override", address) or ("raw", bytes)."""
+    ("override", address), ("ioapic", id, address, gsi_base), ("iso", bus, source,
+    gsi, flags) or ("raw", bytes)."""
     body = struct.pack("<II", lapic, 1)
     for e in entries:
         if e[0] == "lapic":
@@ -57,6 +58,10 @@ def madt_entries(entries: list[tuple], lapic: int = 0xFEE00000) -> bytearray:
             body += struct.pack("<BBHIII", 9, 16, 0, e[2], e[3], e[1])
         elif e[0] == "override":
             body += struct.pack("<BBHQ", 5, 12, 0, e[1])
+        elif e[0] == "ioapic":  # ("ioapic", id, address, gsi_base)
+            body += struct.pack("<BBBBII", 1, 12, e[1], 0, e[2], e[3])
+        elif e[0] == "iso":  # ("iso", bus, source, gsi, flags)
+            body += struct.pack("<BBBBIH", 2, 10, e[1], e[2], e[3], e[4])
         else:
             body += e[1]
     return table(b"APIC", body)

@@ -72,6 +72,16 @@ def load() -> ctypes.CDLL:
     lib.shim_subwindows_fit.argtypes = series + [i64, u32, u32]
     lib.shim_freq_uncertainty.argtypes = series + [XF, u32]
     lib.shim_parse_u64.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+    lib.shim_latency.restype = ctypes.c_char_p
+    lib.shim_latency.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int64]
+    lib.shim_pvclock_ns.restype = u64
+    lib.shim_pvclock_ns.argtypes = [u64, u64, u64, u32, ctypes.c_int8]
+    lib.shim_hv_ref_time.restype = u64
+    lib.shim_hv_ref_time.argtypes = [u64, u64, ctypes.c_int64]
+    lib.shim_os_choice.restype = ctypes.c_char_p
+    lib.shim_os_choice.argtypes = [u32]
+    lib.shim_deadline_erratum.restype = ctypes.c_char_p
+    lib.shim_deadline_erratum.argtypes = [u32, u32, u32]
     lib.shim_record_begin.restype = ctypes.c_void_p
     lib.shim_record_begin.argtypes = [ctypes.c_char_p]
     lib.record_end.restype = ctypes.c_char_p
@@ -82,6 +92,12 @@ def load() -> ctypes.CDLL:
     lib.record_strn.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.record_fixed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_uint]
     lib.record_bool.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_bool]
+    # rtc_fit.c
+    u8 = ctypes.c_uint8
+    lib.shim_rtc_decode.restype = ctypes.c_char_p
+    lib.shim_rtc_decode.argtypes = [u8] * 7
+    lib.shim_rtc_fit.restype = ctypes.c_char_p
+    lib.shim_rtc_fit.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32, u64]
     return lib
 
 

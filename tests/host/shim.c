@@ -190,6 +190,33 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
         record_array_u64(&rec, a.cpus[i].online_capable);
     }
     record_array_end(&rec);
+    record_array_begin(&rec, "ioapics");   /* id, address, gsi base */
+    for (uint32_t i = 0; i < a.ioapic_count; i++) {
+        record_array_u64(&rec, a.ioapics[i].id);
+        record_array_u64(&rec, a.ioapics[i].address);
+        record_array_u64(&rec, a.ioapics[i].gsi_base);
+    }
+    record_array_end(&rec);
+    record_array_begin(&rec, "isa_irqs");  /* per ISA IRQ 0-15: gsi, active low, level */
+    for (uint8_t irq = 0; irq < 16; irq++) {
+        bool low, level;
+        record_array_u64(&rec, acpi_isa_irq_gsi(&a, irq, &low, &level));
+        record_array_u64(&rec, low);
+        record_array_u64(&rec, level);
+    }
+    record_array_end(&rec);
+    uint32_t pins[ACPI_MAX_IOAPICS];
+    for (int i = 0; i < ACPI_MAX_IOAPICS; i++)
+        pins[i] = 24;
+    record_array_begin(&rec, "gsi_home");  /* for GSIs 0, 2, 23, 24, 40: I/O APIC index (or -1), pin */
+    static const uint32_t gsis[] = {0, 2, 23, 24, 40};
+    for (unsigned i = 0; i < sizeof gsis / sizeof *gsis; i++) {
+        uint32_t pin = 0;
+        int at = acpi_ioapic_of_gsi(&a, gsis[i], pins, &pin);
+        record_array_i64(&rec, at);
+        record_array_u64(&rec, at < 0 ? 0 : pin);
+    }
+    record_array_end(&rec);
     record_u64(&rec, "messages", (uint64_t)a.message_count);
     for (int i = 0; i < a.message_count; i++) {
         char key[16];
@@ -427,5 +454,121 @@ const char *shim_verdict(int present, int measured, int64_t read_ns_x1000, int r
     record_i64(&rec, "ppm_x100", v.ppm_x100);
     record_i64(&rec, "read_ns_x10", v.read_ns_x10);
     record_i64(&rec, "res_ns_x10", v.res_ns_x10);
+    return finish();
+}
+
+/* latency.c: the summary of v[0..n) (reordered) as a record */
+#include "../../kernel/latency.h"
+#include "../../kernel/deadline_errata.h"
+const char *shim_latency(int64_t *v, size_t n, int64_t first_edge)
+{
+    static uint64_t scratch[4096];
+    struct latency_summary s;
+    if (n > 4096)
+        n = 4096;
+    latency_summarise(v, n, scratch, first_edge, &s);
+    record_begin(&rec, "latency");
+    record_u64(&rec, "n", s.n);
+    record_u64(&rec, "early", s.early);
+    record_i64(&rec, "min", s.min);
+    record_i64(&rec, "p50", s.p50);
+    record_i64(&rec, "p99", s.p99);
+    record_i64(&rec, "p999", s.p999);
+    record_i64(&rec, "max", s.max);
+    record_i64(&rec, "mean_x1000", xf_to_fixed(s.mean, 3));
+    record_array_begin(&rec, "bins");
+    for (unsigned b = 0; b < LATENCY_BINS; b++)
+        record_array_u64(&rec, s.bins[b]);
+    record_array_end(&rec);
+    record_array_begin(&rec, "bin_low");
+    for (unsigned b = 1; b < LATENCY_BINS; b++)
+        record_array_i64(&rec, latency_bin_low(b, first_edge));
+    record_array_end(&rec);
+    return finish();
+}
+
+const char *shim_deadline_erratum(uint32_t family, uint32_t model, uint32_t stepping)
+{
+    const struct deadline_erratum *e = deadline_erratum_of(family, model, stepping);
+    record_begin(&rec, "erratum");
+    record_bool(&rec, "listed", e != 0);
+    record_str(&rec, "part", e ? e->part : 0);
+    record_u64(&rec, "min_microcode", e ? e->min_microcode : 0);
+    return finish();
+}
+
+/* pvclock.h: exposed for exact checks */
+#include "../../kernel/pvclock.h"
+uint64_t shim_pvclock_ns(uint64_t tsc, uint64_t stamp, uint64_t system_time, uint32_t mul, int8_t shift)
+{
+    return pvclock_ns(tsc, stamp, system_time, mul, shift);
+}
+uint64_t shim_hv_ref_time(uint64_t tsc, uint64_t scale, int64_t offset) { return hv_ref_time(tsc, scale, offset); }
+
+#include "../../kernel/os_choice.h"
+/* flags: bit 0 tsc, 1 invariant, 2 behaved, 3 kvm, 4 kvmclock, 5 hyperv, 6 hv page, 7 hv msr, 8 hv tsc invariant, 9 hpet, 10 acpi_pm */
+const char *shim_os_choice(uint32_t flags)
+{
+    struct os_choice_input in = {
+        .tsc = flags & 1, .invariant_tsc = flags & 2, .tsc_behaved = flags & 4, .kvm = flags & 8, .kvmclock = flags & 16,
+        .hyperv = flags & 32, .hv_page = flags & 64, .hv_msr = flags & 128, .hv_tsc_invariant = flags & 256,
+        .hpet = flags & 512, .acpi_pm = flags & 1024,
+    };
+    struct os_choice c;
+    os_choice_make(&in, &c);
+    record_begin(&rec, "os_choice");
+    record_str(&rec, "clock", c.clock);
+    record_i64(&rec, "counter", c.counter);
+    record_i64(&rec, "rating", c.rating);
+    record_str(&rec, "why", c.why);
+    return finish();
+}
+
+/* rtc_fit.c: the RTC's registers decoded, and the TSC fitted against its edges */
+#include "../../kernel/rtc_fit.h"
+const char *shim_rtc_decode(uint8_t sec, uint8_t min, uint8_t hour, uint8_t day, uint8_t month, uint8_t year, uint8_t reg_b)
+{
+    struct rtc_raw raw = {sec, min, hour, day, month, year, reg_b};
+    struct rtc_datetime d;
+    uint32_t sod = 0;
+    bool ok = rtc_decode(&raw, &d);
+    bool clock_ok = rtc_decode_clock(&raw, &sod);
+    record_begin(&rec, "rtc_decode");
+    record_bool(&rec, "valid", ok);
+    record_bool(&rec, "clock_valid", clock_ok);
+    record_u64(&rec, "year", d.year);
+    record_u64(&rec, "month", d.month);
+    record_u64(&rec, "day", d.day);
+    record_u64(&rec, "hour", d.hour);
+    record_u64(&rec, "min", d.min);
+    record_u64(&rec, "sec", d.sec);
+    record_u64(&rec, "seconds_of_day", sod);
+    return finish();
+}
+
+const char *shim_rtc_fit(const uint64_t *a, const uint64_t *b, const uint32_t *sod, uint32_t n, uint64_t hz)
+{
+    static struct rtc_edge e[4096];
+    if (n > 4096)
+        n = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct rtc_edge){a[i], b[i], sod[i]};
+    struct rtc_fit f;
+    rtc_fit_edges(e, n, hz, &f);
+    record_begin(&rec, "rtc_fit");
+    record_bool(&rec, "fitted", f.fitted);
+    record_u64(&rec, "edges", f.edges);
+    record_u64(&rec, "used", f.used);
+    record_u64(&rec, "wide", f.wide);
+    record_u64(&rec, "outliers", f.outliers);
+    record_u64(&rec, "discontinuities", f.discontinuities);
+    record_u64(&rec, "backward", f.backward);
+    record_u64(&rec, "span_s", f.span_s);
+    record_u64(&rec, "widest_tsc", f.widest_tsc);
+    record_xf(&rec, "tsc_per_s", f.tsc_per_s);
+    record_xf(&rec, "stderr_rel", f.stderr_rel);
+    record_xf(&rec, "bracket_rel", f.bracket_rel);
+    record_xf(&rec, "uncertainty_rel", f.uncertainty_rel);
+    record_xf(&rec, "resid_rms_tsc", f.resid_rms_tsc);
     return finish();
 }

@@ -225,3 +225,39 @@ def test_madt_shorter_than_its_header(lib):
     r = discover(lib, mem)
     assert not r["madt"] and r["cpu_count"] == 0
     assert any("too short for its header" in msg for msg in messages(r))
+
+
+def isa_irq(r, irq):
+    v = r["isa_irqs"]
+    return tuple(v[3 * irq:3 * irq + 3])
+
+
+def test_madt_io_apics_and_source_overrides(lib):
+    # QEMU's q35 table: one I/O APIC at 0xFEC00000 from GSI 0; IRQ 0 -> GSI 2;
+    # IRQ 9 (SCI) level, active high; plus one active-low level override.
+    m = ab.madt_entries([("lapic", 0, 0, 1), ("ioapic", 0, 0xFEC00000, 0), ("ioapic", 1, 0xFEC01000, 24),
+                         ("iso", 0, 0, 2, 0), ("iso", 0, 9, 9, 0b1101), ("iso", 0, 11, 20, 0b1111)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert r["ioapics"] == [0, 0xFEC00000, 0, 1, 0xFEC01000, 24]
+    assert isa_irq(r, 0) == (2, 0, 0)        # the PIT moves to GSI 2, ISA defaults
+    assert isa_irq(r, 9) == (9, 0, 1)        # level, active high
+    assert isa_irq(r, 11) == (20, 1, 1)      # level, active low
+    assert isa_irq(r, 8) == (8, 0, 0)        # no override: identity, edge, high
+    # GSIs 0, 2, 23 on the first (24 pins each), 24 on the second at pin 0, 40 on the second at pin 16
+    assert r["gsi_home"] == [0, 0, 0, 2, 0, 23, 1, 0, 1, 16]
+
+
+def test_madt_without_io_apic_routes_nothing(lib):
+    mem, _ = ab.standard_machine(tables=[ab.madt_entries([("lapic", 0, 0, 1)])])
+    r = discover(lib, mem)
+    assert r["ioapics"] == [] and r["gsi_home"] == [-1, 0, -1, 0, -1, 0, -1, 0, -1, 0]
+    assert isa_irq(r, 0) == (0, 0, 0)
+
+
+def test_madt_short_io_apic_entry_is_skipped(lib):
+    m = ab.madt_entries([("lapic", 0, 0, 1), ("raw", bytes([1, 8]) + bytes(6)), ("raw", bytes([2, 6]) + bytes(4))])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert r["ioapics"] == []
+    assert sum("too short; skipped" in msg for msg in messages(r)) == 2

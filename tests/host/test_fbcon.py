@@ -74,7 +74,8 @@ def test_font_covers_printable_ascii(lib):
 
 class Grid(ctypes.Structure):
     _fields_ = [("cells", ctypes.c_void_p), ("cols", ctypes.c_uint32), ("rows", ctypes.c_uint32), ("col", ctypes.c_uint32),
-                ("row", ctypes.c_uint32)]
+                ("row", ctypes.c_uint32), ("width", ctypes.c_uint32), ("history", ctypes.c_void_p), ("hist_cap", ctypes.c_uint32),
+                ("hist_count", ctypes.c_uint32), ("hist_next", ctypes.c_uint32)]
 
 
 def test_text_grid_wraps_and_scrolls(lib):
@@ -93,3 +94,64 @@ def test_text_grid_wraps_and_scrolls(lib):
     lib.textgrid_putc(ctypes.byref(g), b"\r")
     lib.textgrid_putc(ctypes.byref(g), b"y")
     assert text()[2] == "y   "
+
+
+def grid(lib, cols, rows, history_lines=0):
+    lib.textgrid_putc.restype = ctypes.c_bool
+    lib.textgrid_putc.argtypes = [ctypes.POINTER(Grid), ctypes.c_char]
+    lib.textgrid_history_line.restype = ctypes.POINTER(ctypes.c_uint8)
+    lib.textgrid_history_count.restype = ctypes.c_uint32
+    lib.textgrid_clear.argtypes = [ctypes.POINTER(Grid), ctypes.c_bool]
+    cells = (ctypes.c_uint8 * (cols * rows))()
+    hist = (ctypes.c_uint8 * (cols * max(history_lines, 1)))()
+    g = Grid()
+    lib.textgrid_init(ctypes.byref(g), cells, cols, rows)
+    if history_lines:
+        lib.textgrid_set_history(ctypes.byref(g), hist, history_lines)
+    g._keep = (cells, hist)
+
+    def write(text: str):
+        for ch in text.encode():
+            lib.textgrid_putc(ctypes.byref(g), bytes([ch]))
+
+    def screen():
+        return [bytes(cells[r * cols:(r + 1) * cols]).decode("latin-1") for r in range(rows)]
+
+    def history():
+        n = lib.textgrid_history_count(ctypes.byref(g))
+        return [bytes(lib.textgrid_history_line(ctypes.byref(g), i)[:cols]).decode("latin-1").rstrip() for i in range(n)]
+
+    return g, write, screen, history
+
+
+def test_text_grid_wraps_at_a_space_in_the_second_half(lib):
+    g, write, screen, _ = grid(lib, 10, 3)
+    write("one two three")
+    assert screen() == ["one two   ", "three     ", " " * 10]  # "three" moved down whole
+    g, write, screen, _ = grid(lib, 10, 3)
+    write("a verylongword")
+    assert screen() == ["a verylong", "word      ", " " * 10]  # the space is in the first half: cut
+
+
+def test_text_grid_keeps_the_columns_right_of_its_width(lib):
+    g, write, screen, _ = grid(lib, 10, 3)
+    cells = g._keep[0]
+    for r in range(3):
+        cells[r * 10 + 9] = ord("#")
+    lib.textgrid_set_width(ctypes.byref(g), 6)
+    write("abc def ghi\njkl\nmno\n")
+    # "abc def ghi" wrapped at 6 columns, scrolled: only the first 6 columns moved, the '#'s stayed
+    assert screen() == ["jkl      #", "mno      #", "         #"], screen()
+
+
+def test_text_grid_history_keeps_scrolled_and_cleared_lines_in_order(lib):
+    g, write, screen, history = grid(lib, 8, 3, history_lines=4)
+    write("l1\nl2\nl3\nl4\n")  # l1 and l2 scroll off
+    assert history() == ["l1", "l2"]
+    write("l5")
+    lib.textgrid_clear(ctypes.byref(g), True)  # l3, l4, l5 kept; the ring holds the last 4
+    assert history() == ["l2", "l3", "l4", "l5"]
+    assert screen() == [" " * 8] * 3
+    write("x\n")
+    lib.textgrid_clear(ctypes.byref(g), False)  # a wipe keeps nothing
+    assert history() == ["l2", "l3", "l4", "l5"]

@@ -136,7 +136,7 @@ def test_a_truncated_residuals_record_is_left_out_and_the_whole_one_drawn(report
 
 def test_residuals_in_parts_are_drawn_as_one_series(report_of):
     code, out, err = report_of(log(resid([0, 100], [1, 2], part=0, parts=2), resid([200, 300], [3, 4], part=1, parts=2)))
-    assert code == 0 and "note:" not in err
+    assert code == 0 and "incomplete" not in err  # (4 samples are too few for an Allan deviation: that note is fine)
     res = json.loads((out / "results.json").read_text())
     assert [(r["t_ms"], r["resid_ps"]) for r in res["residuals"]] == [([0, 100, 200, 300], [1, 2, 3, 4])]
     assert (out / "residuals.png").exists()
@@ -161,8 +161,9 @@ def test_truncated_and_odd_records_everywhere_still_give_a_page(report_of):
     code, out, err = report_of(text)
     assert code == 0
     page = (out / "report.html").read_text()
-    assert "Verdict" in page and "Left out:" in page
-    assert sorted(p.stem for p in out.glob("*.png")) == ["frequency", "read_cost", "sequential_reads"]
+    assert "<h2>Left out</h2>" in page and "incomplete" in page
+    # one usable sub-window is too few for a frequency plot (a table instead)
+    assert sorted(p.stem for p in out.glob("*.png")) == ["read_cost", "sequential_reads"]
     for what in ("latency record (counter rdtsc) is incomplete", "latency record (counter hpet) is incomplete",
                  "histogram record (counter pit) is incomplete", "stability record (counter tsc, reference hpet) is incomplete",
                  "machine record was too long"):

@@ -1,4 +1,5 @@
-"""clockbench command line: `python3 -m clockbench run ...` boots the image in QEMU."""
+"""clockbench: boots the clockbench image in QEMU (or reads a real machine's
+serial port), and turns a run's log into a report, CI formats and comparisons."""
 
 from __future__ import annotations
 
@@ -6,78 +7,57 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import qemu
+from . import ci_formats, errors, paths, runner, runs
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    cfg = qemu.QemuConfig(
-        boot=args.boot,
-        kernel=Path(args.kernel),
-        iso=Path(args.iso),
-        firmware=args.firmware,
-        accel=args.accel,
-        machine=args.machine,
-        cpu=args.cpu,
-        smp=args.smp,
-        memory=args.memory,
-        append=" ".join(x for x in (args.append, f"profile={args.profile}" if args.profile else "",
-                                     f"duration={args.duration}" if args.duration else "") if x),
-        display=args.display,
-        extra=args.qemu_arg or [],
-    )
+class _Parser(argparse.ArgumentParser):
+    """A bad command line exits with errors.USAGE, not argparse's 2 (the
+    image's "nothing ran")."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(errors.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Runs the command: a ToolError becomes its one-line message and its
+    exit status, Ctrl-C errors.INTERRUPTED, anything else errors.INTERNAL
+    (CLOCKBENCH_DEBUG=1 shows the traceback)."""
+    import os
+
     try:
-        accel, why = qemu.resolve_accel(cfg.accel)
-    except RuntimeError as e:
-        print(f"clockbench: {e}", file=sys.stderr)
-        return 2
-    cfg.accel = accel
-    what = f"{cfg.boot} boot ({cfg.iso if cfg.boot == 'iso' else cfg.kernel}), firmware {cfg.firmware}, machine {cfg.machine}"
-    print(f"clockbench: booting {what} under {why}", flush=True)
-    if cfg.boot == "iso" and accel == "kvm":
-        print("clockbench: note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path", flush=True)
-    try:
-        result = qemu.run(cfg, timeout=args.timeout, echo=qemu.main_echo)
-    except (RuntimeError, FileNotFoundError) as e:
-        print(f"clockbench: {e}", file=sys.stderr)
-        return 2
-    if args.log:
-        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.log).write_text(result.output)
-    if result.stderr.strip():
-        sys.stderr.write(result.stderr)
-    print(f"\nclockbench: {result.describe()} after {result.seconds:.1f} s" + (f"; log in {args.log}" if args.log else ""))
-    if args.log and not args.no_report and result.output:
-        from . import report
-
-        report.main(argparse.Namespace(log=args.log, out=None))
-    return result.exit_code
+        return args.func(args)
+    except errors.ToolError as e:
+        print(f"clockbench {args.command}: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print(f"clockbench {args.command}: interrupted", file=sys.stderr)
+        return errors.INTERRUPTED
+    except BrokenPipeError:  # `clockbench compare ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - a bug: one line, not a traceback
+        if os.environ.get("CLOCKBENCH_DEBUG") == "1":
+            raise
+        print(f"clockbench {args.command}: internal error: {type(e).__name__}: {e} (CLOCKBENCH_DEBUG=1 shows where)",
+              file=sys.stderr)
+        return errors.INTERNAL
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="clockbench", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="boot the image in QEMU and show its report")
-    r.add_argument("--boot", choices=["iso", "direct"], default="iso")
-    r.add_argument("--kernel", default="build/clockbench.elf")
-    r.add_argument("--iso", default="build/clockbench.iso")
-    r.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios")
-    r.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto")
-    r.add_argument("--machine", choices=["q35", "pc"], default="q35")
-    r.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
-    r.add_argument("--smp", type=int, default=1)
-    r.add_argument("--memory", default="256M")
-    r.add_argument("--append", default="", help="kernel command line (direct boot only)")
-    r.add_argument("--profile", choices=["quick", "standard", "soak"], help="direct boot only; an ISO boot takes its GRUB menu's default, quick")
-    r.add_argument("--duration", type=int, help="seconds of drift measurement (direct boot only)")
-    r.add_argument("--display", action="store_true", help="open a QEMU window as well")
-    r.add_argument("--timeout", type=float, default=600, help="stop the run after this many seconds")
-    r.add_argument("--log", default="build/run.log", help="where to save the serial log")
-    r.add_argument("--qemu-arg", action="append", help="an extra QEMU argument (repeatable)")
-    r.add_argument("--no-report", action="store_true", help="do not write results JSON, plots and HTML next to the log")
-    r.set_defaults(func=cmd_run)
+    p = _Parser(prog="clockbench", description=__doc__, epilog=errors.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=paths.version_text(),
+                   help="show the tool's version and the build of the image in build/, then exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    runner.add_parser(sub)
+    rs = sub.add_parser("runs", help="list the runs `clockbench run` kept (date, machine, verdict, duration, folder)")
+    rs.add_argument("--dir", default=paths.default(runs.RUNS), help="the runs folder (default: %(default)s)")
+    rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
+    rs.add_argument("--json", action="store_true", help="the runs' metadata as one JSON array")
+    rs.set_defaults(func=runs.main)
     f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
-    f.add_argument("--iso", default="build/clockbench.iso")
+    f.add_argument("--iso", default=paths.default(paths.ISO), help="the image to write (default: %(default)s)")
     f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     f.add_argument("--force", action="store_true", help="also write a non-removable disk or one over 256 GB")
     f.set_defaults(func=lambda a: __import__("clockbench.flash", fromlist=["main"]).main(a))
@@ -89,20 +69,25 @@ def main(argv: list[str] | None = None) -> int:
     d.set_defaults(func=lambda a: __import__("clockbench.decode", fromlist=["main"]).main(a))
     ca = sub.add_parser("capture", help="read a real machine's serial port into a log until the run ends")
     ca.add_argument("port", help="e.g. /dev/ttyUSB0")
-    ca.add_argument("--baud", type=int, default=115200)
-    ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end")
-    ca.add_argument("--log", default="capture.log")
+    ca.add_argument("--baud", type=int, default=115200, help="the serial port's rate; the image's default is %(default)s")
+    ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end (default: %(default)s)")
+    ca.add_argument("--log", default="capture.log", help="where to write what was read (default: %(default)s, in the current folder)")
     ca.set_defaults(func=lambda a: __import__("clockbench.capture", fromlist=["main"]).main(a))
-    rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots and an HTML page")
-    rp.add_argument("log")
+    rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
+                        description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
+                                    "log), or a tool error (64 and up): see `clockbench --help`.")
+    rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, or a decoded QR code")
     rp.add_argument("--out", help="output folder (default: the log's name without its extension)")
-    rp.set_defaults(func=lambda a: __import__("clockbench.report", fromlist=["main"]).main(a))
-    cp = sub.add_parser("compare", help="runs side by side (logs or results JSON files)")
-    cp.add_argument("runs", nargs="+")
-    cp.add_argument("--html", help="also write the table as an HTML page")
+    rp.add_argument("--no-html", action="store_true", help="write results.json and the CI formats only: no plots, no HTML page")
+    ci_formats.add_arguments(rp)
+    rp.set_defaults(func=lambda a: __import__("clockbench.commands", fromlist=["cmd_report"]).cmd_report(a))
+    cp = sub.add_parser("compare", help="runs side by side (logs, results JSON files or decoded QR codes)",
+                        description=__import__("clockbench.compare", fromlist=["__doc__"]).__doc__)
+    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json or a decoded QR code; the first is the base of the ratios")
+    cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
     cp.set_defaults(func=lambda a: __import__("clockbench.compare", fromlist=["main"]).main(a))
     args = p.parse_args(argv)
-    return args.func(args)
+    return _dispatch(args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """`clockbench capture PORT`: a real machine's serial port (pyserial) into
 a raw log, until the run's summary (its `qr` record, the last one) or a
-timeout. A run already in progress is taken from wherever it is; a port
-that goes away ends the capture with what was read kept."""
+timeout; a port that goes away, or Ctrl-C, ends the capture with what was
+read kept. Exits with the captured run's status, as `clockbench run` would;
+a capture begun mid-run has no schema record and is refused like any log
+without one (docs/output.md, "Exit statuses of the host tool")."""
 
 from __future__ import annotations
 
@@ -9,25 +11,36 @@ import sys
 import time
 from pathlib import Path
 
-from . import records
+from . import errors, records, results
+from .errors import CannotWrite, MissingTool, NoInput
 
 END_MARKERS = (b'"type":"qr"', b"run ended:")
 
 
 def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> tuple[bool, str]:
-    """Returns (complete, why it stopped); the log file holds every byte read."""
-    import serial
+    """Returns (complete, why it stopped); the log file holds every byte read.
+    MissingTool without pyserial, NoInput for a port that cannot be opened
+    (no log is written then), CannotWrite for a log that cannot be."""
+    try:
+        import serial
+    except ImportError:
+        raise MissingTool("pyserial is not installed (Debian: python3-serial; `make deps`)") from None
 
     try:
         dev = serial.Serial(port, baud, timeout=0.5)
-    except (serial.SerialException, OSError) as e:
-        return False, f"cannot open {port}: {e}"
+    except (serial.SerialException, OSError, ValueError) as e:
+        raise NoInput(f"cannot open {port}: {e}; no log written") from None
+    try:
+        out = log.open("wb")
+    except OSError as e:
+        dev.close()
+        raise CannotWrite(f"cannot write {log}: {e.strerror or e}") from None
     data = bytearray()
     start = time.monotonic()
     last_report = 0.0
     seen_end = None
     why = f"no summary within {timeout:.0f} s"
-    with log.open("wb") as out:
+    with out:
         try:
             while time.monotonic() - start < timeout:
                 chunk = dev.read(4096)
@@ -48,16 +61,44 @@ def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> 
                              + (f", at {sections[-1].strip('= ')}" if sections else ""))
         except (serial.SerialException, OSError) as e:
             why = f"the port went away ({e})"
+        except KeyboardInterrupt:
+            why = INTERRUPTED
         finally:
             dev.close()
     complete = any(r["type"] == "summary" for r in records.parse_log(data.decode("utf-8", "replace")).records)
     return complete, why
 
 
+INTERRUPTED = "interrupted (Ctrl-C)"
+
+
 def main(args) -> int:
+    """Exits with the captured run's status, as `clockbench run` would
+    (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 no verdict), or a
+    tool error (errors.py)."""
     log = Path(args.log)
-    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.is_dir():
+        raise CannotWrite(f"{log} is a folder; --log names the file to write")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CannotWrite(f"cannot create {log.parent}: {e.strerror or e}") from None
     print(f"clockbench capture: reading {args.port} at {args.baud} baud into {log} (timeout {args.timeout:.0f} s)")
     complete, why = capture(args.port, args.baud, args.timeout, log)
-    print(f"clockbench capture: {why}; {'a complete run' if complete else 'no complete run (kept what was read)'} in {log}")
-    return 0 if complete else 1
+    size = log.stat().st_size if log.exists() else 0
+    if size == 0:
+        log.unlink(missing_ok=True)
+        print(f"clockbench capture: {why}; nothing was read from {args.port} (machine on? cable? --baud {args.baud}?): "
+              "no log kept", file=sys.stderr)
+        return errors.INTERRUPTED if why == INTERRUPTED else results.NO_VERDICT
+    print(f"clockbench capture: {why}; {size} bytes kept in {log}")
+    if why == INTERRUPTED:
+        return errors.INTERRUPTED
+    try:
+        res = results.load_path(log)
+    except errors.BadInput as e:
+        raise errors.BadInput(f"{e}" + ("" if complete else f" (a wrong --baud than {args.baud}, or a capture started mid-run?)")) from None
+    code, state = results.outcome(res)
+    print(f"clockbench capture: {state or 'the run passed'} (exit status {code}); `clockbench report {log}` for the report",
+          file=sys.stderr if code else sys.stdout)
+    return code

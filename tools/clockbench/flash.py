@@ -6,7 +6,11 @@ a device with a mounted partition (or one a device-mapper/RAID holder uses);
 the disk that holds the running system's root or /boot; and, unless --force,
 a non-removable disk or one larger than 256 GB. It shows the device's model
 and size, asks for confirmation (--yes for scripts), writes, syncs and
-verifies by reading back."""
+verifies by reading back.
+
+Where it looks is a parameter (`sysfs`, `proc`, the stat function), so the
+tests run every refusal against a fake sysfs tree and mount table and never
+point a write at a real disk."""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import errors
 
 LARGEST_STICK = 256 * 10**9
 CHUNK = 4 << 20
@@ -64,7 +70,9 @@ def mounted_disks(mountinfo: str, sysfs: Path) -> dict[str, list[str]]:
     return out
 
 
-def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, dev_stat=os.stat) -> Target:
+def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, dev_stat=os.stat, proc: Path = Path("/proc")) -> Target:
+    """What stands against writing path, looking in sysfs and in the mount
+    table (mountinfo, else proc/self/mountinfo)."""
     t = Target(path)
     try:
         st = dev_stat(path)
@@ -91,7 +99,7 @@ def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, d
     model = _read(real / "device" / "model")
     t.model = " ".join(x for x in (vendor, model) if x) or "unknown model"
     if mountinfo is None:
-        mountinfo = _read(Path("/proc/self/mountinfo"))
+        mountinfo = _read(proc / "self" / "mountinfo")
     mounts = mounted_disks(mountinfo, sysfs)
     points = mounts.get(t.name, [])
     system = [p for p in points if p in ("/", "/boot", "/boot/efi")]
@@ -144,20 +152,20 @@ def write_and_verify(image: Path, device: str, progress=None) -> str:
     return want.hexdigest()
 
 
-def main(args) -> int:
+def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=os.stat, write=None) -> int:
+    """`clockbench flash`. The tests pass a fake sysfs and proc, a fake
+    stat and a write function of their own: nothing here reaches a disk
+    they did not make."""
+    write = write or write_and_verify
     image = Path(args.iso)
     if not image.is_file():
-        print(f"clockbench flash: {image} not found: run `make iso` first", file=sys.stderr)
-        return 2
-    t = check(args.device)
-    for r in t.refusals:
-        print(f"clockbench flash: refusing: {r}", file=sys.stderr)
-    if t.refusals:
-        return 2
-    if t.warnings and not args.force:
-        for w in t.warnings:
-            print(f"clockbench flash: refusing: {w} (--force to write anyway)", file=sys.stderr)
-        return 2
+        raise errors.NoInput(f"{image} not found: run `make iso` first")
+    t = check(args.device, sysfs=sysfs, dev_stat=dev_stat, proc=proc)
+    why = list(t.refusals) + ([f"{w} (--force to write anyway)" for w in t.warnings] if not args.force else [])
+    if why:
+        for r in why[1:]:  # the weightiest reason, first found, comes last: on the error line
+            print(f"clockbench flash: also: {r}", file=sys.stderr)
+        raise errors.BadInput(f"refusing: {why[0]}")
     print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
     if not args.yes:
@@ -172,6 +180,9 @@ def main(args) -> int:
     def progress(done, total):
         print(f"\r  written {done / 1e6:6.1f} of {total / 1e6:.1f} MB", end="", flush=True)
 
-    digest = write_and_verify(image, args.device, progress)
+    try:
+        digest = write(image, args.device, progress)
+    except OSError as e:
+        raise errors.CannotWrite(f"{args.device}: {e.strerror or e}") from None
     print(f"\nclockbench flash: written, synced and verified (sha256 {digest[:16]}...). Remove the stick and boot it.")
     return 0

@@ -27,11 +27,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import errors
+
 DEBUG_EXIT_BASE = 0x10
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed"}
 # The runner's own exit codes beyond the image's 0-3.
 EXIT_NO_VERDICT = 4  # QEMU ended without the image reporting (reset, shutdown, QEMU error)
 EXIT_TIMEOUT = 5  # the run took longer than its bound and was stopped
+EXIT_INTERRUPTED = errors.INTERRUPTED  # stopped by Ctrl-C (run()'s stop event)
+# A GRUB-booted image (boot "iso" or "disk") given a command line gets it in
+# this SMBIOS OEM string; iso/grub.cfg boots it at once, with no menu.
+SMBIOS_PREFIX = "clockbench:"
 
 OVMF_CANDIDATES = ("/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
 QBOOT = "/usr/share/qemu/qboot.rom"
@@ -171,7 +177,7 @@ class QemuConfig:
     cpu: str | None = None  # default: KVM_CPU under KVM, TCG_CPU under TCG
     smp: int = 1
     memory: str = "256M"
-    append: str = ""  # kernel command line, direct boot only
+    append: str = ""  # kernel command line; for a GRUB boot it goes in an SMBIOS OEM string, and GRUB shows no menu
     serial: bool = True
     display: bool = False
     monitor_socket: Path | None = None
@@ -220,17 +226,22 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         cmd += ["-kernel", str(cfg.kernel)]
         if cfg.append:
             cmd += ["-append", cfg.append]
-    elif cfg.boot == "iso":
+    elif cfg.boot in ("iso", "disk"):
+        cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
-            raise RuntimeError("a kernel command line can be given only with boot=direct; the ISO's comes from its GRUB menu")
-        cmd += ["-cdrom", str(cfg.iso)]
-    elif cfg.boot == "disk":
-        if cfg.append:
-            raise RuntimeError("a kernel command line can be given only with boot=direct")
-        cmd += ["-drive", f"file={cfg.disk},format=raw"]
+            cmd += ["-smbios", smbios_cmdline(cfg.append)]
     else:
         raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, iso or disk")
     return cmd + list(cfg.extra)
+
+
+def smbios_cmdline(append: str) -> str:
+    """The -smbios value that hands GRUB (iso/grub.cfg) a kernel command
+    line: one OEM string (type 11), "clockbench:" and the line. QEMU reads
+    a doubled comma as one."""
+    if any(c in append for c in "\n\r\"'$;{}\\"):
+        raise RuntimeError(f"a kernel command line for a GRUB boot cannot hold quotes, '$', ';', braces or newlines: {append!r}")
+    return "type=11,value=" + (SMBIOS_PREFIX + append).replace(",", ",,")
 
 
 @dataclass
@@ -246,15 +257,20 @@ class RunResult:
     injections: list[Injection] = field(default_factory=list)  # one per QemuConfig.faults entry, in order
     timeout_s: float | None = None  # the bound applied: the timeout asked for plus the faults' durations
     pid: int | None = None  # QEMU's process id (gone by the time run() returns)
+    interrupted: bool = False  # stopped from outside (Ctrl-C, run()'s stop event) before the image ended
 
     @property
     def exit_code(self) -> int:
-        """The runner's exit code: the image's status, or EXIT_NO_VERDICT/EXIT_TIMEOUT."""
+        """The runner's exit code: the image's status, or EXIT_NO_VERDICT/EXIT_TIMEOUT/EXIT_INTERRUPTED."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
         if self.timed_out:
             return EXIT_TIMEOUT
         return self.status if self.status is not None else EXIT_NO_VERDICT
 
     def describe(self) -> str:
+        if self.interrupted:
+            return f"interrupted after {self.seconds:.0f} s, before the image ended; QEMU stopped" + self._fault_note()
         if self.timed_out:
             return f"stopped after {self.seconds:.0f} s without a verdict" + self._fault_note()
         if self.status is not None:
@@ -488,11 +504,14 @@ class _Injector:
         self.stuck.set()
 
 
-def run(cfg: QemuConfig, timeout: float, echo=None) -> RunResult:
+def run(cfg: QemuConfig, timeout: float, echo=None, stop: threading.Event | None = None) -> RunResult:
     """Boots once; echo(text) gets serial output as it arrives. The faults in
     cfg.faults are applied while it runs, and `timeout` grows by their
     durations. QEMU is never left stopped or paused: a fault under way when
-    the run ends, times out or raises is undone before QEMU is ended."""
+    the run ends, times out or raises is undone before QEMU is ended.
+    Setting `stop` ends QEMU and returns what it printed so far, with
+    `interrupted` set. QEMU runs in a session of its own, so a Ctrl-C on the
+    terminal reaches only the caller (a KeyboardInterrupt ends QEMU too)."""
     for f in cfg.faults:
         f.check()
     accel, _ = resolve_accel(cfg.accel)
@@ -501,18 +520,19 @@ def run(cfg: QemuConfig, timeout: float, echo=None) -> RunResult:
         mon_dir = tempfile.mkdtemp(prefix="clockbench-mon-")
         cfg = dataclasses.replace(cfg, monitor_socket=Path(mon_dir) / "monitor.sock")
     try:
-        return _run(cfg, accel, timeout, echo)
+        return _run(cfg, accel, timeout, echo, stop)
     finally:
         if mon_dir:
             shutil.rmtree(mon_dir, ignore_errors=True)
 
 
-def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
+def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Event | None) -> RunResult:
     cmd = build_command(cfg, accel)
     bound = timeout + sum(f.duration_s for f in cfg.faults)
     triggers = _Triggers(cfg.faults)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     chunks: list[bytes] = []
     errs: list[bytes] = []
 
@@ -533,7 +553,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
     injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
     if cfg.faults:
         injector.thread.start()
-    timed_out = False
+    timed_out = interrupted = False
     try:
         deadline = start + bound
         while True:
@@ -542,6 +562,10 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
                 break
             except subprocess.TimeoutExpired:
                 if injector.stuck.is_set():
+                    break
+                if stop is not None and stop.is_set():
+                    interrupted = True
+                    injector.ending_reason = "the run was interrupted"
                     break
                 if time.monotonic() >= deadline:
                     timed_out = True
@@ -559,7 +583,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
     for t in readers:
         t.join(timeout=5)
     seconds = time.monotonic() - start
-    code = None if timed_out else proc.returncode
+    code = None if timed_out or interrupted else proc.returncode
     return RunResult(
         command=cmd,
         accel=accel,
@@ -572,6 +596,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo) -> RunResult:
         injections=injector.injections,
         timeout_s=bound,
         pid=proc.pid,
+        interrupted=interrupted,
     )
 
 

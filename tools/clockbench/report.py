@@ -1,207 +1,677 @@
 """`clockbench report LOG`: a run's raw log (or a results JSON file, or a
 decoded QR code) into a results JSON file, PNG plots (one figure per
-question, those the input has data for) and one self-contained HTML page."""
+question, those the input has data for) and one self-contained HTML page
+(templates/report.html.j2, Jinja2 with autoescaping) that carries what the
+terminal report says: problems first, then warnings, the verdict, and every
+section with its figures."""
 
 from __future__ import annotations
 
 import base64
-import html
+import datetime as dt
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
-from . import records, results
+from . import plots, records, results
 
-PLOTS = ("read_cost", "sequential_reads", "frequency", "residuals")
+PLOTS = plots.PLOTS
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"figure.dpi": 110, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
-    return plt
+# ------------------------------------------------------------------ numbers
 
 
-def _save(fig, path: Path) -> bool:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+def _num(v) -> bool:
+    return plots.number(v)
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def sig(x, digits: int = 3) -> str:
+    """x to `digits` significant figures, never in exponent form; whole
+    digits are kept (401089 stays 401089 at 3 figures)."""
+    if not _num(x):
+        return "?"
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
 
 
-def _numbers(rec: dict, *keys: str) -> bool:
-    return all(_number(rec.get(k)) for k in keys)
+def ns(x, digits: int = 3) -> str:
+    """A duration given in ns, in the unit that suits it: 9.70 ns, 18.1 us,
+    401 us, 2.01 s."""
+    if not _num(x):
+        return "?"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
+        if abs(x) >= scale:
+            return f"{sig(x / scale, digits)} {unit}"
+    return f"{sig(x, digits)} ns"
 
 
-def _drawable(rec: dict, ok, plot: str, notes: list[str]) -> bool:
-    """Whether a plot can draw rec; a note when it cannot, so a cut or odd
-    record costs its own line on the plot, never the plot or the page."""
-    if rec.get("truncated") or not ok(rec):
-        notes.append(f"{records.describe(rec)} is incomplete: left out of the {plot} plot")
-        return False
-    return True
+def _decimals_for(unc: float) -> int:
+    """Decimal places that show an uncertainty to two significant figures."""
+    return max(0, 1 - math.floor(math.log10(abs(unc))))
 
 
-def plot_read_cost(res: dict, path: Path, notes: list[str]) -> bool:
-    lat = {n: r for n, r in res["latency"].items() if _drawable(r, lambda r: _numbers(r, "p50_ns"), "read cost", notes)}
-    if not lat:
-        return False
-    plt = _plt()
-    names = list(lat)
-    fig, ax = plt.subplots(figsize=(7, 0.5 * len(names) + 1.5))
-    for i, n in enumerate(names):
-        r = lat[n]  # a decoded QR code carries only the p50
-        if _numbers(r, "min_ns", "max_ns", "p99_ns", "p999_ns"):
-            ax.plot([r["min_ns"], r["max_ns"]], [i, i], color="0.75", lw=1)
-            ax.plot([r["p50_ns"], r["p99_ns"]], [i, i], color="tab:blue", lw=5, solid_capstyle="butt")
-            ax.plot(r["p999_ns"], i, "r|", ms=10)
-        ax.plot(r["p50_ns"], i, "k|", ms=14)
-    ax.set_yticks(range(len(names)), names)
-    ax.set_xscale("log")
-    ax.set_xlabel("read cost (ns, log scale): grey min-max, blue p50-p99, black p50, red p99.9")
-    ax.set_title("What does one read cost?")
-    return _save(fig, path)
+def pm(value, unc, unit: str = "ppm", signed: bool = True) -> str:
+    """value +- unc, both rounded to the uncertainty's second significant
+    figure: "-0.04 +- 0.30 ppm", never "-0.036481 ppm"."""
+    if not _num(value):
+        return "?"
+    if not _num(unc) or unc <= 0:
+        return f"{value:+g} {unit}".strip() if signed else f"{value:g} {unit}".strip()
+    d = _decimals_for(unc)
+    v = f"{value:+.{d}f}" if signed else f"{value:.{d}f}"
+    return f"{v} \u00b1 {unc:.{d}f} {unit}".strip()
 
 
-def plot_sequential(res: dict, path: Path, notes: list[str]) -> bool:
-    hists = res["histograms"]
-    if not hists:
-        return False
-    plt = _plt()
-    names = list(hists)
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 1.6 * len(names) + 0.8), squeeze=False)
-    for ax, n in zip(axes[:, 0], names):
-        bins = hists[n]
-        r = res["resolution"].get(n) or {}
-        tick = r["nominal_tick_ns"] if _numbers(r, "nominal_tick_ns") and r["nominal_tick_ns"] > 0 else 1
-        ax.bar([b[0] * tick for b in bins], [b[1] for b in bins], width=max(tick, 1e-3), color="tab:green")
-        ax.set_yscale("log")
-        ax.set_ylabel(f"{n}\nreads")
-        ax.axvline(tick, color="k", ls=":", lw=1)
-    axes[-1, 0].set_xlabel("delta between consecutive reads (ns); dotted: one nominal tick")
-    axes[0, 0].set_title("Sequential reads: what resolution do you get?")
-    return _save(fig, path)
+def unc(u, unit: str = "ppm") -> str:
+    return f"\u00b1{sig(u, 2)} {unit}" if _num(u) else "?"
 
 
-def plot_frequency(res: dict, path: Path, notes: list[str]) -> bool:
-    ok = lambda s: (isinstance(s.get("reference"), str) and _numbers(s, "start_s", "ppm_vs_window")  # noqa: E731
-                    and (s.get("stderr_ppm") is None or _numbers(s, "stderr_ppm")))
-    stab = [s for s in res["stability"] if _drawable(s, ok, "frequency", notes)]
-    if not stab:
-        return False
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 3))
-    for ref in sorted({s["reference"] for s in stab}):
-        pts = [s for s in stab if s["reference"] == ref]
-        ax.errorbar([p["start_s"] + 0.5 for p in pts], [p["ppm_vs_window"] for p in pts], yerr=[p.get("stderr_ppm") or 0 for p in pts],
-                    fmt="o-", capsize=3, label=f"tsc vs {ref}")
-    ax.axhline(0, color="k", lw=1, label="whole-window fit")
-    ax.set_xlabel("time into the drift window (s)")
-    ax.set_ylabel("TSC frequency, ppm from the\nwhole-window fit")
-    ax.set_title("Does the TSC's frequency drift?")
-    ax.legend()
-    return _save(fig, path)
+def hz(value, unc_ppm=None) -> str:
+    """A frequency in MHz with as many digits as its relative uncertainty
+    allows: "2596.12008 MHz" at 0.21 ppm."""
+    if not _num(value):
+        return "?"
+    mhz = value / 1e6
+    if _num(unc_ppm) and unc_ppm > 0:
+        d = _decimals_for(mhz * unc_ppm * 1e-6)
+        return f"{mhz:.{d}f} MHz"
+    return f"{mhz:.6f} MHz"
 
 
-def _residual_series(r: dict) -> bool:
-    t, y = r.get("t_ms"), r.get("resid_ps")
-    return (isinstance(t, list) and isinstance(y, list) and len(t) == len(y)
-            and all(_number(v) for v in t + y))
+def count(v) -> str:
+    return f"{v:,}".replace(",", "\u2009") if isinstance(v, int) and not isinstance(v, bool) else ("?" if v is None else str(v))
 
 
-def plot_residuals(res: dict, path: Path, notes: list[str]) -> bool:
-    rs = [r for r in res["residuals"] if _drawable(r, _residual_series, "residuals", notes)]
-    if not rs:
-        return False
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 3))
-    for r in rs:
-        ax.plot([t / 1000 for t in r["t_ms"]], [p / 1000 for p in r["resid_ps"]], ".", ms=3, label=f"tsc vs {r.get('reference', '?')}")
-    ax.axhline(0, color="k", lw=1)
-    ax.set_xlabel("time into the drift window (s)")
-    ax.set_ylabel("reference reading minus\nthe fitted line (ns)")
-    ax.set_title("Residuals of the drift fit")
-    ax.legend(markerscale=3)
-    return _save(fig, path)
+# ------------------------------------------------------------ the log's text
+
+_SECTION = re.compile(r"^== (.+?) ==\s*$")
+_BANNER = re.compile(r"^clockbench \S+: time counters")
+_VERDICT_ROW = re.compile(r"^  (\S+)\s+(\S+) ns\s+(\S+) ns\s+(.+?)\s+(\S+)\s*$")
+_VERDICT_ONLY = re.compile(r"^  (\S+) (present|absent): (.*)$")
+_ADVICE = re.compile(r"^\s+-> (.*)$")
 
 
-def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None) -> list[Path]:
-    """The plots the input has data for. What a plot leaves out, or a plot
-    that fails outright, becomes a note: the page is written regardless."""
-    notes = [] if notes is None else notes
-    made = []
-    for name, fn in zip(PLOTS, (plot_read_cost, plot_sequential, plot_frequency, plot_residuals)):
-        p = out_dir / f"{name}.png"
+def terminal_text(text: str) -> list[str]:
+    """The lines for people, as the terminal showed them: records, GRUB's
+    menu and escape codes taken out, from the image's banner on."""
+    lines = []
+    for line in records.clean(text).split("\n"):
+        if records.PREFIX in line:
+            line = line.split(records.PREFIX)[0]
+            if not line.strip():
+                continue
+        lines.append(line.rstrip())
+    start = next((i for i, l in enumerate(lines) if _BANNER.match(l)), 0)
+    lines = lines[start:]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def sections(lines: list[str]) -> list[dict]:
+    """The terminal report cut at its "== Title ==" headers; the banner
+    and what precedes the first header is the section "Start"."""
+    out = [{"title": "Start", "lines": []}]
+    for line in lines:
+        m = _SECTION.match(line)
+        if m:
+            out.append({"title": m.group(1), "lines": []})
+        else:
+            out[-1]["lines"].append(line)
+    for s in out:
+        while s["lines"] and not s["lines"][0].strip():
+            s["lines"].pop(0)
+        while s["lines"] and not s["lines"][-1].strip():
+            s["lines"].pop()
+    return [s for s in out if s["lines"] or s["title"] != "Start"]
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """Console-wrapped lines joined back: the console breaks a line near
+    80 columns and indents the rest deeper than the line it continues."""
+    out: list[list] = []  # [indent, text, length of its last physical line]
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if out and line.strip() and indent > out[-1][0] and out[-1][2] >= 60:
+            out[-1][1] += " " + line.strip()
+            out[-1][2] = len(line)
+        else:
+            out.append([indent, line.strip(), len(line)])
+    return [t for _, t, _ in out]
+
+
+def verdict_text(secs: list[dict]) -> dict:
+    """The verdict table as the image printed it: each counter's row and
+    its advice line (the advice is in no record)."""
+    sec = next((s for s in secs if s["title"] == "Verdict"), None)
+    advice, rows, last = {}, {}, None
+    for line in sec["lines"] if sec else []:
+        m, only, adv = _VERDICT_ROW.match(line), _VERDICT_ONLY.match(line), _ADVICE.match(line)
+        if m and m.group(1) != "counter":
+            last = m.group(1)
+            rows[last] = {"read": m.group(2), "resolution": m.group(3), "freq": m.group(4), "mono": m.group(5)}
+        elif only:
+            advice[only.group(1)] = only.group(3)
+            last = None
+        elif adv and last:
+            advice[last] = adv.group(1)
+        elif last and last in advice and line.startswith("     ") and line.strip():
+            advice[last] += " " + line.strip()  # a wrapped advice line
+        elif not line.strip() and (rows or advice):
+            break  # the table ends at its first blank line
+    return {"advice": advice, "rows": rows}
+
+
+def _text_notes(lines: list[str]) -> list[str]:
+    """The image's own "Note:" lines (a feature missing, an option it could
+    not use), joined across wrapped lines."""
+    return [l for l in _joined(lines) if l.startswith("Note:")]
+
+
+def _fault_lines(lines: list[str]) -> list[str]:
+    i = next((k for k, l in enumerate(lines) if l.startswith("FAULT:")), None)
+    if i is None:
+        return []
+    out = [lines[i]]
+    for l in lines[i + 1:]:
+        if not l.startswith("  "):
+            break
+        out.append(l)
+    return out
+
+
+def augment(res: dict, text: str) -> dict:
+    """What the page needs beyond the results structure, from the log:
+    the terminal text, the verdict's advice, discontinuities, the drift
+    window, CPUs. Kept in results.json too (extra members; compare ignores
+    them)."""
+    log = records.parse_log(text)
+    recs, _ = records.join_parts(log.records)
+    objs = lambda kind: [r for r in records.of_type(recs, kind) if isinstance(r, dict)]  # noqa: E731
+    res.setdefault("discontinuities", objs("discontinuity"))
+    res.setdefault("drift_window", (objs("drift_window") or [None])[0])
+    res.setdefault("cpus", objs("cpu"))
+    res.setdefault("tsc_sync", objs("tsc_sync"))
+    res.setdefault("calibration", (objs("calibration") or [None])[0])
+    lines = terminal_text(text)
+    secs = sections(lines)
+    res["terminal"] = {"sections": secs, "verdict": verdict_text(secs), "notes": _text_notes(lines),
+                       "fault": _fault_lines(lines),
+                       "ended": next((l for l in reversed(lines) if l.startswith("clockbench: run ended:")), None),
+                       "last_line": next((l for l in reversed(lines) if l.strip()), None)}
+    return res
+
+
+# ------------------------------------------------------------ the page's parts
+
+
+def _d(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _l(v) -> list:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _counter_key(name: str) -> str:
+    return "rdtsc" if name == "tsc" else name
+
+
+def outcome(res: dict) -> tuple[int, str]:
+    """The run's status code and why, as results.outcome says it when the
+    loader has it; else from the summary alone."""
+    fn = getattr(results, "outcome", None)
+    if fn:
         try:
-            if fn(res, p, notes):
-                made.append(p)
+            return fn(res)
+        except Exception:  # noqa: BLE001 - an odd results file costs the line, not the page
+            pass
+    s = _d(res.get("summary"))
+    if res.get("fault"):
+        return 3, "the run crashed"
+    if not s:
+        return 4, "the log ends before the run did (no summary record)"
+    return (0, "") if s.get("status") == "passed" else (1, f"the run ended: {s.get('status')}")
+
+
+def problems(res: dict) -> list[dict]:
+    """What went wrong, most serious first: a crash, an incomplete run,
+    failed checks, discontinuities that cut the fit, records that could
+    not be read. Each {"title", "detail": [lines]}."""
+    out = []
+    term = _d(res.get("terminal"))
+    fault = _d(res.get("fault"))
+    if fault or term.get("fault"):
+        head = (f"The run crashed: CPU exception {fault.get('vector', '?')}, {fault.get('name', '?')}"
+                + (f", at rip {fault['rip']}" if isinstance(fault.get("rip"), str) else "")) if fault else "The run crashed"
+        out.append({"title": head, "kind": "crash", "pre": "\n".join(term.get("fault") or []),
+                    "detail": ["Everything below was measured before the exception; what the run had not reached is missing."]})
+    if not res.get("complete") and not fault:
+        last = term.get("last_line")
+        secs = [s["title"] for s in term.get("sections") or [] if s.get("title") != "Start"]
+        detail = ["The log has no summary record: the run did not finish, or the log was cut."]
+        if secs:
+            detail.append(f"The last section it reached: \u201c{secs[-1]}\u201d.")
+        if last:
+            detail.append(f"Its last line: {last}")
+        out.append({"title": "Incomplete run: the log ends before the run did", "kind": "incomplete", "detail": detail})
+    failed = [c for c in _l(res.get("checks")) if c.get("result") == "FAIL"]
+    if failed:
+        out.append({"title": f"{len(failed)} check(s) failed", "kind": "fail",
+                    "detail": [f"{c.get('name', '?')}: {c.get('detail', '')}" for c in failed]})
+    cuts = [d for d in _l(res.get("discontinuities")) if d.get("kind") != "gap"]
+    if cuts:
+        out.append({"title": f"{len(cuts)} discontinuity(ies) in the drift window (a clock stood still, jumped or went back)",
+                    "kind": "discontinuity", "detail": [_discontinuity(d) for d in cuts]})
+    for name, m in _d(res.get("monotonicity")).items():
+        if isinstance(m, dict) and ((_num(m.get("backward")) and m["backward"] > 0) or m.get("stuck")):
+            out.append({"title": f"{name} is not monotonic", "kind": "fail",
+                        "detail": [f"{m.get('backward')} backward step(s), the largest {m.get('largest_backward_ticks')} ticks"
+                                   + ("; it stopped moving in the drift window" if m.get("stuck") else "")]})
+    if res.get("problems"):
+        out.append({"title": f"{len(res['problems'])} record(s) could not be read", "kind": "log",
+                    "detail": [str(p) for p in res["problems"]]})
+    return out
+
+
+def warnings(res: dict) -> list[str]:
+    """What makes the figures mean less than they seem: a trapped RDTSC, an
+    emulated CPU, a TSC that is not invariant or not measured, and the
+    image's own notes."""
+    out = []
+    m, hw, cs, feat, prof = (_d(res.get(k)) for k in ("machine", "hwlat", "cpu_speed", "cpu_features", "profile"))
+    lat = _d(_d(res.get("latency")).get("rdtsc"))
+    if hw.get("rdtsc_intercepted"):
+        out.append("The hypervisor appears to intercept RDTSC: a read costs "
+                   f"{ns(lat.get('p50_ns'))} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
+    if cs.get("emulated"):
+        rate = cs.get("iterations_per_s")
+        out.append("The CPU seems emulated: a one-instruction loop runs "
+                   + (f"{sig(rate / 1e6)} million iterations per second" if _num(rate) else "far too few iterations")
+                   + ", far below any hardware; the figures describe the emulator.")
+    notes = [str(n) for n in _d(res.get("terminal")).get("notes") or []]
+    if feat and feat.get("invariant_tsc") is False and not any("invariant" in n for n in notes):
+        out.append("No invariant-TSC bit (CPUID.80000007h:EDX[8]): the TSC's rate may change with P-states or stop in deep C-states.")
+    if prof and prof.get("tsc_measured") is False:
+        out.append(f"The TSC's rate was not measured: ns figures use {prof.get('tsc_hz_source', 'a nominal rate')}.")
+    if m.get("hypervisor"):
+        out.append(f"Under a hypervisor ({m['hypervisor']}): the figures describe the virtual machine's clocks, not the hardware's.")
+    if _num(hw.get("gaps")) and hw["gaps"] and _num(hw.get("total_gap_ns")) and _num(hw.get("window_s")) and hw["window_s"] > 0:
+        share = hw["total_gap_ns"] / (hw["window_s"] * 1e9) * 100
+        if share >= 0.1:
+            out.append(f"Time was stolen from the CPU: {hw['gaps']} gaps, {ns(hw['total_gap_ns'])} in all "
+                       f"({sig(share, 2)}% of the scan), the largest {ns(hw.get('max_gap_ns'))}.")
+    return out + [n for n in notes if n not in out]
+
+
+def _discontinuity(d: dict) -> str:
+    at = ns(d["at_s"] * 1e9) if _num(d.get("at_s")) else "?"
+    moved = f"TSC +{ns(d.get('tsc_ns'))}" if _num(d.get("tsc_ns")) else ""
+    ref = f"{d.get('reference', '?')} " + (f"+{ns(d['counter_ns'])}" if _num(d.get("counter_ns")) else "(cannot tell)")
+    return f"at {at}: {d.get('reference', '?')} {d.get('kind', '?')}; {moved}, {ref}"
+
+
+def verdict(res: dict) -> dict:
+    """One row per counter, the numbers from the records rounded to what
+    they carry, the advice as the image gave it; the TSC's frequency."""
+    term = _d(_d(res.get("terminal")).get("verdict"))
+    advice, text_rows = _d(term.get("advice")), _d(term.get("rows"))
+    lat, reso, mono = _d(res.get("latency")), _d(res.get("resolution")), _d(res.get("monotonicity"))
+    freq = _l(res.get("frequency"))
+    prof = _d(res.get("profile"))
+    src = str(prof.get("tsc_hz_source") or "")
+    ref = src.removeprefix("measured against ").strip() if src.startswith("measured against") else None
+    tsc_f = next((f for f in freq if f.get("counter") == "tsc" and f.get("reference") == ref), None)
+    rows = []
+    for c in _l(res.get("counters")):
+        name = str(c.get("name", "?"))
+        key = _counter_key(name)
+        row = {"counter": name, "advice": advice.get(name, ""), "bad": False}
+        if not c.get("present"):
+            row.update(read="absent", resolution="", freq="", mono="", advice=advice.get(name) or c.get("reason") or "")
+            rows.append(row)
+            continue
+        la, rs, mo = _d(lat.get(key)), _d(reso.get(key) or reso.get(name)), _d(mono.get(key) or mono.get(name))
+        read = la.get("p50_ns")
+        # the image's rule (kernel/verdict.c): a counter whose reads repeat
+        # resolves its step; one that moves every read resolves the read cost
+        step = rs.get("min_step_ns")
+        repeats = _num(rs.get("zero_deltas")) and rs["zero_deltas"] > 0
+        res_ns = step if (repeats and _num(step) and _num(read) and step > read) or (not _num(read) and _num(step)) else read
+        row["read"] = ns(read) if _num(read) else text_rows.get(name, {}).get("read", "-")
+        row["resolution"] = ns(res_ns) if _num(res_ns) else "-"
+        if name == "tsc" and tsc_f:
+            row["freq"] = f"{hz(tsc_f.get('hz'), tsc_f.get('uncertainty_ppm'))}, {unc(tsc_f.get('uncertainty_ppm'))} vs the {ref}"
+        elif name == ref:
+            row["freq"] = "the reference"
+        else:
+            f = next((f for f in freq if f.get("counter") == name and _num(f.get("ppm_vs_nominal"))), None)
+            row["freq"] = (pm(f["ppm_vs_nominal"], f.get("uncertainty_ppm")) + " vs nominal") if f else text_rows.get(name, {}).get("freq", "-")
+        if mo:
+            back = mo.get("backward")
+            row["mono"] = "STUCK" if mo.get("stuck") else ("NO" if _num(back) and back > 0 else "yes" if _num(back) else "-")
+        else:
+            row["mono"] = text_rows.get(name, {}).get("mono", "-")
+        row["bad"] = row["mono"] in ("NO", "STUCK") or row["advice"].startswith("do not trust")
+        rows.append(row)
+    tsc = None
+    if tsc_f:
+        tsc = {"hz": hz(tsc_f.get("hz"), tsc_f.get("uncertainty_ppm")), "reference": ref,
+               "relative": unc(tsc_f.get("uncertainty_ppm")), "absolute": unc(tsc_f.get("absolute_uncertainty_ppm"))}
+    elif prof:
+        tsc = {"hz": hz(prof.get("tsc_hz")), "reference": None, "source": prof.get("tsc_hz_source"),
+               "measured": prof["tsc_measured"] if isinstance(prof.get("tsc_measured"), bool) else src.startswith("measured")}
+    return {"rows": rows, "tsc": tsc}
+
+
+def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
+    rows, batches = [], []
+    for name, r in _d(res.get("latency")).items():
+        if not isinstance(r, dict):
+            continue
+        rows.append({"counter": name, "n": count(r.get("n")), "truncated": bool(r.get("truncated")),
+                     **{k: ns(r.get(f"{k}_ns")) if _num(r.get(f"{k}_ns")) else "-" for k in ("min", "p50", "mean", "p99", "p999", "max", "stddev")}})
+        if _num(r.get("batch_ns_per_read")):
+            batches.append({"counter": name, "k": r.get("batch_k"), "per_read": ns(r["batch_ns_per_read"]),
+                            "ticks": sig(r.get("batch_ticks_per_read"), 4)})
+    return rows, batches
+
+
+def resolution_rows(res: dict) -> list[dict]:
+    out = []
+    for name, r in _d(res.get("resolution")).items():
+        if not isinstance(r, dict):
+            continue
+        deltas = r.get("deltas")
+        zeros = r.get("zero_deltas")
+        share = f" ({sig(100 * zeros / deltas, 2)}%)" if _num(zeros) and _num(deltas) and deltas > 0 and zeros else ""
+        out.append({"counter": name, "reads": count(r.get("reads")), "step": ns(r.get("min_step_ns")),
+                    "step_ticks": count(r.get("min_step_ticks")), "gcd": count(r.get("step_gcd_ticks")),
+                    "tick": ns(r.get("nominal_tick_ns"), 4), "repeats": count(zeros) + share, "distinct": count(r.get("distinct")),
+                    "backward": count(r.get("backward")), "bad": _num(r.get("backward")) and r["backward"] > 0})
+    return out
+
+
+def frequency_rows(res: dict) -> list[dict]:
+    out = []
+    for f in _l(res.get("frequency")):
+        u = f.get("uncertainty_ppm")
+        seg = f.get("segments")
+        out.append({"pair": f"{f.get('counter', '?')} vs {f.get('reference', '?')}", "hz": hz(f.get("hz"), u),
+                    "vs_nominal": pm(f.get("ppm_vs_nominal"), u) if _num(f.get("ppm_vs_nominal")) else "no nominal",
+                    "u": unc(u), "parts": " / ".join(sig(f.get(k), 2) for k in ("stderr_ppm", "correlated_ppm", "quantisation_ppm")),
+                    "abs": unc(f.get("absolute_uncertainty_ppm")),
+                    "samples": f"{count(f.get('samples'))} in {count(seg)} segment{'' if seg == 1 else 's'}",
+                    "rms": ns(f.get("resid_rms_ns")), "disc": count(f.get("discontinuities")),
+                    "truncated": bool(f.get("truncated"))})
+    return out
+
+
+def stability_rows(res: dict) -> list[dict]:
+    return [{"pair": f"tsc vs {s.get('reference', '?')}", "start": sig(s.get("start_s"), 3), "length": sig(s.get("length_s"), 3),
+             "ppm": pm(s.get("ppm_vs_window"), s.get("stderr_ppm")), "samples": count(s.get("samples"))}
+            for s in _l(res.get("stability"))]
+
+
+def monotonicity_rows(res: dict) -> list[dict]:
+    out = []
+    for name, m in _d(res.get("monotonicity")).items():
+        if not isinstance(m, dict):
+            continue
+        back = m.get("backward")
+        out.append({"counter": name, "reads": count(m.get("reads")), "backward": count(back),
+                    "largest": count(m.get("largest_backward_ticks")), "stalls": count(m.get("stalls")) if "stalls" in m else "-",
+                    "longest": ns(m.get("longest_stall_ns")) if _num(m.get("longest_stall_ns")) else "-",
+                    "wraps": count(m.get("wraps")) if "wraps" in m else "-",
+                    "stuck": ("yes" if m.get("stuck") else "no") if "stuck" in m else "-",
+                    "bad": (_num(back) and back > 0) or bool(m.get("stuck"))})
+    return out
+
+
+def stolen(res: dict) -> dict | None:
+    hw = _d(res.get("hwlat"))
+    if not hw:
+        return None
+    names = ["100 ns-1 \u00b5s", "1-10 \u00b5s", "10-100 \u00b5s", "100 \u00b5s-1 ms", "\u2265 1 ms"]
+    bins = hw.get("decade_bins")
+    return {"window": f"{sig(hw.get('window_s'), 3)} s", "iterations": count(hw.get("iterations")),
+            "typical": ns(hw.get("typical_gap_ns")), "threshold": ns(hw.get("threshold_ns")), "gaps": count(hw.get("gaps")),
+            "bins": list(zip(names, map(count, bins))) if isinstance(bins, list) and len(bins) == 5 else [],
+            "largest": ns(hw.get("max_gap_ns")), "total": ns(hw.get("total_gap_ns")),
+            "smi": "unavailable" if hw.get("smi_delta") is None else count(hw.get("smi_delta")),
+            "intercepted": bool(hw.get("rdtsc_intercepted"))}
+
+
+def check_rows(res: dict) -> list[dict]:
+    order = {"FAIL": 0, "SKIP": 1, "PASS": 2}
+    rows = [{"result": str(c.get("result", "?")), "name": str(c.get("name", "?")), "detail": str(c.get("detail", ""))}
+            for c in _l(res.get("checks"))]
+    return sorted(rows, key=lambda r: order.get(r["result"], -1))
+
+
+def machine_rows(res: dict) -> list[tuple[str, str]]:
+    m, prof, feat = _d(res.get("machine")), _d(res.get("profile")), _d(res.get("cpu_features"))
+    rows = [("CPU", f"{m.get('brand', '?')} ({m.get('vendor', '?')}"
+             + (f", family {m['family']}, model {m.get('model')}, stepping {m.get('stepping')})" if "family" in m else ")")),
+            ("hypervisor", str(m["hypervisor"]) if m.get("hypervisor") else ("none" if m.get("hypervisor", 0) is None else "unknown")),
+            ("boot", f"{m.get('loader', '?')} via Multiboot {m.get('multiboot', '?')}" if "loader" in m else "unknown"),
+            ("command line", str(m.get("cmdline", ""))),
+            ("console", f"serial {m.get('serial_port', '?')}, screen {m.get('screen', '?')}" if "screen" in m else "unknown"),
+            ("profile", f"{prof.get('name', '?')}" + (f": {prof['drift_ms']} ms of drift, {prof.get('hwlat_ms', '?')} ms of stolen-time scan"
+                                                      if "drift_ms" in prof else "") if prof else "unknown"),
+            ("TSC rate for ns figures", f"{hz(prof.get('tsc_hz'))} ({prof.get('tsc_hz_source', '?')})" if prof else "unknown"),
+            ("image build", str(res.get("build") or "unknown"))]
+    if feat:
+        flags = [k for k in ("tsc", "rdtscp", "invariant_tsc", "tsc_deadline", "tsc_adjust") if k in feat]
+        rows.append(("CPU time features", ", ".join(f"{k} {'yes' if feat[k] else 'no'}" for k in flags)
+                     + (f"; LFENCE {feat['lfence']}" if feat.get("lfence") else "")))
+    cal = _d(res.get("calibration"))
+    if cal:
+        rows.append(("quick TSC estimate", f"{sig(cal.get('estimate_hz', 0) / 1e6, 6)} MHz against {cal.get('source', '?')} (sizes the phases; not the measurement)"))
+    return rows
+
+
+def counter_rows(res: dict) -> list[dict]:
+    return [{"name": str(c.get("name", "?")), "present": "present" if c.get("present") else "absent",
+             "width": c.get("width_bits", ""), "nominal": hz(c["nominal_hz"]) if _num(c.get("nominal_hz")) and c["nominal_hz"] else "unknown",
+             "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or "")}
+            for c in _l(res.get("counters"))]
+
+
+def cpu_rows(res: dict) -> tuple[list[dict], list[dict]]:
+    cpus = [{"index": c.get("index", "-"), "apic": c.get("apic_id"), "state": "started" if c.get("started") else (c.get("reason") or "not started"),
+             "adjust": "-" if c.get("tsc_adjust") is None else c.get("tsc_adjust"), "read": ns(c.get("read_p50_ns")),
+             "bits": c.get("cpuid_time_bits", "-")} for c in _l(res.get("cpus"))]
+    sync = []
+    for s in _l(res.get("tsc_sync")):
+        lo, hi = s.get("offset_lo_ticks"), s.get("offset_hi_ticks")
+        sync.append({"cpu": s.get("cpu"), "offset": f"[{lo}, {hi}] ticks" if _num(lo) and _num(hi) else "intervals disagree",
+                     "round_trip": count(s.get("round_trip_min_ticks")), "warps": count(s.get("warps")),
+                     "rate": pm(s.get("rate_ppm"), s.get("rate_uncertainty_ppm")) if _num(s.get("rate_ppm")) else (s.get("rate_reason") or "-"),
+                     "bad": (_num(s.get("warps")) and s["warps"] > 0) or not (_num(lo) and _num(hi) and lo <= 0 <= hi)})
+    return cpus, sync
+
+
+# Which of the image's sections each part of the page carries.
+TERMINAL_OF = {
+    "machine": ("Start", "CPU time features", "ACPI tables", "HPET", "ACPI PM timer", "Inventory of time counters",
+                "Measuring", "Quick TSC estimate", "CPU speed", "HPET comparator"),
+    "verdict": ("Verdict",),
+    "read-cost": ("Read cost",),
+    "sequential": ("Resolution",),
+    "frequency": ("Frequency and drift",),
+    "stolen": ("Time stolen",),
+    "monotonicity": ("Monotonicity",),
+    "cpus": ("CPUs and the TSC",),
+}
+
+
+def _terminal_for(res: dict, part: str) -> str:
+    secs = _d(res.get("terminal")).get("sections") or []
+    keep = [s for s in secs if any(s["title"].startswith(p) for p in TERMINAL_OF[part])]
+    return "\n\n".join((f"== {s['title']} ==\n" if s["title"] != "Start" else "") + "\n".join(s["lines"]) for s in keep)
+
+
+def other_sections(res: dict) -> list[dict]:
+    """The terminal's sections no part of the page carries (an experiment
+    newer than this page), shown as printed: {"id", "title", "text"}."""
+    out = []
+    for s in _d(res.get("terminal")).get("sections") or []:
+        title = str(s.get("title", ""))
+        if title == "Start" or any(title.startswith(p) for parts in TERMINAL_OF.values() for p in parts):
+            continue
+        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        out.append({"id": f"term-{slug}", "title": title, "text": "\n".join(s.get("lines") or [])})
+    return out
+
+
+def run_meta(log_path: Path | None) -> dict:
+    """The metadata `clockbench run` keeps beside a run's log (runs.py,
+    metadata.json: when, on which host, under which QEMU), or {}."""
+    if log_path is None:
+        return {}
+    try:
+        meta = json.loads((log_path.parent / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def run_date(log_path: Path | None, meta: dict | None = None) -> str | None:
+    """When the run happened: when `clockbench run` started it, else when
+    the log was last written (said so)."""
+    meta = run_meta(log_path) if meta is None else meta
+    started = meta.get("started")
+    if isinstance(started, str):
+        try:
+            t = dt.datetime.fromisoformat(started)
+            return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        except ValueError:
+            return started
+    if log_path is None:
+        return None
+    try:
+        t = dt.datetime.fromtimestamp(log_path.stat().st_mtime, dt.timezone.utc)
+    except OSError:
+        return None
+    return t.strftime("log written %Y-%m-%d %H:%M UTC")
+
+
+def meta_rows(meta: dict) -> list[tuple[str, str]]:
+    host, q = _d(meta.get("host")), _d(meta.get("qemu"))
+    rows = []
+    if host:
+        rows.append(("host", f"{host.get('name', '?')}" + (f" ({host['cpu']})" if host.get("cpu") else "")))
+    if q:
+        rows.append(("QEMU", ", ".join(f"{k} {q[k]}" for k in ("version", "machine", "accel", "firmware", "boot", "cpu", "smp", "memory")
+                                       if q.get(k) is not None)))
+    return rows
+
+
+def page_title(res: dict, date: str | None) -> str:
+    m = _d(res.get("machine"))
+    who = str(m.get("brand") or m.get("vendor") or "unknown machine").strip()
+    hv = m.get("hypervisor")
+    what = f"{who} under {hv}" if hv else who
+    return f"clockbench: {what}" + (f", {date}" if date else "")
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env
+
+
+def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None = None, notes=(), date: str | None = None,
+                left_out: dict | None = None, meta: dict | None = None) -> None:
+    """The page, from templates/report.html.j2. Built with .get() throughout:
+    a record cut for length, or a results file from an older tool, lacks
+    members and costs a cell, not the page."""
+    code, why = outcome(res)
+    s = _d(res.get("summary"))
+    lat_rows, batches = latency_rows(res)
+    cpus, sync = cpu_rows(res)
+    # the Allan series as allan_series makes them; anything else (an odd
+    # results file) is left out of the table
+    allan = [a for a in _l(res.get("allan")) if all(isinstance(a.get(k), list) for k in ("tau_s", "adev", "n"))
+             and len(a["tau_s"]) == len(a["adev"]) == len(a["n"]) > 0 and all(_num(v) for v in a["tau_s"] + a["adev"])]
+    figs = {}
+    for p in plots_made:
+        figs[p.stem] = {"title": plots.FIGURES.get(p.stem, p.stem), "alt": plots.FIGURES.get(p.stem, p.stem),
+                        "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
+    status = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed", 4: "incomplete"}.get(code, "unknown")
+    ctx = dict(
+        title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
+        source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
+        machine=machine_rows(res) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
+        resolution=resolution_rows(res), frequency=frequency_rows(res), stability=stability_rows(res),
+        drift_window=_d(res.get("drift_window")),
+        cuts=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") != "gap"],
+        gaps=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") == "gap"],
+        monotonicity=monotonicity_rows(res), stolen=stolen(res), cpus=cpus, sync=sync, checks=check_rows(res),
+        figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
+        allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),
+        terminal={k: _terminal_for(res, k) for k in TERMINAL_OF}, others=other_sections(res),
+        full_text="\n".join(_d(res.get("terminal")).get("sections") and
+                            ["\n".join(([f"== {x['title']} =="] if x["title"] != "Start" else []) + x["lines"] + [""])
+                             for x in res["terminal"]["sections"]] or []),
+        sig=sig, ns=ns, pm=pm,
+    )
+    path.write_text(_env().get_template("report.html.j2").render(**ctx))
+
+
+def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_out: dict | None = None) -> list[Path]:
+    """The plots the input has data for. A plot with too little to show
+    says why in left_out; what a plot leaves out, or a plot that fails
+    outright, becomes a note: the page is written regardless."""
+    notes = [] if notes is None else notes
+    left_out = {} if left_out is None else left_out
+    made = []
+    for name, draw in plots.DRAW.items():
+        try:
+            made.append(draw(res, out_dir / f"{name}.png", notes))
+        except plots.TooLittle as e:
+            left_out[name] = str(e)
+        except ImportError as e:
+            left_out[name] = f"not drawn: {e.name or e} is not installed (`make deps`)"
+            notes.append(f"the {plots.FIGURES[name]} figure needs {e.name or e}, which is not installed: run `make deps`")
         except Exception as e:  # noqa: BLE001 - one plot's failure must not cost the page
             import matplotlib.pyplot as plt
 
             plt.close("all")
+            left_out[name] = f"could not be drawn: {type(e).__name__}: {e}"
             notes.append(f"the {name.replace('_', ' ')} plot could not be drawn: {type(e).__name__}: {e}")
     return made
 
 
-def _table(rows: list[list], head: list[str]) -> str:
-    h = "".join(f"<th>{html.escape(str(c))}</th>" for c in head)
-    b = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{b}</table>"
-
-
-def render_html(res: dict, plots: list[Path], path: Path, title: str = "clockbench report", notes: list[str] = ()) -> None:
-    """The page. Built with .get() throughout: a record cut for length or
-    a results file from an older tool lacks members, and costs a cell, not
-    the page."""
-    m = res.get("machine") or {}
-    prof = res.get("profile") or {}
-    s = res.get("summary") or {}
-    ident = _table([["CPU", f"{m.get('vendor', '?')} {m.get('brand', '?')}"], ["hypervisor", m.get("hypervisor") or "none"],
-                    ["boot", f"{m.get('loader', '?')} (Multiboot {m.get('multiboot', '?')})"], ["command line", m.get("cmdline", "")],
-                    ["profile", prof.get("name", "?")], ["TSC", f"{prof.get('tsc_hz', '?')} Hz ({prof.get('tsc_hz_source', '?')})"],
-                    ["build", res.get("build")]], ["", ""])
-    lat = res["latency"]
-    verdict = []
-    for c in res["counters"]:
-        n = c.get("name", "?")
-        key = "rdtsc" if n == "tsc" else n
-        if not c.get("present"):
-            verdict.append([n, "absent", "", "", "", c.get("reason") or ""])
-            continue
-        l, r, mono = lat.get(key, {}), res["resolution"].get(key) or res["resolution"].get(n, {}), res["monotonicity"].get(key) or res["monotonicity"].get(n, {})
-        freq = [f for f in res["frequency"] if f.get("counter") == n]
-        fe = ""
-        if freq and freq[0].get("ppm_vs_nominal") is not None:
-            fe = f"{freq[0]['ppm_vs_nominal']} ppm vs nominal" + (f" (+- {freq[0]['stderr_ppm']})" if freq[0].get("stderr_ppm") is not None else "")
-        verdict.append([n, l.get("p50_ns", ""), r.get("min_step_ns", ""), fe, "yes" if mono.get("backward") == 0 else "NO", c.get("nominal_source") or ""])
-    checks = _table([[c.get("result", "?"), c.get("name", "?"), c.get("detail", "")] for c in res["checks"]], ["result", "check", "detail"])
-    imgs = "".join(f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"></figure>'
-                   for p in plots)
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in res["problems"])
-    noted = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
-    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left;font-size:90%}}img{{max-width:100%}}.bad{{color:#b00}}</style></head>
-<body><h1>{html.escape(title)}</h1>
-<p><b>{s.get('pass', '?')} passed, {s.get('fail', '?')} failed, {s.get('skip', '?')} skipped</b>: {html.escape(str(s.get('status', 'incomplete run')))}</p>
-{'<p class="bad">Problems reading the log:</p><ul>' + problems + '</ul>' if problems else ''}
-<h2>Machine</h2>{ident}
-<h2>Verdict</h2>{_table(verdict, ['counter', 'read p50 (ns)', 'smallest step (ns)', 'frequency', 'monotonic', 'nominal from / reason'])}
-<h2>Figures</h2>{imgs}
-{'<p>Left out:</p><ul>' + noted + '</ul>' if noted else ''}
-<h2>Checks</h2>{checks}
-</body></html>
-"""
-    path.write_text(doc)
+def write(res: dict, out: Path, text: str | None = None, log_path: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Everything `report` writes into out: results.json, the plots and
+    report.html; the plots drawn and the notes (what was left out)."""
+    if text is not None:
+        augment(res, text)
+    notes = list(res.get("notes") or [])
+    if res.get("allan") is None:
+        try:
+            res["allan"] = plots.allan_series(res, notes)
+        except ImportError as e:
+            res["allan"] = []
+            notes.append(f"the Allan deviation needs {e.name or e}, which is not installed: run `make deps`")
+        except Exception as e:  # noqa: BLE001 - the Allan deviation must not cost the page
+            res["allan"] = []
+            notes.append(f"the Allan deviation could not be computed: {type(e).__name__}: {e}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+    left_out: dict[str, str] = {}
+    made = render_plots(res, out, notes, left_out)
+    meta = run_meta(log_path)
+    render_html(res, made, out / "report.html", date=run_date(log_path, meta), notes=notes, left_out=left_out, meta=meta)
+    return made, notes
 
 
 def main(args) -> int:
@@ -215,17 +685,15 @@ def main(args) -> int:
         res = results.load_any(text, source=str(log_path))
     except ValueError as e:
         print(f"clockbench report: {e}", file=sys.stderr)
-        return 2
+        return getattr(e, "code", 2)
     out = Path(args.out or log_path.with_suffix(""))
-    out.mkdir(parents=True, exist_ok=True)
     for p in res["problems"]:
         print(f"clockbench report: {log_path}: {p}", file=sys.stderr)
-    (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
-    notes = list(res.get("notes") or [])
-    plots = render_plots(res, out, notes)
+    is_log = not text.lstrip().startswith("{")
+    made, notes = write(res, out, text if is_log else None, log_path)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)
-    render_html(res, plots, out / "report.html", title=f"clockbench report: {log_path.name}", notes=notes)
-    print(f"clockbench report: {out}/results.json, {len(plots)} plots, {out}/report.html")
-    newer = res["schema_version"] is not None and res["schema_version"] > records.SCHEMA_VERSION
+    print(f"clockbench report: {out}/results.json, {len(made)} plots, {out}/report.html")
+    newer = res.get("schema_version") is not None and res["schema_version"] > records.SCHEMA_VERSION
     return 1 if (res["problems"] and not res["complete"]) or newer else 0
+

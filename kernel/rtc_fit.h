@@ -1,0 +1,72 @@
+/* The RTC's figures, pure: its calendar registers decoded (BCD or binary,
+   12 or 24 h, per register B; MC146818A data sheet, "Data mode" and
+   "24/12"), and the rate of the TSC against the RTC's seconds, fitted over
+   the TSC times of its second boundaries ("edges"). No hardware header:
+   compiled for the host and tested there. */
+#ifndef CLOCKBENCH_RTC_FIT_H
+#define CLOCKBENCH_RTC_FIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xf.h"
+
+/* The registers as read. */
+struct rtc_raw {
+    uint8_t sec, min, hour, day, month, year;
+    uint8_t reg_b;   /* data mode (bit 2: binary) and hour mode (bit 1: 24 h) */
+};
+
+struct rtc_datetime {
+    uint32_t year;   /* 2000 + the register: the century register's place varies (ACPI FADT CENTURY) */
+    uint8_t month, day, hour, min, sec;
+};
+
+/* False when a field is out of range or not BCD in BCD mode; then only
+   what decoded is meaningful. */
+bool rtc_decode(const struct rtc_raw *raw, struct rtc_datetime *out);
+/* Seconds, minutes and hours only (day fields ignored). */
+bool rtc_decode_clock(const struct rtc_raw *raw, uint32_t *seconds_of_day);
+
+/* One second boundary: the update ended somewhere in [a, b] (TSC), and the
+   clock then read seconds_of_day. */
+struct rtc_edge {
+    uint64_t a, b;
+    uint32_t seconds_of_day;
+};
+
+#define RTC_DAY_S 86400u
+/* The RTC seconds from one edge to the next: their clock readings' difference
+   modulo a day. */
+static inline uint32_t rtc_seconds_between(uint32_t from_sod, uint32_t to_sod)
+{
+    return (to_sod + RTC_DAY_S - from_sod) % RTC_DAY_S;
+}
+
+#define RTC_FIT_MAX 512         /* edges fitted; more are thinned to every k-th */
+
+struct rtc_fit {
+    bool fitted;                /* at least 2 edges in one run */
+    uint32_t edges;             /* given */
+    uint32_t used;              /* fitted: of the longest run without a discontinuity, less the wide and the outliers */
+    uint32_t wide;              /* left out: bracket over 4 times the narrowest and 2 us */
+    uint32_t outliers;          /* left out: residual over 5 times the robust spread (at least the narrowest bracket, 1 us) */
+    uint32_t discontinuities;   /* intervals where the RTC's count and the TSC disagree by a second or more */
+    uint32_t backward;          /* of those, the RTC's clock went back (or stood still) */
+    uint32_t span_s;            /* RTC seconds from the first edge fitted to the last */
+    struct xf tsc_per_s;        /* slope: TSC ticks per RTC second */
+    struct xf stderr_rel;       /* least-squares standard error of the slope / slope (0 with 2 edges) */
+    struct xf bracket_rel;      /* the widest edge bracket over the span / slope: a bound */
+    struct xf uncertainty_rel;  /* sqrt(stderr^2 + bracket^2) */
+    uint64_t widest_tsc;        /* widest edge bracket fitted, TSC ticks */
+    struct xf resid_rms_tsc;    /* residual RMS, TSC ticks (0 with 2 edges) */
+};
+
+/* Fits TSC time (bracket midpoints) against RTC seconds. tsc_hz_estimate
+   (ticks per second, within a few %) tells a lost second from a late edge:
+   an interval whose RTC count differs from its TSC time by half a second or
+   more is a discontinuity, and only the longest run of edges without one is
+   fitted, less its wide brackets and outliers. */
+void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct rtc_fit *out);
+
+#endif

@@ -1,0 +1,231 @@
+"""Timer interrupts: every timer present is measured or skipped with its
+reason, nothing fires before its deadline, nothing hangs, and the APIC
+timer's rate is QEMU's and KVM's known answer.
+
+Known answer: QEMU's APIC timer (hw/intc/apic.c) counts QEMU_CLOCK_VIRTUAL
+nanoseconds shifted right by the divide configuration, and KVM's in-kernel
+APIC (arch/x86/kvm/lapic.h, APIC_BUS_CYCLE_NS = 1) counts one tick per
+nanosecond: 1 GHz at divide by 1 on both. Both run from the same host clock
+as QEMU's HPET, so against the HPET the ratio is exact and only our
+measurement's own uncertainty separates it from 1 GHz.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clockbench import records
+
+APIC_HZ = 1_000_000_000
+DELAYS = {1000, 10000, 100000, 1000000}
+FIELDS = ("timer", "wait", "delay_ns", "n", "min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns", "early", "lost")
+
+
+def timer(b, name):
+    return records.one(b.records, "timer", timer=name)
+
+
+def cells(b, name):
+    return [r for r in records.of_type(b.records, "timer_latency") if r["timer"] == name]
+
+
+def assert_measured_on_time(b, name, waits=("busy", "hlt")):
+    t = timer(b, name)
+    assert t["measured"], (t, b.explain())
+    got = cells(b, name)
+    for w in waits:
+        assert {c["delay_ns"] for c in got if c["wait"] == w} == DELAYS, (name, w, got)
+    for c in got:
+        assert c["early"] == 0, c  # nothing fires before its deadline
+        assert c["lost"] == 0, c
+        assert c["n"] >= 1 and all(k in c for k in FIELDS), c
+        assert c["min_ns"] >= 0 and c["min_ns"] <= c["p50_ns"] <= c["p99_ns"] <= c["p999_ns"] <= c["max_ns"], c
+    hist = [h for h in records.of_type(b.records, "timer_histogram") if h["timer"] == name]
+    assert len(hist) == len(got)
+    for h in hist:
+        cell = next(c for c in got if c["wait"] == h["wait"] and c["delay_ns"] == h["delay_ns"])
+        assert sum(h["counts"]) == cell["n"] and h["counts"][0] == 0, h  # bin 0 holds the early ones
+
+
+def assert_skipped(b, name, why):
+    t = timer(b, name)
+    assert not t["measured"] and why in t["reason"], t
+    assert not cells(b, name)
+    check = records.one(b.records, "check", name=f"timer interrupts: {name}")
+    assert check["result"] == "SKIP", check
+
+
+def assert_apic_rate_known(b):
+    a = records.one(b.records, "apic_timer")
+    assert a["reference"] == "hpet", a
+    u = a["uncertainty_vs_reference_ppm"] * 1e-6
+    assert u < 0.02, a
+    assert abs(a["hz_vs_reference"] - APIC_HZ) <= 3 * u * APIC_HZ + 1, a
+
+
+def assert_no_stray(b):
+    i = records.one(b.records, "interrupts")
+    assert i["unexpected"] == 0, i
+
+
+@pytest.fixture(scope="module")
+def tcg_q35(boot):
+    b = boot(boot="direct", accel="tcg", append="only=timers", timeout=300)
+    assert b.status == 0, b.explain()
+    return b
+
+
+def test_tcg_q35_measures_lapic_hpet_and_pit(tcg_q35):
+    for name in ("lapic", "hpet", "pit"):
+        assert_measured_on_time(tcg_q35, name)
+    assert "I/O APIC" in timer(tcg_q35, "hpet")["route"]
+    assert "GSI 2" in timer(tcg_q35, "pit")["route"]  # QEMU's override: IRQ 0 -> GSI 2
+    assert_no_stray(tcg_q35)
+
+
+def test_tcg_q35_apic_timer_runs_at_1ghz(tcg_q35):
+    assert_apic_rate_known(tcg_q35)
+
+
+def test_tcg_lapic_is_a_counter_too(tcg_q35):
+    c = records.one(tcg_q35.records, "counter", name="lapic")
+    assert c["present"] and c["width_bits"] == 32, c
+
+
+def test_tcg_q35_names_a_timer_for_precise_events(tcg_q35):
+    choice = records.one(tcg_q35.records, "timer_choice")
+    assert choice["timer"] in ("lapic", "hpet", "pit"), choice
+    assert "Precise events:" in tcg_q35.output
+    assert "== Timer interrupts ==" in tcg_q35.output
+
+
+def test_tcg_without_tsc_deadline_or_mwait_says_why(boot):
+    b = boot(boot="direct", accel="tcg", machine="pc", cpu="qemu64", append="only=timers",
+             extra=["-machine", "hpet=off"], timeout=300)
+    assert b.status == 0, b.explain()
+    assert_skipped(b, "tsc_deadline", "CPUID.1:ECX[24] clear")
+    assert_skipped(b, "hpet", "HPET")
+    assert_measured_on_time(b, "lapic")
+    assert_measured_on_time(b, "pit")
+    assert "MONITOR/MWAIT" in records.one(b.records, "interrupts")["mwait"]
+    assert_no_stray(b)
+
+
+# QEMU 7.2 replaces a capability whose low byte is 0 with the machine's
+# default (hw/i386/pc.c reads it into a uint8_t), so the comparator is offered
+# GSI 0 (the 8259's input, never used) and GSI 31, which the 24-pin I/O APIC lacks.
+NO_ROUTE = ["-global", "hpet.hpet-intcap=0x80000001"]
+
+
+def test_hpet_without_an_io_apic_route_is_skipped_with_its_reason(boot):
+    b = boot(boot="direct", accel="tcg", append="only=timers", extra=NO_ROUTE, timeout=300)
+    assert b.status == 0, b.explain()
+    assert_skipped(b, "hpet", "no usable I/O APIC input")
+    assert_measured_on_time(b, "lapic")
+
+
+def test_hpet_through_fsb_delivery(boot):
+    b = boot(boot="direct", accel="tcg", append="only=timers",
+             extra=[*NO_ROUTE, "-global", "hpet.msi=on"], timeout=300)
+    assert b.status == 0, b.explain()
+    assert "FSB" in timer(b, "hpet")["route"]
+    assert_measured_on_time(b, "hpet")
+
+
+def test_safe_mode_leaves_hpet_and_pit_alone(boot):
+    b = boot(boot="direct", accel="tcg", append="only=timers safe", timeout=300)
+    assert b.status == 0, b.explain()
+    assert_skipped(b, "hpet", "safe mode")
+    assert_skipped(b, "pit", "safe mode")
+    # no second timer to bound an idle wait: the LAPIC is measured busy only, saying why
+    assert_measured_on_time(b, "lapic", waits=("busy",))
+    assert {c["wait"] for c in cells(b, "lapic")} == {"busy"}
+    assert "no second timer" in timer(b, "lapic")["idle_reason"]
+
+
+@pytest.fixture(scope="module")
+def kvm_q35(boot, kvm):
+    b = boot(boot="direct", accel="kvm", append="only=timers", timeout=400)
+    assert b.status == 0, b.explain()
+    return b
+
+
+def test_kvm_measures_every_timer(kvm_q35):
+    for name in ("lapic", "tsc_deadline", "hpet", "pit"):
+        assert_measured_on_time(kvm_q35, name)
+    assert_no_stray(kvm_q35)
+
+
+def test_kvm_apic_timer_runs_at_1ghz(kvm_q35):
+    assert_apic_rate_known(kvm_q35)
+
+
+def test_kvm_x2apic_mode(boot, kvm):
+    b = boot(boot="direct", accel="kvm", append="only=timers x2apic=on", timeout=400)
+    assert b.status == 0, b.explain()
+    assert "x2APIC MSR" in records.one(b.records, "counter", name="lapic")["access"]
+    for name in ("lapic", "tsc_deadline"):
+        assert_measured_on_time(b, name)
+
+
+# Pauses from outside while the timers are measured: a late interrupt is
+# late, never early and never lost, and the run still passes.
+TIMERS_START = r'"type":"progress".*"phase":"timers"'
+
+
+def assert_pause_handled(b, stall_s):
+    assert b.status == 0, b.explain()
+    [inj] = b.result.injections
+    assert inj.trigger_s is not None and inj.stopped_s and inj.stopped_s > 0.5 * stall_s, inj.describe()
+    for r in records.of_type(b.records, "timer_latency"):
+        assert r["early"] == 0 and r["lost"] == 0, r
+    assert_no_stray(b)
+
+
+def test_sigstop_during_the_timers(boot):
+    from clockbench import qemu
+
+    stall_s = 1.5
+    b = boot(boot="direct", accel="tcg", append="only=timers", timeout=300,
+             faults=[qemu.Fault("sigstop", TIMERS_START, delay_s=0.3, duration_s=stall_s)])
+    assert_pause_handled(b, stall_s)
+
+
+def test_kvm_pause_during_the_timers(boot, kvm):
+    from clockbench import qemu
+
+    stall_s = 1.0
+    b = boot(boot="direct", accel="kvm", append="only=timers", timeout=400,
+             faults=[qemu.Fault("pause", TIMERS_START, delay_s=0.3, duration_s=stall_s)])
+    assert_pause_handled(b, stall_s)
+
+
+def test_every_cpu_measures_its_own_apic_timer(boot):
+    b = boot(boot="direct", accel="tcg", smp=2, append="only=timers", timeout=400)
+    assert b.status == 0, b.explain()
+    ap = [r for r in records.of_type(b.records, "timer_latency") if r["cpu"] == 1]
+    assert {(r["timer"], r["wait"]) for r in ap} == {("lapic", "busy"), ("lapic", "hlt")}, ap
+    assert {r["delay_ns"] for r in ap} == DELAYS
+    for r in ap:
+        assert r["early"] == 0 and r["lost"] == 0 and r["n"] >= 1, r
+    check = records.one(b.records, "check", name="timer interrupts: every CPU")
+    assert check["result"] == "PASS", check
+
+
+def test_kvm_every_cpu_with_tsc_deadline(boot, kvm):
+    b = boot(boot="direct", accel="kvm", smp=2, append="only=timers", timeout=400)
+    assert b.status == 0, b.explain()
+    ap = [r for r in records.of_type(b.records, "timer_latency") if r["cpu"] == 1]
+    assert {(r["timer"], r["wait"]) for r in ap} == {(t, w) for t in ("lapic", "tsc_deadline") for w in ("busy", "hlt")}, ap
+    for r in ap:
+        assert r["early"] == 0 and r["lost"] == 0, r
+
+
+def test_pc_hpet_shares_the_pit_pin(boot):
+    # QEMU's pc machine offers comparator 0 only GSI 2, the PIT's input: the
+    # pin is routed per cell, and neither is the other's watchdog
+    b = boot(boot="direct", accel="tcg", machine="pc", append="only=timers", timeout=300)
+    assert b.status == 0, b.explain()
+    assert "shared with the PIT" in timer(b, "hpet")["route"]
+    for name in ("lapic", "hpet", "pit"):
+        assert_measured_on_time(b, name)

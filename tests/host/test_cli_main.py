@@ -1,0 +1,130 @@
+"""The command line itself: `clockbench --version`, help text for every
+option, the exit statuses in `--help` and docs/output.md, usage errors
+apart from the image's statuses, and default paths that do not depend on
+the folder the tool is run from."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from cli_logs import KVM, ROOT, cli_main, run_cli, run_process
+from clockbench import errors, paths
+
+
+class _Parsed(Exception):
+    def __init__(self, parser):
+        self.parser = parser
+
+
+@pytest.fixture
+def parser(monkeypatch):
+    """The parser main() builds, caught as it is about to parse."""
+    def catch(self, *a, **k):
+        raise _Parsed(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", catch)
+    with pytest.raises(_Parsed) as got:
+        cli_main.main([])
+    return got.value.parser
+
+
+def subcommands(parser) -> dict[str, argparse.ArgumentParser]:
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_every_option_of_every_command_has_help(parser):
+    cmds = subcommands(parser)
+    assert {"run", "capture", "report", "compare", "decode", "flash"} <= set(cmds)
+    missing = []
+    for name, p in [("clockbench", parser), *cmds.items()]:
+        for a in p._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            if not a.help or a.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(a.option_strings) or a.dest}")
+    assert not missing, f"options without help text: {missing}"
+    for name, p in cmds.items():
+        assert p.prog == f"clockbench {name}"
+
+
+def test_top_level_help_names_the_tool_and_every_exit_status(capsys):
+    r = run_cli(capsys, "--help")
+    assert r.code == 0
+    assert r.out.startswith("usage: clockbench ") and "python3 -m" not in r.out
+    for code in list(errors.RUN_STATUSES) + list(errors.TOOL_STATUSES):
+        assert re.search(rf"^\s+{code}\s+\S", r.out, re.M), f"exit status {code} is not in --help"
+
+
+def test_exit_statuses_are_documented_in_output_md():
+    doc = (ROOT / "docs" / "output.md").read_text()
+    section = doc[doc.index("## Exit statuses of the host tool"):]
+    for code in errors.TOOL_STATUSES:
+        assert re.search(rf"^\| {code} \|", section, re.M), f"exit status {code} is missing from docs/output.md"
+    assert set(errors.TOOL_STATUSES).isdisjoint(errors.RUN_STATUSES)
+    assert min(errors.TOOL_STATUSES) >= 64
+
+
+def test_version_names_the_tool_and_the_image_build(capsys):
+    r = run_cli(capsys, "--version")
+    assert r.code == 0
+    assert r.out.startswith(f"clockbench {paths.tool_version()}; ")
+    build = paths.image_build()
+    if build:
+        assert f"image build {build}" in r.out
+    else:
+        assert "image" in r.out
+
+
+def test_version_without_an_image(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "VERSION_FILE", tmp_path / "version.txt")
+    monkeypatch.setattr(paths, "ISO", tmp_path / "clockbench.iso")
+    monkeypatch.setattr(paths, "KERNEL", tmp_path / "clockbench.elf")
+    assert "no image built" in paths.version_text()
+    (tmp_path / "version.txt").write_text("v1.2-3-gabc\n")
+    (tmp_path / "clockbench.iso").write_bytes(b"x")
+    text = paths.version_text()
+    assert "image build v1.2-3-gabc" in text and "clockbench.iso" in text
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["report"], ["report", "a.log", "--bogus"], ["compare"],
+                                  ["run", "--smp", "many"], ["capture"]])
+def test_usage_errors_exit_64_not_2(capsys, argv):
+    r = run_cli(capsys, *argv)
+    assert r.code == errors.USAGE
+    assert "usage: clockbench" in r.err and "error:" in r.err
+
+
+def test_default_paths_are_in_the_repository_whatever_the_folder(parser, tmp_path):
+    cmds = subcommands(parser)
+    defaults = {a.dest: a.default for a in cmds["run"]._actions}
+    assert defaults["kernel"] == str(ROOT / "build" / "clockbench.elf")
+    assert defaults["iso"] == str(ROOT / "build" / "clockbench.iso")
+    flash = {a.dest: a.default for a in cmds["flash"]._actions}
+    assert flash["iso"] == str(ROOT / "build" / "clockbench.iso")
+
+
+def test_run_from_another_folder_finds_the_repository(tmp_path):
+    r = run_process("run", "--help", cwd=tmp_path)
+    assert r.code == 0
+    flat = " ".join(r.out.split())
+    assert str(ROOT / "build" / "clockbench.iso") in flat and str(ROOT / "build" / "clockbench.elf") in flat
+    r = run_process("report", str(KVM), "--out", "out", "--no-html", cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert (tmp_path / "out" / "results.json").exists()
+
+
+def test_an_internal_error_is_one_line_with_its_status(capsys, monkeypatch):
+    from clockbench import compare
+
+    def broken(path):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(compare, "load", broken)
+    monkeypatch.delenv("CLOCKBENCH_DEBUG", raising=False)
+    r = run_cli(capsys, "compare", KVM)
+    assert r.code == errors.INTERNAL
+    assert "internal error: KeyError" in r.err and "Traceback" not in r.err

@@ -1,0 +1,405 @@
+"""The HTML report (tools/clockbench/report.py, plots.py, templates/): every
+fixture log rendered and loaded in headless Chromium; a crashed, an
+incomplete and a cut run; hostile strings escaped; numbers rounded to their
+uncertainty; the Allan deviation against a known answer; odd records never
+cost the page."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clockbench import plots, records, report, results
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+LOGS = sorted(FIXTURES.glob("*.log"))
+SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "checks", "terminal")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def need(what: str, present) -> None:
+    """A tool `make deps` installs: missing is a failure under CI, a skip
+    with the reason elsewhere."""
+    if present:
+        return
+    msg = f"{what} is not installed: run `make deps`"
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def allantools_present() -> bool:
+    try:
+        plots.allantools()
+    except ImportError:
+        return False
+    return True
+
+
+def build(text: str, out: Path, log_path: Path | None = None) -> tuple[dict, list[Path], list[str], str]:
+    res = results.from_log(text, source=str(log_path or "test.log"))
+    made, notes = report.write(res, out, text, log_path)
+    return res, made, notes, (out / "report.html").read_text()
+
+
+def page_only(text: str, out: Path, log_path: Path | None = None) -> tuple[dict, str]:
+    """The page without its figures (drawing them takes seconds), for
+    tests of what the page says."""
+    res = results.from_log(text, source=str(log_path or "test.log"))
+    report.augment(res, text)
+    res["allan"] = []
+    out.mkdir(parents=True, exist_ok=True)
+    meta = report.run_meta(log_path)
+    report.render_html(res, [], out / "report.html", date=report.run_date(log_path, meta), meta=meta)
+    return res, (out / "report.html").read_text()
+
+
+# Injected into a copy of the page by the browser test only: the page itself has no script.
+PROBE = """<script>
+document.body.dataset.errors = "";
+addEventListener("error", e => { document.body.dataset.errors += (e.target.tagName || "script") + " "; }, true);
+addEventListener("load", () => {
+  document.body.dataset.images = [...document.images].map(i => i.complete && i.naturalWidth > 0 ? "ok" : "broken").join(",");
+  document.body.dataset.loaded = "yes";
+});
+</script></body>"""
+
+
+def browser(page: Path, tmp: Path) -> str:
+    """The page's DOM after Chromium loaded it, with the probe's findings."""
+    need("chromium", CHROMIUM)
+    probed = tmp / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", PROBE))
+    run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                          f"--user-data-dir={tmp / 'profile'}", "--dump-dom", probed.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+def body_data(dom: str, key: str) -> str:
+    m = re.search(rf'data-{key}="([^"]*)"', dom)
+    assert m, f"the probe did not run: no data-{key} in the DOM"
+    return m.group(1)
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def test_fixtures_are_logs_and_generated_output_is_not_kept():
+    assert len(LOGS) >= 2, "run `make fixtures`"
+    assert "tests/fixtures/*/" in (ROOT / ".gitignore").read_text().split("\n")
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        return
+    git = lambda *a: set(subprocess.run(["git", "-C", str(ROOT), "ls-files", *a, "tests/fixtures"],  # noqa: E731
+                                        capture_output=True, text=True, check=True).stdout.split())
+    kept = git() - git("--deleted")
+    assert kept and all(p.endswith(".log") for p in kept), sorted(p for p in kept if not p.endswith(".log"))
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
+def test_every_fixture_renders_and_loads_in_chromium(log, tmp_path):
+    need("allantools", allantools_present())
+    res, made, notes, page = build(log.read_text(), tmp_path / "out", log)
+    stems = {p.stem for p in made}
+    # the quick profile has two sub-windows: the frequency figure says so instead
+    assert stems == set(plots.PLOTS) - {"frequency"}, notes
+    assert "No plot: only 2 sub-window(s)" in page
+    for p in made:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["format"] == "clockbench-results" and saved["allan"] and saved["terminal"]["sections"]
+
+    dom = browser(tmp_path / "out" / "report.html", tmp_path)
+    assert body_data(dom, "loaded") == "yes"
+    assert body_data(dom, "errors") == ""
+    images = body_data(dom, "images").split(",")
+    assert images == ["ok"] * len(made)
+    for section in SECTIONS:
+        assert f'id="{section}"' in dom, section
+    title = re.search(r"<title>(.*?)</title>", dom).group(1)
+    m = res["machine"]
+    assert m["brand"] in title and "run.log" not in title and re.search(r"\d{4}-\d\d-\d\d", title)
+    # the verdict carries the image's advice and the TSC's measured frequency
+    for counter, advice in report.verdict_text(report.sections(report.terminal_text(log.read_text())))["advice"].items():
+        assert advice in text_of(dom), counter
+    tsc = next(f for f in res["frequency"] if f["counter"] == "tsc" and f["reference"] == "hpet")
+    assert f"TSC {report.hz(tsc['hz'], tsc['uncertainty_ppm'])}" in text_of(dom)
+    # the terminal's sections are all on the page
+    for s in report.sections(report.terminal_text(log.read_text())):
+        if s["title"] != "Start":
+            assert f"== {s['title']} ==" in dom, s["title"]
+
+
+def test_the_title_names_the_machine_and_the_date_of_a_kept_run(tmp_path):
+    run = tmp_path / "2026-11-21T16-30-05-abc"
+    run.mkdir()
+    (run / "run.log").write_text(LOGS[0].read_text())
+    (run / "metadata.json").write_text(json.dumps({"started": "2026-11-21T16:30:05+00:00", "host": {"name": "box", "cpu": "AMD EPYC 9654"},
+                                                   "qemu": {"version": "7.2.0", "machine": "q35", "accel": "kvm"}}))
+    res, page = page_only(LOGS[0].read_text(), tmp_path / "out", run / "run.log")
+    title = re.search(r"<title>(.*?)</title>", page).group(1)
+    assert title == f"clockbench: {res['machine']['brand']} under {res['machine']['hypervisor']}, 2026-11-21 16:30 UTC"
+    assert "box (AMD EPYC 9654)" in page and "version 7.2.0, machine q35, accel kvm" in page
+
+
+def test_the_kvm_fixture_warns_of_a_trapped_rdtsc_and_an_emulated_cpu(tmp_path):
+    log = FIXTURES / "kvm-q35.log"
+    if not log.exists():
+        pytest.skip("no KVM fixture (`make fixtures` on a machine with /dev/kvm)")
+    _, page = page_only(log.read_text(), tmp_path / "out", log)
+    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0])
+    assert "intercept RDTSC: a read costs 701 ns (p50)" in warn
+    assert "CPU seems emulated" in warn and "KVMKVMKVM" in warn
+    # stolen time, batches, the percentile table
+    assert "gaps over 33.1 \u00b5s" in page and "695 ns" in page and "18.1 \u00b5s" in page
+    assert "1 gap(s) where the CPU was away" in page and "at 10.3 ms: acpi_pm gap; TSC +10.1 ms, acpi_pm +10.1 ms" in page
+
+
+def test_the_images_own_notes_are_warnings(tmp_path):
+    _, page = page_only((FIXTURES / "tcg-q35.log").read_text(), tmp_path / "out")
+    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0])
+    # joined across the console's line break, and said once
+    assert warn.count("invariant") == 1
+    assert "Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states" in warn
+
+
+def test_a_screenshot_is_not_blank(tmp_path):
+    need("chromium", CHROMIUM)
+    from PIL import Image
+
+    build(LOGS[0].read_text(), tmp_path / "out", LOGS[0])
+    shot = tmp_path / "shot.png"
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,3000",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", (tmp_path / "out" / "report.html").as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    im = Image.open(shot).convert("L")
+    assert im.size == (1200, 3000)
+    lo, hi = im.getextrema()
+    assert hi - lo > 200  # text and plots, not an empty page
+    assert len(set(im.resize((60, 150)).getdata())) > 20
+
+
+def test_a_section_the_page_does_not_know_is_shown_as_printed(tmp_path):
+    text = LOGS[0].read_text().replace("\n== Verdict ==", "\n== Timer interrupts ==\n  LAPIC timer: 1000 interrupts, late by 2 us\n\n== Verdict ==", 1)
+    _, page = page_only(text, tmp_path / "out")
+    part = page.split('<section id="term-timer-interrupts">')[1].split("</section>")[0]
+    assert "<h2>Timer interrupts</h2>" in part and "LAPIC timer: 1000 interrupts, late by 2 us" in part
+
+
+def test_hostile_strings_are_escaped(tmp_path):
+    evil = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'
+    text = LOGS[0].read_text()
+    text = re.sub(r'("type":"machine","vendor":"[^"]*","brand":)"[^"]*"', lambda m: m.group(1) + json.dumps(evil), text, count=1)
+    text = re.sub(r'("type":"check","name":)"[^"]*"', lambda m: m.group(1) + json.dumps(evil), text, count=1)
+    text = text.replace("\n== Verdict ==\n", f"\nNote: {evil}\n== Verdict ==\n", 1)
+    _, page = page_only(text, tmp_path / "out")
+    assert "<script>" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt;" in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 3  # title, check, note
+    if CHROMIUM:
+        dom = browser(tmp_path / "out" / "report.html", tmp_path)
+        # the hostile script never ran (it would set the title), and the
+        # only script element is the test's own probe
+        assert "<title>pwned</title>" not in dom and "&lt;script&gt;document.title" in dom
+        assert dom.count("<script") == 1
+        assert len(re.findall(r"<img ", dom)) == len(list((tmp_path / "out").glob("*.png")))
+        assert body_data(dom, "errors") == ""
+
+
+def crashed_log() -> str:
+    """A run that faulted in the middle: the fixture's first half, then the
+    image's fault report as a real crash=ud2 run prints it."""
+    text = LOGS[0].read_text()
+    cut = text.index("\n== Frequency and drift")
+    return text[:cut] + """
+FAULT: CPU exception 6: invalid opcode (#UD)
+  error code 0x0  rip 000000000010ac57  cr2 0000000000000000  rflags
+    0000000000000046
+  rax 0000000000000000 rbx 000000000013e03b rcx 0000000000000001 rdx
+    0000000000000000
+@cb {"type":"fault","vector":6,"name":"invalid opcode (#UD)","error_code":0,"rip":"0x10ac57","cr2":"0x0"}
+clockbench: run ended: crashed (status 3). Halted; it is safe to power off.
+"""
+
+
+def first_section(page: str) -> str:
+    return re.search(r'<section id="([a-z-]+)"', page).group(1)
+
+
+def test_a_crashed_run_says_so_first(tmp_path):
+    res, page = page_only(crashed_log(), tmp_path / "out")
+    assert first_section(page) == "problems"
+    problems = page.split('id="problems"')[1].split("</section>")[0]
+    assert "The run crashed: CPU exception 6, invalid opcode (#UD), at rip 0x10ac57" in problems
+    assert "rax 0000000000000000" in problems  # the register dump, as printed
+    assert 'class="status crashed"' in page
+    # what ran before the fault is still there
+    assert "rdtsc" in page.split('id="read-cost"')[1] and res["latency"]
+
+
+def test_failed_checks_are_on_top_and_highlighted(tmp_path):
+    text = LOGS[0].read_text()
+    text = text.replace('"name":"monotonic","result":"PASS","detail":"hpet: no backward step',
+                        '"name":"monotonic","result":"FAIL","detail":"hpet: 3 backward step', 1)
+    text = re.sub(r'("type":"summary","pass":)(\d+),"fail":0', lambda m: f'{m.group(1)}{int(m.group(2)) - 1},"fail":1', text)
+    text = text.replace('"status":"passed"}', '"status":"failed"}')
+    _, page = page_only(text, tmp_path / "out")
+    assert first_section(page) == "problems" and 'class="status failed"' in page
+    assert "1 check(s) failed" in page and "monotonic: hpet: 3 backward step in the sequential reads" in text_of(page)
+    checks = page.split('id="checks"')[1]
+    first_row = re.search(r"<tr class=\"([^\"]*)\"><td class=\"result-(\w+)\">", checks)
+    assert first_row.groups() == ("bad", "FAIL")
+
+
+def test_an_incomplete_run_says_so_first(tmp_path):
+    text = LOGS[0].read_text()
+    _, page = page_only(text[: len(text) // 2], tmp_path / "out")
+    assert first_section(page) == "problems"
+    problems = text_of(page.split('id="problems"')[1].split("</section>")[0])
+    assert "Incomplete run: the log ends before the run did" in problems
+    assert "The last section it reached" in problems
+    assert 'class="status incomplete"' in page
+
+
+def test_a_record_cut_inside_an_array_costs_a_note_not_the_page(tmp_path):
+    need("allantools", allantools_present())
+    lines = LOGS[0].read_text().split("\n")
+    i = next(k for k, l in enumerate(lines) if '"type":"residuals"' in l and '"reference":"hpet"' in l and '"part":1' in l)
+    lines[i] = lines[i][: lines[i].index('"resid_ps":[') + 30]  # cut inside the array
+    j = next(k for k, l in enumerate(lines) if '"type":"histogram"' in l)
+    lines[j] = lines[j][:120]
+    res, made, notes, page = build("\n".join(lines), tmp_path / "out")
+    assert (tmp_path / "out" / "report.html").stat().st_size > 50_000
+    assert {p.stem for p in made} >= {"read_cost", "sequential_reads", "residuals", "allan"}
+    assert any("residuals record (counter tsc, reference hpet)" in n and "Allan" in n for n in notes)
+    assert "tsc vs hpet" not in {a["reference"] for a in res["allan"]} and len(res["allan"]) == 2
+    assert len(res["problems"]) == 2
+    assert "2 record(s) could not be read" in page and 'id="notes"' in page
+
+
+def test_numbers_are_rounded_to_their_uncertainty():
+    assert report.pm(-0.036481, 0.296423) == "-0.04 \u00b1 0.30 ppm"
+    assert report.pm(0.150847, 0.0213) == "+0.151 \u00b1 0.021 ppm"
+    assert report.pm(12.5, 3.0) == "+12.5 \u00b1 3.0 ppm"
+    assert report.pm(1234.0, 56.0, "ns") == "+1234 \u00b1 56 ns"
+    assert report.hz(2596120077.904, 0.213749) == "2596.12008 MHz"
+    assert report.hz(2596120121.185, 0.0051) == "2596.120121 MHz"
+    assert report.ns(401088.535) == "401 \u00b5s" and report.ns(9.7) == "9.70 ns" and report.ns(2.5e9) == "2.50 s"
+    assert report.unc(0.213749) == "\u00b10.21 ppm"
+    assert report.sig(0.000123456, 2) == "0.00012" and report.sig(0, 3) == "0"
+
+
+def test_the_page_shows_no_unrounded_figure(tmp_path):
+    _, page = page_only(LOGS[0].read_text(), tmp_path / "out")
+    # the terminal's own text (in <details>) is verbatim; everything else is rounded
+    visible = text_of(re.sub(r"<details.*?</details>", "", page.split('id="terminal"')[0], flags=re.S))
+    # a frequency in MHz carries as many digits as its uncertainty allows
+    long = re.findall(r"\d+\.\d{5,}(?![\d])(?! MHz)", visible)
+    assert not long, long[:5]
+    assert "0.150847" not in visible and "2596120077.904" not in visible
+
+
+def test_frequency_over_time_is_drawn_with_enough_sub_windows(tmp_path):
+    text = LOGS[0].read_text()
+    # a standard profile's sub-windows, each as the image writes them
+    stab = "\n".join('@cb {"type":"stability","counter":"tsc","reference":"hpet","start_s":%d.000,"length_s":1.000,'
+                     '"hz":2596120000.0,"ppm_vs_window":%.6f,"stderr_ppm":0.05,"samples":500}' % (k, 0.1 * math.sin(k))
+                     for k in range(60))
+    text = re.sub(r'@cb \{"type":"stability".*\n', "", text)
+    text = text.replace("\n== Verdict ==", "\n" + stab + "\n== Verdict ==", 1)
+    res, made, notes, page = build(text, tmp_path / "out")
+    assert "frequency" in {p.stem for p in made} and len(res["stability"]) == 60
+    assert 'id="fig-frequency"' in page and "No plot: only" not in page
+
+
+def test_allan_deviation_of_white_phase_noise_is_the_known_answer():
+    need("allantools", allantools_present())
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    sigma_ps, step_ms, n = 1000.0, 16, 4096
+    res = {"residuals": [{"type": "residuals", "counter": "tsc", "reference": "hpet", "t_ms": [k * step_ms for k in range(n)],
+                          "resid_ps": [float(x) for x in rng.normal(0, sigma_ps, n)]}]}
+    notes: list[str] = []
+    (a,) = plots.allan_series(res, notes)
+    assert not notes and a["tau0_s"] == pytest.approx(0.016)
+    # white phase noise: sigma_y(tau)^2 = 3 sigma_x^2 / tau^2
+    expected = math.sqrt(3) * sigma_ps * 1e-12 / 0.016
+    assert a["tau_s"][0] == pytest.approx(0.016) and a["adev"][0] == pytest.approx(expected, rel=0.1)
+    k = a["tau_s"].index(pytest.approx(0.128))
+    assert a["adev"][0] / a["adev"][k] == pytest.approx(8, rel=0.25)  # a slope of -1
+
+
+def test_too_few_residuals_give_a_note_not_an_allan_plot(tmp_path):
+    need("allantools", allantools_present())
+    res = {"residuals": [{"type": "residuals", "counter": "tsc", "reference": "pit", "t_ms": [1, 2, 3], "resid_ps": [1, 2, 3]}]}
+    notes: list[str] = []
+    assert plots.allan_series(res, notes) == []
+    assert "3 residual samples" in notes[0]
+    with pytest.raises(plots.TooLittle):
+        plots.allan({**res, "allan": []}, tmp_path / "a.png", notes)
+
+
+def test_a_results_file_and_a_qr_code_render_too(tmp_path):
+    res, _, _, _ = build(LOGS[0].read_text(), tmp_path / "a")
+    back = results.load_any((tmp_path / "a" / "results.json").read_text(), "results.json")
+    made, _ = report.write(back, tmp_path / "b")
+    page = (tmp_path / "b" / "report.html").read_text()
+    assert 'id="verdict"' in page and len(made) >= 3
+    from clockbench import decode
+
+    qr = records.one(records.parse(LOGS[0].read_text()), "qr")["payload"]
+    res = results.from_qr(decode.parse_payload(qr), "qr")
+    made, notes = report.write(res, tmp_path / "c")
+    page = (tmp_path / "c" / "report.html").read_text()
+    assert [p.stem for p in made] == ["read_cost"] and "only the median is known" in " ".join(notes)
+    assert "a results file or a decoded QR code carries no text" in page
+
+
+# Odd values a record's members might carry: a cut, a garbled or a hostile log.
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                st.text(max_size=20), st.lists(st.integers(), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_odd_members_never_cost_the_page(data, tmp_path):
+    lines = LOGS[0].read_text().split("\n")
+    idx = [k for k, l in enumerate(lines) if l.startswith(records.PREFIX) and '"type":"schema"' not in l]
+    for k in data.draw(st.lists(st.sampled_from(idx), min_size=1, max_size=6, unique=True)):
+        rec = json.loads(lines[k][len(records.PREFIX):])
+        key = data.draw(st.sampled_from(sorted(k2 for k2 in rec if k2 != "type")))
+        rec[key] = data.draw(ODD)
+        lines[k] = records.PREFIX + json.dumps(rec, allow_nan=True)
+    text = "\n".join(lines)
+    res = results.from_log(text, "odd.log")
+    report.augment(res, text)
+    notes: list[str] = []
+    res["allan"] = []
+    report.render_html(res, [], tmp_path / "odd.html", notes=notes)
+    page = (tmp_path / "odd.html").read_text()
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+
+
+def test_odd_members_never_cost_the_plots(tmp_path):
+    text = LOGS[0].read_text()
+    text = re.sub(r'"p50_ns":[0-9.]+', '"p50_ns":"fast"', text, count=2)
+    text = re.sub(r'"bins":\[', '"bins":["x",', text, count=1)
+    text = re.sub(r'"t_ms":\[\d+,', '"t_ms":[null,', text, count=1)
+    text = re.sub(r'"ppm_vs_window":[-0-9.]+', '"ppm_vs_window":[]', text, count=1)
+    res, made, notes, page = build(text, tmp_path / "out")
+    assert {"read_cost", "sequential_reads", "residuals"} <= {p.stem for p in made}
+    assert any("latency record" in n for n in notes) and any("residuals record" in n for n in notes)
+    assert page.rstrip().endswith("</html>")

@@ -1,0 +1,204 @@
+"""The RTC's pure logic (kernel/rtc_fit.c): its calendar registers decoded
+in every data and hour mode, and the TSC's rate fitted against its second
+boundaries, checked against numpy's least squares and against the truth
+the edges were made from."""
+
+import ctypes
+import random
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from lib import as_json, xf_value
+
+BINARY, H24 = 0x04, 0x02  # register B: DM (binary data) and 24/12
+HZ = 2_299_998_000  # a TSC rate of the kind our machines have
+
+
+def bcd(v):
+    return (v // 10) << 4 | (v % 10)
+
+
+def decode(lib, sec, mn, hour, day, month, year, reg_b):
+    return as_json(lib.shim_rtc_decode(sec, mn, hour, day, month, year, reg_b))
+
+
+def encode(y, mo, d, h, mi, s, reg_b):
+    """The registers an RTC in this mode shows for the time (MC146818A)."""
+    conv = (lambda v: v) if reg_b & BINARY else bcd
+    if reg_b & H24:
+        hour = conv(h)
+    else:
+        hour = conv(h % 12 or 12) | (0x80 if h >= 12 else 0)
+    return conv(s), conv(mi), hour, conv(d), conv(mo), conv(y % 100)
+
+
+def test_bcd_24h_as_seabios_leaves_it(lib):
+    d = decode(lib, 0x56, 0x34, 0x12, 0x29, 0x02, 0x20, H24)
+    assert d["valid"] and (d["year"], d["month"], d["day"]) == (2020, 2, 29)
+    assert (d["hour"], d["min"], d["sec"]) == (12, 34, 56)
+    assert d["seconds_of_day"] == 12 * 3600 + 34 * 60 + 56
+
+
+def test_binary_and_12_hour_modes(lib):
+    assert decode(lib, 56, 34, 12, 29, 2, 20, BINARY | H24)["hour"] == 12
+    # 12 h: 12 AM is midnight, 12 PM noon, PM in bit 7
+    for reg, want in ((0x12, 0), (0x92, 12), (0x81, 13), (0x01, 1), (0x91, 23)):
+        got = decode(lib, 0, 0, reg, 1, 1, 0, 0)
+        assert got["valid"] and got["hour"] == want, (hex(reg), got)
+    assert decode(lib, 0, 0, 0x80 | 11, 1, 1, 0, BINARY)["hour"] == 23
+
+
+def test_invalid_fields_are_refused(lib):
+    assert not decode(lib, 0x5A, 0, 0, 1, 1, 0, H24)["valid"]  # not BCD
+    assert not decode(lib, 60, 0, 0, 1, 1, 0, BINARY | H24)["valid"]
+    assert not decode(lib, 0, 0, 0x13, 1, 1, 0, 0)["valid"]  # 13 in 12 h mode
+    assert not decode(lib, 0, 0, 0x00, 1, 1, 0, 0)["valid"]  # 0 in 12 h mode
+    assert not decode(lib, 0, 0, 24, 1, 1, 0, BINARY | H24)["valid"]
+    bad_date = decode(lib, 0x10, 0x20, 0x08, 0x00, 0x13, 0x20, H24)  # day 0, month 13
+    assert not bad_date["valid"] and bad_date["clock_valid"] and bad_date["seconds_of_day"] == 8 * 3600 + 20 * 60 + 10
+    assert decode(lib, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF)["valid"] is False  # nothing on the ports
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2000, 2099), st.integers(1, 12), st.integers(1, 31), st.integers(0, 23), st.integers(0, 59),
+       st.integers(0, 59), st.sampled_from([0, BINARY, H24, BINARY | H24]))
+def test_every_mode_round_trips(lib, y, mo, d, h, mi, s, reg_b):
+    got = decode(lib, *encode(y, mo, d, h, mi, s, reg_b), reg_b)
+    assert got["valid"], got
+    assert (got["year"], got["month"], got["day"], got["hour"], got["min"], got["sec"]) == (y, mo, d, h, mi, s)
+    assert got["seconds_of_day"] == h * 3600 + mi * 60 + s
+
+
+# --- the fit ---
+
+
+def fit(lib, a, b, sod, hz=HZ):
+    n = len(a)
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    return as_json(lib.shim_rtc_fit((u64 * n)(*a), (u64 * n)(*b), (u32 * n)(*sod), n, hz))
+
+
+def make_edges(rng, n, rate, width=(200, 600), jitter=0.0, start_sod=50000, seconds=None, t0=10**12):
+    """Edges at t0 + k * rate TSC ticks (k the RTC seconds), each bracket
+    [a, b] of the given width holding the edge at a random place, the whole
+    bracket moved by Gaussian jitter (ticks) when asked."""
+    seconds = seconds if seconds is not None else list(range(n))
+    a, b, sod, truth = [], [], [], []
+    for k in seconds:
+        t = t0 + Fraction(rate) * k
+        w = rng.randint(*width)
+        lo = int(t) - rng.randint(0, w) + int(rng.gauss(0, jitter))
+        a.append(lo)
+        b.append(lo + w)
+        sod.append((start_sod + k) % 86400)
+        truth.append(t)
+    return a, b, sod
+
+
+def numpy_slope(a, b, seconds):
+    mids = np.array([(x + y) / 2 for x, y in zip(a, b)], dtype=np.float64)
+    s = np.array(seconds, dtype=np.float64)
+    slope, _ = np.polyfit(s - s[0], mids - mids[0], 1)
+    return slope
+
+
+def test_slope_matches_numpy_and_the_bracket_bound_holds(lib):
+    rng = random.Random(1)
+    for trial in range(40):
+        rate = HZ * (1 + rng.uniform(-50e-6, 50e-6))
+        n = rng.randint(3, 300)
+        a, b, sod = make_edges(rng, n, rate)
+        f = fit(lib, a, b, sod)
+        assert f["fitted"] and f["used"] == n and f["span_s"] == n - 1, f
+        assert f["discontinuities"] == 0 and f["wide"] == 0 and f["outliers"] == 0
+        got = xf_value(f["tsc_per_s"])
+        assert abs(float(got) - numpy_slope(a, b, range(n))) <= 1e-9 * rate
+        # every edge lies inside its bracket: the bound must cover the error
+        err = abs(got - Fraction(rate)) / Fraction(rate)
+        assert err <= xf_value(f["bracket_rel"]) * (1 + Fraction(1, 10**9)), (trial, float(err), f)
+        assert xf_value(f["uncertainty_rel"]) >= xf_value(f["bracket_rel"])
+
+
+def test_two_edges(lib):
+    a, b, sod = [1000, 1000 + HZ + 37], [1400, 1000 + HZ + 237], [7, 8]
+    f = fit(lib, a, b, sod)
+    assert f["fitted"] and f["used"] == 2 and f["span_s"] == 1
+    assert xf_value(f["tsc_per_s"]) == Fraction((a[1] + b[1]) - (a[0] + b[0]), 2)
+    assert xf_value(f["stderr_rel"]) == 0
+    # (w1 + w2) / 2 over the span, relative
+    want = Fraction(400 + 200, 2) / xf_value(f["tsc_per_s"])
+    assert abs(xf_value(f["bracket_rel"]) - want) <= want * Fraction(1, 10**15)
+
+
+def test_too_few_edges(lib):
+    assert not fit(lib, [], [], [])["fitted"]
+    assert not fit(lib, [5], [9], [100])["fitted"]
+    f = fit(lib, [5, 9], [9, 12], [100, 100])  # the RTC did not move
+    assert not f["fitted"] and f["discontinuities"] == 1 and f["backward"] == 1
+
+
+def test_uncertainty_covers_the_truth_with_jitter(lib):
+    """Gaussian jitter of the brackets themselves (the TSC read late, the
+    host away): the stated uncertainty, statistics included, covers the
+    truth at 3 u nearly always."""
+    rng = random.Random(7)
+    misses = 0
+    trials = 200
+    for _ in range(trials):
+        rate = HZ * (1 + rng.uniform(-100e-6, 100e-6))
+        n = rng.randint(8, 80)
+        a, b, sod = make_edges(rng, n, rate, width=(100, 200), jitter=rng.choice([0, 50, 500, 5000]))
+        f = fit(lib, a, b, sod)
+        assert f["fitted"]
+        err = abs(xf_value(f["tsc_per_s"]) - Fraction(rate)) / Fraction(rate)
+        if err > 3 * xf_value(f["uncertainty_rel"]):
+            misses += 1
+    assert misses <= trials // 50, misses
+
+
+def test_missed_seconds_and_midnight_are_continuous(lib):
+    rng = random.Random(3)
+    seconds = [0, 1, 2, 5, 6, 7, 9, 10, 14, 15]  # edges the loop missed in between
+    a, b, sod = make_edges(rng, 0, HZ, seconds=seconds, start_sod=86395)  # through midnight
+    f = fit(lib, a, b, sod)
+    assert f["fitted"] and f["used"] == len(seconds) and f["span_s"] == 15 and f["discontinuities"] == 0, f
+    assert abs(xf_value(f["tsc_per_s"]) / HZ - 1) <= xf_value(f["bracket_rel"])
+
+
+def test_a_set_clock_splits_and_the_longest_run_is_fitted(lib):
+    rng = random.Random(4)
+    a, b, sod = make_edges(rng, 30, HZ)
+    # the clock set back an hour after edge 9, and forward 10 s after edge 24
+    sod = [s - 3600 if 10 <= i else s for i, s in enumerate(sod)]
+    sod = [s + 10 if 25 <= i else s for i, s in enumerate(sod)]
+    f = fit(lib, a, b, sod)
+    assert f["discontinuities"] == 2 and f["backward"] == 1, f
+    assert f["fitted"] and f["used"] == 15 and f["span_s"] == 14, f  # edges 10..24
+    assert abs(xf_value(f["tsc_per_s"]) / HZ - 1) <= xf_value(f["bracket_rel"])
+
+
+def test_wide_brackets_and_late_edges_are_left_out(lib):
+    rng = random.Random(5)
+    n = 20
+    a, b, sod = make_edges(rng, n, HZ, width=(300, 300))
+    # edge 0 read while the host was away: a 5 ms bracket
+    a[0] -= 5_000_000
+    # edge 7 late by 60 us with a narrow bracket (QEMU's latched UIP)
+    a[7] += 138_000
+    b[7] += 138_000
+    f = fit(lib, a, b, sod)
+    assert f["wide"] == 1 and f["outliers"] == 1 and f["used"] == n - 2, f
+    assert abs(xf_value(f["tsc_per_s"]) / HZ - 1) <= xf_value(f["bracket_rel"]) * (1 + Fraction(1, 10**9))
+
+
+def test_long_windows_are_thinned(lib):
+    rng = random.Random(6)
+    n = 3000  # more than the fit's 512 buffers: every k-th edge and the last
+    rate = HZ * (1 + 12.5e-6)
+    a, b, sod = make_edges(rng, n, rate)
+    f = fit(lib, a, b, sod)
+    assert f["fitted"] and 400 <= f["used"] <= 512 and f["span_s"] == n - 1, f
+    err = abs(xf_value(f["tsc_per_s"]) - Fraction(rate)) / Fraction(rate)
+    assert err <= xf_value(f["bracket_rel"]) * (1 + Fraction(1, 10**9))

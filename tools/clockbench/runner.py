@@ -1,0 +1,239 @@
+"""`clockbench run`: boots the image in QEMU, shows its report on this
+terminal with a progress bar (progress.py), keeps the run in a folder of its
+own with its metadata (runs.py), writes the report there, and exits with the
+image's status (docs/output.md)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import ci_formats, errors, paths, progress, qemu, runs
+
+PROFILES = ("quick", "standard", "soak")
+# Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
+PROFILE_SECONDS = {"quick": (2, 0.5), "standard": (60, 5), "soak": (300, 30)}
+# The time bound: this much for booting (GRUB under nested KVM takes tens of
+# seconds, a TCG run's fixed phases a minute or two) and the fixed phases,
+# plus the timed windows, which may run WINDOW_CAP_FACTOR times as long (and
+# 10 s more) to make up for time the CPU was away (kernel/exp_drift.c).
+BOOT_AND_FIXED_S = 600
+WINDOW_CAP_FACTOR = 3
+PRE_IMAGE_LINES = 20  # shown when the image never started
+
+
+def timed_seconds(cmdline: str) -> tuple[float, float]:
+    """The drift window and stolen-time scan, in seconds, that a kernel
+    command line asks for, decided as kernel/profile.c decides: a valid
+    duration= wins, then profile=, else quick."""
+    words = dict(w.split("=", 1) if "=" in w else (w, "") for w in cmdline.split())
+    dur = words.get("duration", "")
+    if dur.isdigit() and 1 <= int(dur) <= 86400:
+        s = int(dur)
+        return float(s), min(s / 10, 30.0)
+    drift, hwlat = PROFILE_SECONDS.get(words.get("profile", "quick"), PROFILE_SECONDS["quick"])
+    return float(drift), float(hwlat)
+
+
+def default_timeout(cmdline: str) -> float:
+    """The run's time bound when --timeout is not given: it follows the
+    measuring time the command line asks for."""
+    drift, hwlat = timed_seconds(cmdline)
+    return BOOT_AND_FIXED_S + WINDOW_CAP_FACTOR * (drift + hwlat) + 10
+
+
+def kernel_cmdline(args: argparse.Namespace) -> str:
+    words = [w for w in (args.append, f"profile={args.profile}" if args.profile else "",
+                         f"duration={args.duration}" if args.duration else "") if w]
+    if not words and args.boot == "iso":
+        # the menu's default entry, chosen by the tool: GRUB draws no menu
+        words = ["profile=quick"]
+    return " ".join(words)
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    r = sub.add_parser("run", help="boot the image in QEMU and show its report; keep the run in a folder of its own",
+                       description="Boots the image in QEMU and shows its report here, with a progress bar on a terminal. "
+                       "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
+                       "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
+                       f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
+    r.add_argument("--boot", choices=["iso", "direct"], default="iso",
+                   help="iso: GRUB from the ISO, Multiboot 2 (the tool picks the entry, no menu is shown); "
+                   "direct: QEMU -kernel, Multiboot 1, the fast path (default: %(default)s)")
+    r.add_argument("--kernel", default=paths.default(paths.KERNEL), help="the kernel, for --boot direct (default: %(default)s)")
+    r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
+    r.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios",
+                   help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only) (default: %(default)s)")
+    r.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
+                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
+    r.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
+    r.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
+    r.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
+    r.add_argument("--memory", default="256M", help="guest memory, QEMU -m (default: %(default)s)")
+    r.add_argument("--append", default="", help="more kernel command line words, key=value (docs/output.md); "
+                   "for an ISO boot the tool hands them to GRUB")
+    r.add_argument("--profile", choices=PROFILES, help="quick (2 s of drift), standard (60 s) or soak (5 min); default quick")
+    r.add_argument("--duration", type=int, metavar="SECONDS", help="seconds of drift measurement (overrides --profile)")
+    r.add_argument("--display", action="store_true", help="open a QEMU window as well")
+    r.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"stop the run after this many seconds (default: {BOOT_AND_FIXED_S} s for booting and the fixed "
+                   f"phases, plus {WINDOW_CAP_FACTOR}x the timed windows the profile or duration asks for, plus 10 s)")
+    r.add_argument("--runs-dir", default=paths.default(runs.RUNS),
+                   help="keep the run in a new folder here; its parent gets run.log, a link to the newest log "
+                   "(default: %(default)s)")
+    r.add_argument("--log", help="also write the serial log here, and the report next to it (in the log's name "
+                   "without its extension) instead of in the run's folder")
+    r.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
+                   "the log keeps them either way")
+    r.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
+    r.add_argument("--no-report", action="store_true", help="do not write results JSON, plots and HTML")
+    ci_formats.add_arguments(r)
+    r.set_defaults(func=cmd_run)
+    return r
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _shown(p: Path) -> str:
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:
+        return str(p)
+    return str(p) if rel.startswith("..") else rel
+
+
+def _say(text: str) -> None:
+    print(f"clockbench: {text}", flush=True)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cmdline = kernel_cmdline(args)
+    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(args.kernel), iso=Path(args.iso), firmware=args.firmware,
+                          accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp, memory=args.memory,
+                          append=cmdline, display=args.display, extra=args.qemu_arg or [])
+    image = cfg.iso if cfg.boot == "iso" else cfg.kernel
+    if not image.is_file():
+        raise errors.NoInput(f"{image}: no such file (`make {'iso' if cfg.boot == 'iso' else 'kernel'}` builds it)")
+    try:
+        accel, why = qemu.resolve_accel(cfg.accel)
+        cfg.accel = accel
+        command = qemu.build_command(cfg, accel)
+    except RuntimeError as e:
+        raise errors.QemuFailed(str(e)) from None
+    timeout = args.timeout if args.timeout is not None else default_timeout(cmdline)
+
+    run_dir = runs.new_run_dir(Path(args.runs_dir))
+    log = run_dir / runs.LOG
+    meta = {
+        "format": runs.FORMAT, "version": runs.FORMAT_VERSION, "started": _now(), "ended": None,
+        "host": runs.host_info(),
+        "qemu": {"version": runs.qemu_version(command[0]), "command": command, "accel": accel, "accel_why": why,
+                 "machine": cfg.machine, "firmware": cfg.firmware, "boot": cfg.boot, "cpu": command[command.index("-cpu") + 1],
+                 "smp": cfg.smp, "memory": cfg.memory},
+        "image": {"path": str(Path(image).resolve()), "build": paths.image_build() if Path(image).resolve().is_relative_to(
+            paths.BUILD.resolve()) else None},
+        "cmdline": cmdline, "profile": None, "timeout_s": timeout, "tool": paths.tool_version(),
+        "verdict": None, "exit": None, "seconds": None, "log": str(log), "report": None,
+    }
+    runs.write_metadata(run_dir, meta)
+
+    _say(f"booting {cfg.boot} boot ({image}), firmware {cfg.firmware}, machine {cfg.machine} under {why}")
+    if cmdline:
+        _say(f"kernel command line \"{cmdline}\"" + (" (handed to GRUB, which shows no menu)" if cfg.boot == "iso" else ""))
+    _say(f"keeping the run in {_shown(run_dir)}/; time bound {timeout:.0f} s; Ctrl-C stops it")
+    if cfg.boot == "iso" and accel == "kvm":
+        _say("note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path")
+
+    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot != "direct")
+    stop = threading.Event()
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # the log is written as it arrives, so even a killed tool leaves it;
+    # it is rewritten whole (line ends normalised) once QEMU has ended
+    stream = log.open("w", errors="replace")
+
+    def echo(text: str) -> None:
+        stream.write(text)
+        stream.flush()
+        term.feed(text)
+
+    try:
+        result = qemu.run(cfg, timeout=timeout, echo=echo, stop=stop)
+    except (RuntimeError, OSError) as e:
+        missing = isinstance(e, FileNotFoundError) and e.filename == command[0]
+        failure = (errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)")
+                   if missing else errors.QemuFailed(f"{e} (run folder {_shown(run_dir)})"))
+        meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(e))
+        runs.write_metadata(run_dir, meta)
+        raise failure from None
+    finally:
+        stream.close()
+        term.close()
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+
+    log.write_text(result.output)
+    if args.log:
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.log).write_text(result.output)
+    held = term.held_text()
+    if held:
+        lines = held.split("\n")[-PRE_IMAGE_LINES:]
+        _say("the image never started; the last lines before it (firmware, GRUB):")
+        print("\n".join("  " + l for l in lines), flush=True)
+    if result.stderr.strip():
+        sys.stderr.write(result.stderr)
+
+    meta.update(runs.from_log(result.output))
+    verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
+               qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
+    meta.update(ended=_now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
+                qemu_exit=result.qemu_exit, stderr=result.stderr[-4000:] or None)
+    link_dir = Path(args.runs_dir).parent
+    latest = None if args.log and Path(args.log).absolute() == (link_dir / runs.LOG).absolute() else \
+        runs.link_latest(link_dir, run_dir)
+
+    print()
+    if result.interrupted:
+        runs.write_metadata(run_dir, meta)
+        _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped. The partial log ({len(result.output)} "
+             f"characters) is in {_shown(log)}")
+        return result.exit_code
+    _say(f"{result.describe()} after {result.seconds:.1f} s")
+
+    report_dir = Path(args.log).with_suffix("") if args.log else run_dir
+    if not args.no_report and result.output:
+        from . import report
+
+        try:
+            made = report.main(argparse.Namespace(log=str(args.log or log), out=str(report_dir), no_html=False, junit=None,
+                                                  tap=None, markdown=None))
+            if (report_dir / "report.html").is_file():
+                meta["report"] = str(report_dir / "report.html")
+            if isinstance(made, int) and made >= 64:
+                _say(f"the report could not be written (exit status {made})")
+        except Exception as e:  # noqa: BLE001 - the run's status stands whatever the report does
+            _say(f"no report: {e}")
+    if ci_formats.requested(args):
+        from . import results
+
+        try:
+            ci_formats.write_requested(args, results.load_path(str(log)), say=lambda s: print(s, flush=True))
+        except errors.ToolError as e:
+            _say(f"no CI formats: {e}")
+    runs.write_metadata(run_dir, meta)
+    kept = [runs.LOG, runs.METADATA] + (["report.html", "results.json"] if meta["report"] and report_dir == run_dir else [])
+    _say(f"run kept in {_shown(run_dir)}/: {', '.join(kept)}")
+    if meta["report"] and report_dir != run_dir:
+        _say(f"report in {_shown(report_dir)}/report.html")
+    if latest:
+        _say(f"{_shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+    return result.exit_code
