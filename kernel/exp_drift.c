@@ -832,8 +832,11 @@ static void drift_report(void)
         check_skip("TSC frequency", "%s", skip_reason);
         return;
     }
-    if (series_count == 0) {
-        kprintf("  no counter besides the TSC: nothing to measure the TSC against\n");
+    int references = 0;
+    for (int k = 0; k < series_count; k++)
+        references += counters[series[k].counter].reference_rank > 0;
+    if (references == 0) {
+        kprintf("  no counter besides the TSC that can be a reference: nothing to measure the TSC against\n");
         check_skip("TSC frequency", "no HPET, PM timer or PIT to measure it against; ns figures use %s", results.tsc_hz_source);
         return;
     }

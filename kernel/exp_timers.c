@@ -119,7 +119,16 @@ static int hpet_ioapic = -1, pit_ioapic = -1;
 static uint32_t hpet_pin, hpet_gsi, pit_pin;
 static bool pit_active_low, pit_level;
 static uint64_t hpet_saved_conf, hpet_saved_t0;
-static bool hpet_fsb;
+static bool hpet_fsb, hpet_legacy;
+
+/* Where ISA IRQ 0 arrives (the PIT's input, and the HPET's in legacy
+   replacement): fills pit_ioapic, pit_pin and its trigger. */
+static bool have_pit_pin(void)
+{
+    uint32_t gsi = acpi_isa_irq_gsi(&discovered.acpi, 0, &pit_active_low, &pit_level);
+    pit_ioapic = acpi_ioapic_of_gsi(&discovered.acpi, gsi, ioapic_pins, &pit_pin);
+    return pit_ioapic >= 0;
+}
 
 static uint64_t hpet_target;        /* the comparator value last armed */
 static int64_t samples[MAX_EVENTS];
@@ -318,7 +327,7 @@ static void drain(void)
    a cell uses, and neither is the other's watchdog. */
 static bool pin_shared(void)
 {
-    return hpet_ioapic >= 0 && hpet_ioapic == pit_ioapic && hpet_pin == pit_pin;
+    return hpet_legacy || (hpet_ioapic >= 0 && hpet_ioapic == pit_ioapic && hpet_pin == pit_pin);
 }
 
 static uint32_t route_dest = 0;
@@ -328,8 +337,14 @@ static void route_shared_pin(int id, int wd)
     if (!pin_shared())
         return;
     int user = (id == TIMER_HPET || id == TIMER_PIT) ? id : wd;
+    const struct hpet *h = &discovered.hpet;
+    if (hpet_legacy && (user == TIMER_HPET || user == TIMER_PIT)) {
+        uint64_t conf = hpet_read64(h, HPET_GEN_CONF);
+        hpet_write64(h, HPET_GEN_CONF, user == TIMER_HPET ? conf | HPET_CONF_LEGACY : conf & ~HPET_CONF_LEGACY);
+    }
     if (user == TIMER_HPET)
-        ioapic_route(&ioapics[hpet_ioapic], hpet_pin, VEC_TIMER_HPET, route_dest, false, false, false);
+        ioapic_route(&ioapics[hpet_ioapic], hpet_pin, VEC_TIMER_HPET, route_dest, hpet_legacy && pit_level,
+                     hpet_legacy && pit_active_low, false);
     else if (user == TIMER_PIT)
         ioapic_route(&ioapics[pit_ioapic], pit_pin, VEC_TIMER_PIT, route_dest, pit_level, pit_active_low, false);
 }
@@ -506,16 +521,19 @@ static void hpet_job(void *unused)
     hpet_saved_t0 = hpet_read64(h, HPET_TIMER_CONF(0));
     uint64_t caps = hpet_saved_t0 >> HPET_TN_ROUTE_CAP_SHIFT;
     /* an I/O APIC input the comparator offers: above the ISA range first,
-       then any but the PIT's and the RTC's, then the PIT's (GSI 2 on PCs,
-       measured at a different time from the PIT) */
+       then any but the 8259's, the PIT's and the RTC's. GSI 2 is not used
+       directly: QEMU under KVM does not route it to the I/O APIC at all
+       (ISA IRQ 2 is the cascade), so the PIT's input is reached the way
+       firmware and Linux reach it, by legacy replacement (below) */
     static const uint32_t avoid_first[] = {0, 2, 8};
     hpet_ioapic = -1;
-    for (int pass = 0; pass < 3 && hpet_ioapic < 0; pass++)
+    hpet_legacy = false;
+    for (int pass = 0; pass < 2 && hpet_ioapic < 0; pass++)
         for (uint32_t gsi = 0; gsi < 32 && hpet_ioapic < 0; gsi++) {
             if (!(caps & (1ull << gsi)))
                 continue;
             bool avoided = gsi == avoid_first[0] || gsi == avoid_first[1] || gsi == avoid_first[2];
-            if ((pass == 0 && gsi < 16) || (pass == 1 && avoided) || (pass == 2 && gsi != 2))
+            if ((pass == 0 && gsi < 16) || avoided)
                 continue;
             uint32_t pin;
             int at = acpi_ioapic_of_gsi(&discovered.acpi, gsi, ioapic_pins, &pin);
@@ -523,7 +541,6 @@ static void hpet_job(void *unused)
                 hpet_ioapic = at;
                 hpet_gsi = gsi;
                 hpet_pin = pin;
-                fmt_format(t->route, sizeof t->route, "I/O APIC %d pin %u (GSI %u), vector 0x%x, edge", at, pin, gsi, VEC_TIMER_HPET);
             }
         }
     uint64_t conf = hpet_saved_t0 & ~(HPET_TN_INT_TYPE_LEVEL | HPET_TN_TYPE_PERIODIC | HPET_TN_INT_ENB | HPET_TN_FSB_EN |
@@ -532,23 +549,33 @@ static void hpet_job(void *unused)
         conf |= HPET_TN_32MODE;
     if (hpet_ioapic >= 0) {
         conf |= (uint64_t)hpet_gsi << HPET_TN_INT_ROUTE_SHIFT;
+        fmt_format(t->route, sizeof t->route, "I/O APIC %d pin %u (GSI %u), vector 0x%x, edge", hpet_ioapic, hpet_pin, hpet_gsi,
+                   VEC_TIMER_HPET);
     } else if (hpet_saved_t0 & HPET_TN_FSB_CAP) {
         hpet_fsb = true;
         hpet_write64(h, HPET_FSB_ROUTE(0), (MSI_ADDRESS_BASE | (uint64_t)smp.bsp_apic_id << MSI_DEST_SHIFT) << 32 | VEC_TIMER_HPET);
         conf |= HPET_TN_FSB_EN;
         fmt_format(t->route, sizeof t->route, "FSB (MSI) to APIC %u, vector 0x%x", smp.bsp_apic_id, VEC_TIMER_HPET);
+    } else if (h->legacy_capable && have_pit_pin()) {
+        /* legacy replacement (HPET 1.0a, 2.3.9.1): comparator 0 takes IRQ 0
+           from the PIT; set for the HPET's cells only, cleared for the PIT's */
+        hpet_legacy = true;
+        hpet_ioapic = pit_ioapic;
+        hpet_pin = pit_pin;
+        fmt_format(t->route, sizeof t->route, "legacy replacement: IRQ 0 (I/O APIC %d pin %u), vector 0x%x, edge; shared with the PIT",
+                   pit_ioapic, pit_pin, VEC_TIMER_HPET);
     } else {
         fmt_format(t->why, sizeof t->why,
                    "comparator 0 offers no usable I/O APIC input (route capability 0x%llx; GSI 0 is the 8259's) and no FSB delivery",
                    (unsigned long long)caps);
         return;
     }
-    /* legacy replacement would take comparator 0 to IRQ 0 instead */
+    /* legacy replacement would take comparator 0 to IRQ 0 (set per cell when that is the route) */
     hpet_write64(h, HPET_GEN_CONF, (hpet_saved_conf & ~HPET_CONF_LEGACY) | HPET_CONF_ENABLE);
     hpet_write64(h, HPET_TIMER_CONF(0), conf);
     disarm(TIMER_HPET);
     hpet_write64(h, HPET_TIMER_CONF(0), conf | HPET_TN_INT_ENB);
-    if (hpet_ioapic >= 0)
+    if (hpet_ioapic >= 0 && !hpet_legacy)
         ioapic_route(&ioapics[hpet_ioapic], hpet_pin, VEC_TIMER_HPET, smp.bsp_apic_id, false, false, false);
     t->usable = true;
 }
@@ -573,12 +600,21 @@ static void setup_pit(bool have_ioapic, const char *ioapic_why)
         fmt_format(t->why, sizeof t->why, "IRQ 0 needs an I/O APIC: %s", ioapic_why);
         return;
     }
-    uint32_t gsi = acpi_isa_irq_gsi(&discovered.acpi, PIT_IRQ, &pit_active_low, &pit_level);
-    pit_ioapic = acpi_ioapic_of_gsi(&discovered.acpi, gsi, ioapic_pins, &pit_pin);
-    if (pit_ioapic < 0) {
+    bool low, level;
+    uint32_t gsi = acpi_isa_irq_gsi(&discovered.acpi, PIT_IRQ, &low, &level);
+    if (!have_pit_pin()) {
         fmt_format(t->why, sizeof t->why, "IRQ 0 arrives at GSI %u, which no I/O APIC serves", gsi);
         return;
     }
+    /* Firmware leaves channel 0 periodic (18.2 Hz); a control word alone
+       does not stop every emulation of it (KVM's keeps its timer until a
+       count is loaded), so load a count of 2, with the pin still masked,
+       and let it run out before the pin is opened */
+    outb(PIT_COMMAND, PIT_SELECT_CH0 | PIT_ACCESS_LOHI | PIT_MODE_TERMINAL);
+    outb(PIT_CH0_DATA, 2);
+    outb(PIT_CH0_DATA, 0);
+    for (uint64_t end = rdtsc() + ms_to_tsc(1); rdtsc() < end;)
+        cpu_relax();
     disarm(TIMER_PIT);
     ioapic_route(&ioapics[pit_ioapic], pit_pin, VEC_TIMER_PIT, smp.bsp_apic_id, pit_level, pit_active_low, false);
     fmt_format(t->route, sizeof t->route, "IRQ 0 -> GSI %u (I/O APIC %d pin %u), vector 0x%x, %s", gsi, pit_ioapic, pit_pin,
@@ -820,7 +856,7 @@ static void timers_measure(const struct profile *p)
         }
     }
     setup_pit(have_ioapic, io_why);
-    if (pin_shared()) {
+    if (pin_shared() && !hpet_legacy) {
         unsigned used = (unsigned)strlen(timers[TIMER_HPET].route);
         fmt_format(timers[TIMER_HPET].route + used, sizeof timers[TIMER_HPET].route - used, "; shared with the PIT");
     }
