@@ -1124,8 +1124,9 @@ static void report_choice(void)
     const struct cell *c = &timers[best].cell[best_w][di];
     fmt_format(results.timer_choice, sizeof results.timer_choice, "%s, waiting %s: %s us late (p50), %s us (p99) at 100 us ahead",
                timer_name[best], best_w ? waits[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
-    kprintf("\n  Verdict: for precise events use the %s, waiting %s:\n  at 100 us ahead the handler runs %s us late (p50), %s us (p99)\n",
-            timer_title[best], best_w ? waits[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
+    kprintf("\n  Verdict: for precise events here use %s, waiting %s:\n"
+            "  at 100 us ahead the handler runs %s us late (p50), %s us (p99)\n",
+            timer_name[best], best_w ? waits[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
     record_str(&r, "timer", timer_name[best]);
     record_str(&r, "wait", waits[best_w].name);
     record_u64(&r, "delay_ns", delay_ns[di]);
