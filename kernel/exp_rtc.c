@@ -679,6 +679,8 @@ static void rtc_report(void)
             "  %s ppm +-%s (limit %u ppm: the RTC's %u assumed, the %s's %u, + 3 u)%s\n", refname,
             agree ? "agree" : "DISAGREE", a, c, both, RTC_TOLERANCE_PPM, refname, results.tsc_absolute_ppm,
             coarse ? "; coarse" : "");
+    fmt_format(results.rtc_choice, sizeof results.rtc_choice, "the main crystal (%s) and the RTC %s within their tolerances (%s ppm +-%s%s)",
+               refname, agree ? "agree" : "DISAGREE", a, c, coarse ? ", coarse" : "");
     cost_records();
 }
 

@@ -65,7 +65,8 @@ struct results {
     uint64_t loop_per_second;
 
     struct verdict_row verdict[COUNTER_COUNT];
-    char timer_choice[160];         /* timers: which timer to use for precise events, or "" */
+    char timer_choice[160];
+    char rtc_choice[160];           /* rtc: whether the main crystal agrees with the RTC, or "" */         /* timers: which timer to use for precise events, or "" */
 };
 
 extern struct results results;

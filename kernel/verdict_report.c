@@ -165,6 +165,8 @@ void verdict_report(void)
     if (results.timer_choice[0])
         kprintf("\n  Precise events: %s.\n", results.timer_choice);
     report_os_choice(ci);
+    if (results.rtc_choice[0])
+        kprintf("  Crystals: %s.\n", results.rtc_choice);
     if (ci->invariant_tsc)
         check_pass("invariant TSC", "CPUID.80000007h:EDX[8] set");
     else
