@@ -24,7 +24,9 @@ class Boot:
     def __init__(self, result: qemu.RunResult):
         self.result = result
         self.output = records.clean(result.output)
-        self.records = records.parse(result.output)
+        # a run that ended normally must print only whole records; one that
+        # was cut off (a timeout, a kill) may end inside one: keep what parsed
+        self.records = records.parse(result.output) if result.status is not None else records.parse_log(result.output).records
 
     @property
     def status(self):

@@ -135,7 +135,7 @@ def host_tsc_hz() -> float | None:
 
 
 def test_kvm_tsc_matches_the_host_and_ratio_is_nominal(boot, kvm):
-    b = boot(boot="direct", accel="kvm", firmware="qboot", timeout=300)
+    b = boot(boot="direct", accel="kvm", firmware="qboot", append="skip=timers,cpus,stolen", timeout=300)
     assert b.status == 0, b.explain()
     assert_ratio_is_nominal(b)
     host = host_tsc_hz()
