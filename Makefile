@@ -79,7 +79,7 @@ endif
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: os os-bench all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -94,6 +94,8 @@ help:
 	@echo "make test       host unit tests and QEMU boot tests"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
+	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
+	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
@@ -148,6 +150,30 @@ $(ISO): $(KERNEL) iso/grub.cfg
 $(TEST_ISO): $(KERNEL) iso/grub.cfg
 	@mkdir -p $(dir $@)
 	$(call make_iso,$@,0)
+
+# clockbench-os: the same measurements through Linux (os/), a static
+# program so that it runs as a VM's init with nothing beside it. It shares
+# the pure logic (records, statistics, fits) and cpuinfo with the image.
+OS_BIN := $(BUILD)/os/clockbench-os
+OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c \
+	kernel/cpuinfo.c kernel/cpuid_decode.c kernel/record.c kernel/format.c kernel/stats.c kernel/xf.c kernel/segfit.c kernel/uncertainty.c
+OS_CFLAGS := -std=gnu11 -O2 -g -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
+$(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) kernel/cpu.h kernel/cpuinfo.h kernel/cpuid_decode.h kernel/record.h kernel/stats.h kernel/xf.h \
+		kernel/segfit.h kernel/uncertainty.h $(VERSION_FILE)
+	@test -r /usr/lib/x86_64-linux-gnu/libc.a || { echo "error: static glibc not found: install 'libc6-dev' (or run 'make deps')"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(call say,HOSTCC,$@)$(HOSTCC) $(OS_CFLAGS) -o $@ $(OS_SRCS) -lm
+
+os: $(OS_BIN)
+
+# The OS side on the machine you are on: as root every clocksource in turn
+# (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
+OS_ARGS ?=
+os-bench: deps $(OS_BIN)
+	@mkdir -p $(BUILD)/os-bench
+	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
+	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: tools/clockbench compare BARE.log $(BUILD)/os-bench/os.log"
+	@exit $$(cat $(BUILD)/os-bench/status)
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).

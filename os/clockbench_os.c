@@ -1,0 +1,902 @@
+/* clockbench-os: the operating system's side. The same measurements as the
+   image (kernel/exp_read_cost.c, kernel/exp_sequential.c, kernel/exp_drift.c)
+   made through Linux: what clock_gettime and its relatives cost for each
+   clock id and each path (libc, the vDSO called directly, the syscall), the
+   resolution they give against what clock_getres claims, and the TSC's
+   rate against CLOCK_MONOTONIC_RAW; on each clocksource in turn when root,
+   always putting the original back. Output: lines for people and "@cb"
+   records (docs/output.md, "The OS side"), on standard output.
+
+   As a VM's init (PID 1, `clockbench os-vm`) it mounts /sys and /proc
+   itself, and ends by writing its status to QEMU's isa-debug-exit port, as
+   the image does, then powers off. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "../kernel/cpuinfo.h"
+#include "../kernel/record.h"
+#include "../kernel/segfit.h"
+#include "../kernel/stats.h"
+#include "../kernel/uncertainty.h"
+#include "os_analysis.h"
+#include "os_calls.h"
+#include "os_clocksource.h"
+
+#ifndef CLOCKBENCH_VERSION
+#define CLOCKBENCH_VERSION "unknown"
+#endif
+
+const char *os_vdso_find(void);
+/* glibc's, from <sys/io.h>, whose own outb clashes with kernel/cpu.h's */
+int ioperm(unsigned long from, unsigned long num, int turn_on);
+
+#define DEBUG_EXIT_PORT 0xf4 /* QEMU's isa-debug-exit, as the image uses it (kernel/finish.h) */
+#define DEBUG_EXIT_BASE 0x10
+#define CHECK_EVERY 64       /* a time check after every 64th back-to-back read */
+#define RATE_SAMPLES_MAX 8192
+
+const struct os_call_info os_calls[CALL_COUNT] = {
+    [CALL_NONE] = {"(empty bracket)", "none", -1, UNIT_NS, false, false, false},
+    [CALL_REALTIME] = {"clock_gettime(CLOCK_REALTIME)", "libc", CLOCK_REALTIME, UNIT_NS, true, false, false},
+    [CALL_MONOTONIC] = {"clock_gettime(CLOCK_MONOTONIC)", "libc", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
+    [CALL_MONOTONIC_RAW] = {"clock_gettime(CLOCK_MONOTONIC_RAW)", "libc", CLOCK_MONOTONIC_RAW, UNIT_NS, true, true, false},
+    [CALL_REALTIME_COARSE] = {"clock_gettime(CLOCK_REALTIME_COARSE)", "libc", CLOCK_REALTIME_COARSE, UNIT_NS, false, false, true},
+    [CALL_MONOTONIC_COARSE] = {"clock_gettime(CLOCK_MONOTONIC_COARSE)", "libc", CLOCK_MONOTONIC_COARSE, UNIT_NS, false, true, true},
+    [CALL_BOOTTIME] = {"clock_gettime(CLOCK_BOOTTIME)", "libc", CLOCK_BOOTTIME, UNIT_NS, true, true, false},
+    [CALL_TAI] = {"clock_gettime(CLOCK_TAI)", "libc", CLOCK_TAI, UNIT_NS, true, false, false},
+    [CALL_PROCESS_CPUTIME] = {"clock_gettime(CLOCK_PROCESS_CPUTIME_ID)", "libc", CLOCK_PROCESS_CPUTIME_ID, UNIT_NS, false, true, false},
+    [CALL_THREAD_CPUTIME] = {"clock_gettime(CLOCK_THREAD_CPUTIME_ID)", "libc", CLOCK_THREAD_CPUTIME_ID, UNIT_NS, false, true, false},
+    [CALL_MONOTONIC_VDSO] = {"clock_gettime(CLOCK_MONOTONIC)", "vdso", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
+    [CALL_MONOTONIC_SYSCALL] = {"clock_gettime(CLOCK_MONOTONIC)", "syscall", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
+    [CALL_GETTIMEOFDAY] = {"gettimeofday", "libc", -1, UNIT_US, true, false, false},
+    [CALL_TIME] = {"time", "libc", -1, UNIT_S, false, false, false},
+    [CALL_CLOCK] = {"clock", "libc", -1, UNIT_CLOCK_T, false, true, false},
+    [CALL_RDTSC] = {"rdtsc", "instruction", -1, UNIT_TSC, false, false, false},
+    [CALL_RDTSCP] = {"rdtscp", "instruction", -1, UNIT_TSC, false, false, false},
+};
+
+/* ---- options ---- */
+static struct {
+    int cpu;              /* -1: the CPU we start on */
+    bool rt, quick, current_only, records_only;
+    unsigned reads;       /* per call, each alone between brackets */
+    unsigned cost_ms;     /* time budget of those */
+    unsigned seq_ms;      /* back-to-back reads, at least this long */
+    unsigned rate_ms;     /* the TSC-rate window on each clocksource */
+    unsigned timeout_s;
+    const char *sysfs;    /* the clocksource folder in sysfs (tests point it elsewhere) */
+} opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 600};
+
+static bool is_init;
+
+/* ---- output ---- */
+static unsigned n_pass, n_fail, n_skip;
+
+static void emit(struct record *r) { fputs(record_end(r), stdout); }
+
+static void check(const char *result, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(const char *result, const char *name, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    printf("%s: %s: %s\n", result, name, detail);
+    struct record r;
+    record_begin(&r, "check");
+    record_str(&r, "name", name);
+    record_str(&r, "result", result);
+    record_str(&r, "detail", detail);
+    emit(&r);
+    if (result[0] == 'P')
+        n_pass++;
+    else if (result[0] == 'F')
+        n_fail++;
+    else
+        n_skip++;
+}
+
+/* A double into a record, exactly as printed with `decimals` digits. */
+static void rec_f(struct record *r, const char *key, double v, unsigned decimals)
+{
+    if (v != v || fabs(v) > 9e15) {
+        record_null(r, key);
+        return;
+    }
+    double scale = 1;
+    for (unsigned i = 0; i < decimals; i++)
+        scale *= 10;
+    record_fixed(r, key, llround(v * scale), decimals);
+}
+
+static double xd(struct xf v) { return (double)xf_to_fixed(v, 9) / 1e9; }
+
+/* ---- the TSC's rate ---- */
+struct rate {
+    bool done;
+    const char *why;
+    double hz, unc_ppm, stderr_ppm, correlated_ppm, quant_ppm, window_s, narrowest_ns;
+    uint32_t samples, kept;
+};
+
+static double tsc_hz;              /* from the first clocksource's window: turns ticks into ns */
+static const char *tsc_hz_source = "not measured";
+
+static uint64_t raw_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+    return ts_ns(&t);
+}
+
+/* A rough rate, to space the samples: 20 ms of TSC against CLOCK_MONOTONIC_RAW. */
+static double rough_hz(void)
+{
+    uint64_t t0 = rdtsc_begin(), n0 = raw_ns();
+    nanosleep(&(struct timespec){0, 20000000}, 0);
+    uint64_t t1 = rdtsc_begin(), n1 = raw_ns();
+    return n1 > n0 ? (double)(t1 - t0) * 1e9 / (double)(n1 - n0) : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Samples (TSC mid-bracket, CLOCK_MONOTONIC_RAW) every window/4096 for the
+   window, each between two serialised TSC reads; brackets over 4 times the
+   median width (a preemption or an interrupt inside) are left out; one
+   least-squares line (kernel/segfit.c) and its uncertainty as the image
+   states it (kernel/uncertainty.c: statistical or correlated, and the
+   quantisation of 1 ns plus the narrowest bracket). */
+static void measure_rate(unsigned window_ms, struct rate *out)
+{
+    *out = (struct rate){0};
+    static int64_t x[RATE_SAMPLES_MAX], y[RATE_SAMPLES_MAX];
+    static uint64_t width[RATE_SAMPLES_MAX], sorted[RATE_SAMPLES_MAX];
+    static uint32_t seg[RATE_SAMPLES_MAX];
+    double rough = rough_hz();
+    if (rough <= 0) {
+        out->why = "CLOCK_MONOTONIC_RAW did not advance over 20 ms";
+        return;
+    }
+    uint32_t want = 4096;
+    uint64_t step = (uint64_t)(rough * window_ms / 1000.0 / want);
+    uint64_t start = rdtsc_begin(), first_ns = 0, first_tsc = 0;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < want && n < RATE_SAMPLES_MAX; i++) {
+        while (rdtsc_begin() - start < i * step)
+            ;
+        uint64_t a = rdtsc_begin();
+        uint64_t v = raw_ns();
+        uint64_t b = rdtsc_end();
+        if (n == 0)
+            first_ns = v, first_tsc = a;
+        x[n] = (int64_t)(a + (b - a) / 2 - first_tsc);
+        y[n] = (int64_t)(v - first_ns);
+        width[n] = b - a;
+        n++;
+    }
+    memcpy(sorted, width, n * sizeof *width);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+    uint64_t limit = 4 * sorted[n / 2], narrowest = sorted[0];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (width[i] <= limit) {
+            x[k] = x[i], y[k] = y[i], seg[k] = 0;
+            k++;
+        }
+    struct seg_fit f;
+    if (!segfit(x, y, seg, k, &f) || xf_is_zero(f.slope)) {
+        out->why = "the samples could not be fitted";
+        return;
+    }
+    struct freq_uncertainty u;
+    double ns_per_tick = xd(f.slope);
+    freq_uncertainty(x, y, seg, k, &f, xf_from_u64(1 + (uint64_t)(narrowest * ns_per_tick)), 8, &u);
+    out->done = true;
+    out->hz = 1e9 / ns_per_tick;
+    out->unc_ppm = xd(u.total) * 1e6;
+    out->stderr_ppm = xd(u.statistical) * 1e6;
+    out->correlated_ppm = xd(u.correlated) * 1e6;
+    out->quant_ppm = xd(u.quantisation) * 1e6;
+    out->window_s = (double)(y[k - 1] - y[0]) / 1e9;
+    out->narrowest_ns = narrowest * ns_per_tick;
+    out->samples = n;
+    out->kept = k;
+}
+
+/* ---- read cost and sequential reads of one call ---- */
+struct call_result {
+    bool measured;
+    const char *why;
+    struct summary lat; /* TSC ticks, the empty brackets' median subtracted */
+    uint64_t overhead;
+    bool res_known;
+    uint64_t res_ns;    /* clock_getres */
+    struct os_sequence seq;
+    double seq_ms;      /* how long the back-to-back reads ran */
+};
+
+static inline __attribute__((always_inline)) uint32_t cost_loop(enum os_call k, uint64_t *full, uint64_t *empty, uint32_t n,
+                                                                uint64_t budget)
+{
+    vdso_clock_gettime_fn vdso = os_vdso_clock_gettime;
+    uint64_t start = rdtsc_begin();
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e0 = rdtsc_begin();
+        __asm__ volatile("" ::"r"(os_read(CALL_NONE, vdso)));
+        uint64_t e1 = rdtsc_end();
+        uint64_t a = rdtsc_begin();
+        uint64_t v = os_read(k, vdso);
+        uint64_t b = rdtsc_end();
+        __asm__ volatile("" ::"r"(v));
+        empty[i] = e1 - e0;
+        full[i] = b - a;
+        if (b - start > budget)
+            return i + 1;
+    }
+    return n;
+}
+#define COST_CALL(K, full, empty, n, budget, got) (*(got) = cost_loop(K, full, empty, n, budget))
+
+/* Back to back, nothing between the reads but the store; the time is
+   checked after every CHECK_EVERY reads (those deltas are not tabled). */
+static inline __attribute__((always_inline)) uint32_t seq_loop(enum os_call k, uint64_t *v, uint32_t cap, uint64_t min_ticks,
+                                                               uint64_t max_ticks, uint64_t *ran)
+{
+    vdso_clock_gettime_fn vdso = os_vdso_clock_gettime;
+    uint64_t start = rdtsc_begin();
+    uint32_t i = 0;
+    for (; i < cap; i++) {
+        v[i] = os_read(k, vdso);
+        if (i % CHECK_EVERY == CHECK_EVERY - 1) {
+            uint64_t el = rdtsc_end() - start;
+            if ((el >= min_ticks && i >= 1000) || el >= max_ticks) {
+                i++;
+                break;
+            }
+        }
+    }
+    *ran = rdtsc_end() - start;
+    return i;
+}
+#define SEQ_CALL(K, v, cap, min_t, max_t, ran, got) (*(got) = seq_loop(K, v, cap, min_t, max_t, ran))
+
+/* The same, run-length encoded: for a clock that steps a few times a second
+   a window long enough to see its steps holds more reads than memory. A
+   compare sits between the reads, which a clock this coarse cannot see. */
+static inline __attribute__((always_inline)) uint32_t rle_loop(enum os_call k, uint64_t *v, uint64_t *count, uint32_t cap,
+                                                               uint64_t min_ticks, uint64_t *ran)
+{
+    vdso_clock_gettime_fn vdso = os_vdso_clock_gettime;
+    uint64_t start = rdtsc_begin();
+    uint32_t n = 1;
+    v[0] = os_read(k, vdso);
+    count[0] = 1;
+    for (uint64_t i = 1;; i++) {
+        uint64_t x = os_read(k, vdso);
+        if (x == v[n - 1])
+            count[n - 1]++;
+        else {
+            v[n] = x;
+            count[n++] = 1;
+            if (n == cap)
+                break;
+        }
+        if (i % CHECK_EVERY == 0) {
+            uint64_t el = rdtsc_end() - start;
+            if (el >= min_ticks)
+                break;
+        }
+    }
+    *ran = rdtsc_end() - start;
+    return n;
+}
+#define RLE_CALL(K, v, count, cap, min_t, ran, got) (*(got) = rle_loop(K, v, count, cap, min_t, ran))
+
+static double ticks_ns(double ticks) { return tsc_hz > 0 ? ticks * 1e9 / tsc_hz : 0; }
+
+static void subtract(struct summary *s, uint64_t o)
+{
+    uint64_t *f[] = {&s->min, &s->p50, &s->p99, &s->p999, &s->max};
+    for (int i = 0; i < 5; i++)
+        *f[i] = *f[i] > o ? *f[i] - o : 0;
+    struct xf mean = xf_sub(s->mean, xf_from_u64(o));
+    s->mean = mean.neg ? xf_from_u64(0) : mean;
+}
+
+/* ns per unit of the call's value */
+static double unit_ns(enum os_call k)
+{
+    switch (os_calls[k].unit) {
+    case UNIT_NS: return 1;
+    case UNIT_US: return 1e3;
+    case UNIT_S: return 1e9;
+    case UNIT_CLOCK_T: return 1e9 / CLOCKS_PER_SEC;
+    case UNIT_TSC: return tsc_hz > 0 ? 1e9 / tsc_hz : 0;
+    }
+    return 0;
+}
+
+/* Clocks that step once a tick or once a second: their back-to-back reads
+   are counted run-length encoded. */
+static bool slow_stepping(enum os_call k, const struct call_result *c)
+{
+    return os_calls[k].unit == UNIT_S || (c->res_known && c->res_ns >= 100000);
+}
+
+static void measure_call(enum os_call k, struct call_result *c)
+{
+    *c = (struct call_result){0};
+    if (k == CALL_MONOTONIC_VDSO && !os_vdso_clock_gettime) {
+        c->why = "no __vdso_clock_gettime in this process's vDSO";
+        return;
+    }
+    struct timespec res;
+    if (os_calls[k].clock != (clockid_t)-1 && clock_getres(os_calls[k].clock, &res) == 0) {
+        c->res_known = true;
+        c->res_ns = ts_ns(&res);
+    }
+    uint32_t n = opt.reads;
+    uint64_t *full = malloc(n * sizeof *full), *empty = malloc(n * sizeof *empty), *scratch = malloc(n * sizeof *scratch);
+    /* at least 3 ticks of a coarse clock, so that its step shows */
+    double seq_ms = opt.seq_ms;
+    if (c->res_known && os_calls[k].coarse && c->res_ns * 3 / 1e6 > seq_ms)
+        seq_ms = c->res_ns * 3 / 1e6;
+    if (os_calls[k].unit == UNIT_S && seq_ms < 2100)
+        seq_ms = 2100; /* time() steps once a second: two steps */
+    uint32_t cap = opt.quick ? 1u << 18 : 1u << 21;
+    uint64_t *v = malloc(cap * sizeof *v), *vscratch = malloc(cap * sizeof *vscratch);
+    if (!full || !empty || !scratch || !v || !vscratch) {
+        c->why = "no memory for the samples";
+        goto out;
+    }
+    uint32_t got = 0;
+    OS_DISPATCH(k, COST_CALL, full, empty, n, (uint64_t)(tsc_hz * opt.cost_ms / 1000), &got);
+    struct summary se;
+    stats_summarise(full, got, scratch, &c->lat);
+    stats_summarise(empty, got, scratch, &se);
+    c->overhead = se.p50;
+    subtract(&c->lat, se.p50);
+    uint64_t ran = 0, min_t = (uint64_t)(tsc_hz * seq_ms / 1000), max_t = (uint64_t)(tsc_hz * (seq_ms * 4 + 100) / 1000);
+    uint32_t m = 0;
+    if (slow_stepping(k, c)) {
+        /* full holds the counts: the cost loop is done with it */
+        uint32_t rle_cap = cap < n ? cap : n;
+        OS_DISPATCH(k, RLE_CALL, v, full, rle_cap, min_t, &ran, &m);
+        os_sequence_analyse_rle(v, full, m, vscratch, &c->seq);
+    } else {
+        OS_DISPATCH(k, SEQ_CALL, v, cap, min_t, max_t, &ran, &m);
+        os_sequence_analyse(v, m, CHECK_EVERY, vscratch, &c->seq);
+    }
+    c->seq_ms = ticks_ns((double)ran) / 1e6;
+    c->measured = got > 0;
+out:
+    free(full), free(empty), free(scratch), free(v), free(vscratch);
+}
+
+/* ---- one clocksource ---- */
+struct cs_result {
+    char name[CS_NAME_MAX];
+    bool selected, measured, all_calls;
+    const char *why;
+    struct rate rate;
+    struct call_result calls[CALL_COUNT];
+};
+static struct cs_result cs_results[CS_MAX];
+static int cs_done;
+
+static const char *cell(char *b, double v)
+{
+    if (v >= 100)
+        snprintf(b, 16, "%.0f", v);
+    else
+        snprintf(b, 16, "%.1f", v);
+    return b;
+}
+
+static void report_rate(const char *cs, const struct rate *r)
+{
+    if (!r->done) {
+        printf("  TSC rate: not measured: %s\n", r->why);
+        return;
+    }
+    printf("  TSC rate against CLOCK_MONOTONIC_RAW: %.3f kHz +- %.2f ppm (%.1f s, %u of %u samples, narrowest bracket %.0f ns)\n",
+           r->hz / 1e3, r->unc_ppm, r->window_s, r->kept, r->samples, r->narrowest_ns);
+    struct record rec;
+    record_begin(&rec, "os_tsc_rate");
+    record_str(&rec, "clocksource", cs);
+    record_str(&rec, "reference", "CLOCK_MONOTONIC_RAW");
+    rec_f(&rec, "hz", r->hz, 3);
+    rec_f(&rec, "uncertainty_ppm", r->unc_ppm, 3);
+    rec_f(&rec, "stderr_ppm", r->stderr_ppm, 3);
+    rec_f(&rec, "correlated_ppm", r->correlated_ppm, 3);
+    rec_f(&rec, "quantisation_ppm", r->quant_ppm, 3);
+    rec_f(&rec, "window_s", r->window_s, 3);
+    record_u64(&rec, "samples", r->samples);
+    record_u64(&rec, "kept", r->kept);
+    rec_f(&rec, "narrowest_bracket_ns", r->narrowest_ns, 1);
+    emit(&rec);
+}
+
+static void report_call(const char *cs, enum os_call k, const struct call_result *c)
+{
+    const struct os_call_info *ci = &os_calls[k];
+    char b[8][16];
+    if (!c->measured) {
+        printf("  %-40s %-8s not measured: %s\n", ci->name, ci->path, c->why);
+        return;
+    }
+    const struct summary *s = &c->lat;
+    double step_ns = (double)c->seq.min_step * unit_ns(k);
+    printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)), cell(b[1], ticks_ns(s->p50)),
+           cell(b[2], ticks_ns(xd(s->mean))), cell(b[3], ticks_ns(s->p99)), c->res_known ? cell(b[4], (double)c->res_ns) : "-",
+           c->seq.min_step ? cell(b[5], step_ns) : "none");
+    struct record r;
+    record_begin(&r, "os_latency");
+    record_str(&r, "clocksource", cs);
+    record_str(&r, "call", ci->name);
+    record_str(&r, "path", ci->path);
+    record_u64(&r, "n", s->n);
+    rec_f(&r, "min_ns", ticks_ns(s->min), 3);
+    rec_f(&r, "p50_ns", ticks_ns(s->p50), 3);
+    rec_f(&r, "mean_ns", ticks_ns(xd(s->mean)), 3);
+    rec_f(&r, "p99_ns", ticks_ns(s->p99), 3);
+    rec_f(&r, "p999_ns", ticks_ns(s->p999), 3);
+    rec_f(&r, "max_ns", ticks_ns(s->max), 3);
+    rec_f(&r, "stddev_ns", ticks_ns(xd(s->stddev)), 3);
+    record_u64(&r, "min_ticks", s->min);
+    record_u64(&r, "p50_ticks", s->p50);
+    record_u64(&r, "max_ticks", s->max);
+    record_u64(&r, "bracket_overhead_ticks", c->overhead);
+    emit(&r);
+    static const char *const units[] = {"ns", "us", "s", "clock_t", "tsc"};
+    record_begin(&r, "os_resolution");
+    record_str(&r, "clocksource", cs);
+    record_str(&r, "call", ci->name);
+    record_str(&r, "path", ci->path);
+    record_str(&r, "unit", units[ci->unit]);
+    if (c->res_known)
+        record_u64(&r, "getres_ns", c->res_ns);
+    else
+        record_null(&r, "getres_ns");
+    rec_f(&r, "min_step_ns", step_ns, 3);
+    record_u64(&r, "min_step", c->seq.min_step);
+    record_u64(&r, "step_gcd", c->seq.step_gcd);
+    record_u64(&r, "reads", c->seq.reads);
+    record_u64(&r, "deltas", c->seq.deltas);
+    record_u64(&r, "zero_deltas", c->seq.zero_deltas);
+    record_u64(&r, "distinct", c->seq.distinct);
+    record_u64(&r, "backward", c->seq.backward);
+    record_u64(&r, "largest_backward", c->seq.largest_backward);
+    record_u64(&r, "max_delta", c->seq.max_delta);
+    rec_f(&r, "window_ms", c->seq_ms, 3);
+    emit(&r);
+    /* the sequential-reads table, the smallest distinct deltas, in parts */
+    size_t per = 64, parts = (c->seq.hist_kept + per - 1) / per;
+    for (size_t p = 0; p < parts; p++) {
+        record_begin(&r, "os_histogram");
+        record_str(&r, "clocksource", cs);
+        record_str(&r, "call", ci->name);
+        record_str(&r, "path", ci->path);
+        record_u64(&r, "part", p);
+        record_u64(&r, "parts", parts);
+        record_u64(&r, "distinct", c->seq.distinct);
+        record_array_begin(&r, "bins");
+        for (size_t i = p * per; i < c->seq.hist_kept && i < (p + 1) * per; i++) {
+            record_array_u64(&r, c->seq.hist[i].value);
+            record_array_u64(&r, c->seq.hist[i].count);
+        }
+        record_array_end(&r);
+        emit(&r);
+    }
+}
+
+static void measure_clocksource(const char *name, bool all_calls, struct cs_result *r)
+{
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->all_calls = all_calls;
+    measure_rate(opt.rate_ms, &r->rate);
+    if (tsc_hz == 0 && r->rate.done) {
+        tsc_hz = r->rate.hz;
+        tsc_hz_source = "measured against CLOCK_MONOTONIC_RAW";
+    } else if (tsc_hz == 0) {
+        tsc_hz = rough_hz();
+        tsc_hz_source = "a rough 20 ms estimate against CLOCK_MONOTONIC_RAW (the window failed)";
+    }
+    for (int k = 1; k < CALL_COUNT; k++)
+        if (all_calls || os_calls[k].per_clocksource)
+            measure_call((enum os_call)k, &r->calls[k]);
+    r->measured = true;
+}
+
+static void report_clocksource(const struct cs_result *r)
+{
+    printf("\n-- clocksource %s%s --\n", r->name, r->all_calls ? " (the one in use at start: every call)" : " (the calls that read it)");
+    report_rate(r->name, &r->rate);
+    printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", "call (ns)", "path", "min", "p50", "mean", "p99", "getres", "least step");
+    for (int k = 1; k < CALL_COUNT; k++)
+        if (r->all_calls || os_calls[k].per_clocksource)
+            report_call(r->name, (enum os_call)k, &r->calls[k]);
+}
+
+/* ---- context ---- */
+static struct os_clocksources cs;
+static struct utsname uts;
+static int pinned_cpu = -1;
+static const char *pin_why, *rt_why, *vdso_why, *klog_why;
+static struct os_claim claims[16];
+static int n_claims;
+
+static void read_klog(void)
+{
+    int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, 0, 0);
+    if (size <= 0)
+        size = 1 << 20;
+    char *buf = malloc((size_t)size + 1);
+    int n = buf ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size) : -1;
+    if (n < 0) {
+        klog_why = errno == EPERM ? "the kernel log is not readable here (kernel.dmesg_restrict=1 and not root)"
+                                  : "the kernel log could not be read";
+        free(buf);
+        return;
+    }
+    buf[n] = 0;
+    for (char *save = 0, *line = strtok_r(buf, "\n", &save); line && n_claims < 16; line = strtok_r(0, "\n", &save))
+        if (os_claim_parse(line, &claims[n_claims]))
+            n_claims++;
+    if (!n_claims)
+        klog_why = "the kernel log holds no TSC calibration line (it may have been overwritten)";
+    free(buf);
+}
+
+static void pin_and_prioritise(void)
+{
+    int cpu = opt.cpu >= 0 ? opt.cpu : sched_getcpu();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu < 0 ? 0 : cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) == 0)
+        pinned_cpu = cpu < 0 ? 0 : cpu;
+    else
+        pin_why = errno == EINVAL ? "no such CPU among those allowed" : "sched_setaffinity failed";
+    if (!opt.rt) {
+        rt_why = "not asked for (--rt)";
+        return;
+    }
+    struct sched_param sp = {.sched_priority = 50};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+        rt_why = errno == EPERM ? "SCHED_FIFO refused: not root, no CAP_SYS_NICE" : "SCHED_FIFO refused";
+    else if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+        rt_why = "SCHED_FIFO 50, but mlockall failed";
+}
+
+static void record_context(void)
+{
+    struct cpu_probe p;
+    cpuinfo_probe(&p);
+    const struct cpu_info *ci = &p.info;
+    struct record r;
+    record_begin(&r, "machine");
+    record_str(&r, "vendor", ci->vendor);
+    record_str(&r, "brand", ci->brand);
+    record_u64(&r, "family", ci->family);
+    record_u64(&r, "model", ci->model);
+    record_u64(&r, "stepping", ci->stepping);
+    if (ci->hypervisor)
+        record_str(&r, "hypervisor", ci->hv_vendor);
+    else
+        record_null(&r, "hypervisor");
+    record_str(&r, "loader", "linux");
+    emit(&r);
+    printf("clockbench-os %s: the OS side, measured through Linux %s (%s)\n", CLOCKBENCH_VERSION, uts.release, uts.machine);
+    printf("  CPU: %s %u.%u.%u, %s%s\n", ci->brand[0] ? ci->brand : ci->vendor, ci->family, ci->model, ci->stepping,
+           ci->hypervisor ? "under the hypervisor " : "bare metal", ci->hypervisor ? ci->hv_vendor : "");
+    printf("  clocksource at start: %s (available:", cs.original);
+    for (int i = 0; i < cs.count; i++)
+        printf(" %s", cs.available[i]);
+    printf(")\n  %s\n", cs.why_not ? cs.why_not : "root: each available clocksource is measured in turn, and the original put back");
+    if (pinned_cpu >= 0)
+        printf("  pinned to CPU %d of %ld; real-time: %s\n", pinned_cpu, sysconf(_SC_NPROCESSORS_ONLN), rt_why ? rt_why : "SCHED_FIFO 50, memory locked");
+    else
+        printf("  NOT pinned (%s); real-time: %s\n", pin_why, rt_why ? rt_why : "SCHED_FIFO 50, memory locked");
+    printf("  vDSO: %s\n", vdso_why ? vdso_why : "__vdso_clock_gettime found, also called directly");
+    record_begin(&r, "os");
+    record_str(&r, "os", uts.sysname);
+    record_str(&r, "kernel", uts.release);
+    record_str(&r, "kernel_version", uts.version);
+    record_str(&r, "clocksource", cs.original);
+    char avail[CS_MAX * CS_NAME_MAX] = "";
+    for (int i = 0; i < cs.count; i++)
+        snprintf(avail + strlen(avail), sizeof avail - strlen(avail), "%s%s", i ? " " : "", cs.available[i]);
+    record_str(&r, "available_clocksources", avail);
+    record_bool(&r, "root", geteuid() == 0);
+    record_bool(&r, "switching", !cs.why_not && !opt.current_only);
+    record_str(&r, "switching_reason", opt.current_only ? "--current-only" : cs.why_not);
+    record_bool(&r, "init", is_init);
+    if (pinned_cpu >= 0)
+        record_u64(&r, "pinned_cpu", (uint64_t)pinned_cpu);
+    else
+        record_null(&r, "pinned_cpu");
+    record_str(&r, "pin_reason", pin_why);
+    record_u64(&r, "cpus_online", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+    record_bool(&r, "realtime", opt.rt && !rt_why);
+    record_str(&r, "realtime_reason", rt_why);
+    record_bool(&r, "vdso", os_vdso_clock_gettime != 0);
+    record_str(&r, "vdso_reason", vdso_why);
+    record_bool(&r, "quick", opt.quick);
+    emit(&r);
+    printf("  kernel log:");
+    if (!n_claims)
+        printf(" %s\n", klog_why);
+    printf("\n");
+    for (int i = 0; i < n_claims; i++) {
+        printf("    %s", claims[i].what);
+        if (claims[i].khz)
+            printf(" %llu.%03llu", (unsigned long long)(claims[i].khz / 1000), (unsigned long long)(claims[i].khz % 1000));
+        printf("%s%s\n", claims[i].detail[0] ? " " : "", claims[i].detail);
+        record_begin(&r, "os_claim");
+        record_str(&r, "source", "kernel log");
+        record_str(&r, "what", claims[i].what);
+        record_str(&r, "detail", claims[i].detail);
+        if (claims[i].khz)
+            record_u64(&r, "hz", claims[i].khz * 1000);
+        else
+            record_null(&r, "hz");
+        emit(&r);
+    }
+}
+
+/* ---- checks over what was measured ---- */
+static void judge(void)
+{
+    const struct cs_result *first = &cs_results[0];
+    unsigned missing = 0;
+    char which[256] = "";
+    for (int k = 1; k < CALL_COUNT; k++)
+        if (!first->calls[k].measured && k != CALL_MONOTONIC_VDSO) {
+            missing++;
+            snprintf(which + strlen(which), sizeof which - strlen(which), " %s", os_calls[k].name);
+        }
+    if (missing)
+        check("FAIL", "OS clocks measured", "%u call(s) not measured:%s", missing, which);
+    else
+        check("PASS", "OS clocks measured", "%d calls on clocksource %s%s", CALL_COUNT - 1 - !first->calls[CALL_MONOTONIC_VDSO].measured,
+              first->name, first->calls[CALL_MONOTONIC_VDSO].measured ? "" : " (no vDSO here)");
+    if (!first->calls[CALL_MONOTONIC_VDSO].measured)
+        check("SKIP", "vDSO path", "%s", first->calls[CALL_MONOTONIC_VDSO].why);
+    unsigned back = 0;
+    char where[256] = "";
+    for (int i = 0; i < cs_done; i++)
+        for (int k = 1; k < CALL_COUNT; k++) {
+            const struct call_result *c = &cs_results[i].calls[k];
+            if (c->measured && os_calls[k].monotonic && c->seq.backward) {
+                back += (unsigned)c->seq.backward;
+                snprintf(where + strlen(where), sizeof where - strlen(where), " %s/%s on %s", os_calls[k].name, os_calls[k].path,
+                         cs_results[i].name);
+            }
+        }
+    if (back)
+        check("FAIL", "OS clocks monotonic", "%u backward step(s):%s", back, where);
+    else
+        check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource(s)", cs_done);
+    /* the coarse clocks advance once a tick, by the tick clock_getres reports
+       (LOW_RES_NSEC = TICK_NSEC); the timekeeper's rounding and NTP's
+       adjustment move a step by far less than 1 % */
+    for (int k = 1; k < CALL_COUNT; k++) {
+        const struct call_result *c = &first->calls[k];
+        if (!os_calls[k].coarse || !c->measured)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "coarse resolution: %s", os_calls[k].name);
+        if (!c->seq.min_step)
+            check("FAIL", name, "no step in %.1f ms of reads (clock_getres says %llu ns)", c->seq_ms, (unsigned long long)c->res_ns);
+        else if (!c->res_known)
+            check("FAIL", name, "clock_getres failed");
+        else {
+            double rel = fabs((double)c->seq.min_step - (double)c->res_ns) / (double)c->res_ns;
+            check(rel <= 0.01 ? "PASS" : "FAIL", name, "least step %llu ns, clock_getres %llu ns (%.3f %% apart; within 1 %% expected)",
+                  (unsigned long long)c->seq.min_step, (unsigned long long)c->res_ns, rel * 100);
+        }
+    }
+}
+
+static void finish(int status)
+{
+    fflush(stdout);
+    if (is_init) {
+        sync();
+        if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
+            outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + status));
+        reboot(RB_POWER_OFF);
+        for (;;)
+            pause();
+    }
+    exit(status);
+}
+
+static void on_signal(int sig)
+{
+    bool was = os_cs_switched();
+    os_cs_restore();
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "\nclockbench-os: %s (signal %d)%s\n", sig == SIGALRM ? "timed out" : "stopped", sig,
+                     was ? (os_cs_switched() ? "; the original clocksource could NOT be put back" : "; the original clocksource is back")
+                         : "");
+    if (n > 0)
+        (void)!write(1, msg, (size_t)n);
+    if (is_init) {
+        if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
+            outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + 1));
+        reboot(RB_POWER_OFF);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: clockbench-os [--quick] [--cpu N] [--rt] [--current-only] [--reads N] [--rate-ms MS] [--timeout S]\n"
+               "  Measures clock_gettime and its relatives through Linux: read cost, resolution, the TSC's rate.\n"
+               "  As root it measures every available clocksource in turn and always puts the original back.\n"
+               "  --quick         fewer reads and a 300 ms rate window (the tests' profile)\n"
+               "  --cpu N         pin to CPU N (default: the CPU it starts on)\n"
+               "  --rt            SCHED_FIFO priority 50 and locked memory (root or CAP_SYS_NICE)\n"
+               "  --current-only  do not switch clocksources even as root\n"
+               "  --reads N       reads per call, each alone between brackets (default 20000; 100..1000000)\n"
+               "  --rate-ms MS    the TSC-rate window on each clocksource (default 2000; 50..600000)\n"
+               "  --timeout S     give up after S seconds, putting the clocksource back (default 600)\n"
+               "  --sysfs DIR     the clocksource folder (default /sys/devices/system/clocksource/clocksource0)\n"
+               "Output: docs/output.md, \"The OS side\". Exit status 0 passed, 1 failed, 64 bad usage.\n");
+}
+
+static unsigned number(const char *opt_name, const char *v, unsigned lo, unsigned hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = v ? strtoul(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "clockbench-os: %s needs a whole number from %u to %u, not '%s'\n", opt_name, lo, hi, v ? v : "");
+        exit(64);
+    }
+    return (unsigned)x;
+}
+
+static void parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : 0;
+        if (!strcmp(a, "--quick"))
+            opt.quick = true, opt.reads = 2000, opt.cost_ms = 100, opt.seq_ms = 5, opt.rate_ms = 300;
+        else if (!strcmp(a, "--rt"))
+            opt.rt = true;
+        else if (!strcmp(a, "--current-only"))
+            opt.current_only = true;
+        else if (!strcmp(a, "--cpu"))
+            opt.cpu = (int)number(a, v, 0, 4095), i++;
+        else if (!strcmp(a, "--reads"))
+            opt.reads = number(a, v, 100, 1000000), i++;
+        else if (!strcmp(a, "--rate-ms"))
+            opt.rate_ms = number(a, v, 50, 600000), i++;
+        else if (!strcmp(a, "--timeout"))
+            opt.timeout_s = number(a, v, 1, 86400), i++;
+        else if (!strcmp(a, "--sysfs") && v)
+            opt.sysfs = v, i++;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else {
+            fprintf(stderr, "clockbench-os: unknown argument '%s'\n", a);
+            usage(stderr);
+            if (is_init)
+                return; /* as init there is no one to read it: run with the defaults, the record says */
+            exit(64);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    is_init = getpid() == 1;
+    setvbuf(stdout, 0, _IOLBF, 0);
+    if (is_init) {
+        mount("sysfs", "/sys", "sysfs", 0, 0);
+        mount("proc", "/proc", "proc", 0, 0);
+    }
+    parse_args(argc, argv);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        signal(sigs[i], on_signal);
+    atexit(os_cs_restore);
+    alarm(opt.timeout_s);
+
+    struct record r;
+    record_begin(&r, "schema");
+    record_u64(&r, "version", RECORD_SCHEMA_VERSION);
+    record_str(&r, "tool", "clockbench-os");
+    record_str(&r, "build", CLOCKBENCH_VERSION);
+    emit(&r);
+    uname(&uts);
+    vdso_why = os_vdso_find();
+    pin_and_prioritise();
+    os_cs_probe(opt.sysfs, geteuid() == 0, &cs);
+    read_klog();
+    record_context();
+
+    printf("\n== Through the OS: read cost (ns, each call alone between serialised TSC reads, the empty bracket's median\n"
+           "   subtracted), clock_getres, and the least step seen in back-to-back reads ==\n");
+    measure_clocksource(cs.original, true, &cs_results[cs_done]);
+    report_clocksource(&cs_results[cs_done++]);
+    bool switching = !cs.why_not && !opt.current_only;
+    for (int i = 0; switching && i < cs.count && cs_done < CS_MAX; i++) {
+        if (!strcmp(cs.available[i], cs.original))
+            continue;
+        struct cs_result *c = &cs_results[cs_done];
+        const char *why = 0;
+        snprintf(c->name, sizeof c->name, "%s", cs.available[i]);
+        if (!os_cs_select(cs.available[i], &why)) {
+            c->why = why;
+            printf("\n-- clocksource %s: not measured: %s --\n", c->name, why);
+        } else {
+            c->selected = true;
+            measure_clocksource(cs.available[i], false, c);
+            report_clocksource(c);
+        }
+        record_begin(&r, "os_clocksource");
+        record_str(&r, "name", c->name);
+        record_bool(&r, "selected", c->selected);
+        record_str(&r, "reason", c->why);
+        emit(&r);
+        cs_done++;
+    }
+    printf("\n== Checks ==\n");
+    if (os_cs_switched() || cs_done > 1) {
+        os_cs_restore();
+        char now[CS_NAME_MAX] = "unreadable";
+        os_cs_current(now);
+        bool back = !os_cs_switched() && !strcmp(now, cs.original);
+        record_begin(&r, "os_restore");
+        record_str(&r, "original", cs.original);
+        record_str(&r, "now", now);
+        record_bool(&r, "restored", back);
+        emit(&r);
+        check(back ? "PASS" : "FAIL", "clocksource restored", "%s at the end (it was %s at the start)", now, cs.original);
+    } else if (cs.why_not || opt.current_only) {
+        check("SKIP", "other clocksources", "%s", opt.current_only ? "--current-only" : cs.why_not);
+    }
+    struct record tr;
+    record_begin(&tr, "profile");
+    record_str(&tr, "name", opt.quick ? "quick" : "standard");
+    rec_f(&tr, "tsc_hz", tsc_hz, 3);
+    record_str(&tr, "tsc_hz_source", tsc_hz_source);
+    record_bool(&tr, "tsc_measured", tsc_hz > 0);
+    emit(&tr);
+    judge();
+    int status = n_fail ? 1 : 0;
+    printf("SUMMARY: %u passed, %u failed, %u skipped\n", n_pass, n_fail, n_skip);
+    record_begin(&r, "summary");
+    record_u64(&r, "pass", n_pass);
+    record_u64(&r, "fail", n_fail);
+    record_u64(&r, "skip", n_skip);
+    record_str(&r, "status", status ? "failed" : "passed");
+    emit(&r);
+    printf("clockbench-os: run ended: %s (status %d)\n", status ? "failed" : "passed", status);
+    finish(status);
+}
