@@ -177,8 +177,8 @@ os-bench: deps $(OS_BIN)
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
-HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c $(FONT_C)
-$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard kernel/*.h) $(wildcard drivers/*.h)
+HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c $(FONT_C)
+$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard kernel/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c
 
@@ -236,7 +236,7 @@ run-direct: deps $(KERNEL) $(HOST_TOOL)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) fuzz-harness
+test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.

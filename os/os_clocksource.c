@@ -36,7 +36,7 @@ static bool write_current(const char *name)
         return false;
     memcpy(path, cs_dir, d);
     memcpy(path + d, "/current_clocksource", m + 1);
-    int fd = open(path, O_WRONLY);
+    int fd = open(path, O_WRONLY | O_TRUNC); /* as `echo NAME >` does: sysfs ignores the truncation */
     if (fd < 0)
         return false;
     ssize_t n = write(fd, name, strlen(name));

@@ -98,6 +98,13 @@ def load() -> ctypes.CDLL:
     lib.shim_rtc_decode.argtypes = [u8] * 7
     lib.shim_rtc_fit.restype = ctypes.c_char_p
     lib.shim_rtc_fit.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32, u64]
+    # os/os_analysis.c
+    lib.shim_os_sequence.restype = ctypes.c_char_p
+    lib.shim_os_sequence.argtypes = [ctypes.POINTER(u64), ctypes.c_size_t, ctypes.c_uint]
+    lib.shim_os_sequence_rle.restype = ctypes.c_char_p
+    lib.shim_os_sequence_rle.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.c_size_t]
+    lib.shim_os_claim.restype = ctypes.c_char_p
+    lib.shim_os_claim.argtypes = [ctypes.c_char_p]
     return lib
 
 

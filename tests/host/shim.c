@@ -19,6 +19,7 @@
 #include "../../kernel/unwrap.h"
 #include "../../kernel/verdict.h"
 #include "../../kernel/xf.h"
+#include "../../os/os_analysis.h"
 
 static struct record rec;
 
@@ -570,5 +571,60 @@ const char *shim_rtc_fit(const uint64_t *a, const uint64_t *b, const uint32_t *s
     record_xf(&rec, "bracket_rel", f.bracket_rel);
     record_xf(&rec, "uncertainty_rel", f.uncertainty_rel);
     record_xf(&rec, "resid_rms_tsc", f.resid_rms_tsc);
+    return finish();
+}
+
+/* os/os_analysis.c: the OS side's sequential-reads table and kernel-log claims */
+static void os_sequence_record(const struct os_sequence *q)
+{
+    record_begin(&rec, "os_sequence");
+    record_u64(&rec, "reads", q->reads);
+    record_u64(&rec, "deltas", q->deltas);
+    record_u64(&rec, "zero_deltas", q->zero_deltas);
+    record_u64(&rec, "backward", q->backward);
+    record_u64(&rec, "largest_backward", q->largest_backward);
+    record_u64(&rec, "min_step", q->min_step);
+    record_u64(&rec, "step_gcd", q->step_gcd);
+    record_u64(&rec, "max_delta", q->max_delta);
+    record_u64(&rec, "distinct", q->distinct);
+    record_array_begin(&rec, "bins");
+    for (size_t i = 0; i < q->hist_kept && i < 32; i++) {
+        record_array_u64(&rec, q->hist[i].value);
+        record_array_u64(&rec, q->hist[i].count);
+    }
+    record_array_end(&rec);
+}
+
+const char *shim_os_sequence(uint64_t *v, size_t n, unsigned check_every)
+{
+    static uint64_t scratch[8192];
+    static struct os_sequence q;
+    if (n > 8192)
+        n = 8192;
+    os_sequence_analyse(v, n, check_every, scratch, &q);
+    os_sequence_record(&q);
+    return finish();
+}
+
+const char *shim_os_sequence_rle(uint64_t *v, const uint64_t *count, size_t n)
+{
+    static uint64_t scratch[8192];
+    static struct os_sequence q;
+    if (n > 8192)
+        n = 8192;
+    os_sequence_analyse_rle(v, count, n, scratch, &q);
+    os_sequence_record(&q);
+    return finish();
+}
+
+const char *shim_os_claim(const char *line)
+{
+    struct os_claim c;
+    bool ok = os_claim_parse(line, &c);
+    record_begin(&rec, "os_claim");
+    record_bool(&rec, "claim", ok);
+    record_str(&rec, "what", ok ? c.what : 0);
+    record_u64(&rec, "khz", ok ? c.khz : 0);
+    record_str(&rec, "detail", ok ? c.detail : 0);
     return finish();
 }
