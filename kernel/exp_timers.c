@@ -958,6 +958,36 @@ static const char *check_name(int id)
     return name;
 }
 
+/* One cell's timer_latency record: CPU 0's from its tables, the APs' from theirs. */
+static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const struct cell *c)
+{
+    struct record tr;
+    record_begin(&tr, "timer_latency");
+    record_u64(&tr, "cpu", cpu);
+    record_str(&tr, "timer", timer_name[id]);
+    record_str(&tr, "wait", waits[wi].name);
+    if (waits[wi].mwait)
+        record_hex(&tr, "mwait_hint", waits[wi].hint);
+    record_u64(&tr, "delay_ns", delay_ns[di]);
+    record_u64(&tr, "asked", c->asked);
+    record_u64(&tr, "n", c->came);
+    if (c->came) {
+        record_ns(&tr, "min_ns", c->s.min);
+        record_ns(&tr, "p50_ns", c->s.p50);
+        record_i64(&tr, "mean_ns", xf_to_fixed(tsc_ticks_to_ns(c->s.mean), 0));
+        record_ns(&tr, "p99_ns", c->s.p99);
+        record_ns(&tr, "p999_ns", c->s.p999);
+        record_ns(&tr, "max_ns", c->s.max);
+    }
+    record_u64(&tr, "early", c->s.early);
+    record_u64(&tr, "lost", c->lost);
+    record_u64(&tr, "stray", c->stray);
+    record_u64(&tr, "away", c->away);
+    if (id == TIMER_HPET)
+        record_u64(&tr, "passed_while_arming", c->passed_arming);
+    emit(&tr);
+}
+
 static void report_timer(int id)
 {
     const struct timer *t = &timers[id];
@@ -1010,31 +1040,7 @@ static void report_timer(int id)
             else
                 kprintf("    %-9s %6s %4u %7s %7s %7s %7s %7s %5s %4u%s\n", waits[wi].name, delay, 0u, "-", "-", "-", "-", "-", "-", c->lost,
                         c->stopped ? " none came" : "");
-            struct record tr;
-            record_begin(&tr, "timer_latency");
-            record_u64(&tr, "cpu", 0);
-            record_str(&tr, "timer", timer_name[id]);
-            record_str(&tr, "wait", waits[wi].name);
-            if (waits[wi].mwait)
-                record_hex(&tr, "mwait_hint", waits[wi].hint);
-            record_u64(&tr, "delay_ns", delay_ns[di]);
-            record_u64(&tr, "asked", c->asked);
-            record_u64(&tr, "n", c->came);
-            if (c->came) {
-                record_ns(&tr, "min_ns", c->s.min);
-                record_ns(&tr, "p50_ns", c->s.p50);
-                record_i64(&tr, "mean_ns", xf_to_fixed(tsc_ticks_to_ns(c->s.mean), 0));
-                record_ns(&tr, "p99_ns", c->s.p99);
-                record_ns(&tr, "p999_ns", c->s.p999);
-                record_ns(&tr, "max_ns", c->s.max);
-            }
-            record_u64(&tr, "early", c->s.early);
-            record_u64(&tr, "lost", c->lost);
-            record_u64(&tr, "stray", c->stray);
-            record_u64(&tr, "away", c->away);
-            if (id == TIMER_HPET)
-                record_u64(&tr, "passed_while_arming", c->passed_arming);
-            emit(&tr);
+            record_cell(0, id, wi, di, c);
             if (c->came) {
                 struct record hr;
                 record_begin(&hr, "timer_histogram");
@@ -1135,30 +1141,6 @@ static void report_choice(void)
     emit(&r);
 }
 
-static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const struct cell *c)
-{
-    struct record tr;
-    record_begin(&tr, "timer_latency");
-    record_u64(&tr, "cpu", cpu);
-    record_str(&tr, "timer", timer_name[id]);
-    record_str(&tr, "wait", waits[wi].name);
-    record_u64(&tr, "delay_ns", delay_ns[di]);
-    record_u64(&tr, "asked", c->asked);
-    record_u64(&tr, "n", c->came);
-    if (c->came) {
-        record_ns(&tr, "min_ns", c->s.min);
-        record_ns(&tr, "p50_ns", c->s.p50);
-        record_i64(&tr, "mean_ns", xf_to_fixed(tsc_ticks_to_ns(c->s.mean), 0));
-        record_ns(&tr, "p99_ns", c->s.p99);
-        record_ns(&tr, "p999_ns", c->s.p999);
-        record_ns(&tr, "max_ns", c->s.max);
-    }
-    record_u64(&tr, "early", c->s.early);
-    record_u64(&tr, "lost", c->lost);
-    record_u64(&tr, "stray", c->stray);
-    record_u64(&tr, "away", c->away);
-    emit(&tr);
-}
 
 /* One line per CPU, timer and wait at 100 us ahead; the records hold every
    delay. CPU 0's rows repeat its tables above, for comparison. */

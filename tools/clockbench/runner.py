@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import signal
 import sys
 import threading
@@ -101,14 +100,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _shown(p: Path) -> str:
-    try:
-        rel = os.path.relpath(p)
-    except ValueError:
-        return str(p)
-    return str(p) if rel.startswith("..") else rel
-
-
 def _say(text: str) -> None:
     print(f"clockbench: {text}", flush=True)
 
@@ -147,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _say(f"booting {cfg.boot} boot ({image}), firmware {cfg.firmware}, machine {cfg.machine} under {why}")
     if cmdline:
         _say(f"kernel command line \"{cmdline}\"" + (" (handed to GRUB, which shows no menu)" if cfg.boot == "iso" else ""))
-    _say(f"keeping the run in {_shown(run_dir)}/; time bound {timeout:.0f} s; Ctrl-C stops it")
+    _say(f"keeping the run in {runs.shown(run_dir)}/; time bound {timeout:.0f} s; Ctrl-C stops it")
     if cfg.boot == "iso" and accel == "kvm":
         _say("note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path")
 
@@ -170,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (RuntimeError, OSError) as e:
         missing = isinstance(e, FileNotFoundError) and e.filename == command[0]
         failure = (errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)")
-                   if missing else errors.QemuFailed(f"{e} (run folder {_shown(run_dir)})"))
+                   if missing else errors.QemuFailed(f"{e} (run folder {runs.shown(run_dir)})"))
         meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(e))
         runs.write_metadata(run_dir, meta)
         raise failure from None
@@ -205,7 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.interrupted:
         runs.write_metadata(run_dir, meta)
         _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped. The partial log ({len(result.output)} "
-             f"characters) is in {_shown(log)}")
+             f"characters) is in {runs.shown(log)}")
         return result.exit_code
     _say(f"{result.describe()} after {result.seconds:.1f} s")
 
@@ -231,9 +222,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             _say(f"no CI formats: {e}")
     runs.write_metadata(run_dir, meta)
     kept = [runs.LOG, runs.METADATA] + (["report.html", "results.json"] if meta["report"] and report_dir == run_dir else [])
-    _say(f"run kept in {_shown(run_dir)}/: {', '.join(kept)}")
+    _say(f"run kept in {runs.shown(run_dir)}/: {', '.join(kept)}")
     if meta["report"] and report_dir != run_dir:
-        _say(f"report in {_shown(report_dir)}/report.html")
+        _say(f"report in {runs.shown(report_dir)}/report.html")
     if latest:
-        _say(f"{_shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+        _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
     return result.exit_code

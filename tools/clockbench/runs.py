@@ -166,7 +166,7 @@ def _duration(meta: dict) -> str:
     return f"{s:.0f} s" if isinstance(s, (int, float)) else "?"
 
 
-def _shown(p: Path) -> str:
+def shown(p: Path) -> str:
     """p relative to the current folder when it is under it, else whole."""
     try:
         rel = os.path.relpath(p)
@@ -179,10 +179,10 @@ def table(kept: list[Kept]) -> list[str]:
     rows = [("date (UTC)", "machine", "profile", "verdict (exit)", "took", "folder")]
     for k in kept:
         if k.problem:
-            rows.append(("?", "?", "?", k.problem, "?", _shown(k.path)))
+            rows.append(("?", "?", "?", k.problem, "?", shown(k.path)))
             continue
         m = k.meta
-        rows.append((_date(m), _machine(m), str(m.get("profile") or "?"), _verdict(m), _duration(m), _shown(k.path)))
+        rows.append((_date(m), _machine(m), str(m.get("profile") or "?"), _verdict(m), _duration(m), shown(k.path)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
 
