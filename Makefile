@@ -79,7 +79,7 @@ endif
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: os os-bench all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -96,6 +96,7 @@ help:
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
+	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs"
 	@echo "make clean      remove $(BUILD)/"
@@ -175,6 +176,13 @@ os-bench: deps $(OS_BIN)
 	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: tools/clockbench compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
 
+# Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
+# with clockbench-os as /init. Under this kind of nested KVM Linux may not
+# boot at all: OS_VM_ARGS='--accel tcg'.
+OS_VM_ARGS ?=
+os-vm: deps $(OS_BIN) $(HOST_TOOL)
+	$(CLOCKBENCH) os-vm --program $(OS_BIN) $(OS_VM_ARGS)
+
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
 HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c $(FONT_C)
@@ -246,7 +254,7 @@ test-matrix: deps $(KERNEL) $(TEST_ISO)
 test-host: $(HOST_LIB)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
 
-test-boot: $(KERNEL) $(TEST_ISO)
+test-boot: $(KERNEL) $(TEST_ISO) $(OS_BIN)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
 
 clean:

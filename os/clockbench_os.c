@@ -663,6 +663,22 @@ static void record_context(void)
     }
 }
 
+/* Early in boot (as a VM's init) Linux still runs on "tsc-early" and
+   switches to "tsc" itself once its refined calibration is done (about a
+   second, longer under emulation): measuring before that would time a
+   clocksource about to go, and take the kernel's own switch for ours.
+   Waits for it, at most 30 s; returns the seconds waited. */
+static double settle_clocksource(void)
+{
+    char now[CS_NAME_MAX];
+    if (opt.sysfs)
+        os_cs_probe(opt.sysfs, false, &cs); /* points the reads at the folder asked for */
+    uint64_t t0 = raw_ns();
+    while (os_cs_current(now) && !strcmp(now, "tsc-early") && raw_ns() - t0 < 30000000000ull)
+        nanosleep(&(struct timespec){0, 100000000}, 0);
+    return (double)(raw_ns() - t0) / 1e9 > 0.05 ? (double)(raw_ns() - t0) / 1e9 : 0;
+}
+
 /* ---- checks over what was measured ---- */
 static void judge(void)
 {
@@ -836,7 +852,11 @@ int main(int argc, char **argv)
     uname(&uts);
     vdso_why = os_vdso_find();
     pin_and_prioritise();
+    double settle_s = settle_clocksource();
     os_cs_probe(opt.sysfs, geteuid() == 0, &cs);
+    if (settle_s > 0)
+        printf("clockbench-os: waited %.1f s for the kernel to leave its boot clocksource tsc-early%s\n", settle_s,
+               strcmp(cs.original, "tsc-early") ? "" : " (it had not, after 30 s)");
     read_klog();
     record_context();
 

@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="show the tool's version and the build of the image in build/, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runner.add_parser(sub)
+    __import__("clockbench.osvm", fromlist=["add_parser"]).add_parser(sub)
     rs = sub.add_parser("runs", help="list the runs `clockbench run` kept (date, machine, verdict, duration, folder)")
     rs.add_argument("--dir", default=paths.default(runs.RUNS), help="the runs folder (default: %(default)s)")
     rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
