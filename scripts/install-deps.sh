@@ -15,7 +15,7 @@ packages=(
   python3-jinja2 python3-scipy python3-pip               # the HTML report: templates; allantools' needs; pip for it
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
-  libc6-dev util-linux                                   # clockbench-os, linked static; setpriv for its non-root test
+  libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
 )
 
