@@ -173,7 +173,7 @@ OS_ARGS ?=
 os-bench: deps $(OS_BIN)
 	@mkdir -p $(BUILD)/os-bench
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
-	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: tools/clockbench compare BARE.log $(BUILD)/os-bench/os.log"
+	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
