@@ -14,9 +14,13 @@ void os_choice_make(const struct os_choice_input *in, struct os_choice *out)
 {
     struct candidate c[6];
     int n = 0;
-    bool tsc_ok = in->tsc && in->invariant_tsc && in->tsc_behaved;
+    bool synchronised = in->invariant_tsc || in->single_cpu || in->intel;
+    bool tsc_ok = in->tsc && synchronised && in->tsc_behaved;
     if (tsc_ok)
-        c[n++] = (struct candidate){"tsc", COUNTER_TSC, 300, "the CPU reports an invariant TSC"};
+        c[n++] = (struct candidate){"tsc", COUNTER_TSC, 300,
+                                    in->invariant_tsc ? "the CPU reports an invariant TSC"
+                                    : in->single_cpu  ? "no invariant TSC, but on one CPU Linux keeps it"
+                                                      : "no invariant TSC, but Linux trusts an Intel CPU's"};
     if (in->hyperv) {
         if (in->hv_page)
             c[n++] = (struct candidate){"hyperv_clocksource_tsc_page", COUNTER_HV_REF_PAGE, in->hv_tsc_invariant ? 250 : 500,
@@ -47,7 +51,7 @@ void os_choice_make(const struct os_choice_input *in, struct os_choice *out)
     out->clock = c[best].name;
     out->counter = c[best].counter;
     out->rating = c[best].rating;
-    const char *tsc_note = !in->tsc ? "no TSC" : !in->invariant_tsc ? "the CPU reports no invariant TSC"
+    const char *tsc_note = !in->tsc ? "no TSC" : !synchronised ? "the CPU reports no invariant TSC"
                            : !in->tsc_behaved ? "the TSC misbehaved here" : "";
     if (second >= 0)
         fmt_format(out->why, sizeof out->why, "rating %d over %s's %d%s%s%s%s", c[best].rating, c[second].name, c[second].rating,

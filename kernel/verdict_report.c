@@ -10,6 +10,7 @@
 #include "memory.h"
 #include "record.h"
 #include "report_util.h"
+#include "string.h"
 #include "results.h"
 
 static enum target_id target_of_counter(int c)
@@ -29,6 +30,8 @@ static void report_os_choice(const struct cpu_info *ci)
         .tsc = counters[COUNTER_TSC].present,
         .invariant_tsc = ci->invariant_tsc,
         .tsc_behaved = !tsc->backward && !results.tsc_back_in_drift,
+        .single_cpu = discovered.acpi.cpus_enabled <= 1,
+        .intel = !strcmp(ci->vendor, "GenuineIntel"),
         .kvm = pv->kvm_base != 0,
         .kvmclock = counters[COUNTER_KVMCLOCK].present,
         .hyperv = pv->hyperv,

@@ -860,8 +860,9 @@ int main(int argc, char **argv)
     read_klog();
     record_context();
 
-    printf("\n== Through the OS: read cost (ns, each call alone between serialised TSC reads, the empty bracket's median\n"
-           "   subtracted), clock_getres, and the least step seen in back-to-back reads ==\n");
+    printf("\n== Through the OS: read cost, clock_getres, least step ==\n"
+           "  ns; each call alone between serialised TSC reads, the empty bracket's median subtracted;\n"
+           "  the least step is the smallest non-zero change seen in back-to-back reads\n");
     measure_clocksource(cs.original, true, &cs_results[cs_done]);
     report_clocksource(&cs_results[cs_done++]);
     bool switching = !cs.why_not && !opt.current_only;

@@ -112,7 +112,6 @@ bool os_claim_parse(const char *line, struct os_claim *c)
     if ((p = find(line, "tsc: Refined TSC clocksource calibration: "))) {
         c->what = "tsc refined";
         c->khz = mhz_to_khz(p + 42, &end);
-        copy_rest(c->detail, sizeof c->detail, "MHz");
         return c->khz != 0;
     }
     if ((p = find(line, "tsc: Detected "))) {
@@ -120,7 +119,8 @@ bool os_claim_parse(const char *line, struct os_claim *c)
         if (!c->khz)
             return false;
         c->what = "tsc detected";
-        copy_rest(c->detail, sizeof c->detail, end[0] == ' ' ? end + 1 : end); /* "MHz processor" or "MHz TSC" */
+        /* "... MHz processor" (calibrated) or "... MHz TSC" (from CPUID or MSRs) */
+        copy_rest(c->detail, sizeof c->detail, find(end, " MHz ") == end ? end + 5 : end);
         return true;
     }
     if ((p = find(line, "tsc: Fast TSC calibration "))) {

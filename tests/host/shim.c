@@ -513,7 +513,7 @@ const char *shim_os_choice(uint32_t flags)
     struct os_choice_input in = {
         .tsc = flags & 1, .invariant_tsc = flags & 2, .tsc_behaved = flags & 4, .kvm = flags & 8, .kvmclock = flags & 16,
         .hyperv = flags & 32, .hv_page = flags & 64, .hv_msr = flags & 128, .hv_tsc_invariant = flags & 256,
-        .hpet = flags & 512, .acpi_pm = flags & 1024,
+        .hpet = flags & 512, .acpi_pm = flags & 1024, .single_cpu = flags & 2048, .intel = flags & 4096,
     };
     struct os_choice c;
     os_choice_make(&in, &c);

@@ -80,13 +80,13 @@ def test_a_coarse_clock_steps_by_its_tick(lib):
 
 
 CLAIMS = [
-    ("[    0.000000] tsc: Detected 2599.998 MHz processor", "tsc detected", 2599998, "MHz processor"),
-    ("<6>[    0.000000] tsc: Detected 2300.000 MHz TSC", "tsc detected", 2300000, "MHz TSC"),
-    ("[    1.402115] tsc: Refined TSC clocksource calibration: 2596.119 MHz", "tsc refined", 2596119, "MHz"),
+    ("[    0.000000] tsc: Detected 2599.998 MHz processor", "tsc detected", 2599998, "processor"),
+    ("<6>[    0.000000] tsc: Detected 2300.000 MHz TSC", "tsc detected", 2300000, "TSC"),
+    ("[    1.402115] tsc: Refined TSC clocksource calibration: 2596.119 MHz", "tsc refined", 2596119, ""),
     ("[    0.004000] tsc: Fast TSC calibration using PIT", "tsc calibrated by", 0, "using PIT"),
     ("[    0.396000] tsc: Marking TSC unstable due to clocksource watchdog", "tsc unstable", 0, "clocksource watchdog"),
     ("[    0.512000] clocksource: Switched to clocksource kvm-clock", "clocksource switched", 0, "kvm-clock"),
-    ("[    0.1] tsc: Detected 3000 MHz processor", "tsc detected", 3000000, "MHz processor"),
+    ("[    0.1] tsc: Detected 3000 MHz processor", "tsc detected", 3000000, "processor"),
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lib import as_json
 
-TSC, INV, OK, KVM, KVMCLOCK, HV, HV_PAGE, HV_MSR, HV_INV, HPET, PM = (1 << i for i in range(11))
+TSC, INV, OK, KVM, KVMCLOCK, HV, HV_PAGE, HV_MSR, HV_INV, HPET, PM, ONE_CPU, INTEL = (1 << i for i in range(13))
 GOOD_TSC = TSC | INV | OK
 
 
@@ -36,3 +36,17 @@ def test_bare_metal_falls_back_from_a_bad_tsc(lib):
     assert choose(lib, TSC | PM)["clock"] == "acpi_pm"
     c = choose(lib, TSC)
     assert c["clock"] is None and c["counter"] == -1 and "no clocksource" in c["why"]
+
+
+def test_without_an_invariant_tsc_linux_keeps_it_on_one_cpu_or_on_intel(lib):
+    # arch/x86/kernel/tsc.c unsynchronized_tsc(): only non-Intel machines
+    # with several CPUs and no constant TSC are assumed unsynchronised.
+    # Seen: Debian's 6.1 under QEMU TCG (-cpu max: AMD, no invariant TSC,
+    # one CPU) runs on tsc (tests/fixtures/os-vm-tcg-q35.log).
+    c = choose(lib, TSC | OK | ONE_CPU | HPET | PM)
+    assert c["clock"] == "tsc" and "on one CPU Linux keeps it" in c["why"], c
+    assert choose(lib, TSC | OK | INTEL | HPET | PM)["clock"] == "tsc"
+    assert choose(lib, TSC | OK | HPET | PM)["clock"] == "hpet"          # AMD, several CPUs
+    assert choose(lib, TSC | ONE_CPU | HPET | PM)["clock"] == "hpet"     # misbehaved here
+    assert choose(lib, TSC | OK | ONE_CPU | KVM | KVMCLOCK)["clock"] == "kvm-clock"  # 400 over 300
+

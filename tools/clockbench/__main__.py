@@ -80,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, or a decoded QR code")
     rp.add_argument("--out", help="output folder (default: the log's name without its extension)")
     rp.add_argument("--no-html", action="store_true", help="write results.json and the CI formats only: no plots, no HTML page")
+    rp.add_argument("--os", action="append", metavar="OS_LOG", help="a clockbench-os run (log or results.json) to set beside this "
+                    "bare run in the page's section \"Bare and through the OS\" (may be given more than once)")
     ci_formats.add_arguments(rp)
     rp.set_defaults(func=lambda a: __import__("clockbench.commands", fromlist=["cmd_report"]).cmd_report(a))
     cp = sub.add_parser("compare", help="runs side by side (logs, results JSON files or decoded QR codes)",
                         description=__import__("clockbench.compare", fromlist=["__doc__"]).__doc__)
-    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json or a decoded QR code; the first is the base of the ratios")
+    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json or a decoded QR code; the first is the base of the "
+                    "ratios (with clockbench-os runs: the bare run is)")
     cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
     cp.set_defaults(func=lambda a: __import__("clockbench.compare", fromlist=["main"]).main(a))
     args = p.parse_args(argv)

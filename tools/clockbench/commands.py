@@ -11,15 +11,31 @@ import sys
 from pathlib import Path
 
 from . import ci_formats, results
-from .errors import CannotWrite, MissingTool
+from .errors import BadInput, CannotWrite, MissingTool
 
 
 def _out_dir(args) -> Path:
     return Path(args.out or Path(args.log).with_suffix(""))
 
 
+def _os_runs(args, res: dict) -> list[dict]:
+    """The runs `--os` names, loaded and checked: clockbench-os runs, beside
+    a bare run."""
+    from . import os_side
+
+    paths = getattr(args, "os", None) or []
+    if paths and os_side.is_os(res):
+        raise BadInput(f"{args.log}: is itself a clockbench-os run; --os adds OS runs to the report of a bare run (the image's log)")
+    runs = [results.load_path(p) for p in paths]
+    for p, r in zip(paths, runs):
+        if not os_side.is_os(r):
+            raise BadInput(f"{p}: not a clockbench-os run (its schema record's tool is {r.get('tool')!r}): --os takes a log of the OS side")
+    return runs
+
+
 def cmd_report(args) -> int:
     res = results.load_path(args.log)
+    args.os_runs = _os_runs(args, res)
     to_stdout = any(dest == "-" for _, dest in ci_formats.requested(args))
     ci_formats.write_requested(args, res)
     # TAP or Markdown on standard output: everything else goes to standard error

@@ -4,7 +4,17 @@ files or decoded QR codes). One column per run, headed by the run's name
 the rows beneath; one row per read target with its p50 and
 its ratio to the first run ("1.9x"); the TSC frequency with its difference
 in ppm; the checks. When one machine has several runs, a column for it
-gives the mean and standard deviation over them, as hyperfine does."""
+gives the mean and standard deviation over them, as hyperfine does.
+
+`clockbench compare BARE OS [OS ...]` (a run of the image and runs of
+clockbench-os, in any order): per clocksource the OS measured, the bare
+read p50 of the counter beneath it, clock_gettime(CLOCK_MONOTONIC) through
+the OS by libc, the vDSO and the syscall with its ratio to the bare read,
+and the resolution claimed (clock_getres) and seen; the coarse, CPU-time
+and other clocks in rows of their own; which kernel, clocksource, CPU and
+pinning, and a warning when the two ran on different machines. Several
+bare runs: the usual table of them, then the OS runs against the first.
+OS runs alone: their calls side by side."""
 
 from __future__ import annotations
 
@@ -14,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import results
-from .errors import BadInput, CannotWrite
+from .errors import BadInput, CannotWrite, MissingTool
 
 # The read targets in the order the image measures them (docs/output.md).
 TARGETS = ("rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc", "hpet", "acpi_pm", "pit")
@@ -204,8 +214,67 @@ def as_html(rows: list[list[str]]) -> str:
             f"<h1>clockbench compare</h1><table><tr>{head}</tr>{body}</table></body></html>\n")
 
 
+def _write_html(path, page: str) -> None:
+    try:
+        Path(path).write_text(page)
+    except OSError as e:
+        raise CannotWrite(f"cannot write {path}: {e.strerror or e}") from None
+    print(f"clockbench compare: wrote {path}")
+
+
+def _with_os(args, runs: list[dict]) -> int:
+    """Bare and OS runs (os_side.py): the side-by-side table."""
+    from . import os_side
+
+    names = run_names(list(args.runs))
+    for p, r in zip(args.runs, runs):
+        if os_side.is_os(r) and not _l(r.get("os_latency")) and not _l(r.get("os_tsc_rate")):
+            why = results.outcome(r)[1]
+            raise BadInput(f"{p}: an OS run that holds nothing to compare (no os_latency, no os_tsc_rate records)"
+                           + (f"; {why}" if why else ""))
+        code, why = results.outcome(r)
+        if code not in (0, 1):
+            print(f"clockbench compare: {p}: {why}", file=sys.stderr)
+    bare = [i for i, r in enumerate(runs) if not os_side.is_os(r)]
+    oss = [i for i, r in enumerate(runs) if os_side.is_os(r)]
+    if not bare:
+        rows = os_side.os_vs_os([runs[i] for i in oss], [names[i] for i in oss])
+        lines = os_side.os_machine_lines([runs[i] for i in oss], [names[i] for i in oss])
+        sys.stdout.write("".join(l + "\n" for l in lines) + ("\n" if lines else "")
+                         + "OS runs without a bare run: each call's p50 with its ratio to the first run's "
+                           "(give a log of the image too for the bare reads)\n\n" + as_text(rows))
+        if args.html:
+            _write_html(args.html, as_html(rows).replace("<table>", "".join(f"<p><b>{html.escape(l)}</b></p>" for l in lines)
+                                                      + "<table>", 1))
+        return 0
+    for i in bare:
+        if not _p50(runs[i]) and _hz(runs[i]) is None:
+            why = results.outcome(runs[i])[1]
+            raise BadInput(f"{args.runs[i]}: holds nothing to compare (no read cost, no TSC frequency)" + (f"; {why}" if why else ""))
+    if len(bare) > 1:
+        sys.stdout.write(as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare]))))
+        sys.stdout.write(f"\nThrough the OS, against the first bare run, {names[bare[0]]}:\n")
+    t = os_side.side_by_side(runs[bare[0]], [runs[i] for i in oss], names[bare[0]], [names[i] for i in oss])
+    sys.stdout.write(os_side.as_text(t))
+    if args.html:
+        try:
+            page = os_side.as_html_page(t)
+        except ImportError as e:
+            raise MissingTool(f"{e.name or e} is not installed (`make deps`): the HTML table needs it") from None
+        _write_html(args.html, page)
+    return 0
+
+
+def _l(v) -> list:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
 def main(args) -> int:
     runs = [load(Path(p)) for p in args.runs]
+    from . import os_side
+
+    if any(os_side.is_os(r) for r in runs):
+        return _with_os(args, runs)
     for p, r in zip(args.runs, runs):
         if not _p50(r) and _hz(r) is None:
             why = results.outcome(r)[1]

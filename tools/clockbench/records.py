@@ -101,6 +101,8 @@ def _is_part(rec: dict) -> bool:
 def _numbering_problem(numbers: list[int], n: int) -> str | None:
     """Why part numbers are not each of 0..N-1 once (the kernel's), or of
     1..N once (accepted all the same); None when they are."""
+    if not 1 <= n <= 4096 or len(numbers) > 4096:
+        return f"{n!r} parts claimed, {len(numbers)} seen: not a plausible split (at most 4096)"
     base = 1 if numbers and min(numbers) >= 1 and max(numbers) <= n else 0
     expected = set(range(base, base + n))
     missing = sorted(expected - set(numbers))

@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import plots, records, results
+from . import os_side, plots, records, results
 
 PLOTS = plots.PLOTS
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -588,11 +588,37 @@ def _env():
     return env
 
 
+def _full_text(res: dict) -> str:
+    return "\n".join(_d(res.get("terminal")).get("sections") and
+                     ["\n".join(([f"== {x['title']} =="] if x["title"] != "Start" else []) + x["lines"] + [""])
+                      for x in res["terminal"]["sections"]] or [])
+
+
+STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed", 4: "incomplete"}
+
+
+def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, meta: dict | None = None) -> None:
+    """A clockbench-os run's page, from templates/report_os.html.j2 (its rows
+    from os_side.py)."""
+    code, why = outcome(res)
+    page = os_side.page(res)
+    page["context"] += meta_rows(meta or {})
+    ctx = dict(title=os_side.page_title(res) + (f", {date}" if date else ""), status=STATUS_NAMES.get(code, "unknown"), why=why,
+               summary=_d(res.get("summary")), source=str(res.get("source") or ""), problems=problems(res),
+               warnings=os_side.warnings(res) + warnings(res), os=page, checks=check_rows(res), notes=list(notes),
+               full_text=_full_text(res))
+    path.write_text(_env().get_template("report_os.html.j2").render(**ctx))
+
+
 def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None = None, notes=(), date: str | None = None,
-                left_out: dict | None = None, meta: dict | None = None) -> None:
-    """The page, from templates/report.html.j2. Built with .get() throughout:
+                left_out: dict | None = None, meta: dict | None = None, os_table: dict | None = None) -> None:
+    """The page, from templates/report.html.j2 (templates/report_os.html.j2
+    for a clockbench-os run); os_table, os_side.side_by_side's, adds the
+    section "Bare and through the OS". Built with .get() throughout:
     a record cut for length, or a results file from an older tool, lacks
     members and costs a cell, not the page."""
+    if os_side.is_os(res):
+        return render_os_html(res, path, notes, date, meta)
     code, why = outcome(res)
     s = _d(res.get("summary"))
     lat_rows, batches = latency_rows(res)
@@ -605,7 +631,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
     for p in plots_made:
         figs[p.stem] = {"title": plots.FIGURES.get(p.stem, p.stem), "alt": plots.FIGURES.get(p.stem, p.stem),
                         "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
-    status = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed", 4: "incomplete"}.get(code, "unknown")
+    status = STATUS_NAMES.get(code, "unknown")
     ctx = dict(
         title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
         source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
@@ -618,9 +644,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
         allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),
         terminal={k: _terminal_for(res, k) for k in TERMINAL_OF}, others=other_sections(res),
-        full_text="\n".join(_d(res.get("terminal")).get("sections") and
-                            ["\n".join(([f"== {x['title']} =="] if x["title"] != "Start" else []) + x["lines"] + [""])
-                             for x in res["terminal"]["sections"]] or []),
+        full_text=_full_text(res), bare_and_os=os_table,
         sig=sig, ns=ns, pm=pm,
     )
     path.write_text(_env().get_template("report.html.j2").render(**ctx))
@@ -650,12 +674,17 @@ def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_
     return made
 
 
-def write(res: dict, out: Path, text: str | None = None, log_path: Path | None = None) -> tuple[list[Path], list[str]]:
+def write(res: dict, out: Path, text: str | None = None, log_path: Path | None = None,
+          os_table: dict | None = None) -> tuple[list[Path], list[str]]:
     """Everything `report` writes into out: results.json, the plots and
-    report.html; the plots drawn and the notes (what was left out)."""
+    report.html; the plots drawn and the notes (what was left out). An OS
+    run (clockbench-os) has no plots."""
     if text is not None:
         augment(res, text)
     notes = list(res.get("notes") or [])
+    is_os = os_side.is_os(res)
+    if is_os:
+        res.setdefault("allan", [])
     if res.get("allan") is None:
         try:
             res["allan"] = plots.allan_series(res, notes)
@@ -668,9 +697,10 @@ def write(res: dict, out: Path, text: str | None = None, log_path: Path | None =
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     left_out: dict[str, str] = {}
-    made = render_plots(res, out, notes, left_out)
+    made = [] if is_os else render_plots(res, out, notes, left_out)
     meta = run_meta(log_path)
-    render_html(res, made, out / "report.html", date=run_date(log_path, meta), notes=notes, left_out=left_out, meta=meta)
+    render_html(res, made, out / "report.html", date=run_date(log_path, meta), notes=notes, left_out=left_out, meta=meta,
+                os_table=os_table)
     return made, notes
 
 
@@ -690,7 +720,13 @@ def main(args) -> int:
     for p in res["problems"]:
         print(f"clockbench report: {log_path}: {p}", file=sys.stderr)
     is_log = not text.lstrip().startswith("{")
-    made, notes = write(res, out, text if is_log else None, log_path)
+    os_table = None
+    if getattr(args, "os_runs", None):  # `--os OS.log`, loaded and checked by commands.py
+        from . import compare
+
+        names = compare.run_names([str(log_path), *map(str, args.os)])
+        os_table = os_side.side_by_side(res, args.os_runs, names[0], names[1:])
+    made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)
     print(f"clockbench report: {out}/results.json, {len(made)} plots, {out}/report.html")

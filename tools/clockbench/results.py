@@ -64,6 +64,18 @@ def from_log(text: str, source: str = "") -> dict:
         "checks": by("check"),
         "summary": first("summary"),
         "fault": first("fault"),
+        # which program wrote the log: "clockbench" (the image) or
+        # "clockbench-os" (the same measurements through Linux)
+        "tool": (first("schema") or {}).get("tool"),
+        "os_choice": first("os_choice"),  # the image: the clocksource Linux would choose here
+        # clockbench-os (docs/output.md, "The OS side"); empty for the image
+        "os": first("os"),
+        "os_latency": by("os_latency"),
+        "os_resolution": by("os_resolution"),
+        "os_tsc_rate": by("os_tsc_rate"),
+        "os_claims": by("os_claim"),
+        "os_clocksources": by("os_clocksource"),
+        "os_restore": first("os_restore"),
     }
 
 
@@ -128,7 +140,13 @@ _SHAPE = {
     "counters": (list, []), "frequency": (list, []), "stability": (list, []), "residuals": (list, []), "checks": (list, []),
     "latency": (dict, {}), "resolution": (dict, {}), "histograms": (dict, {}), "monotonicity": (dict, {}),
     "problems": (list, []), "notes": (list, []),
+    "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None),
+    "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
+    "os_clocksources": (list, []),
 }
+# The members above that are one record (an object of any members), not
+# an object of records
+_ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore")
 
 
 def _checked(data: dict, source: str) -> dict:
@@ -149,10 +167,12 @@ def _checked(data: dict, source: str) -> dict:
             bad = [k for k, x in v.items() if not isinstance(x, list)]
         else:
             bad = [i for i, x in enumerate(v) if not isinstance(x, dict)] if kind is list else \
-                  [k for k, x in v.items() if key not in ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault")
-                   and not isinstance(x, dict)]
+                  [k for k, x in v.items() if key not in _ONE_RECORD and not isinstance(x, dict)]
         if bad:
             raise BadInput(f'{source}: "{key}"[{bad[0]!r}] has the wrong type: not a results file clockbench wrote')
+    if out.get("tool") is not None and not isinstance(out["tool"], str):
+        raise BadInput(f'{source}: "tool" should be a string, not {type(out["tool"]).__name__}: not a results file clockbench wrote')
+    out.setdefault("tool", None)
     out.setdefault("complete", out["summary"] is not None)
     out.setdefault("source", source)
     for key in ("build", "schema_version"):
@@ -218,7 +238,7 @@ def load_any(text: str, source: str = "") -> dict:
         raise BadInput(f"{source}: no schema record, so not the start of a clockbench run's log "
                        f"(it begins with '@cb {{\"type\":\"schema\",...}}'); {len(log.records)} records found")
     first = schemas[0]
-    if first.get("tool") not in (None, "clockbench") or log.schema_version is None:
+    if first.get("tool") not in (None, "clockbench", "clockbench-os") or log.schema_version is None:
         raise BadInput(f"{source}: the schema record is not clockbench's (tool {first.get('tool')!r}, "
                        f"version {first.get('version')!r})")
     return from_log(text, source)
