@@ -177,8 +177,8 @@ os-bench: deps $(OS_BIN)
 	@exit $$(cat $(BUILD)/os-bench/status)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
-# with clockbench-os as /init. Under this kind of nested KVM Linux may not
-# boot at all: OS_VM_ARGS='--accel tcg'.
+# with clockbench-os as /init (under a PVM KVM, which emulates every
+# instruction, --accel auto picks TCG: Linux would not boot in minutes).
 OS_VM_ARGS ?=
 os-vm: deps $(OS_BIN) $(HOST_TOOL)
 	$(CLOCKBENCH) os-vm --program $(OS_BIN) $(OS_VM_ARGS)
