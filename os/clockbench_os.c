@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../kernel/cpuinfo.h"
+#include "../kernel/finish.h" /* DEBUG_EXIT_PORT, DEBUG_EXIT_BASE: QEMU's isa-debug-exit, as the image uses it */
 #include "../kernel/record.h"
 #include "../kernel/segfit.h"
 #include "../kernel/stats.h"
@@ -43,8 +44,6 @@ const char *os_vdso_find(void);
 /* glibc's, from <sys/io.h>, whose own outb clashes with kernel/cpu.h's */
 int ioperm(unsigned long from, unsigned long num, int turn_on);
 
-#define DEBUG_EXIT_PORT 0xf4 /* QEMU's isa-debug-exit, as the image uses it (kernel/finish.h) */
-#define DEBUG_EXIT_BASE 0x10
 #define CHECK_EVERY 64       /* a time check after every 64th back-to-back read */
 #define RATE_SAMPLES_MAX 8192
 
@@ -161,9 +160,11 @@ static int cmp_u64(const void *a, const void *b)
 /* Samples (TSC mid-bracket, CLOCK_MONOTONIC_RAW) every window/4096 for the
    window, each between two serialised TSC reads; brackets over 4 times the
    median width (a preemption or an interrupt inside) are left out; one
-   least-squares line (kernel/segfit.c) and its uncertainty as the image
-   states it (kernel/uncertainty.c: statistical or correlated, and the
-   quantisation of 1 ns plus the narrowest bracket). */
+   least-squares line (kernel/segfit.c) and its uncertainty
+   (kernel/uncertainty.c: statistical or correlated, and quantisation).
+   Unlike the image's drift loop (the narrowest of several reads a slot,
+   kept within 2x the narrowest), one read a slot: a call costs too much
+   to spend several on each. */
 static void measure_rate(unsigned window_ms, struct rate *out)
 {
     *out = (struct rate){0};
@@ -207,14 +208,18 @@ static void measure_rate(unsigned window_ms, struct rate *out)
         return;
     }
     struct freq_uncertainty u;
-    double ns_per_tick = xd(f.slope);
+    struct xf hz = xf_div(xf_from_u64(1000000000), f.slope), ppm = xf_from_u64(1000000);
+    double ns_per_tick = 1e9 / xd(hz);
+    /* quantisation: the clock's 1 ns, and the narrowest bracket: with one
+       read a slot (the image keeps the narrowest of several), where in its
+       bracket each read fell is not averaged out by anything */
     freq_uncertainty(x, y, seg, k, &f, xf_from_u64(1 + (uint64_t)(narrowest * ns_per_tick)), 8, &u);
     out->done = true;
-    out->hz = 1e9 / ns_per_tick;
-    out->unc_ppm = xd(u.total) * 1e6;
-    out->stderr_ppm = xd(u.statistical) * 1e6;
-    out->correlated_ppm = xd(u.correlated) * 1e6;
-    out->quant_ppm = xd(u.quantisation) * 1e6;
+    out->hz = xd(hz);
+    out->unc_ppm = xd(xf_mul(u.total, ppm));
+    out->stderr_ppm = xd(xf_mul(u.statistical, ppm));
+    out->correlated_ppm = xd(xf_mul(u.correlated, ppm));
+    out->quant_ppm = xd(xf_mul(u.quantisation, ppm));
     out->window_s = (double)(y[k - 1] - y[0]) / 1e9;
     out->narrowest_ns = narrowest * ns_per_tick;
     out->samples = n;
@@ -355,10 +360,11 @@ static void measure_call(enum os_call k, struct call_result *c)
     }
     uint32_t n = opt.reads;
     uint64_t *full = malloc(n * sizeof *full), *empty = malloc(n * sizeof *empty), *scratch = malloc(n * sizeof *scratch);
-    /* at least 3 ticks of a coarse clock, so that its step shows */
+    /* at least 25 ticks of a coarse clock, so that a single step shows
+       even when a busy host merges some ticks (run-length encoded: cheap) */
     double seq_ms = opt.seq_ms;
-    if (c->res_known && os_calls[k].coarse && c->res_ns * 3 / 1e6 > seq_ms)
-        seq_ms = c->res_ns * 3 / 1e6;
+    if (c->res_known && os_calls[k].coarse && c->res_ns * 25 / 1e6 > seq_ms)
+        seq_ms = c->res_ns * 25 / 1e6;
     if (os_calls[k].unit == UNIT_S && seq_ms < 2100)
         seq_ms = 2100; /* time() steps once a second: two steps */
     uint32_t cap = opt.quick ? 1u << 18 : 1u << 21;
@@ -396,6 +402,7 @@ struct cs_result {
     char name[CS_NAME_MAX];
     bool selected, measured, all_calls;
     const char *why;
+    char changed_to[CS_NAME_MAX]; /* the clocksource in use when its measurement ended, when not this one */
     struct rate rate;
     struct call_result calls[CALL_COUNT];
 };
@@ -521,14 +528,24 @@ static void measure_clocksource(const char *name, bool all_calls, struct cs_resu
         tsc_hz_source = "a rough 20 ms estimate against CLOCK_MONOTONIC_RAW (the window failed)";
     }
     for (int k = 1; k < CALL_COUNT; k++)
-        if (all_calls || os_calls[k].per_clocksource)
-            measure_call((enum os_call)k, &r->calls[k]);
+        if (all_calls || os_calls[k].per_clocksource) {
+            if (tsc_hz > 0)
+                measure_call((enum os_call)k, &r->calls[k]);
+            else
+                r->calls[k] = (struct call_result){.why = "no TSC rate to turn ticks into ns: CLOCK_MONOTONIC_RAW did not advance"};
+        }
+    /* the kernel may change clocksource by itself (its watchdog marking one unstable) */
+    char now[CS_NAME_MAX] = "unreadable";
+    if (os_cs_current(now) && strcmp(now, name) != 0)
+        snprintf(r->changed_to, sizeof r->changed_to, "%s", now);
     r->measured = true;
 }
 
 static void report_clocksource(const struct cs_result *r)
 {
     printf("\n-- clocksource %s%s --\n", r->name, r->all_calls ? " (the one in use at start: every call)" : " (the calls that read it)");
+    if (r->changed_to[0])
+        printf("  WARNING: the kernel was on %s by the end of this clocksource's measurement: the figures may mix the two\n", r->changed_to);
     report_rate(r->name, &r->rate);
     printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", "call (ns)", "path", "min", "p50", "mean", "p99", "getres", "least step");
     for (int k = 1; k < CALL_COUNT; k++)
@@ -538,6 +555,8 @@ static void report_clocksource(const struct cs_result *r)
 
 /* ---- context ---- */
 static struct os_clocksources cs;
+static bool rt_fifo, memory_locked;
+static char ignored_args[256];
 static struct utsname uts;
 static int pinned_cpu = -1;
 static const char *pin_why, *rt_why, *vdso_why, *klog_why;
@@ -583,9 +602,14 @@ static void pin_and_prioritise(void)
     struct sched_param sp = {.sched_priority = 50};
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
         rt_why = errno == EPERM ? "SCHED_FIFO refused: not root, no CAP_SYS_NICE" : "SCHED_FIFO refused";
-    else if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
-        rt_why = "SCHED_FIFO 50, but mlockall failed";
+    else
+        rt_fifo = true;
+    /* what is mapped now only: the sample arrays come later, and locking
+       them in advance (MCL_FUTURE) would fail them against RLIMIT_MEMLOCK */
+    memory_locked = mlockall(MCL_CURRENT) == 0;
 }
+
+static const char *rt_desc(void) { return memory_locked ? "SCHED_FIFO 50, memory locked" : "SCHED_FIFO 50 (memory not locked)"; }
 
 static void record_context(void)
 {
@@ -611,11 +635,15 @@ static void record_context(void)
     printf("  clocksource at start: %s (available:", cs.original);
     for (int i = 0; i < cs.count; i++)
         printf(" %s", cs.available[i]);
-    printf(")\n  %s\n", cs.why_not ? cs.why_not : "root: each available clocksource is measured in turn, and the original put back");
+    printf(")\n  %s\n", cs.why_not ? cs.why_not
+                      : opt.current_only ? "--current-only: only the current clocksource is measured"
+                                         : "root: each available clocksource is measured in turn, and the original put back");
     if (pinned_cpu >= 0)
-        printf("  pinned to CPU %d of %ld; real-time: %s\n", pinned_cpu, sysconf(_SC_NPROCESSORS_ONLN), rt_why ? rt_why : "SCHED_FIFO 50, memory locked");
+        printf("  pinned to CPU %d of %ld; real-time: %s\n", pinned_cpu, sysconf(_SC_NPROCESSORS_ONLN), rt_why ? rt_why : rt_desc());
     else
-        printf("  NOT pinned (%s); real-time: %s\n", pin_why, rt_why ? rt_why : "SCHED_FIFO 50, memory locked");
+        printf("  NOT pinned (%s); real-time: %s\n", pin_why, rt_why ? rt_why : rt_desc());
+    if (ignored_args[0])
+        printf("  arguments ignored (as init there is no one to tell): %s\n", ignored_args);
     printf("  vDSO: %s\n", vdso_why ? vdso_why : "__vdso_clock_gettime found, also called directly");
     record_begin(&r, "os");
     record_str(&r, "os", uts.sysname);
@@ -636,8 +664,10 @@ static void record_context(void)
         record_null(&r, "pinned_cpu");
     record_str(&r, "pin_reason", pin_why);
     record_u64(&r, "cpus_online", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
-    record_bool(&r, "realtime", opt.rt && !rt_why);
+    record_bool(&r, "realtime", rt_fifo);
     record_str(&r, "realtime_reason", rt_why);
+    record_bool(&r, "memory_locked", memory_locked);
+    record_str(&r, "ignored_args", ignored_args[0] ? ignored_args : 0);
     record_bool(&r, "vdso", os_vdso_clock_gettime != 0);
     record_str(&r, "vdso_reason", vdso_why);
     record_bool(&r, "quick", opt.quick);
@@ -708,6 +738,11 @@ static void judge(void)
                          cs_results[i].name);
             }
         }
+    unsigned moved = 0;
+    for (int i = 0; i < cs_done; i++)
+        moved += cs_results[i].changed_to[0] != 0;
+    if (moved)
+        check("FAIL", "clocksource held", "the kernel changed clocksource by itself during %u clocksource(s)' measurement", moved);
     if (back)
         check("FAIL", "OS clocks monotonic", "%u backward step(s):%s", back, where);
     else
@@ -747,24 +782,54 @@ static void finish(int status)
     exit(status);
 }
 
+/* Appends text to buf (async-signal-safe: no stdio in a handler). */
+static size_t put(char *buf, size_t at, size_t size, const char *text)
+{
+    while (*text && at + 1 < size)
+        buf[at++] = *text++;
+    buf[at] = 0;
+    return at;
+}
+
+/* Any signal that would end the run: put the clocksource back, say so,
+   then die by the same signal (SA_RESETHAND made it the default again, and
+   SA_NODEFER lets raise() deliver it now), so a parent sees how it ended. */
 static void on_signal(int sig)
 {
     bool was = os_cs_switched();
     os_cs_restore();
-    char msg[160];
-    int n = snprintf(msg, sizeof msg, "\nclockbench-os: %s (signal %d)%s\n", sig == SIGALRM ? "timed out" : "stopped", sig,
-                     was ? (os_cs_switched() ? "; the original clocksource could NOT be put back" : "; the original clocksource is back")
-                         : "");
-    if (n > 0)
-        (void)!write(1, msg, (size_t)n);
+    char msg[200], num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), 0};
+    size_t n = put(msg, 0, sizeof msg, sig == SIGALRM ? "\nclockbench-os: timed out (signal " : "\nclockbench-os: stopped (signal ");
+    n = put(msg, n, sizeof msg, num[0] == '0' ? num + 1 : num);
+    n = put(msg, n, sizeof msg, ")");
+    if (was)
+        n = put(msg, n, sizeof msg, os_cs_switched() ? "; the original clocksource could NOT be put back" : "; the original clocksource is back");
+    n = put(msg, n, sizeof msg, "\n");
+    (void)!write(1, msg, n);
     if (is_init) {
         if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
             outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + 1));
         reboot(RB_POWER_OFF);
     }
-    signal(sig, SIG_DFL);
     raise(sig);
     _exit(128 + sig);
+}
+
+/* Every signal whose default ends the process, SIGPIPE included (a root
+   run piped into `head`); a stack of its own, so that a stack overflow's
+   SIGSEGV still reaches the handler. SIGKILL cannot be caught: a run
+   killed that way leaves the clocksource switched (docs/output.md). */
+static void catch_signals(void)
+{
+    static char alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
+    sigaltstack(&ss, 0);
+    static const int sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE,
+                               SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSYS};
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        sigaction(sigs[i], &sa, 0);
 }
 
 static void usage(FILE *f)
@@ -820,9 +885,12 @@ static void parse_args(int argc, char **argv)
             exit(0);
         } else {
             fprintf(stderr, "clockbench-os: unknown argument '%s'\n", a);
+            if (is_init) { /* no one to tell but the report: carry on with the defaults, and say so there */
+                snprintf(ignored_args + strlen(ignored_args), sizeof ignored_args - strlen(ignored_args), "%s%s",
+                         ignored_args[0] ? " " : "", a);
+                continue;
+            }
             usage(stderr);
-            if (is_init)
-                return; /* as init there is no one to read it: run with the defaults, the record says */
             exit(64);
         }
     }
@@ -837,9 +905,7 @@ int main(int argc, char **argv)
         mount("proc", "/proc", "proc", 0, 0);
     }
     parse_args(argc, argv);
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-        signal(sigs[i], on_signal);
+    catch_signals();
     atexit(os_cs_restore);
     alarm(opt.timeout_s);
 
@@ -884,6 +950,7 @@ int main(int argc, char **argv)
         record_str(&r, "name", c->name);
         record_bool(&r, "selected", c->selected);
         record_str(&r, "reason", c->why);
+        record_str(&r, "changed_to", c->changed_to[0] ? c->changed_to : 0);
         emit(&r);
         cs_done++;
     }

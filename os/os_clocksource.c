@@ -11,10 +11,17 @@ static char cs_dir[256] = "/sys/devices/system/clocksource/clocksource0";
 static char original[CS_NAME_MAX];
 static volatile int switched; /* read by the signal handlers */
 
+/* Only open, read and close, and no stdio: also called from the signal
+   handlers (through os_cs_restore). */
 static bool read_file(const char *name, char *buf, size_t size)
 {
     char path[320];
-    snprintf(path, sizeof path, "%s/%s", cs_dir, name);
+    size_t d = strlen(cs_dir), m = strlen(name);
+    if (d + m + 2 > sizeof path)
+        return false;
+    memcpy(path, cs_dir, d);
+    path[d] = '/';
+    memcpy(path + d + 1, name, m + 1);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return false;
@@ -23,7 +30,11 @@ static bool read_file(const char *name, char *buf, size_t size)
     if (n <= 0)
         return false;
     buf[n] = 0;
-    buf[strcspn(buf, "\n")] = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (buf[i] == '\n') {
+            buf[i] = 0;
+            break;
+        }
     return true;
 }
 
@@ -61,10 +72,12 @@ void os_cs_probe(const char *dir, bool root, struct os_clocksources *cs)
     if (read_file("available_clocksource", list, sizeof list))
         for (char *save = 0, *w = strtok_r(list, " ", &save); w && cs->count < CS_MAX; w = strtok_r(0, " ", &save))
             snprintf(cs->available[cs->count++], CS_NAME_MAX, "%s", w);
-    if (!root)
+    char cur[320];
+    snprintf(cur, sizeof cur, "%s/current_clocksource", cs_dir);
+    if (!root && !dir)
         cs->why_not = "not root: only the current clocksource is measured (run as root to switch between them)";
-    else if (access(cs_dir, W_OK) != 0)
-        cs->why_not = "current_clocksource is not writable here";
+    else if (access(cur, W_OK) != 0)
+        cs->why_not = root ? "current_clocksource is not writable here" : "not root, and current_clocksource is not writable";
 }
 
 bool os_cs_select(const char *name, const char **why)
@@ -81,10 +94,19 @@ bool os_cs_select(const char *name, const char **why)
     return false;
 }
 
+/* Writing a name sets a sticky override: the kernel then keeps that one
+   whatever registers later. An empty write clears the override and lets
+   the kernel choose again; when that is the original, the machine is as it
+   was. Otherwise (the original was itself an override) the name is written. */
 void os_cs_restore(void)
 {
     if (!switched)
         return;
+    char now[CS_NAME_MAX];
+    if (write_current("\n") && os_cs_current(now) && strcmp(now, original) == 0) {
+        switched = 0;
+        return;
+    }
     if (write_current(original))
         switched = 0;
 }

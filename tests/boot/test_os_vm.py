@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def tcg_run(tmp_path_factory) -> OsRun:
     if not PROGRAM.is_file():
         pytest.fail(f"{PROGRAM} is missing: `make os` builds it")
     log = tmp_path_factory.mktemp("os-vm") / "os-vm.log"
-    proc = subprocess.run(["/usr/bin/python3", "-m", "clockbench", "os-vm", "--accel", "tcg", "--program", str(PROGRAM),
+    proc = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--program", str(PROGRAM),
                            "--log", str(log), "--timeout", str(TOOL_TIMEOUT_S), "--args=--quick"],
                           capture_output=True, text=True, timeout=TOOL_TIMEOUT_S + 120, env=ENV)
     run = OsRun(proc, log)

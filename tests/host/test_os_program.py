@@ -58,12 +58,13 @@ def test_every_call_is_measured_with_consistent_figures(quick):
              "clock_gettime(CLOCK_TAI)", "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)", "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
              "gettimeofday", "time", "clock", "rdtsc", "rdtscp"}
     assert {c for c, _ in lat} == calls
-    assert {path for c, path in lat if c == "clock_gettime(CLOCK_MONOTONIC)"} == {"libc", "vdso", "syscall"}
+    paths = {"libc", "vdso", "syscall"} if os_rec["vdso"] else {"libc", "syscall"}  # no vDSO: that path SKIPs
+    assert {path for c, path in lat if c == "clock_gettime(CLOCK_MONOTONIC)"} == paths
     for r in lat.values():
         assert r["n"] >= 100
         assert 0 <= r["min_ns"] <= r["p50_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"], r
     # a syscall costs more than the same call answered in user space, when the clocksource has a vDSO mode
-    if os_rec["clocksource"] in ("tsc", "kvm-clock"):
+    if os_rec["vdso"] and os_rec["clocksource"] in ("tsc", "kvm-clock"):
         assert lat["clock_gettime(CLOCK_MONOTONIC)", "vdso"]["p50_ns"] < lat["clock_gettime(CLOCK_MONOTONIC)", "syscall"]["p50_ns"]
     res = {(r["call"], r["path"]): r for r in of(recs, "os_resolution")}
     assert set(res) == set(lat)
@@ -102,7 +103,8 @@ def test_tsc_rate_matches_the_kernels_stated_rate_on_the_tsc_clocksource(quick):
 
 
 def test_without_root_it_measures_the_current_clocksource_and_says_so():
-    p = run("--quick", "--reads", "200", "--rate-ms", "50", user=65534)
+    # as root, drop to nobody; a test run that is not root is already there
+    p = run("--quick", "--reads", "200", "--rate-ms", "50", user=65534 if os.geteuid() == 0 else None)
     recs = records(p.stdout)
     os_rec = of(recs, "os")[0]
     assert os_rec["root"] is False and os_rec["switching"] is False
@@ -133,7 +135,8 @@ def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
     p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while (d / "current_clocksource").read_text().strip() == "tsc" and p.poll() is None and time.monotonic() < deadline:
+        # "" is a write under way (open truncates, then writes)
+        while (d / "current_clocksource").read_text().strip() in ("tsc", "") and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         switched = (d / "current_clocksource").read_text().strip() == "slowone"
         if how != "timeout":
@@ -147,7 +150,8 @@ def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
     if switched:
         assert "the original clocksource is back" in out
     assert ("timed out" in out) == (how == "timeout")
-    assert p.returncode != 0
+    # it dies by the signal, so that a parent (a shell, make) sees how it ended
+    assert p.returncode == -(signal.SIGALRM if how == "timeout" else getattr(signal, how))
 
 
 def test_a_full_switching_run_restores_and_records_each_clocksource(tmp_path):

@@ -74,6 +74,12 @@ def bare_made(**p50) -> dict:
 # ------------------------------------------------------------ results
 
 
+def as_ns(cell: str) -> float:
+    """"1.182 \u00b5s" -> 1182.0: a duration cell back in ns."""
+    value, unit = cell.split()
+    return float(value) * {"ns": 1, "\u00b5s": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
 def test_an_os_log_keeps_its_records_and_has_an_outcome():
     res = load(OS_FC)
     r = recs(OS_FC)
@@ -93,7 +99,7 @@ def test_an_os_log_keeps_its_records_and_has_an_outcome():
 def test_a_bare_log_is_not_an_os_run_and_an_older_results_file_still_loads():
     res = load(TCG)
     assert res["tool"] == "clockbench" and not os_side.is_os(res)
-    assert res["os_latency"] == [] and res["os"] is None and res["os_choice"]["clocksource"] == "hpet"
+    assert res["os_latency"] == [] and res["os"] is None and res["os_choice"]["clocksource"] == records.one(recs(TCG), "os_choice")["clocksource"]
     older = {k: v for k, v in res.items() if k != "tool" and not k.startswith("os")}
     back = results.load_any(json.dumps(older), "old.json")
     assert back["os_latency"] == [] and back["os"] is None and back["tool"] is None and not os_side.is_os(back)
@@ -104,7 +110,7 @@ def test_a_bare_log_is_not_an_os_run_and_an_older_results_file_still_loads():
 # ------------------------------------------------------------ the table
 
 
-@pytest.mark.parametrize("cs, counter", [("tsc", "rdtsc"), ("hpet", "hpet"), ("acpi_pm", "acpi_pm"), ("kvm-clock", "kvmclock"),
+@pytest.mark.parametrize("cs, counter", [("tsc", "rdtscp"), ("hpet", "hpet"), ("acpi_pm", "acpi_pm"), ("kvm-clock", "kvmclock"),
                                          ("hyperv_clocksource_tsc_page", "hv_ref_page"),
                                          ("hyperv_clocksource_msr", "hv_ref_counter"), ("jiffies", None)])
 def test_clocksources_map_to_the_bare_counters(cs, counter):
@@ -140,7 +146,7 @@ def test_the_context_says_kernel_clocksource_cpu_and_pinning():
     assert row(rows, "machine")["fc (through the OS)"] == "AMD EPYC, KVM"
     assert row(rows, "kernel")["fc (through the OS)"] == "Linux 6.18.44-fc-v657"
     assert row(rows, "clocksource in use at start") == {"": "clocksource in use at start",
-                                                         "tcg-q35 (bare)": "- (Linux would choose hpet here, by its ratings)",
+                                                         "tcg-q35 (bare)": f"- (Linux would choose {records.one(recs(TCG), 'os_choice')['clocksource']} here, by its ratings)",
                                                          "fc (through the OS)": "tsc"}
     assert row(rows, "available clocksources")["fc (through the OS)"] == "tsc kvm-clock"
     assert row(rows, "clocksources switched to")["fc (through the OS)"] == "kvm-clock, restored"
@@ -165,7 +171,10 @@ def test_the_other_clocks_have_rows_of_their_own():
     assert coarse["OS p50"] == "10.0 ns" and coarse["clock_getres"] == "4 ms" and coarse["OS least step"] == "4 ms"
     assert coarse["bare read p50"] == "-"
     cpu = row(other, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)")
-    assert cpu["OS p50"] == "440.7 ns" and cpu["OS least step"] == "420 ns"
+    lat = records.one(recs(OS_FC), "os_latency", clocksource="tsc", call="clock_gettime(CLOCK_PROCESS_CPUTIME_ID)")
+    res = records.one(recs(OS_FC), "os_resolution", clocksource="tsc", call="clock_gettime(CLOCK_PROCESS_CPUTIME_ID)")
+    assert cpu["OS p50"] == f"{lat['p50_ns']:.1f} ns"
+    assert as_ns(cpu["OS least step"]) == pytest.approx(res["min_step_ns"], rel=0.01)
     assert row(other, "time")["OS least step"] == "1 s" and row(other, "gettimeofday")["OS least step"] == "1 \u00b5s"
     rdtscp = row(other, "rdtscp")
     bare_p50 = records.one(recs(TCG), "latency", counter="rdtscp")["p50_ns"]
@@ -187,7 +196,7 @@ def test_the_same_machine_bare_and_through_linux():
     checked = 0
     for name in measured:
         r = row(cs, name)
-        key = os_side.bare_counter(name)
+        key = os_side.bare_counter(name, load(TCG))
         try:
             base = records.one(recs(TCG), "latency", counter=key)["p50_ns"]
         except LookupError:
@@ -299,7 +308,8 @@ def test_compare_of_os_runs_alone(capsys, tmp_path):
     assert r.code == 0, r.err
     assert "OS runs without a bare run" in r.out
     line = next(l for l in r.out.split("\n") if l.startswith("clock_gettime(CLOCK_MONOTONIC) (syscall) on tsc, p50"))
-    assert line.split()[-6:] == ["160.2", "ns", "1.0x", "160.2", "ns", "1.0x"]
+    p50 = records.one(recs(OS_FC), "os_latency", clocksource="tsc", call="clock_gettime(CLOCK_MONOTONIC)", path="syscall")["p50_ns"]
+    assert line.split()[-6:] == [f"{p50:.1f}", "ns", "1.0x", f"{p50:.1f}", "ns", "1.0x"]
     assert (tmp_path / "c.html").read_text().count("<tr>") > 20
 
 
@@ -329,8 +339,12 @@ def test_report_of_an_os_log_with_its_page(capsys, tmp_path):
         assert f'id="{section}"' in page, section
     text = text_of(page)
     assert "clocksource tsc (in use at the start: every call)" in text and "clocksource kvm-clock" in text
-    assert "TSC rate against CLOCK_MONOTONIC_RAW: 2596120128 Hz \u00b10.016 ppm" in text
-    assert "pinned to CPU 1 of 2" in text and "tsc detected MHz processor 2596.120 MHz" in text
+    rate = records.one(recs(OS_FC), "os_tsc_rate", clocksource="tsc")
+    assert f"TSC rate against CLOCK_MONOTONIC_RAW: {rate['hz']:.0f} Hz \u00b1{rate['uncertainty_ppm']:.2g} ppm" in text
+    pinned = records.one(recs(OS_FC), "os")
+    assert f"pinned to CPU {pinned['pinned_cpu']} of {pinned['cpus_online']}" in text
+    claim = records.one(recs(OS_FC), "os_claim", what="tsc detected")
+    assert f"tsc detected {claim['detail']} {claim['hz'] / 1e6:.3f} MHz" in text
     assert "OS clocks monotonic" in text and 'class="status passed"' in page
     syscall = records.one(recs(OS_FC), "os_latency", clocksource="kvm-clock", call="clock_gettime(CLOCK_MONOTONIC)", path="syscall")
     assert f"clock_gettime(CLOCK_MONOTONIC) syscall 20000 {syscall['min_ns']:.1f} ns {syscall['p50_ns']:.1f} ns" in text
@@ -389,3 +403,21 @@ def test_the_os_side_in_chromium(tmp_path):
     dom = browser(tmp_path / "os.html", tmp_path)
     assert body_data(dom, "loaded") == "yes" and body_data(dom, "errors") == ""
     assert "clocksource kvm-clock" in text_of(dom) and dom.count('id="clocksource-') == 2
+
+
+def test_the_tsc_is_set_beside_the_read_linux_makes():
+    # rdtsc_ordered(): RDTSCP, else LFENCE;RDTSC, else (no bare figure for those) RDTSC
+    assert os_side.bare_counter("tsc", {"latency": {"rdtsc": {}, "rdtscp": {}, "lfence;rdtsc": {}}}) == "rdtscp"
+    assert os_side.bare_counter("tsc", {"latency": {"rdtsc": {}, "lfence;rdtsc": {}}}) == "lfence;rdtsc"
+    assert os_side.bare_counter("tsc", {"latency": {"rdtsc": {}}}) == "rdtsc"
+
+
+def test_the_sequential_reads_tables_reach_the_results():
+    res = load(OS_TCG)
+    tables = {(h["clocksource"], h["call"], h["path"]): h for h in res["os_histograms"]}
+    for r in records.of_type(recs(OS_TCG), "os_resolution"):
+        h = tables[r["clocksource"], r["call"], r["path"]]
+        pairs = list(zip(h["bins"][::2], h["bins"][1::2]))
+        assert len(pairs) == min(r["distinct"], 256)
+        assert sum(c for _, c in pairs) <= r["deltas"]
+        assert pairs == sorted(pairs) and (r["zero_deltas"] == 0 or pairs[0] == (0, r["zero_deltas"]))

@@ -28,8 +28,12 @@ PATHS = ("libc", "vdso", "syscall")
 
 # Linux's clocksource name -> the bare image's counter beneath it: the key
 # of its `latency` record, and the keys its `resolution` record may have.
+# Linux reads the TSC with rdtsc_ordered() (arch/x86/include/asm/msr.h:
+# RDTSCP where the CPU has it, else LFENCE;RDTSC), in the kernel and in the
+# vDSO alike: that read, not a plain RDTSC, is the bare cost beneath it.
+TSC_READS = ("rdtscp", "lfence;rdtsc", "rdtsc")
 CLOCKSOURCES = {
-    "tsc": ("rdtsc", ("tsc", "rdtsc")),
+    "tsc": ("rdtscp", ("tsc", "rdtsc")),
     "hpet": ("hpet", ("hpet",)),
     "acpi_pm": ("acpi_pm", ("acpi_pm",)),
     "kvm-clock": ("kvmclock", ("kvmclock",)),
@@ -52,8 +56,12 @@ OTHER_CALLS = (
 )
 
 
-def bare_counter(clocksource: str) -> str | None:
-    """The bare read (a `latency` key) beneath a Linux clocksource, or None."""
+def bare_counter(clocksource: str, bare: dict | None = None) -> str | None:
+    """The bare read (a `latency` key) beneath a Linux clocksource, or None;
+    for the TSC, the first of TSC_READS the bare run measured."""
+    if clocksource == "tsc" and bare is not None:
+        lat = _d(bare.get("latency"))
+        return next((k for k in TSC_READS if k in lat), TSC_READS[0])
     return CLOCKSOURCES.get(clocksource, (None, ()))[0]
 
 
@@ -355,7 +363,7 @@ def clocksource_rows(bare: dict, os_run: dict) -> list[list[str]]:
     first = first_clocksource(os_run)
     tried = {c["name"]: c for c in _l(os_run.get("os_clocksources")) if isinstance(c.get("name"), str)}
     for cs in clocksources(os_run):
-        key = bare_counter(cs)
+        key = bare_counter(cs, bare)
         base = bare_p50(bare, key)
         step = bare_step(bare, cs) if key else None
         cells = [with_ratio(latency(os_run, cs, MONOTONIC, p).get("p50_ns"), base) for p in PATHS]

@@ -185,7 +185,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     o.add_argument("--kernel", help="a Linux bzImage to boot instead of Debian's (default: Debian's linux-image-amd64, "
                    f"cached in {paths.default(LINUX_DIR)}/)")
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")
-    o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program, as one string: --args "--profile quick" (one word starting with a dash: --args=--help)')
+    o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
     o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
     o.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="stop after this many seconds (default: %(default)g; Linux under TCG reaches init in about 5 s, "

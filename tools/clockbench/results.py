@@ -76,6 +76,8 @@ def from_log(text: str, source: str = "") -> dict:
         "os_claims": by("os_claim"),
         "os_clocksources": by("os_clocksource"),
         "os_restore": first("os_restore"),
+        # the sequential-reads tables, each record's parts joined (records.join_parts)
+        "os_histograms": [h for h in by("os_histogram") if not h.get("truncated")],
     }
 
 
@@ -142,7 +144,7 @@ _SHAPE = {
     "problems": (list, []), "notes": (list, []),
     "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None),
     "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
-    "os_clocksources": (list, []),
+    "os_clocksources": (list, []), "os_histograms": (list, []),
 }
 # The members above that are one record (an object of any members), not
 # an object of records
