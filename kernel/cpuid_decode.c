@@ -3,6 +3,8 @@
    E.3/E.4 (0x80000001 EDX[27] RDTSCP, 0x80000007 EDX[8] invariant TSC). */
 #include "cpuid_decode.h"
 
+#include "record.h"
+
 const uint32_t cpuid_leaf_numbers[CPUID_LEAF_COUNT] = {
     0x0, 0x1, 0x7, 0x15, 0x16, 0x40000000, 0x40000010,
     0x80000000, 0x80000001, 0x80000002, 0x80000003, 0x80000004, 0x80000007,
@@ -124,4 +126,17 @@ void cpuid_decode(const struct cpuid_leaf l[CPUID_LEAF_COUNT], struct cpu_info *
         if (l[CPUID_IDX_HV10].ebx)
             add_claim(ci, "cpuid.40000010h", "bus", (uint64_t)l[CPUID_IDX_HV10].ebx * 1000u);
     }
+}
+
+void cpu_identity_record(struct record *r, const struct cpu_info *ci)
+{
+    record_str(r, "vendor", ci->vendor);
+    record_str(r, "brand", ci->brand);
+    record_u64(r, "family", ci->family);
+    record_u64(r, "model", ci->model);
+    record_u64(r, "stepping", ci->stepping);
+    if (ci->hypervisor)
+        record_str(r, "hypervisor", ci->hv_vendor);
+    else
+        record_null(r, "hypervisor");
 }

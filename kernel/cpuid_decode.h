@@ -57,4 +57,10 @@ struct cpu_info {
 
 void cpuid_decode(const struct cpuid_leaf leaves[CPUID_LEAF_COUNT], struct cpu_info *ci);
 
+struct record;
+/* The `machine` record's identity members, the same for the image and
+   clockbench-os (compare tells machines apart by them): vendor, brand,
+   family, model, stepping, hypervisor (the signature, or null). */
+void cpu_identity_record(struct record *r, const struct cpu_info *ci);
+
 #endif

@@ -73,21 +73,6 @@ static inline __attribute__((always_inline)) uint64_t batch(enum read_kind k, co
 #define COST_CALL(K, s, full, empty, n, budget, got) (*(got) = cost_loop(K, s, full, empty, n, budget))
 #define BATCH_CALL(K, s, out) (*(out) = batch(K, s))
 
-/* The full brackets' statistics less the empty brackets' median: the
-   typical cost of the bracket itself, measured interleaved with the reads.
-   One figure subtracted from all keeps min <= p50 <= p99 <= max. */
-static void subtract_overhead(const struct summary *full, uint64_t overhead, struct summary *out)
-{
-    *out = *full;
-    out->min = full->min > overhead ? full->min - overhead : 0;
-    out->p50 = full->p50 > overhead ? full->p50 - overhead : 0;
-    out->p99 = full->p99 > overhead ? full->p99 - overhead : 0;
-    out->p999 = full->p999 > overhead ? full->p999 - overhead : 0;
-    out->max = full->max > overhead ? full->max - overhead : 0;
-    struct xf mean = xf_sub(full->mean, xf_from_u64(overhead));
-    out->mean = mean.neg ? xf_from_u64(0) : mean;
-}
-
 static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, uint64_t budget)
 {
     struct cost *c = &costs[t];
@@ -107,7 +92,10 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
     stats_summarise(empty, got, scratch, &se);
     memory_release(mark);
     c->bracket_overhead = se.p50;
-    subtract_overhead(&sf, se.p50, &c->latency);
+    /* the empty brackets' median: the bracket's own typical cost, measured
+       interleaved with the reads; one figure subtracted from all */
+    c->latency = sf;
+    stats_subtract(&c->latency, se.p50);
     c->measured = got > 0;
     results.target[t].cost_done = c->measured;
     results.target[t].p50_ticks = c->latency.p50;

@@ -55,15 +55,7 @@ static void print_banner(void)
     record_str(&r, "build", CLOCKBENCH_VERSION);
     console_emit_record(&r);
     record_begin(&r, "machine");
-    record_str(&r, "vendor", ci->vendor);
-    record_str(&r, "brand", ci->brand);
-    record_u64(&r, "family", ci->family);
-    record_u64(&r, "model", ci->model);
-    record_u64(&r, "stepping", ci->stepping);
-    if (ci->hypervisor)
-        record_str(&r, "hypervisor", ci->hv_vendor);
-    else
-        record_null(&r, "hypervisor");
+    cpu_identity_record(&r, ci);
     record_str(&r, "loader", boot.loader);
     record_u64(&r, "multiboot", (uint64_t)boot.protocol);
     record_str(&r, "cmdline", boot.cmdline);

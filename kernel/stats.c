@@ -104,3 +104,12 @@ size_t stats_histogram(const uint64_t *sorted, size_t n, struct hist_bin *bins, 
     }
     return distinct;
 }
+
+void stats_subtract(struct summary *s, uint64_t overhead)
+{
+    uint64_t *f[] = {&s->min, &s->p50, &s->p99, &s->p999, &s->max};
+    for (int i = 0; i < 5; i++)
+        *f[i] = *f[i] > overhead ? *f[i] - overhead : 0;
+    struct xf mean = xf_sub(s->mean, xf_from_u64(overhead));
+    s->mean = mean.neg ? xf_from_u64(0) : mean;
+}

@@ -28,6 +28,11 @@ struct summary {
    deviation come from exact integer sums. n == 0 gives an all-zero summary. */
 void stats_summarise(uint64_t *v, size_t n, uint64_t *scratch, struct summary *s);
 
+/* A summary less a constant (the empty bracket's median): every figure,
+   floored at 0, so that min <= p50 <= p99 <= max still holds; the
+   deviation is unchanged. */
+void stats_subtract(struct summary *s, uint64_t overhead);
+
 struct hist_bin {
     uint64_t value;
     uint64_t count;

@@ -317,15 +317,6 @@ static inline __attribute__((always_inline)) uint32_t rle_loop(enum os_call k, u
 
 static double ticks_ns(double ticks) { return tsc_hz > 0 ? ticks * 1e9 / tsc_hz : 0; }
 
-static void subtract(struct summary *s, uint64_t o)
-{
-    uint64_t *f[] = {&s->min, &s->p50, &s->p99, &s->p999, &s->max};
-    for (int i = 0; i < 5; i++)
-        *f[i] = *f[i] > o ? *f[i] - o : 0;
-    struct xf mean = xf_sub(s->mean, xf_from_u64(o));
-    s->mean = mean.neg ? xf_from_u64(0) : mean;
-}
-
 /* ns per unit of the call's value */
 static double unit_ns(enum os_call k)
 {
@@ -379,7 +370,7 @@ static void measure_call(enum os_call k, struct call_result *c)
     stats_summarise(full, got, scratch, &c->lat);
     stats_summarise(empty, got, scratch, &se);
     c->overhead = se.p50;
-    subtract(&c->lat, se.p50);
+    stats_subtract(&c->lat, se.p50);
     uint64_t ran = 0, min_t = (uint64_t)(tsc_hz * seq_ms / 1000), max_t = (uint64_t)(tsc_hz * (seq_ms * 4 + 100) / 1000);
     uint32_t m = 0;
     if (slow_stepping(k, c)) {
@@ -618,15 +609,7 @@ static void record_context(void)
     const struct cpu_info *ci = &p.info;
     struct record r;
     record_begin(&r, "machine");
-    record_str(&r, "vendor", ci->vendor);
-    record_str(&r, "brand", ci->brand);
-    record_u64(&r, "family", ci->family);
-    record_u64(&r, "model", ci->model);
-    record_u64(&r, "stepping", ci->stepping);
-    if (ci->hypervisor)
-        record_str(&r, "hypervisor", ci->hv_vendor);
-    else
-        record_null(&r, "hypervisor");
+    cpu_identity_record(&r, ci);
     record_str(&r, "loader", "linux");
     emit(&r);
     printf("clockbench-os %s: the OS side, measured through Linux %s (%s)\n", CLOCKBENCH_VERSION, uts.release, uts.machine);

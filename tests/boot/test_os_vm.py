@@ -106,7 +106,10 @@ def test_hpet_and_pm_timer_have_no_vdso_path(tcg_run):
     assert tsc_vdso < p50(tcg_run, "tsc", mono, "syscall")
     for cs in ("hpet", "acpi_pm"):
         vdso, sysc = p50(tcg_run, cs, mono, "vdso"), p50(tcg_run, cs, mono, "syscall")
-        assert vdso >= 0.8 * sysc, (cs, vdso, sysc)
+        # under TCG a p50 of a few thousand calls moves by tens of percent
+        # with the host's load (0.74x once): a vDSO path of its own would
+        # cost a tenth of the syscall, as on tsc
+        assert vdso >= 0.5 * sysc, (cs, vdso, sysc)
         assert vdso > 3 * tsc_vdso, (cs, vdso, tsc_vdso)
 
 

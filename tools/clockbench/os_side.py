@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from . import compare
+from . import compare, plots
 
 OS_TOOL = "clockbench-os"
 MONOTONIC = "clock_gettime(CLOCK_MONOTONIC)"
@@ -94,13 +94,9 @@ def is_os(res: dict) -> bool:
 
 
 def sig(x, digits: int = 3) -> str:
-    """x to `digits` significant figures, never in exponent form."""
-    if not _num(x):
-        return "-"
-    if x == 0:
-        return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
-    return f"{x:.{decimals}f}"
+    """x to `digits` significant figures (plots.sig); "-" when not a number,
+    as every missing figure in these tables."""
+    return plots.sig(x, digits, missing="-")
 
 
 def dur(v) -> str:

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import errors, initramfs, paths, progress, qemu, records
+from . import errors, initramfs, paths, progress, qemu, records, runner
 
 LINUX_DIR = paths.BUILD / "linux"
 PROGRAM = paths.BUILD / "os" / "clockbench-os"
@@ -174,14 +174,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        f"{paths.default(LINUX_DIR)}/) in the QEMU machine `clockbench run` uses, with an initramfs whose "
                        "/init is the clockbench-os program; shows its output, keeps the serial log and exits with the "
                        "program's status.")
-    o.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
-                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
-    o.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
-    o.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG, as `run`)")
-    o.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
-    o.add_argument("--memory", default="256M", help="guest memory, QEMU -m (default: %(default)s)")
-    o.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios",
-                   help="SeaBIOS, OVMF (UEFI) or qboot; QEMU loads the kernel itself with each (default: %(default)s)")
+    runner.add_machine_arguments(o, firmware_help="SeaBIOS, OVMF (UEFI) or qboot; QEMU loads the kernel itself with each")
     o.add_argument("--kernel", help="a Linux bzImage to boot instead of Debian's (default: Debian's linux-image-amd64, "
                    f"cached in {paths.default(LINUX_DIR)}/)")
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")

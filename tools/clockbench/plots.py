@@ -56,6 +56,18 @@ def number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def sig(x, digits: int = 3, missing: str = "?") -> str:
+    """x to `digits` significant figures, never in exponent form; whole
+    digits are kept (401089 stays 401089 at 3 figures); `missing` for
+    anything that is not a number."""
+    if not number(x):
+        return missing
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
+
+
 def numbers(rec, *keys: str) -> bool:
     return isinstance(rec, dict) and all(number(rec.get(k)) for k in keys)
 

@@ -27,15 +27,7 @@ def _num(v) -> bool:
     return plots.number(v)
 
 
-def sig(x, digits: int = 3) -> str:
-    """x to `digits` significant figures, never in exponent form; whole
-    digits are kept (401089 stays 401089 at 3 figures)."""
-    if not _num(x):
-        return "?"
-    if x == 0:
-        return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
-    return f"{x:.{decimals}f}"
+sig = plots.sig  # x to `digits` significant figures; "?" when not a number
 
 
 def ns(x, digits: int = 3) -> str:

@@ -55,6 +55,18 @@ def kernel_cmdline(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
+def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> None:
+    """The QEMU machine's options, the same for `run` and `os-vm`, so that
+    both halves of a comparison can be booted on the same virtual hardware."""
+    p.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios", help=f"{firmware_help} (default: %(default)s)")
+    p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
+                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
+    p.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
+    p.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
+    p.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
+    p.add_argument("--memory", default="256M", help="guest memory, QEMU -m (default: %(default)s)")
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="boot the image in QEMU and show its report; keep the run in a folder of its own",
                        description="Boots the image in QEMU and shows its report here, with a progress bar on a terminal. "
@@ -66,14 +78,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "direct: QEMU -kernel, Multiboot 1, the fast path (default: %(default)s)")
     r.add_argument("--kernel", default=paths.default(paths.KERNEL), help="the kernel, for --boot direct (default: %(default)s)")
     r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
-    r.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios",
-                   help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only) (default: %(default)s)")
-    r.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
-                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
-    r.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
-    r.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
-    r.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
-    r.add_argument("--memory", default="256M", help="guest memory, QEMU -m (default: %(default)s)")
+    add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only)")
     r.add_argument("--append", default="", help="more kernel command line words, key=value (docs/output.md); "
                    "for an ISO boot the tool hands them to GRUB")
     r.add_argument("--profile", choices=PROFILES, help="quick (2 s of drift), standard (60 s) or soak (5 min); default quick")
