@@ -27,20 +27,36 @@ HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
 ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
 
-# Pure logic: compiled for the kernel and, unchanged, for the host tests.
-LOGIC_SRCS := kernel/format.c kernel/cmdline.c kernel/bootinfo.c kernel/record.c kernel/cpuid_decode.c kernel/acpi.c \
-	kernel/xf.c kernel/stats.c kernel/fit.c kernel/qr.c kernel/unwrap.c kernel/segfit.c kernel/uncertainty.c kernel/verdict.c kernel/tsc_sync.c \
-	kernel/latency.c kernel/deadline_errata.c kernel/os_choice.c kernel/rtc_fit.c
+# The layers, each using only those below it (docs/architecture.md; a host
+# test reads the #include lines and keeps it so):
+#   lib/          pure logic, compiled unchanged into the image, clockbench-os
+#                 and the host test library
+#   drivers/      one device per file (the CPU's instructions among them)
+#   kernel/       the runtime: console, exceptions, probes, memory, CPUs,
+#                 discovery of the counters, the results store, checks
+#   experiments/  one file per experiment, their table, the verdict, the
+#                 summary screen and kmain
+LOGIC_SRCS := lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
+	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
+	lib/latency.c lib/deadline_errata.c lib/os_choice.c lib/rtc_fit.c lib/counters.c
 
-KERNEL_SRCS := $(LOGIC_SRCS) kernel/main.c kernel/string.c kernel/console.c kernel/finish.c \
-	kernel/exceptions.c kernel/probe.c kernel/checks.c kernel/cpuinfo.c kernel/paging.c \
-	kernel/tsc.c kernel/counters.c kernel/discover.c kernel/inventory.c \
-	kernel/memory.c kernel/percpu.c kernel/profile.c kernel/results.c kernel/reads.c kernel/report_util.c \
-	kernel/experiments.c kernel/progress.c kernel/verdict_report.c kernel/summary.c \
-	kernel/exp_calibrate.c kernel/exp_cpu_speed.c kernel/exp_hpet_comparator.c kernel/exp_read_cost.c \
-	kernel/exp_sequential.c kernel/exp_drift.c kernel/exp_stolen.c kernel/exp_cpus.c kernel/smp.c \
-	kernel/exp_timers.c kernel/exp_rtc.c drivers/rtc.c kernel/interrupts.c drivers/ioapic.c drivers/pic.c \
-	drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/keyboard.c drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c
+DRIVER_SRCS := drivers/cpuinfo.c drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/keyboard.c \
+	drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c drivers/ioapic.c drivers/pic.c drivers/rtc.c
+
+RUNTIME_SRCS := kernel/console.c kernel/finish.c kernel/trap.c kernel/exceptions.c kernel/probe.c \
+	kernel/checks.c kernel/paging.c kernel/tsc.c kernel/discover.c kernel/inventory.c kernel/memory.c \
+	kernel/percpu.c kernel/profile.c kernel/results.c kernel/reads.c kernel/report_util.c kernel/progress.c \
+	kernel/smp.c kernel/interrupts.c
+
+EXPERIMENT_SRCS := experiments/main.c experiments/experiments.c experiments/verdict_report.c experiments/summary.c \
+	experiments/exp_calibrate.c experiments/exp_cpu_speed.c experiments/exp_hpet_comparator.c experiments/exp_read_cost.c \
+	experiments/exp_sequential.c experiments/exp_drift.c experiments/exp_stolen.c experiments/exp_cpus.c \
+	experiments/exp_timers.c experiments/exp_rtc.c
+
+# The freestanding string functions: on the host, libc's stand in.
+LIB_IMAGE_SRCS := lib/string.c
+
+KERNEL_SRCS := $(LOGIC_SRCS) $(LIB_IMAGE_SRCS) $(DRIVER_SRCS) $(RUNTIME_SRCS) $(EXPERIMENT_SRCS)
 
 # Freestanding: no host headers but the compiler's own (stdint.h, stdarg.h,
 # ...), no libc, no red zone (exceptions arrive on the same stack), and no
@@ -67,7 +83,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined 
 FONT_PSF ?= /usr/share/consolefonts/Lat15-VGA16.psf.gz
 FONT_C := $(BUILD)/gen/fbcon_font.c
 
-# Quiet builds: one line a step ("  CC      kernel/main.c"); `make V=1`
+# Quiet builds: one line a step ("  CC      experiments/main.c"); `make V=1`
 # prints every command in full.
 ifeq ($(V),1)
 Q :=
@@ -157,10 +173,9 @@ $(TEST_ISO): $(KERNEL) iso/grub.cfg
 # the pure logic (records, statistics, fits) and cpuinfo with the image.
 OS_BIN := $(BUILD)/os/clockbench-os
 OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c \
-	kernel/cpuinfo.c kernel/cpuid_decode.c kernel/record.c kernel/format.c kernel/stats.c kernel/xf.c kernel/segfit.c kernel/uncertainty.c
+	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
 OS_CFLAGS := -std=gnu11 -O2 -g -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
-$(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) kernel/cpu.h kernel/cpuinfo.h kernel/cpuid_decode.h kernel/record.h kernel/stats.h kernel/xf.h \
-		kernel/segfit.h kernel/uncertainty.h $(VERSION_FILE)
+$(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)
 	@test -r /usr/lib/x86_64-linux-gnu/libc.a || { echo "error: static glibc not found: install 'libc6-dev' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,HOSTCC,$@)$(HOSTCC) $(OS_CFLAGS) -o $@ $(OS_SRCS) -lm
@@ -186,17 +201,17 @@ os-vm: deps $(OS_BIN) $(HOST_TOOL)
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
 HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c $(FONT_C)
-$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard kernel/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
+$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard lib/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c
 
 # The ACPI parser under libFuzzer with ASan and UBSan (clang from Debian).
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_acpi
 FUZZ_SECONDS ?= 300
-$(FUZZ_BIN): tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c kernel/acpi.h kernel/format.h
+$(FUZZ_BIN): tests/fuzz/fuzz_acpi.c lib/acpi.c lib/format.c lib/acpi.h lib/format.h
 	@command -v clang >/dev/null || { echo "error: clang not found: install the 'clang' package (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(call say,FUZZCC,$@)clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c kernel/acpi.c kernel/format.c
+	$(call say,FUZZCC,$@)clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c lib/acpi.c lib/format.c
 
 # Under CI (CI=true) a harness that cannot be built stops the run here;
 # elsewhere the test suite's fuzz smoke fails, saying why.
@@ -260,6 +275,6 @@ test-boot: $(KERNEL) $(TEST_ISO) $(OS_BIN)
 clean:
 	rm -rf $(BUILD)
 
-$(BUILD)/kernel/main.o $(BUILD)/kernel/summary.o: $(VERSION_FILE)
+$(BUILD)/experiments/main.o $(BUILD)/experiments/summary.o: $(VERSION_FILE)
 
 -include $(KERNEL_OBJS:.o=.d)

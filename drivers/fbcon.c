@@ -4,8 +4,8 @@
    instruction) cannot make the run crawl. */
 #include "fbcon.h"
 
-#include "../kernel/cpu.h"
-#include "../kernel/format.h"
+#include "../lib/format.h"
+#include "cpu.h"
 #include "fbcon_font.h"
 #include "textgrid.h"
 

@@ -4,8 +4,8 @@
    move within a bounded time. */
 #include "hpet.h"
 
-#include "../kernel/cpu.h"
-#include "../kernel/format.h"
+#include "../lib/format.h"
+#include "cpu.h"
 
 /* Bounds for every wait: an iteration cap and a TSC deadline. 2^28 TSC
    ticks is 50-270 ms on CPUs of 1-5 GHz, far longer than any of the waits

@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 /* An 8042 answers a command within a millisecond or so; each poll of its
    status port is an ISA cycle of about a microsecond, so this is at least

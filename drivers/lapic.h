@@ -81,7 +81,7 @@ bool lapic_send_ipi(const struct lapic *l, uint32_t dest, uint32_t icr_low, uint
 static inline void lapic_eoi(const struct lapic *l);
 
 /* --- accessors --- */
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 static inline uint32_t lapic_read(const struct lapic *l, uint32_t reg)
 {

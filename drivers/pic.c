@@ -2,7 +2,7 @@
    between initialisation words, as the PC/AT BIOS does. */
 #include "pic.h"
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 static void io_wait(void) { outb(0x80, 0); }
 

@@ -2,8 +2,8 @@
    bits as on every PC since the AT). */
 #include "pit.h"
 
-#include "../kernel/cpu.h"
-#include "../kernel/format.h"
+#include "../lib/format.h"
+#include "cpu.h"
 
 #define PORT_B 0x61
 #define   PORT_B_GATE2 (1u << 0)

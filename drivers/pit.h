@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 #define PIT_CH2_DATA 0x42
 #define PIT_COMMAND 0x43

@@ -1,7 +1,7 @@
 /* ACPI PM timer driver. */
 #include "pmtimer.h"
 
-#include "../kernel/format.h"
+#include "../lib/format.h"
 
 #define PM_WAIT_SPINS 1000000
 #define PM_WAIT_TSC (1ull << 28) /* 50-270 ms at 1-5 GHz; the timer ticks every 279 ns */

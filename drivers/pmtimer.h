@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 #define PMTIMER_HZ 3579545u /* ACPI 6.5, 4.8.3.3 */
 

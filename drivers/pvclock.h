@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../kernel/cpu.h"
-#include "../kernel/pvclock.h"
+#include "../lib/pvclock.h"
+#include "cpu.h"
 
 #define KVM_CPUID_SIGNATURE_LOW       0x40000000u   /* also at 0x40000100 beside Hyper-V's */
 #define KVM_CPUID_SIGNATURE_HIGH      0x40000100u

@@ -1,7 +1,7 @@
 /* The CMOS real-time clock (see rtc.h): probe and the safe read. */
 #include "rtc.h"
 
-#include "../kernel/format.h"
+#include "../lib/format.h"
 
 bool rtc_probe(struct rtc *r, char *why, unsigned why_len)
 {

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../kernel/cpu.h"
-#include "../kernel/rtc_fit.h"
+#include "../lib/rtc_fit.h"
+#include "cpu.h"
 
 #define RTC_INDEX 0x70          /* bit 7 masks NMI on PCs: always written 0 here */
 #define RTC_DATA 0x71

@@ -3,7 +3,7 @@
    few milliseconds and never hangs the run. */
 #include "uart.h"
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 
 #define UART_RBR 0 /* receive buffer (read), transmit holding (write) */
 #define UART_THR 0

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "../kernel/cpu.h"
+#include "cpu.h"
 #include "textgrid.h"
 
 #define VGA_ATTR_GREY_ON_BLACK 0x07

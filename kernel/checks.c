@@ -1,11 +1,13 @@
 /* Check bookkeeping (see checks.h). */
 #include "checks.h"
 
+#include "finish.h"
+
 #include <stdarg.h>
 
+#include "../lib/format.h"
+#include "../lib/record.h"
 #include "console.h"
-#include "format.h"
-#include "record.h"
 
 static unsigned passed, failed, skipped;
 

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "finish.h"
+#include "../lib/run_status.h"
 
 void check_pass(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void check_fail(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

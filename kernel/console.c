@@ -6,11 +6,11 @@
 #include "../drivers/fbcon.h"
 #include "../drivers/uart.h"
 #include "../drivers/vga_text.h"
-#include "cmdline.h"
-#include "format.h"
+#include "../lib/cmdline.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
 #include "paging.h"
-#include "record.h"
-#include "string.h"
 
 #define VGA_TEXT_PHYS 0xB8000
 #define VGA_TEXT_COLS 80

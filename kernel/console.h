@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bootinfo.h"
+#include "../lib/bootinfo.h"
 
 struct console_status {
     bool serial;

@@ -6,15 +6,15 @@
 #include <stdarg.h>
 
 #include "../drivers/pit.h"
-#include "cmdline.h"
-#include "counters.h"
-#include "format.h"
+#include "../lib/cmdline.h"
+#include "../lib/counters.h"
+#include "../lib/format.h"
+#include "../lib/string.h"
+#include "../lib/xf.h"
 #include "paging.h"
 #include "probe.h"
 #include "reads.h"
 #include "smp.h"
-#include "string.h"
-#include "xf.h"
 
 struct discovery discovered;
 

@@ -3,12 +3,12 @@
 #ifndef CLOCKBENCH_DISCOVER_H
 #define CLOCKBENCH_DISCOVER_H
 
+#include "../drivers/cpuinfo.h"
 #include "../drivers/hpet.h"
 #include "../drivers/pmtimer.h"
 #include "../drivers/pvclock.h"
-#include "acpi.h"
-#include "bootinfo.h"
-#include "cpuinfo.h"
+#include "../lib/acpi.h"
+#include "../lib/bootinfo.h"
 #include "tsc.h"
 
 struct discovery {

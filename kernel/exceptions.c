@@ -2,11 +2,11 @@
    6.14.1 (64-bit IDT gate descriptors). */
 #include "exceptions.h"
 
+#include "../drivers/cpu.h"
+#include "../lib/record.h"
 #include "console.h"
-#include "cpu.h"
 #include "finish.h"
 #include "probe.h"
-#include "record.h"
 
 #define IDT_GATE_INTERRUPT 0x8E /* present, ring 0, 64-bit interrupt gate */
 #define KERNEL_CS 0x08
@@ -30,19 +30,6 @@ struct idt_pointer {
 extern const uint64_t exception_stubs[32];
 extern const uint64_t irq_stubs[224];
 static struct idt_gate idt[256];
-
-static const char *const names[32] = {
-    "divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)", "breakpoint (#BP)",
-    "overflow (#OF)", "bound range exceeded (#BR)", "invalid opcode (#UD)", "device not available (#NM)",
-    "double fault (#DF)", "coprocessor segment overrun", "invalid TSS (#TS)", "segment not present (#NP)",
-    "stack-segment fault (#SS)", "general protection (#GP)", "page fault (#PF)", "reserved 15",
-    "x87 floating-point error (#MF)", "alignment check (#AC)", "machine check (#MC)", "SIMD floating-point (#XM)",
-    "virtualization (#VE)", "control protection (#CP)", "reserved 22", "reserved 23",
-    "reserved 24", "reserved 25", "reserved 26", "reserved 27",
-    "hypervisor injection (#HV)", "VMM communication (#VC)", "security (#SX)", "reserved 31",
-};
-
-const char *exception_name(uint64_t vector) { return vector < 32 ? names[vector] : "not an exception"; }
 
 void idt_set(unsigned vector, uint64_t handler)
 {

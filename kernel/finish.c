@@ -1,15 +1,18 @@
 /* Ending a run (see finish.h). */
 #include "finish.h"
 
+#include "../drivers/cpu.h"
 #include "../drivers/keyboard.h"
 #include "console.h"
-#include "cpu.h"
-#include "summary.h"
 
 #define PCI_RESET_CONTROL 0xCF9 /* Intel chipsets' Reset Control Register */
 #define   RESET_SYS  (1u << 1)  /* system reset, not only the CPU */
 #define   RESET_CPU  (1u << 2)  /* the 0-to-1 edge starts the reset */
 #define   RESET_FULL (1u << 3)  /* power-cycle style (full) reset */
+
+static void (*finish_idle)(void);
+
+void run_finish_set_idle(void (*idle)(void)) { finish_idle = idle; }
 
 const char *run_status_name(enum run_status s)
 {
@@ -58,7 +61,8 @@ void run_finish(enum run_status s)
     outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + s));
     /* Still here: no isa-debug-exit, so real hardware (or QEMU without it).
        The final screen's keys, if there is a screen and a keyboard. */
-    summary_keys();
+    if (finish_idle)
+        finish_idle();
     for (;;)
         cpu_halt();
 }

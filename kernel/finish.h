@@ -8,19 +8,15 @@
 #ifndef CLOCKBENCH_FINISH_H
 #define CLOCKBENCH_FINISH_H
 
-#define DEBUG_EXIT_PORT 0xF4
-#define DEBUG_EXIT_BASE 0x10
-
-enum run_status {
-    RUN_PASSED = 0,      /* every check passed (skips allowed) -> QEMU exit 33 */
-    RUN_FAILED = 1,      /* at least one check failed          -> QEMU exit 35 */
-    RUN_NOTHING_RAN = 2, /* no check could run                 -> QEMU exit 37 */
-    RUN_CRASHED = 3,     /* an unexpected CPU exception        -> QEMU exit 39 */
-};
+#include "../lib/run_status.h"
 
 const char *run_status_name(enum run_status s);
 __attribute__((noreturn)) void run_finish(enum run_status s);
 __attribute__((noreturn)) void run_finish_crashed(void);
+/* Where there is no isa-debug-exit (real hardware), run_finish() hands the
+   halted machine to this function, if set: the summary screen's keys. Set
+   by the layer above, so that ending a run needs nothing from it. */
+void run_finish_set_idle(void (*idle)(void));
 /* Resets the machine: the keyboard controller, then the chipset's reset
    register (0xcf9), then a triple fault. */
 __attribute__((noreturn)) void machine_reboot(void);

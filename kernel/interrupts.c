@@ -1,8 +1,8 @@
 /* Interrupt bookkeeping (see interrupts.h). */
 #include "interrupts.h"
 
+#include "../drivers/cpu.h"
 #include "../drivers/pic.h"
-#include "cpu.h"
 #include "smp.h"
 
 struct irq_state irq;

@@ -1,13 +1,13 @@
 /* The inventory section of the report: what was found, where, how wide,
    at what claimed frequency, and why anything is missing. */
+#include "../lib/cmdline.h"
+#include "../lib/counters.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
 #include "checks.h"
-#include "cmdline.h"
-#include "paging.h"
 #include "console.h"
-#include "counters.h"
 #include "discover.h"
-#include "format.h"
-#include "record.h"
+#include "paging.h"
 
 static const char *yes_no(bool b) { return b ? "yes" : "no"; }
 

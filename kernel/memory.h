@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootinfo.h"
+#include "../lib/bootinfo.h"
 
 struct memory_arena {
     uint64_t base, size, used, peak;

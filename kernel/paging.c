@@ -2,8 +2,8 @@
    "4-Level Paging"). Page-table pages come from a small static pool. */
 #include "paging.h"
 
-#include "cpu.h"
-#include "string.h"
+#include "../drivers/cpu.h"
+#include "../lib/string.h"
 
 #define PTE_PRESENT (1ull << 0)
 #define PTE_WRITE (1ull << 1)

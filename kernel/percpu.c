@@ -1,7 +1,7 @@
 /* Per-CPU slots (see percpu.h). */
 #include "percpu.h"
 
-#include "cpu.h"
+#include "../drivers/cpu.h"
 
 struct percpu percpu_area[PERCPU_MAX];
 

@@ -3,10 +3,10 @@
    way into the handler while a probe is armed is the probe's own fault. */
 #include "probe.h"
 
-#include "cpu.h"
-#include "exceptions.h"
-#include "format.h"
+#include "../drivers/cpu.h"
+#include "../lib/format.h"
 #include "percpu.h"
+#include "trap.h"
 
 struct probe_jmp {
     uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip;

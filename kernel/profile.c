@@ -1,9 +1,9 @@
 /* Profiles (see profile.h). */
 #include "profile.h"
 
-#include "cmdline.h"
-#include "format.h"
-#include "string.h"
+#include "../lib/cmdline.h"
+#include "../lib/format.h"
+#include "../lib/string.h"
 
 static const struct profile profiles[] = {
     {.name = "quick", .drift_ms = 2000, .hwlat_ms = 500, .latency_fast = 20000, .latency_slow = 2000,

@@ -1,8 +1,8 @@
 /* Progress records (see progress.h). */
 #include "progress.h"
 
+#include "../lib/record.h"
 #include "console.h"
-#include "record.h"
 
 void progress(const char *phase, unsigned percent, int64_t seconds_left)
 {

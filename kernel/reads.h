@@ -14,12 +14,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../drivers/cpu.h"
 #include "../drivers/hpet.h"
 #include "../drivers/lapic.h"
-#include "../drivers/pvclock.h"
 #include "../drivers/pit.h"
-#include "counters.h"
-#include "cpu.h"
+#include "../drivers/pvclock.h"
+#include "../lib/counters.h"
 #include "tsc.h"
 
 enum target_id {

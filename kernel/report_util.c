@@ -1,8 +1,8 @@
 /* Report helpers (see report_util.h). */
 #include "report_util.h"
 
+#include "../lib/counters.h"
 #include "console.h"
-#include "counters.h"
 
 const char *xs(char buf[FMT_FIXED_CHARS], struct xf v, unsigned decimals)
 {

@@ -2,9 +2,9 @@
 #ifndef CLOCKBENCH_REPORT_UTIL_H
 #define CLOCKBENCH_REPORT_UTIL_H
 
-#include "format.h"
-#include "record.h"
-#include "xf.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/xf.h"
 
 /* An xf as a decimal string with `decimals` digits. */
 const char *xs(char buf[FMT_FIXED_CHARS], struct xf v, unsigned decimals);

@@ -1,7 +1,7 @@
 /* Shared findings (see results.h). */
 #include "results.h"
 
-#include "cpuinfo.h"
+#include "../drivers/cpuinfo.h"
 
 struct results results = {.reference = -1};
 

@@ -7,13 +7,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "counters.h"
+#include "../lib/counters.h"
+#include "../lib/stats.h"
+#include "../lib/unwrap.h"
+#include "../lib/verdict.h"
+#include "../lib/xf.h"
 #include "profile.h"
 #include "reads.h"
-#include "stats.h"
-#include "verdict.h"
-#include "unwrap.h"
-#include "xf.h"
 
 struct target_findings {
     bool cost_done;

@@ -4,14 +4,14 @@
    11.12 (x2APIC). The MADT (ACPI 6.5, 5.2.12) says which CPUs exist. */
 #include "smp.h"
 
-#include "cmdline.h"
-#include "cpu.h"
-#include "cpuinfo.h"
+#include "../drivers/cpu.h"
+#include "../drivers/cpuinfo.h"
+#include "../lib/cmdline.h"
+#include "../lib/format.h"
+#include "../lib/string.h"
 #include "discover.h"
-#include "format.h"
 #include "paging.h"
 #include "results.h"
-#include "string.h"
 
 struct smp_info smp;
 

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "../drivers/lapic.h"
-#include "acpi.h"
-#include "bootinfo.h"
+#include "../lib/acpi.h"
+#include "../lib/bootinfo.h"
 #include "percpu.h"
 #include "probe.h"
 

@@ -1,8 +1,8 @@
 /* TSC read variants (see tsc.h). */
 #include "tsc.h"
 
-#include "cpu.h"
-#include "format.h"
+#include "../drivers/cpu.h"
+#include "../lib/format.h"
 #include "probe.h"
 
 struct tsc_variant tsc_variants[TSC_VARIANT_COUNT] = {

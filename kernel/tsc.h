@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cpuid_decode.h"
+#include "../lib/cpuid_decode.h"
 
 enum tsc_variant_id { TSC_RDTSC, TSC_RDTSCP, TSC_LFENCE_RDTSC, TSC_MFENCE_RDTSC, TSC_CPUID_RDTSC, TSC_VARIANT_COUNT };
 

@@ -26,12 +26,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "../kernel/cpuinfo.h"
-#include "../kernel/finish.h" /* DEBUG_EXIT_PORT, DEBUG_EXIT_BASE: QEMU's isa-debug-exit, as the image uses it */
-#include "../kernel/record.h"
-#include "../kernel/segfit.h"
-#include "../kernel/stats.h"
-#include "../kernel/uncertainty.h"
+#include "../drivers/cpuinfo.h"
+#include "../lib/run_status.h" /* DEBUG_EXIT_PORT, DEBUG_EXIT_BASE: QEMU's isa-debug-exit, as the image uses it */
+#include "../lib/record.h"
+#include "../lib/segfit.h"
+#include "../lib/stats.h"
+#include "../lib/uncertainty.h"
 #include "os_analysis.h"
 #include "os_calls.h"
 #include "os_clocksource.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../kernel/stats.h"
+#include "../lib/stats.h"
 
 #define OS_HIST_KEEP 256
 

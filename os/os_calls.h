@@ -12,7 +12,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "../kernel/cpu.h"
+#include "../drivers/cpu.h"
 
 enum os_call {
     CALL_NONE, /* the empty bracket */

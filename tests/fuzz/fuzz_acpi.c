@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../kernel/acpi.h"
+#include "../../lib/acpi.h"
 
 #define HEADER 45
 

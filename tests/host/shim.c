@@ -4,21 +4,21 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../kernel/acpi.h"
-#include "../../kernel/bootinfo.h"
-#include "../../kernel/cmdline.h"
-#include "../../kernel/counters.h"
-#include "../../kernel/cpuid_decode.h"
-#include "../../kernel/fit.h"
-#include "../../kernel/format.h"
-#include "../../kernel/qr.h"
-#include "../../kernel/record.h"
-#include "../../kernel/segfit.h"
-#include "../../kernel/stats.h"
-#include "../../kernel/uncertainty.h"
-#include "../../kernel/unwrap.h"
-#include "../../kernel/verdict.h"
-#include "../../kernel/xf.h"
+#include "../../lib/acpi.h"
+#include "../../lib/bootinfo.h"
+#include "../../lib/cmdline.h"
+#include "../../lib/counters.h"
+#include "../../lib/cpuid_decode.h"
+#include "../../lib/fit.h"
+#include "../../lib/format.h"
+#include "../../lib/qr.h"
+#include "../../lib/record.h"
+#include "../../lib/segfit.h"
+#include "../../lib/stats.h"
+#include "../../lib/uncertainty.h"
+#include "../../lib/unwrap.h"
+#include "../../lib/verdict.h"
+#include "../../lib/xf.h"
 #include "../../os/os_analysis.h"
 
 static struct record rec;
@@ -459,8 +459,8 @@ const char *shim_verdict(int present, int measured, int64_t read_ns_x1000, int r
 }
 
 /* latency.c: the summary of v[0..n) (reordered) as a record */
-#include "../../kernel/latency.h"
-#include "../../kernel/deadline_errata.h"
+#include "../../lib/deadline_errata.h"
+#include "../../lib/latency.h"
 const char *shim_latency(int64_t *v, size_t n, int64_t first_edge)
 {
     static uint64_t scratch[4096];
@@ -499,14 +499,14 @@ const char *shim_deadline_erratum(uint32_t family, uint32_t model, uint32_t step
 }
 
 /* pvclock.h: exposed for exact checks */
-#include "../../kernel/pvclock.h"
+#include "../../lib/pvclock.h"
 uint64_t shim_pvclock_ns(uint64_t tsc, uint64_t stamp, uint64_t system_time, uint32_t mul, int8_t shift)
 {
     return pvclock_ns(tsc, stamp, system_time, mul, shift);
 }
 uint64_t shim_hv_ref_time(uint64_t tsc, uint64_t scale, int64_t offset) { return hv_ref_time(tsc, scale, offset); }
 
-#include "../../kernel/os_choice.h"
+#include "../../lib/os_choice.h"
 /* flags: bit 0 tsc, 1 invariant, 2 behaved, 3 kvm, 4 kvmclock, 5 hyperv, 6 hv page, 7 hv msr, 8 hv tsc invariant, 9 hpet, 10 acpi_pm */
 const char *shim_os_choice(uint32_t flags)
 {
@@ -526,7 +526,7 @@ const char *shim_os_choice(uint32_t flags)
 }
 
 /* rtc_fit.c: the RTC's registers decoded, and the TSC fitted against its edges */
-#include "../../kernel/rtc_fit.h"
+#include "../../lib/rtc_fit.h"
 const char *shim_rtc_decode(uint8_t sec, uint8_t min, uint8_t hour, uint8_t day, uint8_t month, uint8_t year, uint8_t reg_b)
 {
     struct rtc_raw raw = {sec, min, hour, day, month, year, reg_b};

@@ -37,17 +37,17 @@
 #include "exp_rtc.h"
 
 #include "../drivers/rtc.h"
-#include "checks.h"
-#include "console.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/memory.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/rtc_fit.h"
+#include "../lib/stats.h"
 #include "experiment.h"
-#include "format.h"
-#include "memory.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
-#include "rtc_fit.h"
-#include "stats.h"
 
 #define RTC_EDGES_MAX 2048
 #define CALL_BUDGET_US 5000      /* the most one call holds the drift loop, which calls 10 ms away a gap */

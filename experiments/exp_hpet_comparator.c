@@ -2,14 +2,14 @@
    periodic, where it can) mode, seen through the general interrupt status
    register with interrupts off (IA-PC HPET 1.0a, 2.3.9-2.3.11). Runs inside
    a probe: a fault in it makes the test fail with the fault, not the run. */
-#include "checks.h"
-#include "console.h"
-#include "counters.h"
-#include "discover.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/probe.h"
+#include "../kernel/report_util.h"
+#include "../lib/counters.h"
+#include "../lib/record.h"
 #include "experiment.h"
-#include "probe.h"
-#include "record.h"
-#include "report_util.h"
 
 static struct hpet_comparator_result result;
 static bool faulted;

@@ -4,15 +4,15 @@
    (SMM, the hypervisor, a host that preempted us). Intel's MSR 0x34 counts
    SMIs where it exists. The report also lists the drift window's
    discontinuities, the same events seen from the counters' side. */
-#include "console.h"
-#include "cpuinfo.h"
+#include "../drivers/cpuinfo.h"
+#include "../kernel/console.h"
+#include "../kernel/probe.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
 #include "experiment.h"
-#include "probe.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
-#include "string.h"
 
 #define TYPICAL_N 1001
 #define MSR_SMI_COUNT 0x34 /* Intel SDM vol. 4, Table 2-2: SMI count, Nehalem and later */

@@ -1,17 +1,17 @@
 /* Monotonicity and the verdict (see verdict_report.h). */
 #include "verdict_report.h"
 
-#include "checks.h"
-#include "console.h"
-#include "cpuinfo.h"
-#include "discover.h"
-#include "os_choice.h"
+#include "../drivers/cpuinfo.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/memory.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/os_choice.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
 #include "experiment.h"
-#include "memory.h"
-#include "record.h"
-#include "report_util.h"
-#include "string.h"
-#include "results.h"
 
 static enum target_id target_of_counter(int c)
 {

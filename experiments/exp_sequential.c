@@ -2,15 +2,15 @@
    between them, and the table of deltas between consecutive reads (the
    "sequential reads" table): the resolution a caller actually gets, the
    step the counter moves in, and any backward step. */
-#include "checks.h"
-#include "console.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/memory.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/record.h"
+#include "../lib/unwrap.h"
 #include "experiment.h"
-#include "memory.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
-#include "unwrap.h"
 
 #define HIST_KEEP 1024
 #define HIST_RECORD_BINS 64

@@ -10,16 +10,16 @@
    0.5 %; otherwise the round is repeated with windows twice as long
    (three rounds at most: a virtual CPU that loses milliseconds at a time
    needs longer windows). */
-#include "checks.h"
-#include "console.h"
-#include "cpuinfo.h"
+#include "../drivers/cpuinfo.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/record.h"
+#include "../lib/stats.h"
+#include "../lib/string.h"
 #include "experiment.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
-#include "stats.h"
-#include "string.h"
 
 #define CAL_WINDOWS 5
 #define CAL_WINDOW_MS 10

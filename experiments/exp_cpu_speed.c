@@ -2,12 +2,12 @@
    Hardware manages one or more iterations per cycle; a virtual CPU that
    emulates instructions one at a time manages about a million a second
    (../shared/PLATFORM.md), and then every figure describes the emulator. */
-#include "console.h"
+#include "../kernel/console.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/record.h"
 #include "experiment.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
 
 #define LOOP_ITERATIONS 200000
 #define EMULATED_BELOW_PER_S 50000000ull

@@ -7,7 +7,7 @@
 #ifndef CLOCKBENCH_SUMMARY_H
 #define CLOCKBENCH_SUMMARY_H
 
-#include "finish.h"
+#include "../lib/run_status.h"
 
 void summary_screen(enum run_status status);
 /* Returns at once when there is no summary screen or no keyboard

@@ -2,7 +2,7 @@
 #ifndef CLOCKBENCH_CPUINFO_H
 #define CLOCKBENCH_CPUINFO_H
 
-#include "cpuid_decode.h"
+#include "../lib/cpuid_decode.h"
 
 struct cpu_probe {
     struct cpuid_leaf leaves[CPUID_LEAF_COUNT];

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "profile.h"
+#include "../kernel/profile.h"
 
 struct experiment {
     const char *name;   /* for only= and skip= */
@@ -25,7 +25,7 @@ extern const struct experiment exp_calibrate, exp_cpu_speed, exp_read_cost, exp_
     exp_hpet_comparator, exp_timers, exp_rtc;
 
 /* Selects from the command line, measures each chosen experiment in table
-   order, then reports each, then the verdict. */
+   order, then reports each (the verdict follows: verdict_report.h). */
 void experiments_run(const struct profile *p);
 
 /* Whether the command line chose an experiment (known before any runs). */

@@ -10,14 +10,14 @@
    advances the TSC by exactly one tick, so a read costs the number of its
    instructions: rdtsc 1, lfence;rdtsc 2, an HPET load 1
    (tests/boot/test_read_cost.py). */
-#include "checks.h"
-#include "console.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/memory.h"
+#include "../kernel/reads.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/record.h"
 #include "experiment.h"
-#include "memory.h"
-#include "reads.h"
-#include "record.h"
-#include "report_util.h"
-#include "results.h"
 
 #define BATCH_K 64
 #define BATCH_REPS 100

@@ -1,16 +1,15 @@
 /* The table of experiments and the run (see experiment.h). */
 #include "experiment.h"
 
-#include "discover.h"
-#include "checks.h"
-#include "cmdline.h"
-#include "console.h"
-#include "memory.h"
-#include "progress.h"
-#include "record.h"
-#include "results.h"
-#include "string.h"
-#include "verdict_report.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/memory.h"
+#include "../kernel/progress.h"
+#include "../kernel/results.h"
+#include "../lib/cmdline.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
 
 /* Table order is run order: calibrate sizes every later phase, and the
    cost of a read is measured before anything disturbs the caches. */
@@ -156,6 +155,4 @@ void experiments_run(const struct profile *p)
         else
             check_skip(table[i]->name, "%s", skipped_why[i]);
     }
-    verdict_report();
-    discover_release();
 }

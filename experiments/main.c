@@ -2,23 +2,24 @@
    the first instruction to the last; nothing else runs. */
 #include <stdint.h>
 
-#include "bootinfo.h"
-#include "checks.h"
-#include "cmdline.h"
-#include "console.h"
-#include "cpu.h"
-#include "cpuinfo.h"
-#include "discover.h"
-#include "exceptions.h"
-#include "finish.h"
+#include "../drivers/cpu.h"
+#include "../drivers/cpuinfo.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/exceptions.h"
+#include "../kernel/finish.h"
+#include "../kernel/memory.h"
+#include "../kernel/percpu.h"
+#include "../kernel/profile.h"
+#include "../kernel/results.h"
+#include "../lib/bootinfo.h"
+#include "../lib/cmdline.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
 #include "experiment.h"
-#include "profile.h"
-#include "results.h"
-#include "memory.h"
-#include "percpu.h"
-#include "record.h"
-#include "string.h"
 #include "summary.h"
+#include "verdict_report.h"
 
 #ifndef CLOCKBENCH_VERSION
 #define CLOCKBENCH_VERSION "unknown"
@@ -131,7 +132,10 @@ void kmain(uint32_t magic, uint32_t info_addr)
         kprintf("Note: this CPU does not advertise a TSC (CPUID.1:EDX[4] clear); every experiment\n"
                 "      times with it, so none runs, and no figure claims a measured TSC\n");
     experiments_run(prof);
+    verdict_report();
+    discover_release();
     enum run_status status = checks_summary();
     summary_screen(status);
+    run_finish_set_idle(summary_keys);
     run_finish(status);
 }
