@@ -7,6 +7,8 @@
 
 #define CPUID1_ECX_HYPERVISOR (1u << 31)
 
+struct cpu_probe boot_cpu;
+
 static void read_leaf(struct cpuid_leaf *l, uint32_t leaf, bool valid)
 {
     l->leaf = leaf;

@@ -13,6 +13,7 @@
 #include "../drivers/cpuinfo.h"
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
+#include "../kernel/discover.h"
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"

@@ -12,6 +12,7 @@
    (tests/boot/test_read_cost.py). */
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
+#include "../kernel/discover.h"
 #include "../kernel/memory.h"
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"

@@ -4,6 +4,7 @@
    step the counter moves in, and any backward step. */
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
+#include "../kernel/discover.h"
 #include "../kernel/memory.h"
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"

@@ -28,8 +28,6 @@
 static struct boot_info boot;
 /* For code that needs the memory map after boot (kernel/smp.c: a page for
    the AP trampoline). */
-const struct boot_info *const run_boot_info = &boot;
-struct cpu_probe boot_cpu;
 
 static void print_banner(void)
 {

@@ -9,6 +9,7 @@
 #include "../drivers/pvclock.h"
 #include "../lib/acpi.h"
 #include "../lib/bootinfo.h"
+#include "reads.h"
 #include "tsc.h"
 
 struct discovery {
@@ -28,5 +29,11 @@ void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu);
 void discover_release(void);
 /* The inventory section: lines for people, records for tools, checks. */
 void discover_report(const struct cpu_probe *cpu, const struct boot_info *bi);
+
+/* The read source of a present counter (not the TSC): discovery knows where
+   each one is. */
+bool counter_source(int counter, struct read_src *src);
+/* False (with why) when the target is not available here. */
+bool target_source(enum target_id t, struct read_src *src, const char **why);
 
 #endif

@@ -49,10 +49,6 @@ struct target_info {
 
 extern const struct target_info target_info[TARGET_COUNT];
 
-/* False (with why) when the target is not available here. */
-bool target_source(enum target_id t, struct read_src *src, const char **why);
-/* The read source of a present counter (not the TSC). */
-bool counter_source(int counter, struct read_src *src);
 static inline bool target_is_tsc(enum target_id t) { return target_info[t].counter < 0; }
 
 /* Serialised TSC brackets (Intel SDM vol. 3A, 18.17; LFENCE in vol. 2A):

@@ -9,7 +9,6 @@
 #include "../lib/cmdline.h"
 #include "../lib/format.h"
 #include "../lib/string.h"
-#include "discover.h"
 #include "paging.h"
 #include "results.h"
 
@@ -151,6 +150,8 @@ static bool page_usable(const struct boot_info *bi, uint64_t page)
 
 static uint64_t find_trampoline_page(const struct boot_info *bi)
 {
+    if (!bi)
+        return 0;
     if (page_usable(bi, PREFERRED_PAGE))
         return PREFERRED_PAGE;
     for (uint64_t p = LOW_MEMORY_END - PAGE; p >= PAGE; p -= PAGE)
@@ -216,7 +217,7 @@ static bool apic_ready(void)
 
 static void list_cpus(void)
 {
-    const struct acpi_info *a = &discovered.acpi;
+    const struct acpi_info *a = smp.acpi;
     for (uint32_t i = 0; i < a->cpu_count; i++) {
         struct smp_cpu *c = &smp.cpus[smp.count++];
         *c = (struct smp_cpu){.apic_id = a->cpus[i].apic_id, .uid = a->cpus[i].uid, .madt_type = a->cpus[i].type,
@@ -343,6 +344,12 @@ bool smp_bsp_apic(void)
     return state > 0;
 }
 
+void smp_use(const struct boot_info *bi, const struct acpi_info *acpi)
+{
+    smp.boot = bi;
+    smp.acpi = acpi;
+}
+
 void smp_start(void)
 {
     if (smp.tried)
@@ -353,7 +360,7 @@ void smp_start(void)
     smp.running = 1;
     uint64_t t0 = rdtsc();
     bool ok = smp_bsp_apic();
-    if (!discovered.acpi.madt_found) {
+    if (!smp.acpi || !smp.acpi->madt_found) {
         if (!smp.why[0])
             fmt_format(smp.why, sizeof smp.why, "no valid MADT (ACPI APIC table): the other CPUs cannot be found");
         return;
@@ -369,7 +376,7 @@ void smp_start(void)
                    smp.bsp_apic_id);
         return;
     }
-    smp.trampoline_page = find_trampoline_page(run_boot_info);
+    smp.trampoline_page = find_trampoline_page(smp.boot);
     if (!smp.trampoline_page) {
         fmt_format(smp.why, sizeof smp.why, "the memory map has no usable 4 KiB page below 640 KiB for the trampoline");
         return;

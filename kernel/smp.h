@@ -45,13 +45,16 @@ struct smp_info {
     uint32_t running;                     /* CPUs with an index: boot CPU + APs started */
     int entry_of[PERCPU_MAX];             /* cpus[] entry of each index */
     uint64_t total_ticks;                 /* the whole start-up */
+    const struct boot_info *boot;         /* smp_use(): the memory map */
+    const struct acpi_info *acpi;         /* smp_use(): the MADT's processors */
 };
 
 extern struct smp_info smp;
 
-/* The loader's information (defined in main.c): the memory map gives the
-   trampoline its page. */
-extern const struct boot_info *const run_boot_info;
+/* What the other CPUs are started from, given by discovery before any
+   start: the loader's memory map (the trampoline's page) and the MADT's
+   list of processors. */
+void smp_use(const struct boot_info *bi, const struct acpi_info *acpi);
 
 typedef void (*smp_job)(void *arg);
 

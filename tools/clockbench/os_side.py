@@ -12,7 +12,7 @@ the OS, the bare counter's least step. Then the other clocks in rows of
 their own (coarse, CPU time, gettimeofday, time, clock, rdtsc and rdtscp
 from user space beside the bare ones), and the context: which machine,
 kernel, clocksource, CPU and pinning, and the TSC rate each side measured.
-Two runs whose machines differ (compare._key: CPUID identity and
+Two runs whose machines differ (runinfo.machine_key: CPUID identity and
 hypervisor) are compared with a warning saying so. A missing figure is
 "-", never an error: every value is checked before it is used."""
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from . import compare, plots
+from . import pages, plots, runinfo
 
 OS_TOOL = "clockbench-os"
 MONOTONIC = "clock_gettime(CLOCK_MONOTONIC)"
@@ -119,7 +119,7 @@ def with_ratio(v, base) -> str:
     """An OS cost with its ratio to the bare read: "30.0 ns 3.0x"."""
     if not _num(v):
         return "-"
-    return cost(v) + (f" {compare.ratio(v, base)}" if _num(base) and base > 0 else "")
+    return cost(v) + (f" {runinfo.ratio(v, base)}" if _num(base) and base > 0 else "")
 
 
 def _hz(v) -> str:
@@ -292,7 +292,7 @@ def _tsc_cell(res: dict, bare_hz, bare_u=None, against: str = "the bare run's") 
 
 def machine_line(bare: dict, other: dict, bare_name: str, other_name: str) -> tuple[bool, str]:
     """(same, the line saying so): a warning when the machines differ."""
-    if compare._key(bare) == compare._key(other):
+    if runinfo.machine_key(bare) == runinfo.machine_key(other):
         # CPUID cannot tell nesting levels apart: a QEMU guest run with -cpu
         # host shows its host's identity. The bare image booted by QEMU and
         # an OS run that was not a VM's init ran at different levels.
@@ -300,11 +300,11 @@ def machine_line(bare: dict, other: dict, bare_name: str, other_name: str) -> tu
         os_init = (other.get("os") or {}).get("init") if isinstance(other.get("os"), dict) else None
         if bare_loader == "qemu" and os_init is False:
             return False, (f"different machines, probably: {bare_name} was booted by QEMU (-kernel), {other_name} ran as a "
-                           f"program, not as a VM's init; CPUID shows the same {compare.machine_of(bare)} ({compare.cpu_of(bare)}) "
+                           f"program, not as a VM's init; CPUID shows the same {runinfo.machine_of(bare)} ({runinfo.cpu_of(bare)}) "
                            "to a guest run with -cpu host: the ratios compare different levels of virtualisation")
-        return True, (f"same machine (CPUID identity and hypervisor): {compare.machine_of(bare)}, {compare.cpu_of(bare)}")
-    return False, (f"different machines: {bare_name} ran on {compare.machine_of(bare)} ({compare.cpu_of(bare)}), "
-                   f"{other_name} on {compare.machine_of(other)} ({compare.cpu_of(other)}): the ratios compare different hardware")
+        return True, (f"same machine (CPUID identity and hypervisor): {runinfo.machine_of(bare)}, {runinfo.cpu_of(bare)}")
+    return False, (f"different machines: {bare_name} ran on {runinfo.machine_of(bare)} ({runinfo.cpu_of(bare)}), "
+                   f"{other_name} on {runinfo.machine_of(other)} ({runinfo.cpu_of(other)}): the ratios compare different hardware")
 
 
 def context_rows(runs: list[dict], names: list[str], bare: dict | None = None) -> list[list[str]]:
@@ -317,8 +317,8 @@ def context_rows(runs: list[dict], names: list[str], bare: dict | None = None) -
     elif runs:
         bare_hz = tsc_rate(runs[0]).get("hz")
     rows = [["", *[f"{n} (bare)" if bare is not None and r is bare else f"{n} (through the OS)" for r, n in zip(runs, names)]]]
-    rows.append(["machine", *[compare.machine_of(r) for r in runs]])
-    rows.append(["CPU (family.model.stepping)", *[compare.cpu_of(r) for r in runs]])
+    rows.append(["machine", *[runinfo.machine_of(r) for r in runs]])
+    rows.append(["CPU (family.model.stepping)", *[runinfo.cpu_of(r) for r in runs]])
     rows.append(["build", *[str(_s(r.get("build")) or "-") for r in runs]])
     rows.append(["kernel", *["none: the bare image" if r is bare else kernel_of(r) for r in runs]])
     rows.append(["clocksource in use at start", *[
@@ -340,7 +340,7 @@ def context_rows(runs: list[dict], names: list[str], bare: dict | None = None) -
             cells.append(_tsc_cell(r, bare_hz if bare is not None or r is not runs[0] else None, bare_u,
                                    "the bare run's" if bare is not None else "the first run's"))
     rows.append(["TSC rate", *cells])
-    rows.append(["checks", *[compare._checks(r) for r in runs]])
+    rows.append(["checks", *[runinfo.checks_line(r) for r in runs]])
     return rows
 
 
@@ -431,22 +431,21 @@ def as_text(t: dict) -> str:
     for m in t["machines"]:
         out.append(("" if m["same"] else "WARNING: ") + m["line"])
     out.append("")
-    out.append(compare.as_text(t["context"]))
+    out.append(runinfo.as_text(t["context"]))
     for r in t["runs"]:
         out.append(wrap(f"{t['bare']} bare and {r['name']} through the OS, per clocksource: {CS_CAPTION}:"))
-        out.append(compare.as_text(r["clocksources"]))
+        out.append(runinfo.as_text(r["clocksources"]))
         out.append(wrap(r["other_caption"] + ":"))
-        out.append(compare.as_text(r["other"]))
+        out.append(runinfo.as_text(r["other"]))
     return "\n".join(out)
 
 
 def as_html_page(t: dict) -> str:
     """The page `compare BARE OS --html` writes (templates/compare_os.html.j2,
     autoescaped); ImportError without Jinja2."""
-    from . import report
 
     title = f"clockbench compare: {t['bare']} bare and " + ", ".join(r["name"] for r in t["runs"]) + " through the OS"
-    return report._env().get_template("compare_os.html.j2").render(t=t, title=title)
+    return pages.environment().get_template("compare_os.html.j2").render(t=t, title=title)
 
 
 # ------------------------------------------------------------ OS runs alone
@@ -492,7 +491,7 @@ def context(res: dict) -> list[tuple[str, str]]:
     """The OS run's context, for its page: [(label, value)]."""
     o = os_record(res)
     prof = _d(res.get("profile"))
-    rows = [("machine", f"{compare.machine_of(res)} ({compare.cpu_of(res)})"),
+    rows = [("machine", f"{runinfo.machine_of(res)} ({runinfo.cpu_of(res)})"),
             ("kernel", kernel_of(res) + (f" ({o['kernel_version']})" if _s(o.get("kernel_version")) else "")),
             ("clocksource in use at start", str(_s(o.get("clocksource")) or "-")),
             ("available clocksources", str(_s(o.get("available_clocksources")) or "-")),

@@ -15,10 +15,9 @@ import re
 import sys
 from pathlib import Path
 
-from . import os_side, plots, records, results
+from . import os_side, pages, plots, records, results, runinfo
 
 PLOTS = plots.PLOTS
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 # ------------------------------------------------------------------ numbers
 
@@ -572,14 +571,6 @@ def page_title(res: dict, date: str | None) -> str:
     return f"clockbench: {what}" + (f", {date}" if date else "")
 
 
-def _env():
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env
-
-
 def _full_text(res: dict) -> str:
     return "\n".join(_d(res.get("terminal")).get("sections") and
                      ["\n".join(([f"== {x['title']} =="] if x["title"] != "Start" else []) + x["lines"] + [""])
@@ -599,7 +590,7 @@ def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, met
                summary=_d(res.get("summary")), source=str(res.get("source") or ""), problems=problems(res),
                warnings=os_side.warnings(res) + warnings(res), os=page, checks=check_rows(res), notes=list(notes),
                full_text=_full_text(res))
-    path.write_text(_env().get_template("report_os.html.j2").render(**ctx))
+    path.write_text(pages.environment().get_template("report_os.html.j2").render(**ctx))
 
 
 def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None = None, notes=(), date: str | None = None,
@@ -639,7 +630,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         full_text=_full_text(res), bare_and_os=os_table,
         sig=sig, ns=ns, pm=pm,
     )
-    path.write_text(_env().get_template("report.html.j2").render(**ctx))
+    path.write_text(pages.environment().get_template("report.html.j2").render(**ctx))
 
 
 def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_out: dict | None = None) -> list[Path]:
@@ -714,9 +705,8 @@ def main(args) -> int:
     is_log = not text.lstrip().startswith("{")
     os_table = None
     if getattr(args, "os_runs", None):  # `--os OS.log`, loaded and checked by commands.py
-        from . import compare
 
-        names = compare.run_names([str(log_path), *map(str, args.os)])
+        names = runinfo.run_names([str(log_path), *map(str, args.os)])
         os_table = os_side.side_by_side(res, args.os_runs, names[0], names[1:])
     made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
