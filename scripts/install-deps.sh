@@ -32,6 +32,7 @@ test_packages=(
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
+  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py)
 )
 packages=("${run_packages[@]}")
 [ "$mode" = run ] || packages+=("${test_packages[@]}")
