@@ -164,19 +164,38 @@ def run_commands(text: str) -> list[list[str]]:
     return [shlex.split(line.split("||")[0].strip()) for line in joined.splitlines() if "bin/clockbench run" in line]
 
 
-@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=["github", "gitlab"])
-def test_the_run_command_has_only_real_options(path):
+def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="clockbench")
-    run = runner.add_parser(p.add_subparsers(dest="command"))
-    known = {s for a in run._actions for s in a.option_strings}
-    cmds = run_commands(path.read_text())
-    assert len(cmds) == 1, cmds
-    words = cmds[0]
-    assert words[:2] == ["build/venv/bin/clockbench", "run"], words
-    opts = [w for w in words[2:] if w.startswith("--")]
-    assert opts and set(opts) <= known, f"not options of `clockbench run`: {sorted(set(opts) - known)}"
-    # the options its "$@" stands for, set just above it
-    assert re.search(r'set -- --boot iso --iso "\$IMAGE"; else set -- --boot direct --kernel "\$IMAGE"', path.read_text())
+    return runner.add_parser(p.add_subparsers(dest="command"))
+
+
+@pytest.mark.parametrize("path", [GITHUB, GITLAB], ids=["github", "gitlab"])
+def test_the_run_command_parses_with_every_value_the_job_gives_it(path):
+    text = path.read_text()
+    cmds = run_commands(text)
+    assert len(cmds) == 1 and cmds[0][:2] == ["build/venv/bin/clockbench", "run"], cmds
+    # "$@": the options set just above the command, for each image
+    sets = re.findall(r"set -- (--boot iso --iso \"\$IMAGE\"); else set -- (--boot direct --kernel \"\$IMAGE\")", text)
+    assert len(sets) == 1, "the job no longer sets the image's options with set --: update the test"
+    accels = set(re.findall(r"ACCEL=(\w+)", text))
+    assert accels == {"kvm", "tcg"}, accels
+    data = yaml.safe_load(text)
+    if path == GITLAB:
+        profiles = {data["clockbench"]["variables"]["PROFILE"]}
+    else:  # YAML 1.1 reads the key `on` as true
+        profiles = set(data.get("on", data.get(True))["workflow_dispatch"]["inputs"]["profile"]["options"])
+    assert profiles <= set(runner.PROFILES)
+    for image_args in sets[0]:
+        for accel in accels:
+            for profile in profiles:
+                words = []
+                for w in cmds[0][2:]:
+                    words += shlex.split(image_args) if w == "$@" else [w]
+                words = [w.replace("$IMAGE", "build/clockbench.iso").replace("$ACCEL", accel).replace("$PROFILE", profile)
+                         .replace("$OUT", "build/ci") for w in words]
+                assert not [w for w in words if "$" in w], words
+                args = run_parser().parse_args(words)  # an unknown option or value exits
+                assert (args.accel, args.profile, args.junit) == (accel, profile, "build/ci/junit.xml")
 
 
 def test_both_jobs_run_the_same_command():
