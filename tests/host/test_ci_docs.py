@@ -15,20 +15,18 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from clockbench import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
 GITHUB = ROOT / "docs" / "ci" / "github-actions.yml"
 GITLAB = ROOT / "docs" / "ci" / "gitlab-ci.yml"
 LINT_BIN = ROOT / "build" / "lint-venv" / "bin"
-
-sys.path.insert(0, str(ROOT / "tools"))
-from clockbench import runner  # noqa: E402
 
 
 def tool(name: str) -> str:
