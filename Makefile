@@ -114,7 +114,7 @@ help:
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
-	@echo "make deps       install the Debian packages clockbench needs"
+	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
 	@echo "make clean      remove $(BUILD)/"
 	@echo "Variables: CROSS=x86_64-elf-  CC=clang  V=1 (full commands)  RUN_ARGS='--firmware uefi --accel tcg ...'"
 
@@ -125,8 +125,11 @@ check-build-tools:
 	@command -v $(CC) >/dev/null || { echo "error: $(CC) not found: install 'gcc' (or 'clang' for CC=clang, or a $(CROSS)gcc cross toolchain)"; exit 1; }
 	@command -v $(LD) >/dev/null || { echo "error: $(LD) not found: install 'binutils' (or a $(CROSS)binutils cross toolchain)"; exit 1; }
 
+# `make deps DEPS=run`: only what building the image and running it need
+# (a CI job: docs/ci.md); the default, all, adds the tests' tools.
+DEPS ?= all
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh $(DEPS)
 
 $(BUILD)/%.o: %.asm boot/constants.inc Makefile | check-build-tools
 	@mkdir -p $(dir $@)

