@@ -1,5 +1,5 @@
 ; Entry stubs for the 32 exception vectors (Intel SDM vol. 3A, 6.15). Each
-; pushes a uniform frame (struct trap_frame in kernel/exceptions.h) and calls
+; pushes a uniform frame (struct trap_frame in kernel/trap.h) and calls
 ; exception_dispatch(frame). Vectors 8, 10-14, 17, 21, 29, 30 push an error
 ; code themselves; the others push 0 so the frame is the same.
 global exception_stubs

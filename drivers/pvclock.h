@@ -1,7 +1,7 @@
 /* Paravirtual clocks: KVM's kvmclock (Linux Documentation/virt/kvm/x86/
    cpuid.rst and msr.rst) and Hyper-V's partition reference counter and
    reference TSC page (Hyper-V TLFS 6.0, 2.4 "Feature and interface
-   discovery", 12.4 and 12.7). The arithmetic is in kernel/pvclock.h. */
+   discovery", 12.4 and 12.7). The arithmetic is in lib/pvclock.h. */
 #ifndef CLOCKBENCH_PVCLOCK_DRV_H
 #define CLOCKBENCH_PVCLOCK_DRV_H
 

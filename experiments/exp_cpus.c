@@ -6,7 +6,7 @@
    RDTSC costs there (p50, an empty bracket subtracted, as read_cost does).
 
    Across CPUs, each AP against the boot CPU:
-   - offset bounds from request-reply exchanges (kernel/tsc_sync.h): an
+   - offset bounds from request-reply exchanges (lib/tsc_sync.h): an
      interval that must contain the AP's TSC minus the boot CPU's;
    - a warp test (Linux's check_tsc_warp, arch/x86/kernel/tsc_sync.c): both
      CPUs take a lock in turn, read their TSC and compare with the last

@@ -1,6 +1,6 @@
 /* Decoding CPUID leaves into what clockbench needs: identity, time features
    and every frequency the CPU or hypervisor claims for the TSC. Pure: the
-   raw leaves are gathered by kernel/cpuinfo.c, and the host tests feed
+   raw leaves are gathered by drivers/cpuinfo.c, and the host tests feed
    crafted ones. Intel SDM vol. 2A, CPUID; AMD APM vol. 3, appendix E. */
 #ifndef CLOCKBENCH_CPUID_DECODE_H
 #define CLOCKBENCH_CPUID_DECODE_H

@@ -1,6 +1,6 @@
 /* Where another CPU's TSC stands relative to the boot CPU's, as an interval
    that must contain the truth. Pure: the exchanges are made by
-   kernel/exp_cpus.c; the host tests feed made-up ones.
+   experiments/exp_cpus.c; the host tests feed made-up ones.
 
    One exchange: the boot CPU reads its TSC (before), asks; the other CPU,
    having seen the request, reads its own TSC (theirs) and answers; the boot

@@ -1,5 +1,5 @@
 /* clockbench-os: the operating system's side. The same measurements as the
-   image (kernel/exp_read_cost.c, kernel/exp_sequential.c, kernel/exp_drift.c)
+   image (experiments/exp_read_cost.c, experiments/exp_sequential.c, experiments/exp_drift.c)
    made through Linux: what clock_gettime and its relatives cost for each
    clock id and each path (libc, the vDSO called directly, the syscall), the
    resolution they give against what clock_getres claims, and the TSC's
@@ -41,7 +41,7 @@
 #endif
 
 const char *os_vdso_find(void);
-/* glibc's, from <sys/io.h>, whose own outb clashes with kernel/cpu.h's */
+/* glibc's, from <sys/io.h>, whose own outb clashes with drivers/cpu.h's */
 int ioperm(unsigned long from, unsigned long num, int turn_on);
 
 #define CHECK_EVERY 64       /* a time check after every 64th back-to-back read */
@@ -160,8 +160,8 @@ static int cmp_u64(const void *a, const void *b)
 /* Samples (TSC mid-bracket, CLOCK_MONOTONIC_RAW) every window/4096 for the
    window, each between two serialised TSC reads; brackets over 4 times the
    median width (a preemption or an interrupt inside) are left out; one
-   least-squares line (kernel/segfit.c) and its uncertainty
-   (kernel/uncertainty.c: statistical or correlated, and quantisation).
+   least-squares line (lib/segfit.c) and its uncertainty
+   (lib/uncertainty.c: statistical or correlated, and quantisation).
    Unlike the image's drift loop (the narrowest of several reads a slot,
    kept within 2x the narrowest), one read a slot: a call costs too much
    to spend several on each. */

@@ -1,5 +1,5 @@
 """Every CPU: the application processors started from the MADT, the per-CPU
-table, and the TSC across CPUs (kernel/exp_cpus.c, kernel/smp.c).
+table, and the TSC across CPUs (experiments/exp_cpus.c, kernel/smp.c).
 
 QEMU keeps one TSC for all of a VM's CPUs under TCG (and KVM starts its
 vCPUs' TSCs in step), so every offset interval must contain 0 and no warp

@@ -1,5 +1,5 @@
 """Faults of known size injected from inside the image (inject= on the
-command line, kernel/exp_drift.c): the report must name each, and the
+command line, experiments/exp_drift.c): the report must name each, and the
 figures must not bend.
 
 - hpet_halt:300@1 clears the HPET's ENABLE bit for 300 ms one second into

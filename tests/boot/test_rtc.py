@@ -1,4 +1,4 @@
-"""The RTC (kernel/exp_rtc.c): the date read safely, its second boundaries
+"""The RTC (experiments/exp_rtc.c): the date read safely, its second boundaries
 timed by the TSC over the drift window, and the TSC's rate against it.
 
 Known answer: with `-rtc clock=vm` QEMU's RTC counts QEMU_CLOCK_VIRTUAL

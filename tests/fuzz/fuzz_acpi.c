@@ -1,4 +1,4 @@
-/* libFuzzer harness for the ACPI parser (kernel/acpi.c), built for the host
+/* libFuzzer harness for the ACPI parser (lib/acpi.c), built for the host
    under AddressSanitizer and UndefinedBehaviorSanitizer by `make fuzz`.
 
    Input: flags (1 byte), base (8 bytes, little endian), an RSDP (36 bytes),

@@ -1,5 +1,5 @@
-"""Timer lateness summaries (kernel/latency.c) against numpy, and the
-TSC-deadline errata table (kernel/deadline_errata.c)."""
+"""Timer lateness summaries (lib/latency.c) against numpy, and the
+TSC-deadline errata table (lib/deadline_errata.c)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which clocksource Linux would pick (kernel/os_choice.c), from its ratings."""
+"""Which clocksource Linux would pick (lib/os_choice.c), from its ratings."""
 
 from __future__ import annotations
 

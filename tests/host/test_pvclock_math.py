@@ -1,4 +1,4 @@
-"""kvmclock and Hyper-V reference-page arithmetic (kernel/pvclock.h)
+"""kvmclock and Hyper-V reference-page arithmetic (lib/pvclock.h)
 against exact integers."""
 
 from __future__ import annotations

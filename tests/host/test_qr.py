@@ -58,7 +58,7 @@ def test_smallest_version_is_chosen(lib):
 
 
 def test_the_text_screens_largest_code_holds_154_bytes(lib):
-    # kernel/summary.c cuts the payload to QR_TEXT_CAPACITY (154) for an 80x25
+    # experiments/summary.c cuts the payload to QR_TEXT_CAPACITY (154) for an 80x25
     # text screen, where version 7 (45 modules) is the largest that fits
     assert encode(lib, b"x" * 154, 0)[0] == 7
     assert encode(lib, b"x" * 155, 0)[0] == 8

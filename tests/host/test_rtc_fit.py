@@ -1,4 +1,4 @@
-"""The RTC's pure logic (kernel/rtc_fit.c): its calendar registers decoded
+"""The RTC's pure logic (lib/rtc_fit.c): its calendar registers decoded
 in every data and hour mode, and the TSC's rate fitted against its second
 boundaries, checked against numpy's least squares and against the truth
 the edges were made from."""

@@ -1,4 +1,4 @@
-"""One common slope across segments with their own offsets (kernel/segfit.c),
+"""One common slope across segments with their own offsets (lib/segfit.c),
 against exact rational least squares and numpy's lstsq on the equivalent
 design matrix (one indicator column per segment, and x)."""
 

@@ -1,4 +1,4 @@
-"""The offset-interval arithmetic of kernel/tsc_sync.c: bounds from
+"""The offset-interval arithmetic of lib/tsc_sync.c: bounds from
 request-reply exchanges, their intersection, the rate between two sets, and
 the tsc_skew= parser. Exact answers, worked by hand or with Fractions."""
 

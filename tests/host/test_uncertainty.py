@@ -1,4 +1,4 @@
-"""The uncertainty of a fitted frequency (kernel/uncertainty.c): known answers
+"""The uncertainty of a fitted frequency (lib/uncertainty.c): known answers
 on synthetic counters, where the true ratio is known and must lie within
 three times the stated total. The case that motivated it: a counter
 quantised to whole ticks and sampled at a rate commensurate with its tick,
@@ -67,7 +67,7 @@ def test_quantised_commensurate_series_is_covered(lib, millihz, per_sample):
         drift = Fraction(rng.randint(-600, 600), 10**6)  # up to 2.4 ticks over the window
         jitter = rng.choice([0, 0, 2, 40])  # TSC ticks of bracket, most often none
         xs, ys, truth = commensurate(millihz, per_sample, drift, Fraction(rng.randint(0, 999), 1000), 4000, jitter, rng)
-        # one tick, as the kernel passes (kernel/exp_drift.c): the bracket's
+        # one tick, as the kernel passes (experiments/exp_drift.c): the bracket's
         # jitter is in the data, for the statistical and correlated terms
         r = uncertainty(lib, xs, ys, None, 1)
         err = rel_error(r, truth)

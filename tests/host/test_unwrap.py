@@ -1,5 +1,5 @@
-"""Unwrapping counter differences by elapsed TSC time (kernel/unwrap.c),
-against an exact integer model of the rules in kernel/unwrap.h, on the
+"""Unwrapping counter differences by elapsed TSC time (lib/unwrap.c),
+against an exact integer model of the rules in lib/unwrap.h, on the
 counters a PC has: the 16-bit PIT, the 24-bit ACPI PM timer, a 32-bit and a
 64-bit HPET, read against a 2.3 GHz TSC."""
 

@@ -1,4 +1,4 @@
-"""The verdict (kernel/verdict.c): one row per counter from what the
+"""The verdict (lib/verdict.c): one row per counter from what the
 experiments found, computed in one place."""
 
 import ctypes

@@ -328,7 +328,7 @@ def verdict(res: dict) -> dict:
             continue
         la, rs, mo = _d(lat.get(key)), _d(reso.get(key) or reso.get(name)), _d(mono.get(key) or mono.get(name))
         read = la.get("p50_ns")
-        # the image's rule (kernel/verdict.c): a counter whose reads repeat
+        # the image's rule (lib/verdict.c): a counter whose reads repeat
         # resolves its step; one that moves every read resolves the read cost
         step = rs.get("min_step_ns")
         repeats = _num(rs.get("zero_deltas")) and rs["zero_deltas"] > 0

@@ -20,7 +20,7 @@ PROFILE_SECONDS = {"quick": (2, 0.5), "standard": (60, 5), "soak": (300, 30)}
 # The time bound: this much for booting (GRUB under nested KVM takes tens of
 # seconds, a TCG run's fixed phases a minute or two) and the fixed phases,
 # plus the timed windows, which may run WINDOW_CAP_FACTOR times as long (and
-# 10 s more) to make up for time the CPU was away (kernel/exp_drift.c).
+# 10 s more) to make up for time the CPU was away (experiments/exp_drift.c).
 BOOT_AND_FIXED_S = 600
 WINDOW_CAP_FACTOR = 3
 PRE_IMAGE_LINES = 20  # shown when the image never started
