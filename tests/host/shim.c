@@ -628,3 +628,131 @@ const char *shim_os_claim(const char *line)
     record_str(&rec, "detail", ok ? c.detail : 0);
     return finish();
 }
+
+/* lib/timer_analysis.c: the timers experiment's pure part. Arrays come
+   flattened as [timer][wait][delay] (TIMER_COUNT x TIMER_MAX_WAITS x
+   TIMER_DELAYS) so that Python builds them with plain ctypes arrays. */
+#include "../../lib/timer_analysis.h"
+
+const char *shim_timer_rate(uint64_t v0, uint64_t a0, uint64_t b0, uint64_t v1, uint64_t a1, uint64_t b1, uint64_t mask)
+{
+    struct xf ratio = xf_from_u64(0), u = xf_from_u64(0);
+    bool ok = timer_rate_from_readings(v0, a0, b0, v1, a1, b1, mask, &ratio, &u);
+    record_begin(&rec, "timer_rate");
+    record_bool(&rec, "ok", ok);
+    record_xf(&rec, "ratio", ratio);
+    record_xf(&rec, "u", u);
+    return finish();
+}
+
+int64_t shim_timer_distance(uint64_t a, uint64_t b, int bits64) { return timer_distance(a, b, bits64 != 0); }
+
+const char *shim_timer_waits(int monitor, uint32_t max_leaf, uint32_t edx, uint32_t note_size)
+{
+    static struct timer_wait w[TIMER_MAX_WAITS];
+    static char note[256 + 8];
+    memset(note, 0x55, sizeof note);
+    if (note_size > 256)
+        note_size = 256;
+    unsigned n = timer_waits_build(monitor != 0, max_leaf, edx, w, note, note_size);
+    bool canary = true;
+    for (size_t i = note_size; i < sizeof note; i++)
+        canary = canary && note[i] == 0x55;
+    record_begin(&rec, "timer_waits");
+    record_str(&rec, "note", note);
+    record_bool(&rec, "canary_intact", canary);
+    char names[TIMER_MAX_WAITS * 17] = "";
+    for (unsigned i = 0, used = 0; i < n; i++)
+        used += (unsigned)fmt_format(names + used, sizeof names - used, "%s%s", i ? "," : "", w[i].name);
+    record_str(&rec, "names", names); /* comma-separated */
+    record_array_begin(&rec, "kinds"); /* 0 busy, 1 hlt, 2 mwait */
+    for (unsigned i = 0; i < n; i++)
+        record_array_u64(&rec, w[i].mwait ? 2 : w[i].hlt ? 1 : 0);
+    record_array_end(&rec);
+    record_array_begin(&rec, "hints");
+    for (unsigned i = 0; i < n; i++)
+        record_array_u64(&rec, w[i].hint);
+    record_array_end(&rec);
+    return finish();
+}
+
+/* I/O APICs given by their first GSI and pin count. */
+const char *shim_timer_hpet_gsi(uint32_t caps, uint32_t count, const uint32_t *gsi_base, const uint32_t *pins)
+{
+    static struct acpi_info a;
+    uint32_t pins_of[ACPI_MAX_IOAPICS] = {0};
+    memset(&a, 0, sizeof a);
+    a.ioapic_count = count < ACPI_MAX_IOAPICS ? count : ACPI_MAX_IOAPICS;
+    for (uint32_t i = 0; i < a.ioapic_count; i++) {
+        a.ioapics[i].gsi_base = gsi_base[i];
+        pins_of[i] = pins[i];
+    }
+    uint32_t gsi = 0, pin = 0;
+    int at = timer_hpet_gsi(caps, &a, pins_of, &gsi, &pin);
+    record_begin(&rec, "timer_hpet_gsi");
+    record_i64(&rec, "ioapic", at);
+    record_u64(&rec, "gsi", gsi);
+    record_u64(&rec, "pin", pin);
+    return finish();
+}
+
+static struct timer_result shim_timers[TIMER_COUNT];
+
+int shim_timer_watchdog(int id, uint32_t usable, uint32_t clean, int shared)
+{
+    memset(shim_timers, 0, sizeof shim_timers);
+    for (int i = 0; i < TIMER_COUNT; i++) {
+        shim_timers[i].usable = usable >> i & 1;
+        shim_timers[i].clean = clean >> i & 1;
+    }
+    return timer_watchdog_for(shim_timers, id, shared != 0);
+}
+
+/* Cells from flat arrays (index [timer][wait][delay]). */
+static void shim_timer_cells(const uint8_t *ran, const uint32_t *asked, const uint32_t *came, const uint64_t *early, const uint32_t *lost,
+                             const uint32_t *stray, const int64_t *p99)
+{
+    for (int t = 0; t < TIMER_COUNT; t++)
+        for (int w = 0; w < TIMER_MAX_WAITS; w++)
+            for (int d = 0; d < TIMER_DELAYS; d++) {
+                size_t i = ((size_t)t * TIMER_MAX_WAITS + w) * TIMER_DELAYS + d;
+                shim_timers[t].cell[w][d] = (struct timer_cell){.ran = ran[i] != 0, .asked = asked[i], .came = came[i], .lost = lost[i],
+                                                                .stray = stray[i], .s = {.early = early[i], .p99 = p99[i]}};
+            }
+}
+
+const char *shim_timer_tally(const uint8_t *ran, const uint32_t *asked, const uint32_t *came, const uint64_t *early, const uint32_t *lost,
+                             const uint32_t *stray, const int64_t *p99)
+{
+    memset(shim_timers, 0, sizeof shim_timers);
+    shim_timer_cells(ran, asked, came, early, lost, stray, p99);
+    struct timer_tally t = {0};
+    for (int id = 0; id < TIMER_COUNT; id++)
+        for (int w = 0; w < TIMER_MAX_WAITS; w++)
+            for (int d = 0; d < TIMER_DELAYS; d++)
+                timer_tally_add(&t, &shim_timers[id].cell[w][d]);
+    enum timer_outcome o = timer_tally_outcome(&t);
+    record_begin(&rec, "timer_tally");
+    record_u64(&rec, "asked", t.asked);
+    record_u64(&rec, "early", t.early);
+    record_u64(&rec, "lost", t.lost);
+    record_u64(&rec, "stray", t.stray);
+    record_str(&rec, "outcome", o == TIMER_EARLY ? "early" : o == TIMER_LOST ? "lost" : "on_time");
+    return finish();
+}
+
+const char *shim_timer_choose(uint32_t usable, unsigned waits, const uint8_t *ran, const uint32_t *came, const uint64_t *early,
+                              const uint32_t *lost, const int64_t *p99)
+{
+    static uint32_t zeros[TIMER_COUNT * TIMER_MAX_WAITS * TIMER_DELAYS];
+    memset(shim_timers, 0, sizeof shim_timers);
+    shim_timer_cells(ran, zeros, came, early, lost, zeros, p99);
+    for (int i = 0; i < TIMER_COUNT; i++)
+        shim_timers[i].usable = usable >> i & 1;
+    unsigned wait = 99;
+    int best = timer_choose(shim_timers, waits, &wait);
+    record_begin(&rec, "timer_choice");
+    record_i64(&rec, "timer", best);
+    record_u64(&rec, "wait", wait);
+    return finish();
+}
