@@ -15,7 +15,7 @@
 #include "../lib/latency.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
-#include "exp_timers.h"
+#include "exp_timers_state.h"
 #include "exp_timers_setup.h"
 #include "experiment.h"
 

@@ -11,7 +11,7 @@
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
 #include "../lib/xf.h"
-#include "exp_timers.h"
+#include "exp_timers_state.h"
 
 static const char *const timer_name[TIMER_COUNT] = {"lapic", "tsc_deadline", "hpet", "pit"};
 static const char *const timer_title[TIMER_COUNT] = {

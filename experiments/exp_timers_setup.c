@@ -17,7 +17,7 @@
 #include "../lib/format.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
-#include "exp_timers.h"
+#include "exp_timers_state.h"
 
 #define PIT_IRQ 0
 #define HPET_TN_INT_ROUTE_SHIFT 9

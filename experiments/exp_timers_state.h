@@ -1,6 +1,6 @@
 /* Experiment "timers", private: what its measurement leaves for its report (exp_timers.c, exp_timers_setup.c, exp_timers_report.c). */
-#ifndef CLOCKBENCH_EXP_TIMERS_H
-#define CLOCKBENCH_EXP_TIMERS_H
+#ifndef CLOCKBENCH_EXP_TIMERS_STATE_H
+#define CLOCKBENCH_EXP_TIMERS_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
