@@ -38,6 +38,7 @@
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
 #include "../lib/cmdline.h"
+#include "../lib/cpus_analysis.h"
 #include "../lib/record.h"
 #include "../lib/stats.h"
 #include "../lib/string.h"
@@ -63,22 +64,13 @@
 #define COST_READS 255
 #define COST_EMPTY 255
 #define NONE_OWNER 0xFFFFFFFFu
-#define COARSE_BOUND_NS 10000  /* wider than this, the verdict says how little it can tell */
-
-/* CPUID time bits, the same on every CPU or a finding */
-#define TB_TSC (1u << 0)
-#define TB_RDTSCP (1u << 1)
-#define TB_INVARIANT (1u << 2)
-#define TB_DEADLINE (1u << 3)
-#define TB_ADJUST (1u << 4)
-#define TB_X2APIC (1u << 5)
 
 struct cpu_facts {
     bool done, faulted;
     char fault[96];
     uint32_t apic_id_cpuid;     /* CPUID.0Bh:EDX, else CPUID.1:EBX[31:24] */
     uint64_t apic_base;
-    uint32_t time_bits;
+    uint32_t time_bits;         /* CPUS_TB_* */
     bool adjust_read;
     uint64_t tsc_adjust;
     bool aux_read;
@@ -132,36 +124,29 @@ static inline uint64_t ordered_rdtsc(void)
 
 /* --- per-CPU facts, run on each CPU --- */
 
-static uint32_t time_bits(uint32_t *apic_id)
+/* The registers behind the time bits, on this CPU; only leaves within the
+   boot CPU's maxima are asked. */
+static void time_regs(struct cpus_cpuid *r)
 {
     const struct cpu_info *ci = &boot_cpu.info;
-    uint32_t b = 0;
     struct cpuid_regs r1 = cpuid(1, 0);
-    *apic_id = r1.ebx >> 24;
-    if (r1.edx & (1u << 4))
-        b |= TB_TSC;
-    if (r1.ecx & (1u << 24))
-        b |= TB_DEADLINE;
-    if (r1.ecx & (1u << 21))
-        b |= TB_X2APIC;
-    if (ci->max_leaf >= 7 && (cpuid(7, 0).ebx & (1u << 1)))
-        b |= TB_ADJUST;
+    *r = (struct cpus_cpuid){.l1_ebx = r1.ebx, .l1_ecx = r1.ecx, .l1_edx = r1.edx};
+    if (ci->max_leaf >= 7)
+        r->l7_ebx = cpuid(7, 0).ebx;
     if (ci->max_leaf >= 0xB) {
         struct cpuid_regs rb = cpuid(0xB, 0);
-        if (rb.ebx)
-            *apic_id = rb.edx; /* the full x2APIC ID (SDM vol. 2A, CPUID leaf 0Bh) */
+        r->lb_ebx = rb.ebx;
+        r->lb_edx = rb.edx;
     }
-    if (ci->max_ext_leaf >= 0x80000001 && (cpuid(0x80000001, 0).edx & (1u << 27)))
-        b |= TB_RDTSCP;
-    if (ci->max_ext_leaf >= 0x80000007 && (cpuid(0x80000007, 0).edx & (1u << 8)))
-        b |= TB_INVARIANT;
-    return b;
+    if (ci->max_ext_leaf >= 0x80000001)
+        r->e1_edx = cpuid(0x80000001, 0).edx;
+    if (ci->max_ext_leaf >= 0x80000007)
+        r->e7_edx = cpuid(0x80000007, 0).edx;
 }
 
 /* Each AP's own kvmclock page (the boot CPU's is discovery's), as
    kvm-unit-tests' kvmclock test does: every CPU reads its own page. */
 static volatile struct pvclock_vcpu_time_info kvm_pages[PERCPU_MAX] __attribute__((aligned(64)));
-static uint64_t kvm_warps_total, kvm_cross_total;
 #define KVM_SETTLE_SPINS 1000000
 
 static volatile struct pvclock_vcpu_time_info *kvm_page_of(uint32_t index)
@@ -196,11 +181,13 @@ static void facts_job(void *p)
     struct probe_fault fault;
     if (counters[COUNTER_KVMCLOCK].present)
         f->kvm_page_ok = kvm_register_here(this_cpu()->index);
-    f->time_bits = time_bits(&f->apic_id_cpuid);
+    struct cpus_cpuid regs;
+    time_regs(&regs);
+    f->time_bits = cpus_time_bits(&regs, &f->apic_id_cpuid);
     f->apic_base = rdmsr(MSR_APIC_BASE);
-    if (f->time_bits & TB_ADJUST)
+    if (f->time_bits & CPUS_TB_ADJUST)
         f->adjust_read = msr_read_safe(MSR_TSC_ADJUST, &f->tsc_adjust, &fault);
-    if (f->time_bits & TB_RDTSCP) {
+    if (f->time_bits & CPUS_TB_RDTSCP) {
         rdtscp(&f->tsc_aux);
         f->aux_read = true;
     }
@@ -482,21 +469,11 @@ static void skew_parse(void)
                    "tsc_skew names CPU 0, the reference every other CPU is measured against; name an AP");
 }
 
-/* The skew moves the TSC by at least half of TICKS between two reads
-   around the write (their own distance is far below any useful TICKS). */
-static bool skew_took(int64_t ticks, int64_t moved)
-{
-    uint64_t m = ticks < 0 ? 0 - (uint64_t)ticks : (uint64_t)ticks;
-    int64_t d = moved - ticks;
-    uint64_t dm = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
-    return dm < m / 2;
-}
-
 static void skew_measure(struct sync_row *row)
 {
     bool faulted = false;
     struct probe_fault fault;
-    st.skew_via_adjust = st.facts[row->index].time_bits & TB_ADJUST;
+    st.skew_via_adjust = st.facts[row->index].time_bits & CPUS_TB_ADJUST;
     if (!skew_apply(row->index, st.skew_ticks, &faulted, &fault)) {
         fmt_format(st.skew_why, sizeof st.skew_why, "writing %s on CPU %d %s",
                    st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC", row->index,
@@ -504,7 +481,7 @@ static void skew_measure(struct sync_row *row)
         return;
     }
     st.skew_applied = true;
-    st.skew_honoured = skew_took(st.skew_ticks, st.skew_moved);
+    st.skew_honoured = cpus_skew_took(st.skew_ticks, st.skew_moved);
     uint64_t mid;
     exchange_with(row->index, &row->skewed, &mid);
     /* Put it back, so the rate check sees the same TSC (exact through
@@ -731,19 +708,7 @@ static const char *ticks_ns(char b[FMT_FIXED_CHARS + 4], int64_t ticks)
     return b;
 }
 
-/* The worst CPU: one whose interval excludes 0 before any whose interval
-   holds it, then the largest |offset| the interval allows. */
-static void note_worst(int *worst, uint64_t *worst_ticks, bool *worst_excludes, int index, uint64_t w, bool excludes)
-{
-    if (*worst < 0 || (excludes && !*worst_excludes) || (excludes == *worst_excludes && w > *worst_ticks)) {
-        *worst = index;
-        *worst_ticks = w;
-        *worst_excludes = excludes;
-    }
-}
-
-static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, bool *worst_excludes, bool *all_contain,
-                        bool *rates_agree, uint64_t *warps)
+static void report_sync(struct cpus_tally *t)
 {
     char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4], c[FMT_FIXED_CHARS + 4], d[FMT_FIXED_CHARS + 4];
     kprintf("\n  Each CPU against CPU 0. offset: its TSC minus CPU 0's, an interval that\n"
@@ -806,13 +771,11 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
             kprintf("  CPU %d: %s\n", row->index, row->why);
             continue;
         }
-        (*compared)++;
+        cpus_tally_offset(t, row->index, o);
         if (!ok) {
-            *all_contain = false;
             kprintf("  CPU %d: the exchanges disagree (lowest bound %lld above highest %lld ticks): the two TSCs\n"
                     "         moved against each other while they were taken\n",
                     row->index, (long long)o->lo, (long long)o->hi);
-            note_worst(worst, worst_ticks, worst_excludes, row->index, UINT64_MAX, true);
         } else {
             int64_t mid = tsc_offset_mid(o);
             uint64_t half = tsc_offset_half(o);
@@ -820,13 +783,9 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
                     ticks_ns(a, mid), ticks_ns(b, (int64_t)half));
             kprintf("         round trip min %llu ticks (%s), %u exchanges%s\n", (unsigned long long)o->round_trip_min,
                     ticks_ns(c, (int64_t)o->round_trip_min), o->exchanges, row->first_cut ? ", budget cut short" : "");
-            bool excludes = !tsc_offset_contains(o, 0);
-            if (excludes)
-                *all_contain = false;
-            note_worst(worst, worst_ticks, worst_excludes, row->index, tsc_offset_worst(o), excludes);
         }
         if (row->warp_done) {
-            *warps += row->warps;
+            cpus_tally_warps(t, row->warps);
             if (row->warp_cross)
                 kprintf("         warps: %llu in %llu cross-CPU comparisons, largest %llu ticks%s\n",
                         (unsigned long long)row->warps, (unsigned long long)row->warp_cross, (unsigned long long)row->max_warp,
@@ -837,8 +796,7 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
             kprintf("         warps: not tested (%s)\n", phase_over() ? "time budget" : "the CPU did not take the job");
         }
         if (row->kvm_done) {
-            kvm_warps_total += row->kvm_warps;
-            kvm_cross_total += row->kvm_cross;
+            cpus_tally_kvm_warps(t, row->kvm_warps, row->kvm_cross);
             kprintf("         kvmclock warps: %llu in %llu cross-CPU comparisons, largest %llu ns\n", (unsigned long long)row->kvm_warps,
                     (unsigned long long)row->kvm_cross, (unsigned long long)row->kvm_max_warp_ns);
         }
@@ -846,16 +804,12 @@ static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, b
             kprintf("         rate: %s +- %s ppm against CPU 0 over %s s\n", fmt_fixed(d, row->rate_mppm, 3, 3),
                     fmt_fixed(a, (int64_t)row->rate_unc_mppm, 3, 3),
                     xs(b, tsc_ticks_s(row->second_mid_tsc - row->first_mid_tsc), 3));
-            int64_t lo = row->rate_mppm - (int64_t)row->rate_unc_mppm, hi = row->rate_mppm + (int64_t)row->rate_unc_mppm;
-            if (lo > 0 || hi < 0)
-                *rates_agree = false;
+            cpus_tally_rate(t, row->rate_mppm, row->rate_unc_mppm);
         } else {
             kprintf("         rate: not measured: %s\n", row->rate_why ? row->rate_why : "-");
         }
     }
 }
-
-#define PAIRS_MAX_CPUS 8
 
 /* Every pair of application processors, derived from each one's interval
    against CPU 0 (tsc_offset_between): no extra measurement, so wider, but
@@ -864,7 +818,7 @@ static void report_pairs(void)
 {
     char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4];
     uint32_t shown = 0;
-    if (st.row_count < 2 || st.row_count + 1 > PAIRS_MAX_CPUS)
+    if (!cpus_pairs_listed((uint32_t)st.row_count))
         return;
     for (int k = 0; k < st.row_count; k++)
         for (int l = k + 1; l < st.row_count; l++) {
@@ -907,10 +861,8 @@ static void report_skew(void)
             row = &st.rows[k];
     bool found = false;
     int64_t lo = 0, hi = 0;
-    if (st.skew_honoured && row && tsc_offset_consistent(&row->first) && tsc_offset_consistent(&row->skewed)) {
-        /* the change between the two sets: the skew, bounded by both intervals */
-        lo = row->skewed.lo - row->first.hi;
-        hi = row->skewed.hi - row->first.lo;
+    /* the change between the two sets: the skew, bounded by both intervals */
+    if (st.skew_honoured && row && tsc_offset_between(&row->skewed, &row->first, &lo, &hi)) {
         found = true;
         record_i64(&r, "change_lo_ticks", lo);
         record_i64(&r, "change_hi_ticks", hi);
@@ -935,7 +887,7 @@ static void report_skew(void)
                    (long long)st.skew_ticks, (long long)lo, (long long)hi);
 }
 
-static void verdict(uint32_t compared, int worst, uint64_t worst_ticks, bool all_contain, bool rates_agree, uint64_t warps)
+static void verdict(const struct cpus_tally *t)
 {
     const char *name = "TSC synchronised across CPUs";
     char a[FMT_FIXED_CHARS + 4];
@@ -943,9 +895,14 @@ static void verdict(uint32_t compared, int worst, uint64_t worst_ticks, bool all
     v->ran = true;
     v->cpus = smp.running;
     v->listed = discovered.acpi.cpus_enabled;
-    v->warps = warps;
-    v->worst_cpu = worst;
-    if (compared == 0) {
+    v->warps = t->warps;
+    v->worst_cpu = t->worst;
+    const struct sync_row *wr = 0;
+    for (int k = 0; k < st.row_count; k++)
+        if (st.rows[k].index == t->worst)
+            wr = &st.rows[k];
+    enum cpus_outcome outcome = cpus_outcome(t, wr ? &wr->first : 0, tsc_ticks_ns(t->worst_ticks));
+    if (outcome == CPUS_NOT_COMPARED) {
         const char *why = smp.why[0] ? smp.why : smp.running > 1 ? "no other CPU could be measured" : 0;
         if (why)
             fmt_format(v->line, sizeof v->line, "TSC across CPUs: not compared (%s)", why);
@@ -956,40 +913,36 @@ static void verdict(uint32_t compared, int worst, uint64_t worst_ticks, bool all
         return;
     }
     v->compared = true;
-    const struct sync_row *wr = 0;
-    for (int k = 0; k < st.row_count; k++)
-        if (st.rows[k].index == worst)
-            wr = &st.rows[k];
-    bool consistent = wr && tsc_offset_consistent(&wr->first);
-    v->synchronised = all_contain && warps == 0 && rates_agree;
+    uint32_t cpus = t->compared + 1;
+    v->synchronised = outcome == CPUS_SYNCHRONISED || outcome == CPUS_SYNC_COARSE;
     if (v->synchronised) {
-        v->worst_ns = xf_to_fixed(tsc_ticks_ns(worst_ticks), 0);
+        v->worst_ns = xf_to_fixed(tsc_ticks_ns(t->worst_ticks), 0);
         /* an interval this wide says only that no larger offset exists: the
            exchanges were too slow (an emulator) to tell a smaller one */
-        if (xf_cmp(tsc_ticks_ns(worst_ticks), xf_from_u64(COARSE_BOUND_NS)) > 0)
+        if (outcome == CPUS_SYNC_COARSE)
             fmt_format(v->line, sizeof v->line, "TSC across %u CPUs: no offset beyond +-%s (slow exchanges: cannot tell smaller)",
-                       compared + 1, ticks_ns(a, (int64_t)worst_ticks));
+                       cpus, ticks_ns(a, (int64_t)t->worst_ticks));
         else
-            fmt_format(v->line, sizeof v->line, "TSC synchronised across %u CPUs: the worst offset is within +-%s", compared + 1,
-                       ticks_ns(a, (int64_t)worst_ticks));
+            fmt_format(v->line, sizeof v->line, "TSC synchronised across %u CPUs: the worst offset is within +-%s", cpus,
+                       ticks_ns(a, (int64_t)t->worst_ticks));
         kprintf("  Verdict: %s\n", v->line);
-        check_pass(name, "%u CPUs, offsets within +-%s, no warps", compared + 1, ticks_ns(a, (int64_t)worst_ticks));
+        check_pass(name, "%u CPUs, offsets within +-%s, no warps", cpus, ticks_ns(a, (int64_t)t->worst_ticks));
         return;
     }
-    if (consistent && !tsc_offset_contains(&wr->first, 0)) {
+    if (outcome == CPUS_OFFSET) {
         int64_t mid = tsc_offset_mid(&wr->first);
         v->worst_ns = xf_to_fixed(tsc_ticks_to_ns(xf_from_i64(mid)), 0);
         struct xf us = xf_div(tsc_ticks_to_ns(xf_from_i64(mid < 0 ? -mid : mid)), xf_from_u64(1000));
-        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d is %s us %s; compare timestamps only on one CPU", worst,
-                   xs(a, us, 3), mid < 0 ? "behind" : "ahead");
-    } else if (warps) {
+        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d is %s us %s; compare timestamps only on one CPU",
+                   t->worst, xs(a, us, 3), mid < 0 ? "behind" : "ahead");
+    } else if (outcome == CPUS_WARPS) {
         fmt_format(v->line, sizeof v->line, "TSC not synchronised: %llu warps across CPUs; compare timestamps only on one CPU",
-                   (unsigned long long)warps);
-    } else if (!rates_agree) {
+                   (unsigned long long)t->warps);
+    } else if (outcome == CPUS_RATE) {
         fmt_format(v->line, sizeof v->line, "TSC not synchronised: a CPU's TSC runs at another rate; compare timestamps only on one CPU");
     } else {
         fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d's offset cannot be bounded; compare timestamps only on one CPU",
-                   worst);
+                   t->worst);
     }
     kprintf("  Verdict: %s\n", v->line);
     check_fail(name, "%s", v->line);
@@ -1018,21 +971,18 @@ static void cpus_report(void)
         kprintf("  No other CPU started: %s\n", smp.why);
     report_cpu_table();
 
-    uint32_t compared = 0;
-    int worst = -1;
-    uint64_t worst_ticks = 0, warps = 0;
-    bool all_contain = true, rates_agree = true, worst_excludes = false;
-    kvm_warps_total = kvm_cross_total = 0;
-    report_sync(&compared, &worst, &worst_ticks, &worst_excludes, &all_contain, &rates_agree, &warps);
+    struct cpus_tally t;
+    cpus_tally_init(&t);
+    report_sync(&t);
     if (counters[COUNTER_KVMCLOCK].present && st.row_count) {
         const char *name = "kvmclock monotonic across CPUs";
-        if (!kvm_cross_total)
+        if (!t.kvm_cross)
             check_skip(name, "no cross-CPU comparison was made (pages not registered on the other CPUs, or no time left)");
-        else if (kvm_warps_total)
-            check_fail(name, "%llu readings went back across CPUs in %llu comparisons", (unsigned long long)kvm_warps_total,
-                       (unsigned long long)kvm_cross_total);
+        else if (t.kvm_warps)
+            check_fail(name, "%llu readings went back across CPUs in %llu comparisons", (unsigned long long)t.kvm_warps,
+                       (unsigned long long)t.kvm_cross);
         else
-            check_pass(name, "no reading went back across CPUs in %llu comparisons", (unsigned long long)kvm_cross_total);
+            check_pass(name, "no reading went back across CPUs in %llu comparisons", (unsigned long long)t.kvm_cross);
     }
     report_pairs();
     if (st.phase_cut)
@@ -1040,7 +990,7 @@ static void cpus_report(void)
     kprintf("  The phase took %s ms (its time budget: %u ms)\n",
             xs(a, xf_div(tsc_ticks_ns(st.phase_ticks), xf_from_u64(1000000)), 1), PHASE_MS);
     report_skew();
-    verdict(compared, worst, worst_ticks, all_contain, rates_agree, warps);
+    verdict(&t);
 }
 
 const struct experiment exp_cpus = {
