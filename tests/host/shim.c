@@ -756,3 +756,68 @@ const char *shim_timer_choose(uint32_t usable, unsigned waits, const uint8_t *ra
     record_u64(&rec, "wait", wait);
     return finish();
 }
+
+/* lib/cpus_analysis.c: the "cpus" experiment's analysis. */
+#include "../../lib/cpus_analysis.h"
+
+/* regs: CPUID.01h EBX ECX EDX, 07h EBX, 0Bh EBX EDX, 8000_0001h EDX, 8000_0007h EDX. */
+const char *shim_cpus_time_bits(const uint32_t *regs)
+{
+    struct cpus_cpuid r = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5], regs[6], regs[7]};
+    uint32_t apic_id = 0;
+    uint32_t bits = cpus_time_bits(&r, &apic_id);
+    record_begin(&rec, "cpus_time_bits");
+    record_u64(&rec, "bits", bits);
+    record_u64(&rec, "apic_id", apic_id);
+    return finish();
+}
+
+/* One row per AP, SHIM_CPUS_ROW values each, tallied the way
+   experiments/exp_cpus_report.c does; the worst bound in ns from the TSC
+   rate in kHz. */
+enum {
+    SHIM_CPUS_CPU, SHIM_CPUS_MEASURED, SHIM_CPUS_LO, SHIM_CPUS_HI, SHIM_CPUS_EXCHANGES,
+    SHIM_CPUS_WARP_DONE, SHIM_CPUS_WARPS, SHIM_CPUS_KVM_DONE, SHIM_CPUS_KVM_WARPS, SHIM_CPUS_KVM_CROSS,
+    SHIM_CPUS_RATE_OK, SHIM_CPUS_RATE_MPPM, SHIM_CPUS_RATE_UNC_MPPM, SHIM_CPUS_ROW
+};
+
+const char *shim_cpus_tally(const int64_t *rows, uint32_t n, uint64_t tsc_khz)
+{
+    static const char *const names[] = {"not_compared", "synchronised", "sync_coarse", "offset", "warps", "rate", "unbounded"};
+    struct cpus_tally t;
+    const struct tsc_offset *worst_first = 0;
+    static struct tsc_offset first[64];
+    if (n > 64)
+        n = 64;
+    cpus_tally_init(&t);
+    for (uint32_t k = 0; k < n; k++) {
+        const int64_t *v = rows + (size_t)k * SHIM_CPUS_ROW;
+        first[k] = (struct tsc_offset){.exchanges = (uint32_t)v[SHIM_CPUS_EXCHANGES], .lo = v[SHIM_CPUS_LO], .hi = v[SHIM_CPUS_HI]};
+        if (!v[SHIM_CPUS_MEASURED])
+            continue;
+        cpus_tally_offset(&t, (int)v[SHIM_CPUS_CPU], &first[k]);
+        if (v[SHIM_CPUS_WARP_DONE])
+            cpus_tally_warps(&t, (uint64_t)v[SHIM_CPUS_WARPS]);
+        if (v[SHIM_CPUS_KVM_DONE])
+            cpus_tally_kvm_warps(&t, (uint64_t)v[SHIM_CPUS_KVM_WARPS], (uint64_t)v[SHIM_CPUS_KVM_CROSS]);
+        if (v[SHIM_CPUS_RATE_OK])
+            cpus_tally_rate(&t, v[SHIM_CPUS_RATE_MPPM], (uint64_t)v[SHIM_CPUS_RATE_UNC_MPPM]);
+    }
+    for (uint32_t k = 0; k < n; k++)
+        if (rows[(size_t)k * SHIM_CPUS_ROW + SHIM_CPUS_CPU] == t.worst)
+            worst_first = &first[k];
+    struct xf ns = xf_div(xf_mul(xf_from_u64(t.worst_ticks), xf_from_u64(1000000)), xf_from_u64(tsc_khz));
+    enum cpus_outcome o = cpus_outcome(&t, worst_first, ns);
+    record_begin(&rec, "cpus_tally");
+    record_u64(&rec, "compared", t.compared);
+    record_i64(&rec, "worst", t.worst);
+    record_u64(&rec, "worst_ticks", t.worst_ticks);
+    record_bool(&rec, "worst_excludes", t.worst_excludes);
+    record_bool(&rec, "all_contain", t.all_contain);
+    record_bool(&rec, "rates_agree", t.rates_agree);
+    record_u64(&rec, "warps", t.warps);
+    record_u64(&rec, "kvm_warps", t.kvm_warps);
+    record_u64(&rec, "kvm_cross", t.kvm_cross);
+    record_str(&rec, "outcome", (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "?");
+    return finish();
+}
