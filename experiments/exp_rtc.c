@@ -101,8 +101,6 @@ static struct {
 } st;
 static struct rtc_edge edges[RTC_EDGES_MAX];
 
-static uint64_t mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1); }
-
 static void probe_and_date(void)
 {
     if (st.probed)
@@ -162,18 +160,9 @@ static void edge_found(uint64_t a, uint64_t b, bool store)
        holds UIP until its update timer runs while UF is clear, so the first
        edge after boot can be late), else by the start-up estimate (good to
        some ppm when it was checked; a miss widens the watch) */
-    st.period_tsc = results.tsc_estimate_hz;
-    if (st.edge_count >= 2) {
-        const struct rtc_edge *p = &edges[st.edge_count - 2], *q = &edges[st.edge_count - 1];
-        uint32_t secs = rtc_seconds_between(p->seconds_of_day, q->seconds_of_day);
-        uint64_t pm = mid(p->a, p->b), qm = mid(q->a, q->b);
-        /* kept only near the estimate (within 10 %): two edges that do not
-           agree with it say nothing of the second */
-        uint64_t per = secs > 0 && qm > pm ? (qm - pm) / secs : 0, est = results.tsc_estimate_hz;
-        if (per > est - est / 10 && per < est + est / 10)
-            st.period_tsc = per;
-    }
-    watch_next(mid(a, b), ms_to_tsc(LEAD_US) / 1000 + (b - a));
+    st.period_tsc = st.edge_count >= 2 ? rtc_period_tsc(&edges[st.edge_count - 2], &edges[st.edge_count - 1], results.tsc_estimate_hz)
+                                       : results.tsc_estimate_hz;
+    watch_next(rtc_tsc_mid(a, b), ms_to_tsc(LEAD_US) / 1000 + (b - a));
 }
 
 /* Polls register A until UIP falls after being seen set, or until
@@ -293,7 +282,7 @@ void rtc_window_poll(uint64_t tsc_now)
             st.updates_seen = true;
             st.coarse_phases++;
             st.period_tsc = results.tsc_estimate_hz;
-            watch_next(mid(st.search_end_tsc, now), (now - st.search_end_tsc) / 2 + ms_to_tsc(LEAD_US) / 1000);
+            watch_next(rtc_tsc_mid(st.search_end_tsc, now), (now - st.search_end_tsc) / 2 + ms_to_tsc(LEAD_US) / 1000);
         }
         st.search_sec = sec;
         st.search_end_tsc = rdtsc();
@@ -369,10 +358,10 @@ static void measure_cost(const struct profile *p)
         full[i] = b - a;
         got = i + 1;
         if (i > 0) {
-            /* the register counts 0-59 and wraps: any other fall is backward */
-            if (v == prev)
+            enum rtc_step step = rtc_seconds_step(prev, v);
+            if (step == RTC_STEP_SAME)
                 st.zero_deltas++;
-            else if (v < prev && !(prev == 0x59 || prev == 59))
+            else if (step == RTC_STEP_BACKWARD)
                 st.backward++;
             else
                 st.distinct++;
@@ -388,13 +377,7 @@ static void measure_cost(const struct profile *p)
     st.reads = got;
     st.bracket_overhead = se.p50;
     st.cost = sf;
-    st.cost.min = sf.min > se.p50 ? sf.min - se.p50 : 0;
-    st.cost.p50 = sf.p50 > se.p50 ? sf.p50 - se.p50 : 0;
-    st.cost.p99 = sf.p99 > se.p50 ? sf.p99 - se.p50 : 0;
-    st.cost.p999 = sf.p999 > se.p50 ? sf.p999 - se.p50 : 0;
-    st.cost.max = sf.max > se.p50 ? sf.max - se.p50 : 0;
-    struct xf mean = xf_sub(sf.mean, xf_from_u64(se.p50));
-    st.cost.mean = mean.neg ? xf_from_u64(0) : mean;
+    stats_subtract(&st.cost, se.p50);
     st.cost_done = got > 0;
 }
 
@@ -407,16 +390,7 @@ static void rtc_measure(const struct profile *p)
         own_window(p);
     measure_cost(p);
     rtc_fit_edges(edges, st.edge_count, results.tsc_estimate_hz, &st.fit);
-    st.min_step_s = 0;
-    st.min_step_tsc = 0;
-    for (uint32_t i = 1; i < st.edge_count; i++) {
-        uint32_t s = rtc_seconds_between(edges[i - 1].seconds_of_day, edges[i].seconds_of_day);
-        uint64_t t = mid(edges[i].a, edges[i].b) - mid(edges[i - 1].a, edges[i - 1].b);
-        if (s && (!st.min_step_s || s < st.min_step_s))
-            st.min_step_s = s;
-        if (s == 1 && (!st.min_step_tsc || t < st.min_step_tsc))
-            st.min_step_tsc = t;
-    }
+    rtc_min_steps(edges, st.edge_count, &st.min_step_s, &st.min_step_tsc);
 }
 
 /* --- report --- */

@@ -58,7 +58,29 @@ bool rtc_decode(const struct rtc_raw *raw, struct rtc_datetime *out)
     return ok;
 }
 
-static uint64_t mid(const struct rtc_edge *e) { return e->a / 2 + e->b / 2 + (e->a & e->b & 1); }
+static uint64_t mid(const struct rtc_edge *e) { return rtc_tsc_mid(e->a, e->b); }
+
+uint64_t rtc_period_tsc(const struct rtc_edge *p, const struct rtc_edge *q, uint64_t tsc_hz_estimate)
+{
+    uint32_t secs = rtc_seconds_between(p->seconds_of_day, q->seconds_of_day);
+    uint64_t pm = mid(p), qm = mid(q), est = tsc_hz_estimate;
+    uint64_t per = secs > 0 && qm > pm ? (qm - pm) / secs : 0;
+    return per > est - est / 10 && per < est + est / 10 ? per : est;
+}
+
+void rtc_min_steps(const struct rtc_edge *e, uint32_t n, uint32_t *min_step_s, uint64_t *min_step_tsc)
+{
+    *min_step_s = 0;
+    *min_step_tsc = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t s = rtc_seconds_between(e[i - 1].seconds_of_day, e[i].seconds_of_day);
+        uint64_t t = mid(&e[i]) - mid(&e[i - 1]);
+        if (s && (!*min_step_s || s < *min_step_s))
+            *min_step_s = s;
+        if (s == 1 && (!*min_step_tsc || t < *min_step_tsc))
+            *min_step_tsc = t;
+    }
+}
 
 /* Whether the RTC's count across edges i-1 -> i agrees with the TSC time. */
 static bool continuous(const struct rtc_edge *e, uint32_t i, uint64_t hz)

@@ -628,3 +628,30 @@ const char *shim_os_claim(const char *line)
     record_str(&rec, "detail", ok ? c.detail : 0);
     return finish();
 }
+
+/* rtc_fit.h: the RTC's edges between them (the period, the least steps) and the seconds register's steps */
+uint64_t shim_rtc_tsc_mid(uint64_t a, uint64_t b) { return rtc_tsc_mid(a, b); }
+
+uint64_t shim_rtc_period_tsc(uint64_t pa, uint64_t pb, uint32_t psod, uint64_t qa, uint64_t qb, uint32_t qsod, uint64_t hz)
+{
+    struct rtc_edge p = {pa, pb, psod}, q = {qa, qb, qsod};
+    return rtc_period_tsc(&p, &q, hz);
+}
+
+const char *shim_rtc_min_steps(const uint64_t *a, const uint64_t *b, const uint32_t *sod, uint32_t n)
+{
+    static struct rtc_edge e[4096];
+    uint32_t min_s;
+    uint64_t min_tsc;
+    if (n > 4096)
+        n = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct rtc_edge){a[i], b[i], sod[i]};
+    rtc_min_steps(e, n, &min_s, &min_tsc);
+    record_begin(&rec, "rtc_min_steps");
+    record_u64(&rec, "min_step_s", min_s);
+    record_u64(&rec, "min_step_tsc", min_tsc);
+    return finish();
+}
+
+int shim_rtc_seconds_step(uint8_t prev, uint8_t now) { return (int)rtc_seconds_step(prev, now); }

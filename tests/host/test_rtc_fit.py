@@ -1,4 +1,4 @@
-"""The RTC's pure logic (kernel/rtc_fit.c): its calendar registers decoded
+"""The RTC's pure logic (lib/rtc_fit.c): its calendar registers decoded
 in every data and hour mode, and the TSC's rate fitted against its second
 boundaries, checked against numpy's least squares and against the truth
 the edges were made from."""
@@ -8,6 +8,7 @@ import random
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from lib import as_json, xf_value
@@ -202,3 +203,100 @@ def test_long_windows_are_thinned(lib):
     assert f["fitted"] and 400 <= f["used"] <= 512 and f["span_s"] == n - 1, f
     err = abs(xf_value(f["tsc_per_s"]) - Fraction(rate)) / Fraction(rate)
     assert err <= xf_value(f["bracket_rel"]) * (1 + Fraction(1, 10**9))
+
+
+# --- the edges between them, and the seconds register's steps ---
+
+SAME, FORWARD, BACKWARD = 0, 1, 2  # enum rtc_step
+
+
+@pytest.fixture(scope="module")
+def rl(lib):
+    """The library with the edge helpers' types declared."""
+    u8, u32, u64 = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint64
+    lib.shim_rtc_tsc_mid.restype = u64
+    lib.shim_rtc_tsc_mid.argtypes = [u64, u64]
+    lib.shim_rtc_period_tsc.restype = u64
+    lib.shim_rtc_period_tsc.argtypes = [u64, u64, u32, u64, u64, u32, u64]
+    lib.shim_rtc_min_steps.restype = ctypes.c_char_p
+    lib.shim_rtc_min_steps.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32]
+    lib.shim_rtc_seconds_step.restype = ctypes.c_int
+    lib.shim_rtc_seconds_step.argtypes = [u8, u8]
+    return lib
+
+
+def period(rl, p, q, hz=HZ):
+    return rl.shim_rtc_period_tsc(*p, *q, hz)
+
+
+def min_steps(rl, a, b, sod):
+    n = len(a)
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    return as_json(rl.shim_rtc_min_steps((u64 * n)(*a), (u64 * n)(*b), (u32 * n)(*sod), n))
+
+
+def test_bracket_middle_rounds_down_and_never_overflows(rl):
+    top = 2**64 - 1
+    for a, b, want in ((3, 5, 4), (1, 2, 1), (0, 0, 0), (7, 7, 7), (top, top, top), (top - 1, top, top - 1), (0, top, top // 2)):
+        assert rl.shim_rtc_tsc_mid(a, b) == want, (a, b)
+    rng = random.Random(8)
+    for _ in range(2000):
+        a, b = rng.randrange(2**64), rng.randrange(2**64)
+        assert rl.shim_rtc_tsc_mid(a, b) == (a + b) // 2
+
+
+def test_period_by_two_edges(rl):
+    # one second: the middles' distance; three (a missed edge between): a third of it, rounded down
+    assert period(rl, (1000, 1400, 100), (1000 + HZ, 1400 + HZ, 101)) == HZ
+    assert period(rl, (1000, 1400, 100), (1000 + 3 * HZ + 7, 1400 + 3 * HZ + 8, 103)) == (3 * HZ + 7) // 3
+    # through midnight: 86399 -> 1 is two seconds
+    assert period(rl, (0, 0, 86399), (2 * HZ + 2, 2 * HZ + 2, 1)) == HZ + 1
+
+
+def test_period_far_from_the_estimate_is_the_estimate(rl):
+    est = 1_000_000_000
+    lo, hi = est - est // 10, est + est // 10
+    assert period(rl, (0, 0, 5), (lo, lo, 6), est) == est  # 10 % off exactly: not kept
+    assert period(rl, (0, 0, 5), (lo + 1, lo + 1, 6), est) == lo + 1
+    assert period(rl, (0, 0, 5), (hi, hi, 6), est) == est
+    assert period(rl, (0, 0, 5), (hi - 1, hi - 1, 6), est) == hi - 1
+    assert period(rl, (0, 0, 5), (est, est, 5), est) == est  # the RTC did not move
+    assert period(rl, (est, est, 5), (0, 0, 6), est) == est  # the TSC went back
+    assert period(rl, (0, 0, 5), (est, est, 7), est) == est  # half the estimate a second
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**62), st.integers(0, 10**6), st.integers(0, 86399), st.integers(0, 3 * HZ), st.integers(0, 10**6),
+       st.integers(0, 5), st.integers(1, 2**40))
+def test_period_matches_its_definition(rl, pa, pw, psod, dt, qw, secs, est):
+    qa, qsod = pa + dt, (psod + secs) % 86400
+    got = period(rl, (pa, pa + pw, psod), (qa, qa + qw, qsod), est)
+    pm, qm = (2 * pa + pw) // 2, (2 * qa + qw) // 2
+    per = (qm - pm) // secs if secs and qm > pm else 0
+    assert got == (per if est - est // 10 < per < est + est // 10 else est)
+
+
+def test_least_steps(rl):
+    assert min_steps(rl, [], [], []) == {"type": "rtc_min_steps", "min_step_s": 0, "min_step_tsc": 0}
+    assert min_steps(rl, [5], [9], [10])["min_step_s"] == 0
+    # seconds 0, 2, 3, 4 (one missed): the one-second steps are HZ + 40 and HZ - 30
+    t = [0, 2 * HZ, 3 * HZ + 40, 4 * HZ + 10]
+    got = min_steps(rl, t, [x + 100 for x in t], [50, 52, 53, 54])
+    assert got["min_step_s"] == 1 and got["min_step_tsc"] == HZ - 30, got
+    # no two edges one second apart: no step in TSC time; a count that stood still is not a step
+    t = [0, 2 * HZ, 2 * HZ + 5, 5 * HZ]
+    got = min_steps(rl, t, t, [86399, 1, 1, 4])
+    assert got["min_step_s"] == 2 and got["min_step_tsc"] == 0, got
+
+
+def test_seconds_register_steps(rl):
+    assert rl.shim_rtc_seconds_step(0x10, 0x10) == SAME
+    assert rl.shim_rtc_seconds_step(0x10, 0x11) == FORWARD
+    assert rl.shim_rtc_seconds_step(0x59, 0x00) == FORWARD  # BCD wrap
+    assert rl.shim_rtc_seconds_step(59, 0) == FORWARD  # binary wrap
+    assert rl.shim_rtc_seconds_step(0x58, 0x00) == BACKWARD
+    assert rl.shim_rtc_seconds_step(0x30, 0x10) == BACKWARD
+    for prev in range(256):
+        for now in range(256):
+            want = SAME if now == prev else BACKWARD if now < prev and prev not in (0x59, 59) else FORWARD
+            assert rl.shim_rtc_seconds_step(prev, now) == want, (prev, now)
