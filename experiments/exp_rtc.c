@@ -470,35 +470,19 @@ static void cost_records(void)
     emit(&r);
 }
 
-/* A counter's rate by the RTC, through the TSC: its ppm against the drift
-   reference scaled by the TSC's rate by the RTC over its rate by that
-   reference. */
-struct vs_rtc {
-    bool known;
-    struct xf ppm, u_ppm;
-};
-
-static struct vs_rtc counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm)
+/* A counter's rate by the RTC, through the TSC (rtc_counter_vs), when the
+   drift measured its rate: false otherwise. */
+static bool counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm, struct rtc_vs *v)
 {
-    struct vs_rtc v = {0};
     if (!counters[c].present || !results.tsc_measured)
-        return v;
-    struct xf ppm_ref, u_ref;
-    if (c == results.reference) {
-        ppm_ref = xf_from_u64(0);
-        u_ref = results.tsc_uncertainty_ppm;
-    } else if (results.counter[c].has_ppm) {
-        ppm_ref = results.counter[c].ppm_vs_nominal;
-        u_ref = results.counter[c].uncertainty_ppm;
-    } else {
-        return v;
-    }
-    struct xf one = xf_from_u64(1), mega = xf_from_u64(1000000);
-    struct xf rate = xf_mul(xf_add(one, xf_div(ppm_ref, mega)), ratio);
-    v.known = true;
-    v.ppm = ppm_of(xf_sub(rate, one));
-    v.u_ppm = xf_sqrt(xf_add(xf_mul(u_fit_ppm, u_fit_ppm), xf_mul(u_ref, u_ref)));
-    return v;
+        return false;
+    if (c == results.reference)
+        *v = rtc_counter_vs(xf_from_u64(0), results.tsc_uncertainty_ppm, ratio, u_fit_ppm);
+    else if (results.counter[c].has_ppm)
+        *v = rtc_counter_vs(results.counter[c].ppm_vs_nominal, results.counter[c].uncertainty_ppm, ratio, u_fit_ppm);
+    else
+        return false;
+    return true;
 }
 
 static void rtc_report(void)
@@ -606,9 +590,8 @@ static void rtc_report(void)
         return;
     }
     /* the TSC's rate by the RTC over its rate by the reference */
-    struct xf ratio = xf_div(st.fit.tsc_per_s, results.tsc_hz);
-    struct vs_rtc tsc = {true, ppm_of(xf_sub(ratio, xf_from_u64(1))),
-                         xf_sqrt(xf_add(xf_mul(u_fit_ppm, u_fit_ppm), xf_mul(results.tsc_uncertainty_ppm, results.tsc_uncertainty_ppm)))};
+    struct xf ratio;
+    struct rtc_vs tsc = rtc_tsc_vs(st.fit.tsc_per_s, u_fit_ppm, results.tsc_hz, results.tsc_uncertainty_ppm, &ratio);
     const char *refname = counters[results.reference].name;
     record_xf_fixed(&r, "ppm_tsc_vs_rtc", tsc.ppm, 6);
     record_xf_fixed(&r, "uncertainty_ppm", tsc.u_ppm, 6);
@@ -617,8 +600,8 @@ static void rtc_report(void)
     static const char *const keys[][2] = {{"hpet_ppm_vs_rtc", "hpet_uncertainty_ppm"},
                                           {"acpi_pm_ppm_vs_rtc", "acpi_pm_uncertainty_ppm"}};
     for (unsigned i = 0; i < 2; i++) {
-        struct vs_rtc v = counter_vs_rtc(others[i], ratio, u_fit_ppm);
-        if (!v.known) {
+        struct rtc_vs v;
+        if (!counter_vs_rtc(others[i], ratio, u_fit_ppm, &v)) {
             record_null(&r, keys[i][0]);
             record_null(&r, keys[i][1]);
             continue;
@@ -637,8 +620,7 @@ static void rtc_report(void)
                 "  profile's 60 s makes the figure meaningful\n", st.fit.span_s, st.fit.used);
     xs(a, tsc.ppm, 3);
     xs(b, tsc.u_ppm, 3);
-    struct xf limit = xf_add(xf_from_u64(RTC_TOLERANCE_PPM), xf_mul(xf_from_u64(3), tsc.u_ppm));
-    if (xf_cmp(xf_abs(tsc.ppm), limit) <= 0)
+    if (rtc_agrees(tsc, RTC_TOLERANCE_PPM))
         check_pass("TSC agrees with the RTC", "%s ppm from its rate by the %s, +-%s (limit %u ppm, the RTC's assumed, + 3 u)",
                    a, refname, b, RTC_TOLERANCE_PPM);
     else
@@ -646,8 +628,7 @@ static void rtc_report(void)
                    a, refname, b, RTC_TOLERANCE_PPM);
     /* the verdict: both crystals' tolerances */
     uint32_t both = RTC_TOLERANCE_PPM + results.tsc_absolute_ppm;
-    struct xf vlimit = xf_add(xf_from_u64(both), xf_mul(xf_from_u64(3), tsc.u_ppm));
-    bool agree = xf_cmp(xf_abs(tsc.ppm), vlimit) <= 0;
+    bool agree = rtc_agrees(tsc, both);
     xs(c, tsc.u_ppm, 3);
     kprintf("  Verdict: the main crystal (%s) and the RTC %s within their tolerances:\n"
             "  %s ppm +-%s (limit %u ppm: the RTC's %u assumed, the %s's %u, + 3 u)%s\n", refname,

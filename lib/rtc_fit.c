@@ -234,3 +234,25 @@ void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimat
     out->tsc_per_s = slope;
     out->uncertainty_rel = xf_sqrt(xf_add(xf_mul(out->stderr_rel, out->stderr_rel), xf_mul(out->bracket_rel, out->bracket_rel)));
 }
+
+static struct xf ppm(struct xf ratio_minus_one) { return xf_mul(ratio_minus_one, xf_from_u64(1000000)); }
+static struct xf quadrature(struct xf a, struct xf b) { return xf_sqrt(xf_add(xf_mul(a, a), xf_mul(b, b))); }
+
+struct rtc_vs rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, struct xf *ratio)
+{
+    *ratio = xf_div(tsc_per_rtc_s, tsc_hz);
+    return (struct rtc_vs){ppm(xf_sub(*ratio, xf_from_u64(1))), quadrature(u_fit_ppm, u_tsc_ppm)};
+}
+
+struct rtc_vs rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm)
+{
+    struct xf one = xf_from_u64(1);
+    struct xf rate = xf_mul(xf_add(one, xf_div(ppm_ref, xf_from_u64(1000000))), ratio);
+    return (struct rtc_vs){ppm(xf_sub(rate, one)), quadrature(u_fit_ppm, u_ref)};
+}
+
+bool rtc_agrees(struct rtc_vs v, uint32_t tolerance_ppm)
+{
+    struct xf limit = xf_add(xf_from_u64(tolerance_ppm), xf_mul(xf_from_u64(3), v.u_ppm));
+    return xf_cmp(xf_abs(v.ppm), limit) <= 0;
+}

@@ -2,7 +2,8 @@
    12 or 24 h, per register B; MC146818A data sheet, "Data mode" and
    "24/12"), the seconds register's steps, and the rate of the TSC against
    the RTC's seconds, fitted over the TSC times of its second boundaries
-   ("edges"). No hardware header: compiled for the host and tested there. */
+   ("edges"), and held against the TSC's rate by another reference. No
+   hardware header: compiled for the host and tested there. */
 #ifndef CLOCKBENCH_RTC_FIT_H
 #define CLOCKBENCH_RTC_FIT_H
 
@@ -94,5 +95,19 @@ struct rtc_fit {
    more is a discontinuity, and only the longest run of edges without one is
    fitted, less its wide brackets and outliers. */
 void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct rtc_fit *out);
+
+/* A rate by the RTC held against the same rate by another reference. */
+struct rtc_vs {
+    struct xf ppm;    /* the TSC's: from its rate by the drift reference; another counter's: from nominal */
+    struct xf u_ppm;  /* standard uncertainty: the fit's and the other figure's in quadrature */
+};
+/* The TSC: tsc_per_rtc_s (the fit's slope, +-u_fit_ppm) over tsc_hz, its
+   rate by the drift reference (+-u_tsc_ppm); *ratio gets that ratio. */
+struct rtc_vs rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, struct xf *ratio);
+/* Another counter, through the TSC: its ppm from nominal by the drift
+   reference (ppm_ref +-u_ref), scaled by that ratio. */
+struct rtc_vs rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm);
+/* Agreement within a tolerance: |ppm| <= tolerance_ppm + 3 u. */
+bool rtc_agrees(struct rtc_vs v, uint32_t tolerance_ppm);
 
 #endif

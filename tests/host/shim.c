@@ -655,3 +655,29 @@ const char *shim_rtc_min_steps(const uint64_t *a, const uint64_t *b, const uint3
 }
 
 int shim_rtc_seconds_step(uint8_t prev, uint8_t now) { return (int)rtc_seconds_step(prev, now); }
+
+/* rtc_fit.h: a rate by the RTC held against the drift reference's */
+static void rtc_vs_record(struct rtc_vs v, uint32_t tolerance_ppm)
+{
+    record_xf(&rec, "ppm", v.ppm);
+    record_xf(&rec, "u_ppm", v.u_ppm);
+    record_bool(&rec, "agrees", rtc_agrees(v, tolerance_ppm));
+}
+
+const char *shim_rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, uint32_t tolerance_ppm)
+{
+    struct xf ratio;
+    struct rtc_vs v = rtc_tsc_vs(tsc_per_rtc_s, u_fit_ppm, tsc_hz, u_tsc_ppm, &ratio);
+    record_begin(&rec, "rtc_tsc_vs");
+    record_xf(&rec, "ratio", ratio);
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}
+
+const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm, uint32_t tolerance_ppm)
+{
+    struct rtc_vs v = rtc_counter_vs(ppm_ref, u_ref, ratio, u_fit_ppm);
+    record_begin(&rec, "rtc_counter_vs");
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lib import as_json, xf_value
+from lib import XF, as_json, xf_value
 
 BINARY, H24 = 0x04, 0x02  # register B: DM (binary data) and 24/12
 HZ = 2_299_998_000  # a TSC rate of the kind our machines have
@@ -300,3 +300,85 @@ def test_seconds_register_steps(rl):
         for now in range(256):
             want = SAME if now == prev else BACKWARD if now < prev and prev not in (0x59, 59) else FORWARD
             assert rl.shim_rtc_seconds_step(prev, now) == want, (prev, now)
+
+
+# --- the rate by the RTC against the drift reference's ---
+
+
+@pytest.fixture(scope="module")
+def rv(lib):
+    """The library with the comparison's types declared."""
+    for name in ("shim_rtc_tsc_vs", "shim_rtc_counter_vs"):
+        getattr(lib, name).restype = ctypes.c_char_p
+        getattr(lib, name).argtypes = [XF, XF, XF, XF, ctypes.c_uint32]
+    return lib
+
+
+def xf(lib, v):
+    v = Fraction(v)
+    return lib.xf_div(lib.xf_from_i64(v.numerator), lib.xf_from_i64(v.denominator))
+
+
+def tsc_vs(rv, tsc_per_rtc_s, u_fit, tsc_hz, u_tsc, tolerance=100):
+    r = as_json(rv.shim_rtc_tsc_vs(xf(rv, tsc_per_rtc_s), xf(rv, u_fit), xf(rv, tsc_hz), xf(rv, u_tsc), tolerance))
+    return {k: (xf_value(v) if isinstance(v, list) else v) for k, v in r.items()}
+
+
+def counter_vs(rv, ppm_ref, u_ref, ratio, u_fit, tolerance=100):
+    r = as_json(rv.shim_rtc_counter_vs(xf(rv, ppm_ref), xf(rv, u_ref), xf(rv, ratio), xf(rv, u_fit), tolerance))
+    return {k: (xf_value(v) if isinstance(v, list) else v) for k, v in r.items()}
+
+
+def near(got, want, tol=Fraction(1, 10**9)):
+    return abs(got - Fraction(want)) <= tol
+
+
+def test_tsc_by_the_rtc_against_the_reference(rv):
+    # 12.5 ppm fast by the RTC; uncertainties 3 and 4 ppm make 5
+    v = tsc_vs(rv, Fraction(HZ) * (1 + Fraction(125, 10**7)), 3, HZ, 4)
+    assert near(v["ratio"], 1 + Fraction(125, 10**7), Fraction(1, 10**15)) and near(v["ppm"], Fraction(25, 2)), v
+    assert near(v["u_ppm"], 5) and v["agrees"], v
+    v = tsc_vs(rv, Fraction(HZ) * (1 - Fraction(40, 10**6)), Fraction(1, 10), HZ, 0, tolerance=0)
+    assert near(v["ppm"], -40) and near(v["u_ppm"], Fraction(1, 10)) and not v["agrees"], v
+    v = tsc_vs(rv, HZ, 0, HZ, 0, tolerance=0)  # the same rate: 0 +-0 agrees even with no tolerance
+    assert v["ppm"] == 0 and v["u_ppm"] == 0 and v["agrees"], v
+
+
+def test_another_counter_through_the_tsc(rv):
+    # 10 ppm fast by the reference, and the TSC 5 ppm fast by the RTC against it: (1 + 10e-6)(1 + 5e-6) - 1
+    ratio = 1 + Fraction(5, 10**6)
+    v = counter_vs(rv, 10, Fraction(2, 10), ratio, Fraction(1, 10))
+    assert near(v["ppm"], Fraction(1500005, 100000)), v
+    assert abs(v["u_ppm"] ** 2 - Fraction(5, 100)) <= Fraction(1, 10**15), v
+    # the reference itself: 0 ppm from nominal by definition, its rate by the RTC is the ratio's
+    assert near(counter_vs(rv, 0, 0, ratio, 0)["ppm"], 5)
+    assert near(counter_vs(rv, -20, 0, 1, 0)["ppm"], -20)
+
+
+def test_agreement_is_the_tolerance_plus_three_u(rv):
+    # u = 2 ppm, tolerance 100 ppm: the limit is 106 ppm, either sign
+    for ppm, want in ((Fraction(105999, 1000), True), (Fraction(106001, 1000), False), (0, True)):
+        for sign in (1, -1):
+            v = counter_vs(rv, sign * ppm, 2, 1, 0, tolerance=100)
+            assert near(v["u_ppm"], 2) and v["agrees"] is want, (sign * ppm, v)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(10**6, 5 * 10**9), st.integers(-10**6, 10**6), st.integers(0, 10**6), st.integers(0, 10**6),
+       st.integers(-10**9, 10**9), st.integers(0, 100))
+def test_comparison_matches_exact_arithmetic(rv, hz, ppb, u_fit_ppb, u_ref_ppb, ref_ppb, tolerance):
+    """The figures within 1e-9 ppm of exact arithmetic (the uncertainty within 1e-12 of itself), and the
+    agreement test right wherever the figure is not within 1e-9 ppm of its limit."""
+    rate = Fraction(hz) * (1 + Fraction(ppb, 10**9))
+    u_fit, u_ref = Fraction(u_fit_ppb, 1000), Fraction(u_ref_ppb, 1000)
+    v = tsc_vs(rv, rate, u_fit, hz, u_ref, tolerance)
+    want_ppm, want_u2 = Fraction(ppb, 1000), u_fit**2 + u_ref**2
+    assert near(v["ppm"], want_ppm), v
+    assert abs(v["u_ppm"] ** 2 - want_u2) <= want_u2 / 10**12 + Fraction(1, 10**24), v
+    limit = tolerance + 3 * v["u_ppm"]
+    if abs(abs(want_ppm) - limit) > Fraction(1, 10**9):
+        assert v["agrees"] is (abs(want_ppm) <= limit), v
+    ratio = 1 + Fraction(ppb, 10**9)
+    c = counter_vs(rv, Fraction(ref_ppb, 1000), u_ref, ratio, u_fit, tolerance)
+    want = ((1 + Fraction(ref_ppb, 10**9)) * ratio - 1) * 10**6
+    assert near(c["ppm"], want), c
