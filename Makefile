@@ -52,6 +52,7 @@ EXPERIMENT_SRCS := experiments/main.c experiments/experiments.c experiments/verd
 	experiments/exp_calibrate.c experiments/exp_cpu_speed.c experiments/exp_hpet_comparator.c experiments/exp_read_cost.c \
 	experiments/exp_sequential.c experiments/exp_drift.c experiments/exp_stolen.c experiments/exp_cpus.c \
 	experiments/exp_timers.c experiments/exp_rtc.c
+EXPERIMENT_SRCS += experiments/exp_rtc_report.c
 
 # The freestanding string functions: on the host, libc's stand in.
 LIB_IMAGE_SRCS := lib/string.c
