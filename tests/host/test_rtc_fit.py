@@ -1,7 +1,11 @@
 """The RTC's pure logic (lib/rtc_fit.c): its calendar registers decoded
-in every data and hour mode, and the TSC's rate fitted against its second
+in every data and hour mode; the TSC's rate fitted against its second
 boundaries, checked against numpy's least squares and against the truth
-the edges were made from."""
+the edges were made from; the edges between them (a bracket's middle, one
+RTC second by two edges, the least steps) and the seconds register's steps,
+by known answers; and the rate by the RTC held against the drift
+reference's (the TSC's, another counter's through it, agreement within a
+tolerance + 3 u), against exact arithmetic."""
 
 import ctypes
 import random
