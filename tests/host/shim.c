@@ -821,3 +821,56 @@ const char *shim_cpus_tally(const int64_t *rows, uint32_t n, uint64_t tsc_khz)
     record_str(&rec, "outcome", (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "?");
     return finish();
 }
+
+/* rtc_fit.h: the RTC's edges between them (the period, the least steps) and the seconds register's steps */
+uint64_t shim_rtc_tsc_mid(uint64_t a, uint64_t b) { return rtc_tsc_mid(a, b); }
+
+uint64_t shim_rtc_period_tsc(uint64_t pa, uint64_t pb, uint32_t psod, uint64_t qa, uint64_t qb, uint32_t qsod, uint64_t hz)
+{
+    struct rtc_edge p = {pa, pb, psod}, q = {qa, qb, qsod};
+    return rtc_period_tsc(&p, &q, hz);
+}
+
+const char *shim_rtc_min_steps(const uint64_t *a, const uint64_t *b, const uint32_t *sod, uint32_t n)
+{
+    static struct rtc_edge e[4096];
+    uint32_t min_s;
+    uint64_t min_tsc;
+    if (n > 4096)
+        n = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct rtc_edge){a[i], b[i], sod[i]};
+    rtc_min_steps(e, n, &min_s, &min_tsc);
+    record_begin(&rec, "rtc_min_steps");
+    record_u64(&rec, "min_step_s", min_s);
+    record_u64(&rec, "min_step_tsc", min_tsc);
+    return finish();
+}
+
+int shim_rtc_seconds_step(uint8_t prev, uint8_t now) { return (int)rtc_seconds_step(prev, now); }
+
+/* rtc_fit.h: a rate by the RTC held against the drift reference's */
+static void rtc_vs_record(struct rtc_vs v, uint32_t tolerance_ppm)
+{
+    record_xf(&rec, "ppm", v.ppm);
+    record_xf(&rec, "u_ppm", v.u_ppm);
+    record_bool(&rec, "agrees", rtc_agrees(v, tolerance_ppm));
+}
+
+const char *shim_rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, uint32_t tolerance_ppm)
+{
+    struct xf ratio;
+    struct rtc_vs v = rtc_tsc_vs(tsc_per_rtc_s, u_fit_ppm, tsc_hz, u_tsc_ppm, &ratio);
+    record_begin(&rec, "rtc_tsc_vs");
+    record_xf(&rec, "ratio", ratio);
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}
+
+const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm, uint32_t tolerance_ppm)
+{
+    struct rtc_vs v = rtc_counter_vs(ppm_ref, u_ref, ratio, u_fit_ppm);
+    record_begin(&rec, "rtc_counter_vs");
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}
