@@ -37,9 +37,6 @@ DEFAULT_TIMEOUT_S = 300
 LAST_LINES = 8
 
 
-PVM_MODULE = "/sys/module/kvm_pvm"  # the PVM hypervisor's module (../shared/PLATFORM.md)
-
-
 def _say(text: str) -> None:
     print(f"clockbench os-vm: {text}", flush=True)
 
@@ -236,13 +233,7 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
                           cpu=args.cpu, smp=args.smp, memory=args.memory, append=cmdline,
                           extra=["-initrd", str(cpio), *(args.qemu_arg or [])])
     try:
-        if cfg.accel == "auto" and Path(PVM_MODULE).exists():
-            # the image is small enough to run emulated instruction by
-            # instruction; a Linux boot is not (minutes, or never)
-            accel, why = "tcg", ("TCG, because this machine's KVM is PVM (kvm_pvm), which emulates every instruction of a "
-                                 "guest that is not PVM-aware, and Linux does not boot that way in minutes (--accel kvm to try)")
-        else:
-            accel, why = qemu.resolve_accel(cfg.accel)
+        accel, why = qemu.resolve_accel(cfg.accel)  # under PVM, auto is TCG: Linux does not boot there in minutes
         cfg.accel = accel
         command = qemu.build_command(cfg, accel)
     except RuntimeError as e:

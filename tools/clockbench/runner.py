@@ -60,7 +60,8 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> Non
     both halves of a comparison can be booted on the same virtual hardware."""
     p.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios", help=f"{firmware_help} (default: %(default)s)")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
-                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
+                   help="KVM, TCG (emulation), or auto: KVM when /dev/kvm is usable and runs the guest itself, TCG "
+                   "otherwise, and on a PVM KVM (kvm_pvm), which emulates every instruction (default: %(default)s)")
     p.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
     p.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
     p.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
