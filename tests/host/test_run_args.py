@@ -49,7 +49,7 @@ def test_auto_keeps_a_real_kvm(real_kvm):
 def test_auto_takes_tcg_on_a_pvm_kvm_and_says_why_in_one_line(pvm_kvm):
     accel, why = qemu.resolve_accel("auto")
     assert accel == "tcg"
-    assert "\n" not in why and "PVM (module kvm_pvm)" in why and "emulates every instruction" in why
+    assert "\n" not in why and "PVM (kvm_pvm)" in why and "emulates every instruction" in why
     assert "--accel kvm" in why
 
 

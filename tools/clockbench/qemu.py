@@ -220,9 +220,8 @@ def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None 
     if not ok:
         return "tcg", f"TCG (software emulation), because {why}"
     if kvm_emulates_everything(pvm_module):
-        return "tcg", ("TCG (software emulation), not KVM: this machine's KVM is PVM (module kvm_pvm), which emulates "
-                       "every instruction of a guest that is not PVM-aware, tens of times slower than TCG "
-                       "(--accel kvm to use it anyway)")
+        return "tcg", ("TCG (software emulation), not KVM: this machine's KVM is PVM (kvm_pvm), which emulates every "
+                       "instruction, tens of times slower than TCG (--accel kvm to use it anyway)")
     return "kvm", f"KVM, because {why}"
 
 
