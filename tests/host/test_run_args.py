@@ -330,3 +330,5 @@ def test_generated_valid_values_are_no_usage_error(capsys, tmp_path, fake_qemu, 
     assert r.code == 0, (options, r.err)
     [cfg] = fake_qemu.configs
     assert str(cfg.smp) == options["--smp"] and cfg.memory == options["--memory"]
+    if boot == "iso":  # GRUB gets a command line (the SMBIOS string) and so boots at once, with no menu to wait for
+        assert cfg.append.strip()
