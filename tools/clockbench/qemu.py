@@ -283,6 +283,14 @@ class RunResult:
     timeout_s: float | None = None  # the bound applied: the timeout asked for plus the faults' durations
     pid: int | None = None  # QEMU's process id (gone by the time run() returns)
     interrupted: bool = False  # stopped from outside (Ctrl-C, run()'s stop event) before the image ended
+    emulation_failed: str | None = None  # KVM could not emulate an instruction: QEMU paused the guest for good
+
+    @property
+    def never_started(self) -> bool:
+        """QEMU ended with an error of its own before the serial port said
+        anything: bad options, no memory for the guest, no firmware."""
+        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
+                and not self.emulation_failed and self.qemu_exit not in (None, 0))
 
     @property
     def exit_code(self) -> int:
@@ -294,6 +302,9 @@ class RunResult:
         return self.status if self.status is not None else EXIT_NO_VERDICT
 
     def describe(self) -> str:
+        if self.emulation_failed:
+            return (f"no verdict: KVM could not emulate an instruction and QEMU paused the guest for good "
+                    f"({self.emulation_failed}); --accel tcg runs it" + self._fault_note())
         if self.interrupted:
             return f"interrupted after {self.seconds:.0f} s, before the image ended; QEMU stopped" + self._fault_note()
         if self.timed_out:
@@ -304,6 +315,26 @@ class RunResult:
 
     def _fault_note(self) -> str:
         return "".join(f"\n  fault: {i.describe()}" for i in self.injections)
+
+
+class _EmulationWatch:
+    """QEMU's stderr, watched for "KVM internal error": an instruction KVM
+    could not emulate (x87 in OVMF under a PVM KVM, say) leaves the guest
+    paused with QEMU alive, and no status can ever come."""
+
+    def __init__(self):
+        self.failed = threading.Event()
+        self.line: str | None = None
+        self.text = ""
+
+    def feed(self, chunk: bytes) -> None:
+        if self.failed.is_set():
+            return
+        self.text = (self.text + chunk.decode("utf-8", "replace"))[-4096:]
+        m = re.search(r"KVM internal error[^\n]*", self.text)
+        if m:
+            self.line = m.group(0).strip()
+            self.failed.set()
 
 
 def status_from_exit(code: int) -> int | None:
@@ -561,6 +592,8 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
     chunks: list[bytes] = []
     errs: list[bytes] = []
 
+    emulation = _EmulationWatch()
+
     def pump(stream, sink, live, watch):
         for chunk in iter(lambda: stream.read1(4096), b""):
             sink.append(chunk)
@@ -571,7 +604,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
 
     readers = [
         threading.Thread(target=pump, args=(proc.stdout, chunks, echo, triggers.feed if cfg.faults else None), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, errs, None, None), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True),
     ]
     for t in readers:
         t.start()
@@ -587,6 +620,9 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
                 break
             except subprocess.TimeoutExpired:
                 if injector.stuck.is_set():
+                    break
+                if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
+                    injector.ending_reason = "KVM could not emulate an instruction"
                     break
                 if stop is not None and stop.is_set():
                     interrupted = True
@@ -622,6 +658,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
         timeout_s=bound,
         pid=proc.pid,
         interrupted=interrupted,
+        emulation_failed=emulation.line,
     )
 
 

@@ -302,6 +302,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.stderr.strip():
         sys.stderr.write(result.stderr)
 
+    if result.never_started:
+        failure = errors.QemuFailed(f"QEMU exited {result.qemu_exit} before the image started: "
+                                    f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
+        meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(failure))
+        runs.write_metadata(run_dir, meta)
+        raise failure
     meta.update(runs.from_log(result.output))
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
