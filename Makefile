@@ -21,11 +21,14 @@ VERSION_FILE := $(BUILD)/version.txt
 $(shell mkdir -p $(BUILD); if ! echo '$(VERSION)' | cmp -s - $(VERSION_FILE) 2>/dev/null; then echo '$(VERSION)' > $(VERSION_FILE); fi)
 
 KERNEL := $(BUILD)/clockbench.elf
+# The same kernel without the Multiboot 1 header, so that QEMU's -kernel takes
+# its PVH entry (Firecracker and Cloud Hypervisor take the PVH note of either).
+PVH_KERNEL := $(BUILD)/clockbench-pvh.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
-ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
+ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
 
 # The layers, each using only those below it (docs/architecture.md; a host
 # test reads the #include lines and keeps it so):
@@ -103,7 +106,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 all: kernel
 
-kernel: $(KERNEL)
+kernel: $(KERNEL) $(PVH_KERNEL)
 
 help:
 	@echo "make            build the kernel ($(KERNEL))"
@@ -153,6 +156,14 @@ $(BUILD)/gen/fbcon_font.o: $(FONT_C) drivers/fbcon_font.h
 
 $(KERNEL): $(KERNEL_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
+
+PVH_OBJS := $(filter-out $(BUILD)/boot/multiboot_header.o,$(KERNEL_OBJS)) $(BUILD)/boot/multiboot_header_nomb1.o
+$(BUILD)/boot/multiboot_header_nomb1.o: boot/multiboot_header.asm boot/constants.inc Makefile | check-build-tools
+	@mkdir -p $(dir $@)
+	$(call say,AS,$< (no Multiboot 1))$(NASM) $(NASMFLAGS) -DNO_MULTIBOOT1 -MD $(@:.o=.d) -o $@ $<
+
+$(PVH_KERNEL): $(PVH_OBJS) linker.ld
+	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(PVH_OBJS)
 
 # The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
 # hybrid image that can be written raw to a USB stick. The tests' copy boots
@@ -266,7 +277,7 @@ run-direct: deps $(KERNEL) $(HOST_TOOL)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
@@ -276,7 +287,7 @@ test-matrix: deps $(KERNEL) $(TEST_ISO)
 test-host: $(HOST_LIB)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
 
-test-boot: $(KERNEL) $(TEST_ISO) $(OS_BIN)
+test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
 	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
 
 clean:

@@ -180,7 +180,8 @@ class Injection:
 
 @dataclass
 class QemuConfig:
-    boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
+    boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "pvh" (-kernel, the PVH entry: give the PVH kernel),
+    # "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
     kernel: Path = Path("build/clockbench.elf")
     iso: Path = Path("build/clockbench.iso")
     disk: Path = Path("build/stick.img")  # a raw disk image, for boot="disk"
@@ -242,12 +243,12 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
             raise RuntimeError("UEFI firmware not found: install the 'ovmf' package")
         cmd += ["-bios", ovmf]
     elif cfg.firmware == "qboot":
-        if cfg.boot != "direct":
-            raise RuntimeError("qboot boots only a kernel given with -kernel (boot=direct)")
+        if cfg.boot not in ("direct", "pvh"):
+            raise RuntimeError("qboot boots only a kernel given with -kernel (boot=direct or pvh)")
         cmd += ["-bios", QBOOT]
     elif cfg.firmware != "bios":
         raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi or qboot")
-    if cfg.boot == "direct":
+    if cfg.boot in ("direct", "pvh"):
         cmd += ["-kernel", str(cfg.kernel)]
         if cfg.append:
             cmd += ["-append", cfg.append]
@@ -256,7 +257,7 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         if cfg.append:
             cmd += ["-smbios", smbios_cmdline(cfg.append)]
     else:
-        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, iso or disk")
+        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, pvh, iso or disk")
     return cmd + list(cfg.extra)
 
 

@@ -25,7 +25,7 @@ DURATION_MIN_S, DURATION_MAX_S = 1, 86400
 # The most CPUs each QEMU machine type takes without extra devices (QEMU 7.2:
 # more than 255 APIC IDs need an IOMMU with interrupt remapping); the image
 # itself starts up to 64 of them (PERCPU_MAX in kernel/percpu.h) and says so.
-SMP_MAX = {"q35": 255, "pc": 255}
+SMP_MAX = {"q35": 255, "pc": 255, "microvm": 255}
 # Guest memory, QEMU -m's syntax (a number, MiB unless a suffix says
 # otherwise): at least what every boot path needs (under TCG here OVMF failed
 # to boot the ISO with 48 MiB and booted it with 56; SeaBIOS and GRUB needed
@@ -128,8 +128,10 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     disagree (the image would keep the duration and drop the profile)."""
     check_machine_arguments(args)
     check_timeout(args)
-    if args.firmware == "qboot" and args.boot != "direct":
-        raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct")
+    if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
+        raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
+    if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
+        raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
     durations: list[tuple[str, int]] = []  # (the option as written, seconds)
     profiles: list[tuple[str, str]] = []  # (the option as written, the profile)
     for word in args.append.split():
@@ -172,7 +174,9 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> Non
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
                    help="KVM, TCG (emulation), or auto: KVM when /dev/kvm is usable and runs the guest itself, TCG "
                    "otherwise, and on a PVM KVM (kvm_pvm), which emulates every instruction (default: %(default)s)")
-    p.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
+    p.add_argument("--machine", choices=["q35", "pc", "microvm"], default="q35",
+                   help="QEMU machine type; microvm (no PCI, no legacy timers unless asked) boots only a kernel given to "
+                   "QEMU: --boot direct or pvh (default: %(default)s)")
     p.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
     p.add_argument("--smp", type=int, default=1, help=f"CPUs, from 1 to {SMP_MAX['q35']}; the image starts up to 64 "
                    "(default: %(default)s)")
@@ -186,10 +190,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
                        "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
                        f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
-    r.add_argument("--boot", choices=["iso", "direct"], default="iso",
+    r.add_argument("--boot", choices=["iso", "direct", "pvh"], default="iso",
                    help="iso: GRUB from the ISO, Multiboot 2 (the tool picks the entry, no menu is shown); "
-                   "direct: QEMU -kernel, Multiboot 1, the fast path (default: %(default)s)")
-    r.add_argument("--kernel", default=paths.default(paths.KERNEL), help="the kernel, for --boot direct (default: %(default)s)")
+                   "direct: QEMU -kernel, Multiboot 1, the fast path; pvh: QEMU -kernel through the PVH entry, as "
+                   "Firecracker and Cloud Hypervisor boot it (default: %(default)s)")
+    r.add_argument("--kernel", help=f"the kernel, for --boot direct (default: {paths.default(paths.KERNEL)}) or pvh "
+                   f"(default: {paths.default(paths.PVH_KERNEL)})")
     r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
     add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only)")
     r.add_argument("--append", default="", help="more kernel command line words, key=value (docs/output.md); "
@@ -225,7 +231,8 @@ def _say(text: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cmdline = kernel_cmdline(args)
-    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(args.kernel), iso=Path(args.iso), firmware=args.firmware,
+    kernel = args.kernel or paths.default(paths.PVH_KERNEL if args.boot == "pvh" else paths.KERNEL)
+    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(kernel), iso=Path(args.iso), firmware=args.firmware,
                           accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp, memory=args.memory,
                           append=cmdline, display=args.display, extra=args.qemu_arg or [])
     image = cfg.iso if cfg.boot == "iso" else cfg.kernel
@@ -261,7 +268,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg.boot == "iso" and accel == "kvm":
         _say("note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path")
 
-    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot != "direct")
+    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot not in ("direct", "pvh"))
     stop = threading.Event()
     old = None
     if threading.current_thread() is threading.main_thread():
