@@ -876,3 +876,5 @@ const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ra
     rtc_vs_record(v, tolerance_ppm);
     return finish();
 }
+
+uint64_t shim_pvclock_tsc_hz(uint32_t mul, int8_t shift) { return pvclock_tsc_hz(mul, shift); }
