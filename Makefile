@@ -263,17 +263,17 @@ bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
 test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
 test-matrix: deps $(KERNEL) $(TEST_ISO)
 	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
 
 test-host: $(HOST_LIB)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
 
 test-boot: $(KERNEL) $(TEST_ISO) $(OS_BIN)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
 
 clean:
 	rm -rf $(BUILD)

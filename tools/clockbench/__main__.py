@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import ci_formats, errors, paths, runner, runs
+from . import ci_formats, errors, paths, runner, storecli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,11 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runner.add_parser(sub)
     __import__("clockbench.osvm", fromlist=["add_parser"]).add_parser(sub)
-    rs = sub.add_parser("runs", help="list the runs `clockbench run` kept (date, machine, verdict, duration, folder)")
-    rs.add_argument("--dir", default=paths.default(runs.RUNS), help="the runs folder (default: %(default)s)")
-    rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
-    rs.add_argument("--json", action="store_true", help="the runs' metadata as one JSON array")
-    rs.set_defaults(func=runs.main)
+    __import__("clockbench.storecli", fromlist=["add_parsers"]).add_parsers(sub)
     f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
     f.add_argument("--iso", default=paths.default(paths.ISO), help="the image to write (default: %(default)s)")
@@ -73,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     ca.add_argument("--baud", type=int, default=115200, help="the serial port's rate; the image's default is %(default)s")
     ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end (default: %(default)s)")
     ca.add_argument("--log", default="capture.log", help="where to write what was read (default: %(default)s, in the current folder)")
+    ca.add_argument("--store", default=storecli.store_default(),
+                    help="add the run to this store of runs ('none': do not) (default: %(default)s)")
+    ca.add_argument("--name", help="the machine's name in the store (default: the port)")
     ca.set_defaults(func=lambda a: __import__("clockbench.capture", fromlist=["main"]).main(a))
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "

@@ -72,6 +72,20 @@ def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> 
 INTERRUPTED = "interrupted (Ctrl-C)"
 
 
+def store_capture(args, log: Path, why: str, complete: bool, say=None, **meta) -> None:
+    """The store hook: the captured log, as a run of the machine the port
+    reaches (--name, else the port)."""
+    where = getattr(args, "store", None)
+    if not where or where == "none":
+        return
+    from . import store
+
+    text = log.read_bytes().decode("utf-8", "replace") if log.is_file() else ""
+    meta = {"log_path": str(log), "reason": None if complete else why, **meta}
+    store.record(where, text, getattr(args, "name", None) or args.port, "capture", meta,
+                 say=say or (lambda s: print(f"clockbench capture: {s}")))
+
+
 def main(args) -> int:
     """Exits with the captured run's status, as `clockbench run` would
     (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 no verdict), or a
@@ -94,6 +108,7 @@ def main(args) -> int:
     print(f"clockbench capture: {why}; {size} bytes kept in {log}")
     if why == INTERRUPTED:
         return errors.INTERRUPTED
+    store_capture(args, log, why, complete)
     try:
         res = results.load_path(log)
     except errors.BadInput as e:
