@@ -94,15 +94,21 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             add(f"read_p50_ns:{name}", p50, None, "ns", "one read, p50")
     # the TSC across CPUs: the worst bound on any CPU's offset from the boot CPU's
     sync = records.of_type(raw, "tsc_sync")
-    worst, warps = None, 0
+    worst = proven = None
+    warps = 0
     for s in sync:
         lo, hi = _num(s.get("offset_lo_ns")), _num(s.get("offset_hi_ns"))
         if lo is not None and hi is not None:
             w = max(abs(lo), abs(hi))
             worst = w if worst is None else max(worst, w)
+            # the least offset the interval proves: 0 when it holds 0
+            p = 0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
+            proven = p if proven is None else max(proven, p)
         warps += int(_num(s.get("warps")) or 0)
     if worst is not None:
         add("cpu_offset_worst_ns", worst, None, "ns", f"the widest bound on a CPU's TSC offset from CPU 0's, {len(sync)} CPU(s)")
+        add("cpu_offset_proven_ns", proven, None, "ns", "the largest offset from CPU 0's TSC the bounds prove (0: every "
+            "interval holds 0)")
     if sync:
         add("cpu_warps", float(warps), None, "", "cross-CPU readings that went back")
     cpus = [c for c in records.of_type(raw, "cpu") if c.get("started")]
@@ -125,6 +131,10 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") != "gap"]
     if dw is not None or cuts:
         add("discontinuities", float(len(cuts)), None, "", "drift-window events other than gaps: a clock stood still, jumped, went back")
+        sizes = [(abs(_num(d.get("tsc_ns")) or 0.0), d) for d in cuts]
+        big = max(sizes, key=lambda x: x[0]) if sizes else (0.0, {})
+        add("cut_max_ns", big[0], None, "ns", f"the longest such event by the TSC: {big[1].get('reference')} {big[1].get('kind')}"
+            if cuts else "none")
     stalls = [(float(m["longest_stall_ns"]), name) for name, m in _dict(res.get("monotonicity")).items()
               if isinstance(m, dict) and _num(m.get("longest_stall_ns")) is not None]
     if stalls:

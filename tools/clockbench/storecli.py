@@ -5,6 +5,7 @@ and the name a run's machine gets when nobody gave one."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import socket
 import sys
@@ -72,7 +73,9 @@ def cmd_import(args) -> int:
                     items.append((d / runs.LOG, meta_of_run(meta, d / runs.LOG) if meta else {"log_path": str(d / runs.LOG)},
                                   args.machine or (qemu_machine(meta) if meta.get("qemu") else d.name)))
             else:
-                items.append((p, {"log_path": str(p)}, args.machine or p.stem))
+                # a bare log knows not when it ran: its file's time stands in
+                mtime = dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+                items.append((p, {"log_path": str(p), "started": mtime}, args.machine or p.stem))
             for log, meta, machine in items:
                 try:
                     text = log.read_bytes().decode("utf-8", "replace")
