@@ -44,6 +44,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         return errors.INTERNAL
 
 
+def _capture(args) -> int:
+    """One plain port: capture.py as before; several, or NAME=PORT: multicapture.py."""
+    if len(args.port) == 1 and "=" not in args.port[0] and "," not in args.port[0]:
+        args.port = args.port[0]
+        return __import__("clockbench.capture", fromlist=["main"]).main(args)
+    return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _Parser(prog="clockbench", description=__doc__, epilog=errors.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=paths.version_text(),
@@ -65,15 +73,24 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--text", help="the QR code's text, pasted ('-' reads standard input)")
     d.add_argument("--out", help="write the results here (default: standard output)")
     d.set_defaults(func=lambda a: __import__("clockbench.decode", fromlist=["main"]).main(a))
-    ca = sub.add_parser("capture", help="read a real machine's serial port into a log until the run ends")
-    ca.add_argument("port", help="e.g. /dev/ttyUSB0")
+    ca = sub.add_parser("capture", help="read real machines' serial ports into logs until their runs end (several at once)",
+                        description=__import__("clockbench.multicapture", fromlist=["__doc__"]).__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ca.add_argument("port", nargs="+", help="e.g. /dev/ttyUSB0, tcp:127.0.0.1:5000, labgrid:PLACE; several: "
+                    "[NAME=]PORT[,firmware=...,boot=...,mac=...], each to its own run")
+    ca.add_argument("--idle", type=float, metavar="SECONDS", help="end a machine's capture as incomplete when nothing new "
+                    "came for this long (it hangs); default: only --timeout")
+    ca.add_argument("--log-dir", help="with several ports: the folder for their logs, NAME.log each "
+                    "(default: build/captures/<UTC time>/)")
+    ca.add_argument("--every", type=float, default=5.0, help="with several ports and no terminal: seconds between "
+                    "progress lines (default: %(default)s)")
     ca.add_argument("--baud", type=int, default=115200, help="the serial port's rate; the image's default is %(default)s")
     ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end (default: %(default)s)")
     ca.add_argument("--log", default="capture.log", help="where to write what was read (default: %(default)s, in the current folder)")
     ca.add_argument("--store", default=storecli.store_default(),
                     help="add the run to this store of runs ('none': do not) (default: %(default)s)")
     ca.add_argument("--name", help="the machine's name in the store (default: the port)")
-    ca.set_defaults(func=lambda a: __import__("clockbench.capture", fromlist=["main"]).main(a))
+    ca.set_defaults(func=_capture)
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
                                     "log), or a tool error (64 and up): see `clockbench --help`.")
