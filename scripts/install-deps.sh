@@ -20,6 +20,7 @@ run_packages=(
   console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
+  ipxe-qemu                                              # the NICs' PXE ROMs: network boot (make netboot)
   python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/): venv, capture, plots
   python3-numpy                                          # the report's figures
   python3-rich                                           # the host tool's progress bar (clockbench run)
