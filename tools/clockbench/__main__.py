@@ -52,6 +52,18 @@ def _capture(args) -> int:
     return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
 
 
+def _lab(args) -> int:
+    """`clockbench lab PLACE...`: the places' consoles captured at once (multicapture.py, labgrid:PLACE)."""
+    import os
+
+    if args.coordinator:
+        os.environ["LG_COORDINATOR"] = args.coordinator
+    args.port = [f"{p}=labgrid:{p}" + "".join(f",{k}={v}" for k, v in (("firmware", args.firmware), ("boot", args.boot)) if v)
+                 for p in args.places]
+    args.baud = 115200
+    return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _Parser(prog="clockbench", description=__doc__, epilog=errors.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=paths.version_text(),
@@ -92,6 +104,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="add the run to this store of runs ('none': do not) (default: %(default)s)")
     ca.add_argument("--name", help="the machine's name in the store (default: the port)")
     ca.set_defaults(func=_capture)
+    lb = sub.add_parser("lab", help="run clockbench on labgrid places: power on, boot, read the console, store the run",
+                        description="Each place is acquired from labgrid's coordinator, powered on (it boots the image: "
+                        "netboot or a stick, as the lab is set up), its console read until the run ends, powered off and "
+                        "released; the runs go to the store. docs/fleet.md has the environment and the strategy.")
+    lb.add_argument("places", nargs="+", metavar="PLACE", help="a labgrid place (each gets a run of its own)")
+    lb.add_argument("--coordinator", help="labgrid's coordinator HOST:PORT (default: LG_COORDINATOR, else 127.0.0.1:20408)")
+    lb.add_argument("--timeout", type=float, default=900, help="seconds for each run (default: %(default)s)")
+    lb.add_argument("--idle", type=float, metavar="SECONDS", help="a machine silent this long hangs: an incomplete run")
+    lb.add_argument("--log-dir", help="the folder for the logs, PLACE.log each (default: build/captures/<UTC time>/)")
+    lb.add_argument("--every", type=float, default=5.0, help="seconds between progress lines without a terminal")
+    lb.add_argument("--firmware", help="the machines' firmware, for the store (bios, uefi)")
+    lb.add_argument("--boot", help="how they boot, for the store (e.g. netboot-bios)")
+    lb.add_argument("--store", default=storecli.store_default(), help="the store of runs (default: %(default)s)")
+    lb.set_defaults(func=_lab, source="lab")
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
                                     "log), or a tool error (64 and up): see `clockbench --help`.")

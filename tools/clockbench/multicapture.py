@@ -128,7 +128,7 @@ def _store(t: Target, args, text: str, say) -> None:
             **{k: v for k, v in t.meta.items() if k in KEYS}}
     if not t.complete:
         meta["exit"] = results.NO_VERDICT
-    t.run_id = store.record(args.store, text, t.name, "capture", meta, say=lambda s: say(f"{t.name}: {s}"))
+    t.run_id = store.record(args.store, text, t.name, getattr(args, "source", "capture"), meta, say=lambda s: say(f"{t.name}: {s}"))
 
 
 def line(t: Target, now: float) -> str:
