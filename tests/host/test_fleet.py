@@ -37,7 +37,7 @@ def edit(text: str, change) -> str:
 
 
 def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, stall_ms: float | None = None,
-            offset_ns: float | None = None, fail: bool = False, timer_p99_us: float | None = None,
+            offset_ns: float | None = None, fail: bool = False, timer_p50_us: float | None = None,
             base: Path = TCG) -> str:
     """One machine's log: the fixture with a tiny jitter of its own (so the
     MAD is not 0) and, where asked, a fault of known size."""
@@ -56,7 +56,7 @@ def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, sta
             r["longest_stall_ns"] = stall_ms * 1e6
             r["stalls"] = 1
         elif t == "timer_choice":
-            r["p99_ns"] = (timer_p99_us * 1e3) if timer_p99_us is not None else r["p99_ns"] + 1000 * (i % 4)
+            r["p50_ns"] = (timer_p50_us * 1e3) if timer_p50_us is not None else r["p50_ns"] + 1000 * (i % 4)
         elif t == "check" and fail and r["result"] == "PASS":
             fail_once.append(1)
             if len(fail_once) == 1:
@@ -83,7 +83,7 @@ FAULTS = {
     "m-stall": dict(stall_ms=300.0),
     "m-offset": dict(offset_ns=25_000.0),
     "m-failed": dict(fail=True),
-    "m-late": dict(timer_p99_us=9000.0),
+    "m-late": dict(timer_p50_us=9000.0),
 }
 
 
@@ -105,7 +105,7 @@ def test_the_chosen_outliers_and_only_those_are_flagged(fleet_store):
         groups = fleet.analyse(st.runs(latest=True))
     flagged = {r.machine: {f.metric for f in r.flags} for g in groups for r in g.rows if r.flags}
     assert flagged == {"m-tsc-fast": {"tsc_mhz"}, "m-stolen": {"stolen_ms"}, "m-stall": {"stall_ms"},
-                       "m-offset": {"offset_us"}, "m-failed": {"checks"}, "m-late": {"timer_p99_us"}}, flagged
+                       "m-offset": {"offset_us"}, "m-failed": {"checks"}, "m-late": {"timer_p50_us"}}, flagged
     big = next(g for g in groups if len(g.rows) == 14)
     assert big.key[3] == "bios" and big.stats["tsc_mhz"]["against"] == "group"
     tsc_flag = next(f for r in big.rows if r.machine == "m-tsc-fast" for f in r.flags)
@@ -119,7 +119,7 @@ def test_a_fault_below_the_floor_is_not_flagged(tmp_path):
     with store.open_store(db) as st:
         for i in range(6):
             st.add_log(machine(i), f"m{i}", "capture", meta={"firmware": "bios"})
-        st.add_log(machine(9, tsc_ppm=5.0, stolen_ms=300.0, stall_ms=20.0), "small", "capture", meta={"firmware": "bios"})
+        st.add_log(machine(9, tsc_ppm=5.0, stolen_ms=800.0, stall_ms=20.0), "small", "capture", meta={"firmware": "bios"})
     with store.open_store(db) as st:
         groups = fleet.analyse(st.runs())
     assert not [r.machine for g in groups for r in g.rows if r.flags]

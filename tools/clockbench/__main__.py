@@ -58,8 +58,13 @@ def _lab(args) -> int:
 
     if args.coordinator:
         os.environ["LG_COORDINATOR"] = args.coordinator
-    args.port = [f"{p}=labgrid:{p}" + "".join(f",{k}={v}" for k, v in (("firmware", args.firmware), ("boot", args.boot)) if v)
-                 for p in args.places]
+    ports = []
+    for spec in args.places:  # PLACE[,firmware=...,boot=...]: what one place's machine is, for the store
+        place, *opts = spec.split(",")
+        given = {o.partition("=")[0] for o in opts}
+        opts += [f"{k}={v}" for k, v in (("firmware", args.firmware), ("boot", args.boot)) if v and k not in given]
+        ports.append(f"{place}=labgrid:{place}" + "".join("," + o for o in opts))
+    args.port = ports
     args.baud = 115200
     return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
 
@@ -108,14 +113,15 @@ def main(argv: list[str] | None = None) -> int:
                         description="Each place is acquired from labgrid's coordinator, powered on (it boots the image: "
                         "netboot or a stick, as the lab is set up), its console read until the run ends, powered off and "
                         "released; the runs go to the store. docs/fleet.md has the environment and the strategy.")
-    lb.add_argument("places", nargs="+", metavar="PLACE", help="a labgrid place (each gets a run of its own)")
+    lb.add_argument("places", nargs="+", metavar="PLACE", help="a labgrid place (each gets a run of its own); "
+                    "PLACE,firmware=uefi,boot=netboot-uefi says what its machine is, for the store")
     lb.add_argument("--coordinator", help="labgrid's coordinator HOST:PORT (default: LG_COORDINATOR, else 127.0.0.1:20408)")
     lb.add_argument("--timeout", type=float, default=900, help="seconds for each run (default: %(default)s)")
     lb.add_argument("--idle", type=float, metavar="SECONDS", help="a machine silent this long hangs: an incomplete run")
     lb.add_argument("--log-dir", help="the folder for the logs, PLACE.log each (default: build/captures/<UTC time>/)")
     lb.add_argument("--every", type=float, default=5.0, help="seconds between progress lines without a terminal")
-    lb.add_argument("--firmware", help="the machines' firmware, for the store (bios, uefi)")
-    lb.add_argument("--boot", help="how they boot, for the store (e.g. netboot-bios)")
+    lb.add_argument("--firmware", help="the machines' firmware, for the store (bios, uefi), where a place does not say")
+    lb.add_argument("--boot", help="how they boot, for the store (e.g. netboot-bios), where a place does not say")
     lb.add_argument("--store", default=storecli.store_default(), help="the store of runs (default: %(default)s)")
     lb.set_defaults(func=_lab, source="lab")
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",

@@ -26,7 +26,15 @@ class TcpPort:
     closes."""
 
     def __init__(self, host: str, port: int, connect_s: float = 10.0):
-        self.sock = socket.create_connection((host, port), timeout=connect_s)
+        deadline = time.monotonic() + connect_s
+        while True:  # a machine just powered on opens its console a moment later
+            try:
+                self.sock = socket.create_connection((host, port), timeout=connect_s)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         self.sock.settimeout(0.5)
 
     def read(self, n: int) -> bytes:

@@ -127,14 +127,26 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     dw = (records.of_type(raw, "drift_window") or [None])[0]
     if dw and _num(dw.get("away_s")) is not None:
         add("away_s", float(dw["away_s"]), None, "s", "time the drift loop was away (gaps of 10 ms or more)")
-    # a reference that stood still or jumped: discontinuities other than gaps, and the longest stall
-    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") != "gap"]
+    # the longest single gap in the drift window (the CPU away: both clocks ran on)
+    gaps = [abs(_num(d.get("tsc_ns")) or 0.0) for d in records.of_type(raw, "discontinuity") if d.get("kind") == "gap"]
+    if dw is not None:
+        add("gap_max_ns", max(gaps, default=0.0), None, "ns", "the longest gap in the drift window, where the CPU was away")
+    # a clock that stood still, jumped or went back: the drift window's events other than gaps
+    # ("too long to unwrap" is a gap longer than a reference can count: the PIT's 55 ms)
+    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")]
     if dw is not None or cuts:
-        add("discontinuities", float(len(cuts)), None, "", "drift-window events other than gaps: a clock stood still, jumped, went back")
-        sizes = [(abs(_num(d.get("tsc_ns")) or 0.0), d) for d in cuts]
-        big = max(sizes, key=lambda x: x[0]) if sizes else (0.0, {})
-        add("cut_max_ns", big[0], None, "ns", f"the longest such event by the TSC: {big[1].get('reference')} {big[1].get('kind')}"
-            if cuts else "none")
+        add("discontinuities", float(len(cuts)), None, "", "drift-window events where a clock stood still, jumped or went back")
+
+        def disagreement(d: dict) -> float:
+            """How far the two clocks disagree across the event (a residual step: its size)."""
+            tsc, ref = _num(d.get("tsc_ns")), _num(d.get("counter_ns"))
+            if d.get("kind") == "residual step":
+                return abs(ref or 0.0)
+            return abs((tsc or 0.0) - (ref or 0.0))
+
+        big = max(cuts, key=disagreement) if cuts else None
+        add("cut_max_ns", disagreement(big) if big else 0.0, None, "ns",
+            f"the largest such disagreement: {big.get('reference')} {big.get('kind')} at {big.get('at_s')} s" if big else "none")
     stalls = [(float(m["longest_stall_ns"]), name) for name, m in _dict(res.get("monotonicity")).items()
               if isinstance(m, dict) and _num(m.get("longest_stall_ns")) is not None]
     if stalls:

@@ -41,7 +41,9 @@ def _fig(run: store.Run, name: str, scale: float = 1.0) -> float | None:
 
 
 def _stolen_ms(run: store.Run) -> float | None:
-    vals = [v for v in (_fig(run, "stolen_max_ns", 1e-6), _fig(run, "away_s", 1e3)) if v is not None]
+    # the longest single gap, in the stolen-time scan or the drift window: a sum (away_s) would
+    # grow with every ordinary preemption of a busy host
+    vals = [v for v in (_fig(run, "stolen_max_ns", 1e-6), _fig(run, "gap_max_ns", 1e-6)) if v is not None]
     return max(vals) if vals else None
 
 
@@ -72,9 +74,12 @@ METRICS = [
     Metric("crystal_ppm", "crystal ppm", "a crystal off its nominal rate", "ppm", lambda r: _fig(r, "crystal_ppm"), 10.0,
            high_only=False, absolute=500.0),
     Metric("offset_us", "CPU offset us", "cross-CPU TSC offset", "us", lambda r: _fig(r, "cpu_offset_proven_ns", 1e-3), 1.0),
-    Metric("timer_p99_us", "timer p99 us", "timer lateness (p99, 100 us ahead)", "us", lambda r: _fig(r, "timer_p99_ns", 1e-3),
+    # the median lateness: a p99 of 32 interrupts is one interrupt, which on a shared host
+    # measures the host's scheduler more than the machine
+    Metric("timer_p50_us", "timer p50 us", "timer lateness (p50, 100 us ahead)", "us", lambda r: _fig(r, "timer_p50_ns", 1e-3),
            1000.0),
-    Metric("stolen_ms", "stolen ms", "time stolen from the CPU", "ms", _stolen_ms, 500.0),
+    # a second: a busy host preempts a virtual machine for most of one now and then
+    Metric("stolen_ms", "stolen ms", "time stolen from the CPU", "ms", _stolen_ms, 1000.0),
     Metric("stall_ms", "stall ms", "a clock stood still or jumped", "ms", _stall_ms, 50.0),
 ]
 BY_KEY = {m.key: m for m in METRICS}
