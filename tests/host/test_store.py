@@ -282,3 +282,25 @@ def test_parquet_export(capsys, tmp_path):
     t = pq.read_table(tmp_path / "pq" / "runs.parquet")
     assert t.num_rows == 3 and "machine" in t.column_names
     assert pq.read_table(tmp_path / "pq" / "figures.parquet").num_rows > 60
+
+
+def test_gaps_stalls_and_events_known_answers():
+    """A gap (the CPU away: both clocks ran) is stolen time, not a clock
+    standing still; a PIT gap too long to unwrap is neither; a reference
+    that stood still counts by how far the clocks disagree across it."""
+    recs = [{"type": "drift_window", "asked_s": 2.0, "ran_s": 2.5, "away_s": 0.5},
+            {"type": "discontinuity", "reference": "hpet", "kind": "gap", "at_s": 0.5, "tsc_ns": 120e6, "counter_ns": 120e6},
+            {"type": "discontinuity", "reference": "hpet", "kind": "gap", "at_s": 0.9, "tsc_ns": 30e6, "counter_ns": 30e6},
+            {"type": "discontinuity", "reference": "pit", "kind": "too long to unwrap", "at_s": 0.5, "tsc_ns": 120e6,
+             "counter_ns": None},
+            {"type": "discontinuity", "reference": "hpet", "kind": "reference stood still", "at_s": 1.2, "tsc_ns": 300e6,
+             "counter_ns": 1e3},
+            {"type": "discontinuity", "reference": "acpi_pm", "kind": "residual step", "at_s": 1.6, "tsc_ns": 0,
+             "counter_ns": -2e6}]
+    f = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), recs)}
+    assert f["gap_max_ns"].value == 120e6
+    assert f["discontinuities"].value == 2
+    assert f["cut_max_ns"].value == pytest.approx(300e6 - 1e3) and "stood still" in f["cut_max_ns"].detail
+    assert f["away_s"].value == 0.5
+    none = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), recs[:4])}
+    assert none["cut_max_ns"].value == 0 and none["discontinuities"].value == 0
