@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_logs import EPYC, TCG, run_cli
+from cli_logs import EPYC, KVM, TCG, run_cli
 from clockbench import fleet, store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -38,7 +38,7 @@ def edit(text: str, change) -> str:
 
 def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, stall_ms: float | None = None,
             offset_ns: float | None = None, fail: bool = False, timer_p50_us: float | None = None,
-            base: Path = TCG) -> str:
+            claim_ppm: float = 0.0, crystal_ppm: float | None = None, base: Path = TCG) -> str:
     """One machine's log: the fixture with a tiny jitter of its own (so the
     MAD is not 0) and, where asked, a fault of known size."""
     jitter = ((i * 37) % 7 - 3) * 0.02  # ppm, -0.06..0.06
@@ -50,6 +50,10 @@ def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, sta
             r["tsc_hz"] *= 1 + (tsc_ppm + jitter) * 1e-6
         elif t == "frequency" and r["counter"] == "tsc":
             r["hz"] *= 1 + (tsc_ppm + jitter) * 1e-6
+        elif t == "freq_claim" and r.get("what") == "tsc":
+            r["hz"] = round(r["hz"] / (1 + claim_ppm * 1e-6))  # the TSC then runs claim_ppm fast of its claim
+        elif t == "frequency" and r["counter"] == "acpi_pm" and crystal_ppm is not None:
+            r["ppm_vs_nominal"] = crystal_ppm
         elif t == "hwlat":
             r["max_gap_ns"] = (stolen_ms * 1e6) if stolen_ms is not None else r["max_gap_ns"] * stolen_jitter
         elif t == "monotonicity" and r["counter"] == "hpet" and stall_ms is not None:
@@ -194,3 +198,22 @@ def test_html_page_loads_in_chromium_with_its_plots(fleet_store, tmp_path, capsy
     images = data("images").split(",")
     assert len(images) >= 3 and set(images) == {"ok"}
     assert data("outliers") == "6"
+
+
+def test_a_tsc_off_its_claim_and_a_crystal_off(tmp_path):
+    """Known answers on KVM runs, whose hypervisor claims the TSC's rate:
+    one claim 150 ppm off (past the 100 ppm absolute limit and its group),
+    one PM timer crystal 80 ppm off its nominal rate."""
+    db = tmp_path / "s.db"
+    with store.open_store(db) as st:
+        for i in range(6):
+            st.add_log(machine(i, base=KVM), f"kvm{i}", "capture", meta={"firmware": "bios"})
+        st.add_log(machine(7, base=KVM, claim_ppm=150.0), "kvm-claim", "capture", meta={"firmware": "bios"})
+        st.add_log(machine(8, base=KVM, crystal_ppm=80.0), "kvm-crystal", "capture", meta={"firmware": "bios"})
+    with store.open_store(db) as st:
+        groups = fleet.analyse(st.runs())
+    flags = {r.machine: r.flags for g in groups for r in g.rows if r.flags}
+    assert {m: {f.metric for f in fl} for m, fl in flags.items()} == {"kvm-claim": {"tsc_claim_ppm"},
+                                                                    "kvm-crystal": {"crystal_ppm"}}
+    assert flags["kvm-claim"][0].value == pytest.approx(150 + (-0.08), abs=0.2)
+    assert flags["kvm-crystal"][0].value == 80.0
