@@ -1,5 +1,7 @@
-/* Experiment "cpus": every CPU the MADT lists, started (kernel/smp.c), and
-   its TSC tested against the boot CPU's.
+/* Experiment "cpus", its measurement: every CPU the MADT lists, started
+   (kernel/smp.c), and its TSC tested against the boot CPU's. What it finds
+   is in exp_cpus_state.h; the analysis is lib/cpus_analysis.c, the report
+   exp_cpus_report.c.
 
    Per CPU: APIC ID and mode, TSC_ADJUST (MSR 0x3B, where CPUID.7:EBX[1]
    says it exists), TSC_AUX through RDTSCP, the CPUID time bits, and what one
@@ -25,22 +27,20 @@
    the report says when a budget cut something short. The APs are parked
    (HLT, interrupts off) at the end, so they do not take host CPU time from
    the experiments that follow. */
-#include "exp_cpus.h"
+#include "exp_cpus_state.h"
 
 #include "../drivers/cpuinfo.h"
-#include "../kernel/checks.h"
-#include "../kernel/console.h"
 #include "../kernel/discover.h"
 #include "../kernel/memory.h"
 #include "../kernel/probe.h"
 #include "../kernel/reads.h"
-#include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
 #include "../lib/cmdline.h"
-#include "../lib/record.h"
+#include "../lib/counters.h"
+#include "../lib/cpus_analysis.h"
+#include "../lib/format.h"
 #include "../lib/stats.h"
-#include "../lib/string.h"
 #include "../lib/tsc_sync.h"
 #include "experiment.h"
 
@@ -48,81 +48,11 @@
 #define MSR_TSC_ADJUST 0x3Bu
 #define MSR_TSC_AUX 0xC0000103u
 
-/* Budgets: together under 1 s for 64 CPUs on hardware (15 ms each), plus
-   the rate window. */
-#define EXCHANGES 1000
-#define EXCHANGE_MS 3
-#define EXCHANGES_MIN 16       /* taken even past EXCHANGE_MS, up to EXCHANGE_CAP_MS: an */
-#define EXCHANGE_CAP_MS 60     /* emulator may hand the host CPU over only every few ms */
-#define WARP_ROUNDS 100000
-#define WARP_MS 5
-#define KVM_WARP_MS 50
-#define RATE_WINDOW_MS 100
-#define PHASE_MS 3000          /* the most the whole experiment takes */
-#define JOB_SLACK_MS 200       /* a job's wait beyond its own budget */
 #define COST_READS 255
 #define COST_EMPTY 255
 #define NONE_OWNER 0xFFFFFFFFu
-#define COARSE_BOUND_NS 10000  /* wider than this, the verdict says how little it can tell */
 
-/* CPUID time bits, the same on every CPU or a finding */
-#define TB_TSC (1u << 0)
-#define TB_RDTSCP (1u << 1)
-#define TB_INVARIANT (1u << 2)
-#define TB_DEADLINE (1u << 3)
-#define TB_ADJUST (1u << 4)
-#define TB_X2APIC (1u << 5)
-
-struct cpu_facts {
-    bool done, faulted;
-    char fault[96];
-    uint32_t apic_id_cpuid;     /* CPUID.0Bh:EDX, else CPUID.1:EBX[31:24] */
-    uint64_t apic_base;
-    uint32_t time_bits;
-    bool adjust_read;
-    uint64_t tsc_adjust;
-    bool aux_read;
-    uint32_t tsc_aux;
-    uint64_t *costs;            /* COST_READS, empty bracket subtracted */
-    uint64_t overhead;
-    uint64_t p50_ticks;
-    bool kvm_page_ok;           /* this CPU's kvmclock page registered and settled */
-};
-
-struct sync_row {
-    int index;
-    struct tsc_offset first, second, skewed;
-    uint64_t first_mid_tsc, second_mid_tsc;  /* boot CPU's TSC at each set's middle */
-    bool first_cut, second_cut;              /* a set stopped at its time budget */
-    uint64_t warp_rounds_bsp, warp_rounds_ap, warp_cross, warps, max_warp;
-    bool warp_done, warp_cut;
-    uint64_t kvm_cross, kvm_warps, kvm_max_warp_ns;   /* the same warp test on kvmclock, each CPU its own page */
-    bool kvm_done, kvm_cut;
-    bool rate_ok;
-    int64_t rate_mppm;
-    uint64_t rate_unc_mppm;
-    const char *rate_why;
-    bool measured;
-    char why[96];
-};
-
-static struct {
-    bool started;
-    uint64_t phase_start, phase_ticks;
-    bool phase_cut;
-    struct cpu_facts facts[PERCPU_MAX];
-    struct sync_row rows[PERCPU_MAX];
-    int row_count;
-    /* tsc_skew */
-    bool skew_asked, skew_valid;
-    uint32_t skew_cpu;
-    int64_t skew_ticks;
-    bool skew_applied, skew_honoured, skew_via_adjust;
-    int64_t skew_moved;
-    char skew_why[112];
-} st;
-
-struct cpus_verdict cpus_verdict;
+struct cpus_state cpus_st;
 
 static inline uint64_t ordered_rdtsc(void)
 {
@@ -132,36 +62,29 @@ static inline uint64_t ordered_rdtsc(void)
 
 /* --- per-CPU facts, run on each CPU --- */
 
-static uint32_t time_bits(uint32_t *apic_id)
+/* The registers behind the time bits, on this CPU; only leaves within the
+   boot CPU's maxima are asked. */
+static void time_regs(struct cpus_cpuid *r)
 {
     const struct cpu_info *ci = &boot_cpu.info;
-    uint32_t b = 0;
     struct cpuid_regs r1 = cpuid(1, 0);
-    *apic_id = r1.ebx >> 24;
-    if (r1.edx & (1u << 4))
-        b |= TB_TSC;
-    if (r1.ecx & (1u << 24))
-        b |= TB_DEADLINE;
-    if (r1.ecx & (1u << 21))
-        b |= TB_X2APIC;
-    if (ci->max_leaf >= 7 && (cpuid(7, 0).ebx & (1u << 1)))
-        b |= TB_ADJUST;
+    *r = (struct cpus_cpuid){.l1_ebx = r1.ebx, .l1_ecx = r1.ecx, .l1_edx = r1.edx};
+    if (ci->max_leaf >= 7)
+        r->l7_ebx = cpuid(7, 0).ebx;
     if (ci->max_leaf >= 0xB) {
         struct cpuid_regs rb = cpuid(0xB, 0);
-        if (rb.ebx)
-            *apic_id = rb.edx; /* the full x2APIC ID (SDM vol. 2A, CPUID leaf 0Bh) */
+        r->lb_ebx = rb.ebx;
+        r->lb_edx = rb.edx;
     }
-    if (ci->max_ext_leaf >= 0x80000001 && (cpuid(0x80000001, 0).edx & (1u << 27)))
-        b |= TB_RDTSCP;
-    if (ci->max_ext_leaf >= 0x80000007 && (cpuid(0x80000007, 0).edx & (1u << 8)))
-        b |= TB_INVARIANT;
-    return b;
+    if (ci->max_ext_leaf >= 0x80000001)
+        r->e1_edx = cpuid(0x80000001, 0).edx;
+    if (ci->max_ext_leaf >= 0x80000007)
+        r->e7_edx = cpuid(0x80000007, 0).edx;
 }
 
 /* Each AP's own kvmclock page (the boot CPU's is discovery's), as
    kvm-unit-tests' kvmclock test does: every CPU reads its own page. */
 static volatile struct pvclock_vcpu_time_info kvm_pages[PERCPU_MAX] __attribute__((aligned(64)));
-static uint64_t kvm_warps_total, kvm_cross_total;
 #define KVM_SETTLE_SPINS 1000000
 
 static volatile struct pvclock_vcpu_time_info *kvm_page_of(uint32_t index)
@@ -196,11 +119,13 @@ static void facts_job(void *p)
     struct probe_fault fault;
     if (counters[COUNTER_KVMCLOCK].present)
         f->kvm_page_ok = kvm_register_here(this_cpu()->index);
-    f->time_bits = time_bits(&f->apic_id_cpuid);
+    struct cpus_cpuid regs;
+    time_regs(&regs);
+    f->time_bits = cpus_time_bits(&regs, &f->apic_id_cpuid);
     f->apic_base = rdmsr(MSR_APIC_BASE);
-    if (f->time_bits & TB_ADJUST)
+    if (f->time_bits & CPUS_TB_ADJUST)
         f->adjust_read = msr_read_safe(MSR_TSC_ADJUST, &f->tsc_adjust, &fault);
-    if (f->time_bits & TB_RDTSCP) {
+    if (f->time_bits & CPUS_TB_RDTSCP) {
         rdtscp(&f->tsc_aux);
         f->aux_read = true;
     }
@@ -461,83 +386,73 @@ static void skew_run(void *p)
 
 static bool skew_apply(int index, int64_t ticks, bool *faulted, struct probe_fault *fault)
 {
-    struct skew_job j = {.ticks = ticks, .via_adjust = st.skew_via_adjust};
+    struct skew_job j = {.ticks = ticks, .via_adjust = cpus_st.skew_via_adjust};
     if (!smp_run(index, skew_run, &j, ms_to_tsc(JOB_SLACK_MS), faulted, fault) || *faulted)
         return false;
-    st.skew_moved = (int64_t)(j.after - j.before);
+    cpus_st.skew_moved = (int64_t)(j.after - j.before);
     return true;
 }
 
 static void skew_parse(void)
 {
     const char *v = cmdline_get(&boot_cmdline, "tsc_skew");
-    st.skew_asked = v != 0;
+    cpus_st.skew_asked = v != 0;
     if (!v)
         return;
-    st.skew_valid = tsc_skew_parse(v, &st.skew_cpu, &st.skew_ticks);
-    if (!st.skew_valid)
-        fmt_format(st.skew_why, sizeof st.skew_why, "tsc_skew=%s is not CPU:TICKS (a CPU index and non-zero ticks)", v);
-    else if (st.skew_cpu == 0)
-        fmt_format(st.skew_why, sizeof st.skew_why,
+    cpus_st.skew_valid = tsc_skew_parse(v, &cpus_st.skew_cpu, &cpus_st.skew_ticks);
+    if (!cpus_st.skew_valid)
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "tsc_skew=%s is not CPU:TICKS (a CPU index and non-zero ticks)", v);
+    else if (cpus_st.skew_cpu == 0)
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why,
                    "tsc_skew names CPU 0, the reference every other CPU is measured against; name an AP");
-}
-
-/* The skew moves the TSC by at least half of TICKS between two reads
-   around the write (their own distance is far below any useful TICKS). */
-static bool skew_took(int64_t ticks, int64_t moved)
-{
-    uint64_t m = ticks < 0 ? 0 - (uint64_t)ticks : (uint64_t)ticks;
-    int64_t d = moved - ticks;
-    uint64_t dm = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
-    return dm < m / 2;
 }
 
 static void skew_measure(struct sync_row *row)
 {
     bool faulted = false;
     struct probe_fault fault;
-    st.skew_via_adjust = st.facts[row->index].time_bits & TB_ADJUST;
-    if (!skew_apply(row->index, st.skew_ticks, &faulted, &fault)) {
-        fmt_format(st.skew_why, sizeof st.skew_why, "writing %s on CPU %d %s",
-                   st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC", row->index,
+    cpus_st.skew_via_adjust = cpus_st.facts[row->index].time_bits & CPUS_TB_ADJUST;
+    if (!skew_apply(row->index, cpus_st.skew_ticks, &faulted, &fault)) {
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "writing %s on CPU %d %s",
+                   cpus_st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC", row->index,
                    faulted ? fault.text : "did not finish");
         return;
     }
-    st.skew_applied = true;
-    st.skew_honoured = skew_took(st.skew_ticks, st.skew_moved);
+    cpus_st.skew_applied = true;
+    cpus_st.skew_honoured = cpus_skew_took(cpus_st.skew_ticks, cpus_st.skew_moved);
     uint64_t mid;
     exchange_with(row->index, &row->skewed, &mid);
     /* Put it back, so the rate check sees the same TSC (exact through
        TSC_ADJUST; through IA32_TSC the read-to-write time is lost). */
-    struct skew_job back = {.ticks = -st.skew_ticks, .via_adjust = st.skew_via_adjust};
-    if (st.skew_honoured)
+    struct skew_job back = {.ticks = -cpus_st.skew_ticks, .via_adjust = cpus_st.skew_via_adjust};
+    if (cpus_st.skew_honoured)
         smp_run(row->index, skew_run, &back, ms_to_tsc(JOB_SLACK_MS), &faulted, &fault);
     else
-        fmt_format(st.skew_why, sizeof st.skew_why,
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why,
                    "this platform ignores writes to %s: the TSC moved %lld ticks, not %lld",
-                   st.skew_via_adjust ? "IA32_TSC_ADJUST (MSR 0x3B)" : "IA32_TSC (MSR 0x10)",
-                   (long long)st.skew_moved, (long long)st.skew_ticks);
+                   cpus_st.skew_via_adjust ? "IA32_TSC_ADJUST (MSR 0x3B)" : "IA32_TSC (MSR 0x10)",
+                   (long long)cpus_st.skew_moved, (long long)cpus_st.skew_ticks);
 }
 
 /* --- measure --- */
 
-static bool phase_over(void) { return rdtsc() - st.phase_start > ms_to_tsc(PHASE_MS); }
+bool cpus_phase_over(void) { return rdtsc() - cpus_st.phase_start > ms_to_tsc(PHASE_MS); }
 
 static void cpus_measure(const struct profile *p)
 {
     (void)p;
-    st = (typeof(st)){0};
-    st.phase_start = rdtsc();
+    cpus_st = (struct cpus_state){0};
+    cpus_st.phase_start = rdtsc();
     skew_parse();
     smp_start();
-    st.started = true;
+    cpus_st.started = true;
     uint64_t mark = memory_mark();
 
     /* facts on every running CPU, the boot CPU's here */
     for (int i = 0; i < PERCPU_MAX; i++) {
         if (!smp_cpu_of(i))
             continue;
-        struct cpu_facts *f = &st.facts[i];
+        struct cpu_facts *f = &cpus_st.facts[i];
         f->costs = memory_alloc(COST_READS * sizeof *f->costs);
         if (!f->costs) {
             fmt_format(f->fault, sizeof f->fault, "no memory for the read-cost samples");
@@ -568,10 +483,10 @@ static void cpus_measure(const struct profile *p)
     for (int i = 1; i < PERCPU_MAX; i++) {
         if (!smp_cpu_of(i))
             continue;
-        struct sync_row *row = &st.rows[st.row_count++];
+        struct sync_row *row = &cpus_st.rows[cpus_st.row_count++];
         row->index = i;
-        if (phase_over()) {
-            st.phase_cut = true;
+        if (cpus_phase_over()) {
+            cpus_st.phase_cut = true;
             fmt_format(row->why, sizeof row->why, "not measured: the experiment's %u ms budget ran out", PHASE_MS);
             continue;
         }
@@ -579,19 +494,19 @@ static void cpus_measure(const struct profile *p)
         row->measured = row->first.exchanges > 0;
         if (!row->measured)
             fmt_format(row->why, sizeof row->why, "no exchange completed (the CPU did not answer)");
-        if (st.skew_valid && st.skew_cpu == (uint32_t)i && row->measured)
+        if (cpus_st.skew_valid && cpus_st.skew_cpu == (uint32_t)i && row->measured)
             skew_measure(row);
     }
-    if (st.skew_valid && st.skew_cpu != 0 && !st.skew_applied && !st.skew_why[0])
-        fmt_format(st.skew_why, sizeof st.skew_why, "tsc_skew names CPU %u, which is not running", st.skew_cpu);
+    if (cpus_st.skew_valid && cpus_st.skew_cpu != 0 && !cpus_st.skew_applied && !cpus_st.skew_why[0])
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "tsc_skew names CPU %u, which is not running", cpus_st.skew_cpu);
 
-    for (int k = 0; k < st.row_count; k++)
-        if (st.rows[k].measured && !phase_over())
-            warp_with(&st.rows[k], false);
+    for (int k = 0; k < cpus_st.row_count; k++)
+        if (cpus_st.rows[k].measured && !cpus_phase_over())
+            warp_with(&cpus_st.rows[k], false);
     /* kvmclock across CPUs, where both pages are up */
-    for (int k = 0; k < st.row_count; k++) {
-        struct sync_row *row = &st.rows[k];
-        if (row->measured && !phase_over() && st.facts[0].kvm_page_ok && st.facts[row->index].kvm_page_ok) {
+    for (int k = 0; k < cpus_st.row_count; k++) {
+        struct sync_row *row = &cpus_st.rows[k];
+        if (row->measured && !cpus_phase_over() && cpus_st.facts[0].kvm_page_ok && cpus_st.facts[row->index].kvm_page_ok) {
             bool cut = row->warp_cut;
             row->warp_cut = false;
             warp_with(row, true);
@@ -600,12 +515,12 @@ static void cpus_measure(const struct profile *p)
     }
 
     /* the second set, RATE_WINDOW_MS after the first at least */
-    for (int k = 0; k < st.row_count; k++) {
-        struct sync_row *row = &st.rows[k];
+    for (int k = 0; k < cpus_st.row_count; k++) {
+        struct sync_row *row = &cpus_st.rows[k];
         if (!row->measured)
             continue;
-        if (phase_over()) {
-            st.phase_cut = true;
+        if (cpus_phase_over()) {
+            cpus_st.phase_cut = true;
             row->rate_why = "the experiment's time budget ran out before the second set of exchanges";
             continue;
         }
@@ -619,428 +534,10 @@ static void cpus_measure(const struct profile *p)
             row->rate_why = "an offset interval was empty (see the offset), so no rate";
     }
     for (int i = 1; i < PERCPU_MAX; i++)
-        if (smp_cpu_of(i) && st.facts[i].kvm_page_ok && smp_run(i, kvm_unregister_job, 0, ms_to_tsc(JOB_SLACK_MS), 0, 0))
-            st.facts[i].kvm_page_ok = false;
+        if (smp_cpu_of(i) && cpus_st.facts[i].kvm_page_ok && smp_run(i, kvm_unregister_job, 0, ms_to_tsc(JOB_SLACK_MS), 0, 0))
+            cpus_st.facts[i].kvm_page_ok = false;
     smp_park_all();
-    st.phase_ticks = rdtsc() - st.phase_start;
-}
-
-/* --- report --- */
-
-static const char *mode_name(const struct cpu_facts *f)
-{
-    if (!f->done)
-        return "-";
-    if (!(f->apic_base & APIC_BASE_ENABLE))
-        return "off";
-    return f->apic_base & APIC_BASE_EXTD ? "x2APIC" : "xAPIC";
-}
-
-static void report_cpu_table(void)
-{
-    char a[FMT_FIXED_CHARS];
-    const struct cpu_facts *bf = &st.facts[0];
-    kprintf("  %-3s %5s %5s %-6s %-10s %10s %7s %10s  %s\n", "cpu", "apic", "uid", "mode", "state", "TSC_ADJUST", "TSC_AUX",
-            "rdtsc p50", "CPUID bits");
-    for (uint32_t e = 0; e < smp.count; e++) {
-        const struct smp_cpu *c = &smp.cpus[e];
-        const struct cpu_facts *f = c->index >= 0 ? &st.facts[c->index] : 0;
-        struct record r;
-        record_begin(&r, "cpu");
-        if (c->index >= 0)
-            record_u64(&r, "index", (uint64_t)c->index);
-        else
-            record_null(&r, "index");
-        record_u64(&r, "apic_id", c->apic_id);
-        record_u64(&r, "uid", c->uid);
-        record_u64(&r, "madt_type", c->madt_type);
-        record_bool(&r, "enabled", c->enabled);
-        record_bool(&r, "online_capable", c->online_capable);
-        record_bool(&r, "started", c->started && !c->lost);
-        record_str(&r, "reason", c->reason[0] ? c->reason : (f && f->fault[0] ? f->fault : 0));
-        if (f && f->done) {
-            record_bool(&r, "x2apic", f->apic_base & APIC_BASE_EXTD);
-            if (f->adjust_read)
-                record_i64(&r, "tsc_adjust", (int64_t)f->tsc_adjust);
-            else
-                record_null(&r, "tsc_adjust");
-            if (f->aux_read)
-                record_u64(&r, "tsc_aux", f->tsc_aux);
-            else
-                record_null(&r, "tsc_aux");
-            record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(f->p50_ticks), 1);
-            record_u64(&r, "read_p50_ticks", f->p50_ticks);
-            record_hex(&r, "cpuid_time_bits", f->time_bits);
-            record_u64(&r, "cpuid_apic_id", f->apic_id_cpuid);
-            record_u64(&r, "start_ticks", c->start_ticks);
-        } else {
-            record_null(&r, "x2apic");
-            record_null(&r, "tsc_adjust");
-            record_null(&r, "tsc_aux");
-            record_null(&r, "read_p50_ns");
-        }
-        emit(&r);
-
-        char idx[8], adj[24], aux[16], cost[FMT_FIXED_CHARS + 4];
-        fmt_format(idx, sizeof idx, c->index >= 0 ? "%d" : "-", c->index);
-        const char *state = c->is_bsp ? "boot CPU" : c->started && !c->lost ? "started" : "not running";
-        if (!f || !f->done) {
-            kprintf("  %-3s %5u %5u %-6s %-10s\n      %s\n", idx, c->apic_id, c->uid, "-", state,
-                    c->reason[0] ? c->reason : f && f->fault[0] ? f->fault : "");
-            continue;
-        }
-        if (f->adjust_read)
-            fmt_format(adj, sizeof adj, "%lld", (long long)f->tsc_adjust);
-        else
-            fmt_format(adj, sizeof adj, "-");
-        if (f->aux_read)
-            fmt_format(aux, sizeof aux, "%u", f->tsc_aux);
-        else
-            fmt_format(aux, sizeof aux, "-");
-        fmt_format(cost, sizeof cost, "%s ns", ns_cell(a, tsc_ticks_ns(f->p50_ticks)));
-        kprintf("  %-3s %5u %5u %-6s %-10s %10s %7s %10s  0x%02x%s\n", idx, c->apic_id, c->uid, mode_name(f), state, adj, aux,
-                cost, f->time_bits, c->index == 0 ? "" : f->time_bits == bf->time_bits ? " same" : " DIFFERS");
-        if (f->apic_id_cpuid != c->apic_id)
-            kprintf("       note: CPUID gives APIC ID %u on this CPU, the MADT %u\n", f->apic_id_cpuid, c->apic_id);
-    }
-    kprintf("  CPUID bits: 0x01 TSC, 0x02 RDTSCP, 0x04 invariant TSC, 0x08 TSC-deadline,\n"
-            "  0x10 TSC_ADJUST, 0x20 x2APIC; bits that differ from CPU 0's are a finding\n");
-}
-
-/* A signed tick count as a time with its unit: ns below 10 us, us below
-   10 ms, then ms. */
-static const char *ticks_ns(char b[FMT_FIXED_CHARS + 4], int64_t ticks)
-{
-    struct xf ns = tsc_ticks_to_ns(xf_from_i64(ticks));
-    struct xf mag = xf_abs(ns);
-    const char *end;
-    if (xf_cmp(mag, xf_from_u64(10000)) < 0) {
-        xs(b, ns, 1);
-        end = " ns";
-    } else if (xf_cmp(mag, xf_from_u64(10000000)) < 0) {
-        xs(b, xf_div(ns, xf_from_u64(1000)), 2);
-        end = " us";
-    } else {
-        xs(b, xf_div(ns, xf_from_u64(1000000)), 3);
-        end = " ms";
-    }
-    size_t n = strlen(b);
-    for (int i = 0; end[i]; i++)
-        b[n++] = end[i];
-    b[n] = '\0';
-    return b;
-}
-
-/* The worst CPU: one whose interval excludes 0 before any whose interval
-   holds it, then the largest |offset| the interval allows. */
-static void note_worst(int *worst, uint64_t *worst_ticks, bool *worst_excludes, int index, uint64_t w, bool excludes)
-{
-    if (*worst < 0 || (excludes && !*worst_excludes) || (excludes == *worst_excludes && w > *worst_ticks)) {
-        *worst = index;
-        *worst_ticks = w;
-        *worst_excludes = excludes;
-    }
-}
-
-static void report_sync(uint32_t *compared, int *worst, uint64_t *worst_ticks, bool *worst_excludes, bool *all_contain,
-                        bool *rates_agree, uint64_t *warps)
-{
-    char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4], c[FMT_FIXED_CHARS + 4], d[FMT_FIXED_CHARS + 4];
-    kprintf("\n  Each CPU against CPU 0. offset: its TSC minus CPU 0's, an interval that\n"
-            "  must hold the truth (up to %u request-reply exchanges, %u ms); warps:\n"
-            "  readings that went back across CPUs (a lock passed to and fro, %u ms);\n"
-            "  rate: how far the offset moved in at least %u ms, in ppm\n",
-            EXCHANGES, EXCHANGE_MS, WARP_MS, RATE_WINDOW_MS);
-    for (int k = 0; k < st.row_count; k++) {
-        const struct sync_row *row = &st.rows[k];
-        struct record r;
-        record_begin(&r, "tsc_sync");
-        record_u64(&r, "cpu", (uint64_t)row->index);
-        const struct tsc_offset *o = &row->first;
-        bool ok = row->measured && tsc_offset_consistent(o);
-        if (ok) {
-            record_i64(&r, "offset_lo_ticks", o->lo);
-            record_i64(&r, "offset_hi_ticks", o->hi);
-            record_u64(&r, "round_trip_min_ticks", o->round_trip_min);
-            record_xf_fixed(&r, "offset_lo_ns", tsc_ticks_to_ns(xf_from_i64(o->lo)), 1);
-            record_xf_fixed(&r, "offset_hi_ns", tsc_ticks_to_ns(xf_from_i64(o->hi)), 1);
-        } else {
-            record_null(&r, "offset_lo_ticks");
-            record_null(&r, "offset_hi_ticks");
-            if (row->measured)
-                record_u64(&r, "round_trip_min_ticks", o->round_trip_min);
-            else
-                record_null(&r, "round_trip_min_ticks");
-        }
-        record_u64(&r, "exchanges", o->exchanges);
-        record_bool(&r, "exchanges_cut", row->first_cut);
-        if (row->warp_done) {
-            record_u64(&r, "warps", row->warps);
-            record_u64(&r, "max_warp_ticks", row->max_warp);
-            record_u64(&r, "warp_rounds", row->warp_rounds_bsp + row->warp_rounds_ap);
-            record_u64(&r, "warp_cross", row->warp_cross);
-            record_bool(&r, "warp_cut", row->warp_cut);
-        } else {
-            record_null(&r, "warps");
-            record_null(&r, "max_warp_ticks");
-        }
-        if (row->kvm_done) {
-            record_u64(&r, "kvmclock_warps", row->kvm_warps);
-            record_u64(&r, "kvmclock_max_warp_ns", row->kvm_max_warp_ns);
-            record_u64(&r, "kvmclock_warp_cross", row->kvm_cross);
-        }
-        if (row->rate_ok) {
-            record_fixed(&r, "rate_ppm", row->rate_mppm, 3);
-            record_fixed(&r, "rate_uncertainty_ppm", (int64_t)row->rate_unc_mppm, 3);
-            record_xf_fixed(&r, "rate_window_s", tsc_ticks_s(row->second_mid_tsc - row->first_mid_tsc), 3);
-            record_null(&r, "rate_reason");
-        } else {
-            record_null(&r, "rate_ppm");
-            record_null(&r, "rate_uncertainty_ppm");
-            record_str(&r, "rate_reason", row->rate_why ? row->rate_why : row->why[0] ? row->why : "not measured");
-        }
-        record_str(&r, "reason", row->why[0] ? row->why : 0);
-        emit(&r);
-
-        if (!row->measured) {
-            kprintf("  CPU %d: %s\n", row->index, row->why);
-            continue;
-        }
-        (*compared)++;
-        if (!ok) {
-            *all_contain = false;
-            kprintf("  CPU %d: the exchanges disagree (lowest bound %lld above highest %lld ticks): the two TSCs\n"
-                    "         moved against each other while they were taken\n",
-                    row->index, (long long)o->lo, (long long)o->hi);
-            note_worst(worst, worst_ticks, worst_excludes, row->index, UINT64_MAX, true);
-        } else {
-            int64_t mid = tsc_offset_mid(o);
-            uint64_t half = tsc_offset_half(o);
-            kprintf("  CPU %d: offset [%lld, %lld] ticks, %s +- %s\n", row->index, (long long)o->lo, (long long)o->hi,
-                    ticks_ns(a, mid), ticks_ns(b, (int64_t)half));
-            kprintf("         round trip min %llu ticks (%s), %u exchanges%s\n", (unsigned long long)o->round_trip_min,
-                    ticks_ns(c, (int64_t)o->round_trip_min), o->exchanges, row->first_cut ? ", budget cut short" : "");
-            bool excludes = !tsc_offset_contains(o, 0);
-            if (excludes)
-                *all_contain = false;
-            note_worst(worst, worst_ticks, worst_excludes, row->index, tsc_offset_worst(o), excludes);
-        }
-        if (row->warp_done) {
-            *warps += row->warps;
-            if (row->warp_cross)
-                kprintf("         warps: %llu in %llu cross-CPU comparisons, largest %llu ticks%s\n",
-                        (unsigned long long)row->warps, (unsigned long long)row->warp_cross, (unsigned long long)row->max_warp,
-                        row->warp_cut ? ", cut by its time budget" : "");
-            else
-                kprintf("         warps: none compared (the lock never passed between them in %u ms)\n", WARP_MS);
-        } else {
-            kprintf("         warps: not tested (%s)\n", phase_over() ? "time budget" : "the CPU did not take the job");
-        }
-        if (row->kvm_done) {
-            kvm_warps_total += row->kvm_warps;
-            kvm_cross_total += row->kvm_cross;
-            kprintf("         kvmclock warps: %llu in %llu cross-CPU comparisons, largest %llu ns\n", (unsigned long long)row->kvm_warps,
-                    (unsigned long long)row->kvm_cross, (unsigned long long)row->kvm_max_warp_ns);
-        }
-        if (row->rate_ok) {
-            kprintf("         rate: %s +- %s ppm against CPU 0 over %s s\n", fmt_fixed(d, row->rate_mppm, 3, 3),
-                    fmt_fixed(a, (int64_t)row->rate_unc_mppm, 3, 3),
-                    xs(b, tsc_ticks_s(row->second_mid_tsc - row->first_mid_tsc), 3));
-            int64_t lo = row->rate_mppm - (int64_t)row->rate_unc_mppm, hi = row->rate_mppm + (int64_t)row->rate_unc_mppm;
-            if (lo > 0 || hi < 0)
-                *rates_agree = false;
-        } else {
-            kprintf("         rate: not measured: %s\n", row->rate_why ? row->rate_why : "-");
-        }
-    }
-}
-
-#define PAIRS_MAX_CPUS 8
-
-/* Every pair of application processors, derived from each one's interval
-   against CPU 0 (tsc_offset_between): no extra measurement, so wider, but
-   an interval that must hold the truth all the same. */
-static void report_pairs(void)
-{
-    char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4];
-    uint32_t shown = 0;
-    if (st.row_count < 2 || st.row_count + 1 > PAIRS_MAX_CPUS)
-        return;
-    for (int k = 0; k < st.row_count; k++)
-        for (int l = k + 1; l < st.row_count; l++) {
-            const struct sync_row *p = &st.rows[k], *q = &st.rows[l];
-            int64_t lo, hi;
-            if (!p->measured || !q->measured || !tsc_offset_between(&q->first, &p->first, &lo, &hi))
-                continue;
-            if (!shown++)
-                kprintf("\n  Pairs of the other CPUs (from their intervals against CPU 0: wider than\n"
-                        "  a direct measurement, and as sure):\n");
-            kprintf("  CPU %d - CPU %d: [%lld, %lld] ticks (%s to %s)\n", q->index, p->index, (long long)lo, (long long)hi,
-                    ticks_ns(a, lo), ticks_ns(b, hi));
-            struct record r;
-            record_begin(&r, "tsc_pair");
-            record_u64(&r, "cpu", (uint64_t)q->index);
-            record_u64(&r, "other", (uint64_t)p->index);
-            record_i64(&r, "offset_lo_ticks", lo);
-            record_i64(&r, "offset_hi_ticks", hi);
-            record_bool(&r, "derived", true);
-            emit(&r);
-        }
-}
-
-static void report_skew(void)
-{
-    if (!st.skew_asked)
-        return;
-    const char *name = "tsc_skew known answer";
-    struct record r;
-    record_begin(&r, "tsc_skew");
-    record_u64(&r, "cpu", st.skew_cpu);
-    record_i64(&r, "ticks", st.skew_ticks);
-    record_str(&r, "method", st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC");
-    record_bool(&r, "applied", st.skew_applied);
-    record_bool(&r, "honoured", st.skew_honoured);
-    record_i64(&r, "moved_ticks", st.skew_moved);
-    const struct sync_row *row = 0;
-    for (int k = 0; k < st.row_count; k++)
-        if (st.rows[k].index == (int)st.skew_cpu)
-            row = &st.rows[k];
-    bool found = false;
-    int64_t lo = 0, hi = 0;
-    if (st.skew_honoured && row && tsc_offset_consistent(&row->first) && tsc_offset_consistent(&row->skewed)) {
-        /* the change between the two sets: the skew, bounded by both intervals */
-        lo = row->skewed.lo - row->first.hi;
-        hi = row->skewed.hi - row->first.lo;
-        found = true;
-        record_i64(&r, "change_lo_ticks", lo);
-        record_i64(&r, "change_hi_ticks", hi);
-    } else {
-        record_null(&r, "change_lo_ticks");
-        record_null(&r, "change_hi_ticks");
-    }
-    record_str(&r, "reason", st.skew_why[0] ? st.skew_why : 0);
-    emit(&r);
-    kprintf("\n  Known answer: tsc_skew asks CPU %u's TSC moved by %lld ticks\n", st.skew_cpu, (long long)st.skew_ticks);
-    if (!found) {
-        check_skip(name, "%s", st.skew_why[0] ? st.skew_why : "the offset could not be measured on that CPU");
-        return;
-    }
-    kprintf("  through %s; the offset moved by [%lld, %lld] ticks\n", st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC",
-            (long long)lo, (long long)hi);
-    if (lo <= st.skew_ticks && st.skew_ticks <= hi)
-        check_pass(name, "CPU %u moved by %lld ticks, found within [%lld, %lld]", st.skew_cpu, (long long)st.skew_ticks,
-                   (long long)lo, (long long)hi);
-    else
-        check_fail(name, "CPU %u moved by %lld ticks, but the measured change is [%lld, %lld]", st.skew_cpu,
-                   (long long)st.skew_ticks, (long long)lo, (long long)hi);
-}
-
-static void verdict(uint32_t compared, int worst, uint64_t worst_ticks, bool all_contain, bool rates_agree, uint64_t warps)
-{
-    const char *name = "TSC synchronised across CPUs";
-    char a[FMT_FIXED_CHARS + 4];
-    struct cpus_verdict *v = &cpus_verdict;
-    v->ran = true;
-    v->cpus = smp.running;
-    v->listed = discovered.acpi.cpus_enabled;
-    v->warps = warps;
-    v->worst_cpu = worst;
-    if (compared == 0) {
-        const char *why = smp.why[0] ? smp.why : smp.running > 1 ? "no other CPU could be measured" : 0;
-        if (why)
-            fmt_format(v->line, sizeof v->line, "TSC across CPUs: not compared (%s)", why);
-        else
-            fmt_format(v->line, sizeof v->line, "TSC across CPUs: one CPU running, nothing to compare");
-        kprintf("  %s\n", v->line);
-        check_skip(name, "%s", why ? why : "one CPU running, the only one the MADT enables");
-        return;
-    }
-    v->compared = true;
-    const struct sync_row *wr = 0;
-    for (int k = 0; k < st.row_count; k++)
-        if (st.rows[k].index == worst)
-            wr = &st.rows[k];
-    bool consistent = wr && tsc_offset_consistent(&wr->first);
-    v->synchronised = all_contain && warps == 0 && rates_agree;
-    if (v->synchronised) {
-        v->worst_ns = xf_to_fixed(tsc_ticks_ns(worst_ticks), 0);
-        /* an interval this wide says only that no larger offset exists: the
-           exchanges were too slow (an emulator) to tell a smaller one */
-        if (xf_cmp(tsc_ticks_ns(worst_ticks), xf_from_u64(COARSE_BOUND_NS)) > 0)
-            fmt_format(v->line, sizeof v->line, "TSC across %u CPUs: no offset beyond +-%s (slow exchanges: cannot tell smaller)",
-                       compared + 1, ticks_ns(a, (int64_t)worst_ticks));
-        else
-            fmt_format(v->line, sizeof v->line, "TSC synchronised across %u CPUs: the worst offset is within +-%s", compared + 1,
-                       ticks_ns(a, (int64_t)worst_ticks));
-        kprintf("  Verdict: %s\n", v->line);
-        check_pass(name, "%u CPUs, offsets within +-%s, no warps", compared + 1, ticks_ns(a, (int64_t)worst_ticks));
-        return;
-    }
-    if (consistent && !tsc_offset_contains(&wr->first, 0)) {
-        int64_t mid = tsc_offset_mid(&wr->first);
-        v->worst_ns = xf_to_fixed(tsc_ticks_to_ns(xf_from_i64(mid)), 0);
-        struct xf us = xf_div(tsc_ticks_to_ns(xf_from_i64(mid < 0 ? -mid : mid)), xf_from_u64(1000));
-        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d is %s us %s; compare timestamps only on one CPU", worst,
-                   xs(a, us, 3), mid < 0 ? "behind" : "ahead");
-    } else if (warps) {
-        fmt_format(v->line, sizeof v->line, "TSC not synchronised: %llu warps across CPUs; compare timestamps only on one CPU",
-                   (unsigned long long)warps);
-    } else if (!rates_agree) {
-        fmt_format(v->line, sizeof v->line, "TSC not synchronised: a CPU's TSC runs at another rate; compare timestamps only on one CPU");
-    } else {
-        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d's offset cannot be bounded; compare timestamps only on one CPU",
-                   worst);
-    }
-    kprintf("  Verdict: %s\n", v->line);
-    check_fail(name, "%s", v->line);
-}
-
-static void cpus_report(void)
-{
-    char a[FMT_FIXED_CHARS];
-    cpus_verdict = (struct cpus_verdict){.worst_cpu = -1};
-    kprintf("\n== CPUs and the TSC across them ==\n");
-    const struct acpi_info *acpi = &discovered.acpi;
-    if (acpi->madt_found)
-        kprintf("  MADT: %u processors listed, %u enabled, %u online-capable%s\n", acpi->cpus_listed, acpi->cpus_enabled,
-                acpi->cpus_online_capable, acpi->cpus_dropped ? " (more than the image keeps)" : "");
-    if (smp.apic_ok)
-        kprintf("  Local APIC: %s mode%s, boot CPU APIC ID %u%s\n", smp.lapic.x2apic ? "x2APIC" : "xAPIC",
-                smp.x2apic_by_us ? " (switched by x2apic=on)" : "", smp.bsp_apic_id,
-                smp.svr_enabled_by_us ? "; it was software-disabled and was enabled" : "");
-    if (cmdline_get(&boot_cmdline, "x2apic") && !smp.lapic.x2apic)
-        kprintf("  Note: x2apic=on asked, but the CPU has no x2APIC (CPUID.1:ECX[21] clear); xAPIC mode used\n");
-    if (smp.trampoline_page)
-        kprintf("  Trampoline at 0x%llx; %u of %u enabled CPUs running; starting took %s ms\n",
-                (unsigned long long)smp.trampoline_page, smp.running, acpi->cpus_enabled,
-                xs(a, xf_div(tsc_ticks_ns(smp.total_ticks), xf_from_u64(1000000)), 3));
-    if (smp.why[0])
-        kprintf("  No other CPU started: %s\n", smp.why);
-    report_cpu_table();
-
-    uint32_t compared = 0;
-    int worst = -1;
-    uint64_t worst_ticks = 0, warps = 0;
-    bool all_contain = true, rates_agree = true, worst_excludes = false;
-    kvm_warps_total = kvm_cross_total = 0;
-    report_sync(&compared, &worst, &worst_ticks, &worst_excludes, &all_contain, &rates_agree, &warps);
-    if (counters[COUNTER_KVMCLOCK].present && st.row_count) {
-        const char *name = "kvmclock monotonic across CPUs";
-        if (!kvm_cross_total)
-            check_skip(name, "no cross-CPU comparison was made (pages not registered on the other CPUs, or no time left)");
-        else if (kvm_warps_total)
-            check_fail(name, "%llu readings went back across CPUs in %llu comparisons", (unsigned long long)kvm_warps_total,
-                       (unsigned long long)kvm_cross_total);
-        else
-            check_pass(name, "no reading went back across CPUs in %llu comparisons", (unsigned long long)kvm_cross_total);
-    }
-    report_pairs();
-    if (st.phase_cut)
-        kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", PHASE_MS);
-    kprintf("  The phase took %s ms (its time budget: %u ms)\n",
-            xs(a, xf_div(tsc_ticks_ns(st.phase_ticks), xf_from_u64(1000000)), 1), PHASE_MS);
-    report_skew();
-    verdict(compared, worst, worst_ticks, all_contain, rates_agree, warps);
+    cpus_st.phase_ticks = rdtsc() - cpus_st.phase_start;
 }
 
 const struct experiment exp_cpus = {

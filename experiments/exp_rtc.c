@@ -1,11 +1,24 @@
-/* Experiment "rtc": the CMOS real-time clock, the one oscillator of a PC
-   that is nearly always separate from the main crystal (a 32.768 kHz watch
-   crystal; MC146818A data sheet). The date and time are read safely just
-   before the drift window opens; during the window the drift loop calls
+/* Experiment "rtc", its measurement: the CMOS RTC's date read safely, its second boundaries timed by the TSC. */
+#include "exp_rtc.h"
+
+#include "../drivers/rtc.h"
+#include "../kernel/memory.h"
+#include "../kernel/reads.h"
+#include "../kernel/results.h"
+#include "../lib/format.h"
+#include "../lib/rtc_fit.h"
+#include "../lib/stats.h"
+#include "exp_rtc_report.h"
+#include "experiment.h"
+
+/* The CMOS real-time clock is the one oscillator of a PC that is nearly
+   always separate from the main crystal (a 32.768 kHz watch crystal;
+   MC146818A data sheet). The date and time are read safely just before the
+   drift window opens; during the window the drift loop calls
    rtc_window_poll, which times the RTC's second boundaries with the TSC;
-   the TSC's rate is then fitted against the RTC's seconds (rtc_fit.h) and
-   set beside its rate against the drift's reference, and the HPET and PM
-   timer follow through the TSC.
+   the TSC's rate is then fitted against the RTC's seconds (rtc_fit.h); the
+   report (exp_rtc_report.c) sets it beside its rate against the drift's
+   reference, and the HPET and PM timer follow through the TSC.
 
    The edge is UIP in register A falling: the end of the update, after
    which the new time reads. It gives the tightest edge of the three
@@ -34,89 +47,49 @@
    iterations are long (8 ms less twice their average, at least 1 ms), so
    that the two stay under the 10 ms the drift loop calls a gap. Register
    C is never read. */
-#include "exp_rtc.h"
 
-#include "../drivers/rtc.h"
-#include "../kernel/checks.h"
-#include "../kernel/console.h"
-#include "../kernel/memory.h"
-#include "../kernel/reads.h"
-#include "../kernel/report_util.h"
-#include "../kernel/results.h"
-#include "../lib/format.h"
-#include "../lib/record.h"
-#include "../lib/rtc_fit.h"
-#include "../lib/stats.h"
-#include "experiment.h"
-
-#define RTC_EDGES_MAX 2048
 #define CALL_BUDGET_US 5000      /* the most one call holds the drift loop, which calls 10 ms away a gap */
 #define CALL_ROOM_MS 8           /* ... and less when the caller's own iterations are long: this less twice their average */
 #define CALL_GAP_MAX_MS 2        /* a call starts waiting at most this early */
 #define LEAD_FIRST_MS 30         /* the widest watch */
 #define LEAD_US 1000             /* the watch's margin either side of a predicted edge, after one caught */
-#define PHASE_MS 2200           /* the wait for the first update before the window */
+#define PHASE_MS 2200            /* the wait for the first update before the window */
 #define MISSED_MAX 4             /* edges missed in a row: search again */
 #define UIP_STUCK_MS 25          /* UIP set this long: stuck (ten updates' worth) */
-#define RTC_TOLERANCE_PPM 100    /* assumed for the check: a watch crystal is typically +-20 ppm at 25 C, more hot or cold and aged */
-#define RTC_TYPICAL_PPM 20
-#define COARSE_SPAN_S 10         /* under this the figure is coarse */
-#define STUCK_WINDOW_MS 1500     /* no edge in a window this long: the RTC never updates */
 
+static struct rtc_run run;       /* what the report reads */
 static struct {
-    bool probed, present;
-    char reason[128];
-    struct rtc rtc;
-    bool date_read, date_valid;
+    bool probed, date_read;
     struct rtc_raw raw;
-    struct rtc_datetime date;
-    char date_why[128];
 
     /* the window */
-    bool active, window_done, own_window;
-    uint64_t start_tsc, window_tsc;
+    bool active, window_done;
+    uint64_t start_tsc;
     uint64_t next_tsc, margin_tsc;
     uint64_t pred_tsc, period_tsc;  /* the next edge expected, 0 before the first; one RTC second */
-    uint64_t missed, coarse_phases;
+    uint64_t coarse_phases;
     uint32_t missed_in_row;
-    bool updates_seen;             /* an edge, or the seconds register changed */
-    bool never_updated;            /* no update in the phase search before the window */
-    uint64_t last_call_tsc, call_gap_tsc; /* the caller's pace (a decaying maximum) */
+    uint64_t last_call_tsc;        /* the caller's last call (its pace: run.call_gap_tsc) */
     uint64_t search_end_tsc;       /* before the first edge: the last call's end, and the seconds then */
     uint8_t search_sec;
-    uint32_t edge_count;
-    bool edges_overflowed;
-    uint64_t polls, high_since, longest_spin_tsc, longest_call_tsc, bad_clock_reads, phase_wait_tsc;
-    const char *stopped_why;
-
-    /* one seconds-register read */
-    bool cost_done;
-    struct summary cost;          /* TSC ticks, the empty brackets' median subtracted */
-    uint64_t bracket_overhead;
-    uint64_t reads, zero_deltas, distinct, backward;
-
-    struct rtc_fit fit;
-    uint32_t min_step_s;          /* the least RTC count between consecutive edges */
-    uint64_t min_step_tsc;        /* the least TSC time between edges one RTC second apart */
+    uint64_t high_since;           /* UIP seen set since, 0 when clear */
 } st;
 static struct rtc_edge edges[RTC_EDGES_MAX];
-
-static uint64_t mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1); }
 
 static void probe_and_date(void)
 {
     if (st.probed)
         return;
     st.probed = true;
-    st.present = rtc_probe(&st.rtc, st.reason, sizeof st.reason);
-    if (!st.present)
+    run.present = rtc_probe(&run.rtc, run.reason, sizeof run.reason);
+    if (!run.present)
         return;
-    st.date_read = rtc_read_time(&st.rtc, &st.raw, ms_to_tsc(RTC_UIP_MAX_US / 1000 + 1), st.date_why, sizeof st.date_why);
+    st.date_read = rtc_read_time(&run.rtc, &st.raw, ms_to_tsc(RTC_UIP_MAX_US / 1000 + 1), run.date_why, sizeof run.date_why);
     if (!st.date_read)
         return;
-    st.date_valid = rtc_decode(&st.raw, &st.date);
-    if (!st.date_valid)
-        fmt_format(st.date_why, sizeof st.date_why,
+    run.date_valid = rtc_decode(&st.raw, &run.date);
+    if (!run.date_valid)
+        fmt_format(run.date_why, sizeof run.date_why,
                    "the registers hold no valid date (year %02x month %02x day %02x, %02x:%02x:%02x, register B 0x%02x)",
                    st.raw.year, st.raw.month, st.raw.day, st.raw.hour, st.raw.min, st.raw.sec, st.raw.reg_b);
 }
@@ -127,7 +100,7 @@ static bool after_spin_stuck(void)
     if (!st.high_since || rdtsc() - st.high_since < ms_to_tsc(UIP_STUCK_MS))
         return false;
     st.active = false;
-    st.stopped_why = "UIP stayed set for 25 ms, ten times the longest update";
+    run.stopped_why = "UIP stayed set for 25 ms, ten times the longest update";
     return true;
 }
 
@@ -147,33 +120,25 @@ static void edge_found(uint64_t a, uint64_t b, bool store)
 {
     struct rtc_raw raw;
     uint32_t sod;
-    rtc_read_clock(&st.rtc, &raw);
-    st.updates_seen = true;
+    rtc_read_clock(&run.rtc, &raw);
+    run.updates_seen = true;
     st.missed_in_row = 0;
     if (store) {
         if (!rtc_decode_clock(&raw, &sod))
-            st.bad_clock_reads++;
-        else if (st.edge_count == RTC_EDGES_MAX)
-            st.edges_overflowed = true;
+            run.bad_clock_reads++;
+        else if (run.edge_count == RTC_EDGES_MAX)
+            run.edges_overflowed = true;
         else
-            edges[st.edge_count++] = (struct rtc_edge){a, b, sod};
+            edges[run.edge_count++] = (struct rtc_edge){a, b, sod};
     }
     /* the RTC's second by the last two edges caught (not the first: QEMU
        holds UIP until its update timer runs while UF is clear, so the first
        edge after boot can be late), else by the start-up estimate (good to
        some ppm when it was checked; a miss widens the watch) */
     st.period_tsc = results.tsc_estimate_hz;
-    if (st.edge_count >= 2) {
-        const struct rtc_edge *p = &edges[st.edge_count - 2], *q = &edges[st.edge_count - 1];
-        uint32_t secs = rtc_seconds_between(p->seconds_of_day, q->seconds_of_day);
-        uint64_t pm = mid(p->a, p->b), qm = mid(q->a, q->b);
-        /* kept only near the estimate (within 10 %): two edges that do not
-           agree with it say nothing of the second */
-        uint64_t per = secs > 0 && qm > pm ? (qm - pm) / secs : 0, est = results.tsc_estimate_hz;
-        if (per > est - est / 10 && per < est + est / 10)
-            st.period_tsc = per;
-    }
-    watch_next(mid(a, b), ms_to_tsc(LEAD_US) / 1000 + (b - a));
+    if (run.edge_count >= 2)
+        st.period_tsc = rtc_period_tsc(&edges[run.edge_count - 2], &edges[run.edge_count - 1], results.tsc_estimate_hz);
+    watch_next(rtc_tsc_mid(a, b), ms_to_tsc(LEAD_US) / 1000 + (b - a));
 }
 
 /* Polls register A until UIP falls after being seen set, or until
@@ -196,8 +161,8 @@ static bool spin_for_edge(uint64_t until, bool *seen_high_out, bool store)
         } else {
             st.high_since = 0;
             if (seen_high) {
-                if (store && after - start > st.longest_spin_tsc)
-                    st.longest_spin_tsc = after - start;
+                if (store && after - start > run.longest_spin_tsc)
+                    run.longest_spin_tsc = after - start;
                 edge_found(high_from, after, store);
                 return true;
             }
@@ -215,7 +180,7 @@ void rtc_window_begin(void)
     if (!experiment_chosen("rtc") || st.window_done || results.tsc_estimate_hz < 1000)
         return;
     probe_and_date();
-    if (!st.present)
+    if (!run.present)
         return;
     st.active = true;
     uint64_t begun = rdtsc();
@@ -229,15 +194,15 @@ void rtc_window_begin(void)
     bool seen_high = false;
     if (!spin_for_edge(st.start_tsc + ms_to_tsc(PHASE_MS), &seen_high, false) && !after_spin_stuck()) {
         if (rtc_read_reg(RTC_SECONDS) != sec) {
-            st.updates_seen = true;
+            run.updates_seen = true;
         } else {
             st.active = false;
-            st.never_updated = true;
-            st.stopped_why = "no update ended in 2.2 s: the RTC does not count";
+            run.never_updated = true;
+            run.stopped_why = "no update ended in 2.2 s: the RTC does not count";
         }
     }
     st.start_tsc = rdtsc();
-    st.phase_wait_tsc = st.start_tsc - begun;
+    run.phase_wait_tsc = st.start_tsc - begun;
 }
 
 void rtc_window_poll(uint64_t tsc_now)
@@ -249,23 +214,23 @@ void rtc_window_poll(uint64_t tsc_now)
        iteration adds to what this call holds it */
     if (st.last_call_tsc && tsc_now > st.last_call_tsc) {
         uint64_t gap = tsc_now - st.last_call_tsc;
-        st.call_gap_tsc = st.call_gap_tsc ? st.call_gap_tsc - st.call_gap_tsc / 16 + gap / 16 : gap;
+        run.call_gap_tsc = run.call_gap_tsc ? run.call_gap_tsc - run.call_gap_tsc / 16 + gap / 16 : gap;
     }
     st.last_call_tsc = tsc_now;
-    uint64_t early = st.call_gap_tsc < ms_to_tsc(CALL_GAP_MAX_MS) ? st.call_gap_tsc : ms_to_tsc(CALL_GAP_MAX_MS);
+    uint64_t early = run.call_gap_tsc < ms_to_tsc(CALL_GAP_MAX_MS) ? run.call_gap_tsc : ms_to_tsc(CALL_GAP_MAX_MS);
     if (tsc_now + early < st.next_tsc)
         return;
-    if (!st.updates_seen && tsc_now - st.start_tsc > ms_to_tsc(STUCK_WINDOW_MS)) {
+    if (!run.updates_seen && tsc_now - st.start_tsc > ms_to_tsc(RTC_STUCK_WINDOW_MS)) {
         /* an update ends every second: none in 1.5 s, the RTC does not count */
         st.active = false;
-        st.stopped_why = "no update ended in 1.5 s: the RTC does not count";
+        run.stopped_why = "no update ended in 1.5 s: the RTC does not count";
         return;
     }
-    st.polls++;
+    run.polls++;
     /* This call holds the caller at most CALL_BUDGET_US: it waits for the
        watch to open (the next call could come too late), then polls. */
     uint64_t budget = ms_to_tsc(CALL_BUDGET_US) / 1000, floor = ms_to_tsc(1);
-    uint64_t room = ms_to_tsc(CALL_ROOM_MS) > 2 * st.call_gap_tsc ? ms_to_tsc(CALL_ROOM_MS) - 2 * st.call_gap_tsc : 0;
+    uint64_t room = ms_to_tsc(CALL_ROOM_MS) > 2 * run.call_gap_tsc ? ms_to_tsc(CALL_ROOM_MS) - 2 * run.call_gap_tsc : 0;
     budget = room < budget ? room : budget;
     uint64_t budget_end = tsc_now + (budget > floor ? budget : floor);
     for (uint32_t i = 0; i < 100000000u && rdtsc() < st.next_tsc; i++)
@@ -275,8 +240,8 @@ void rtc_window_poll(uint64_t tsc_now)
     bool caught = spin_for_edge(until, &seen_high, true);
     uint64_t now = rdtsc();
     st.last_call_tsc = now;
-    if (now - tsc_now > st.longest_call_tsc)
-        st.longest_call_tsc = now - tsc_now;
+    if (now - tsc_now > run.longest_call_tsc)
+        run.longest_call_tsc = now - tsc_now;
     if (caught || after_spin_stuck())
         return;
     if (!st.pred_tsc) {
@@ -290,10 +255,10 @@ void rtc_window_poll(uint64_t tsc_now)
         }
         uint8_t sec = rtc_read_reg(RTC_SECONDS);
         if (st.search_end_tsc && sec != st.search_sec) {
-            st.updates_seen = true;
+            run.updates_seen = true;
             st.coarse_phases++;
             st.period_tsc = results.tsc_estimate_hz;
-            watch_next(mid(st.search_end_tsc, now), (now - st.search_end_tsc) / 2 + ms_to_tsc(LEAD_US) / 1000);
+            watch_next(rtc_tsc_mid(st.search_end_tsc, now), (now - st.search_end_tsc) / 2 + ms_to_tsc(LEAD_US) / 1000);
         }
         st.search_sec = sec;
         st.search_end_tsc = rdtsc();
@@ -302,7 +267,7 @@ void rtc_window_poll(uint64_t tsc_now)
     if (now > st.pred_tsc + st.margin_tsc && !seen_high) {
         /* missed (the loop was away, or the prediction was off): the second
            after, watched twice as wide; after MISSED_MAX, search again */
-        st.missed++;
+        run.missed++;
         if (++st.missed_in_row >= MISSED_MAX) {
             st.pred_tsc = 0;
             st.search_end_tsc = 0;
@@ -321,7 +286,7 @@ void rtc_window_end(void)
 {
     if (!st.probed || st.window_done)
         return;
-    st.window_tsc = rdtsc() - st.start_tsc;
+    run.window_tsc = rdtsc() - st.start_tsc;
     st.active = false;
     st.window_done = true;
 }
@@ -330,7 +295,7 @@ void rtc_window_end(void)
    or no counter for it to read). */
 static void own_window(const struct profile *p)
 {
-    st.own_window = true;
+    run.own_window = true;
     rtc_window_begin();
     uint64_t len = ms_to_tsc(p->drift_ms), start = rdtsc();
     for (uint64_t i = 0; i < 4000000000ull; i++) {
@@ -369,13 +334,13 @@ static void measure_cost(const struct profile *p)
         full[i] = b - a;
         got = i + 1;
         if (i > 0) {
-            /* the register counts 0-59 and wraps: any other fall is backward */
-            if (v == prev)
-                st.zero_deltas++;
-            else if (v < prev && !(prev == 0x59 || prev == 59))
-                st.backward++;
+            enum rtc_step step = rtc_seconds_step(prev, v);
+            if (step == RTC_STEP_SAME)
+                run.zero_deltas++;
+            else if (step == RTC_STEP_BACKWARD)
+                run.backward++;
             else
-                st.distinct++;
+                run.distinct++;
         }
         prev = v;
         if (b - start > budget)
@@ -385,304 +350,26 @@ static void measure_cost(const struct profile *p)
     stats_summarise(full, got, scratch, &sf);
     stats_summarise(empty, got, scratch, &se);
     memory_release(mark);
-    st.reads = got;
-    st.bracket_overhead = se.p50;
-    st.cost = sf;
-    st.cost.min = sf.min > se.p50 ? sf.min - se.p50 : 0;
-    st.cost.p50 = sf.p50 > se.p50 ? sf.p50 - se.p50 : 0;
-    st.cost.p99 = sf.p99 > se.p50 ? sf.p99 - se.p50 : 0;
-    st.cost.p999 = sf.p999 > se.p50 ? sf.p999 - se.p50 : 0;
-    st.cost.max = sf.max > se.p50 ? sf.max - se.p50 : 0;
-    struct xf mean = xf_sub(sf.mean, xf_from_u64(se.p50));
-    st.cost.mean = mean.neg ? xf_from_u64(0) : mean;
-    st.cost_done = got > 0;
+    run.reads = got;
+    run.bracket_overhead = se.p50;
+    run.cost = sf;
+    stats_subtract(&run.cost, se.p50);
+    run.cost_done = got > 0;
 }
 
 static void rtc_measure(const struct profile *p)
 {
     probe_and_date();
-    if (!st.present)
+    if (!run.present)
         return;
     if (!st.window_done)
         own_window(p);
     measure_cost(p);
-    rtc_fit_edges(edges, st.edge_count, results.tsc_estimate_hz, &st.fit);
-    st.min_step_s = 0;
-    st.min_step_tsc = 0;
-    for (uint32_t i = 1; i < st.edge_count; i++) {
-        uint32_t s = rtc_seconds_between(edges[i - 1].seconds_of_day, edges[i].seconds_of_day);
-        uint64_t t = mid(edges[i].a, edges[i].b) - mid(edges[i - 1].a, edges[i - 1].b);
-        if (s && (!st.min_step_s || s < st.min_step_s))
-            st.min_step_s = s;
-        if (s == 1 && (!st.min_step_tsc || t < st.min_step_tsc))
-            st.min_step_tsc = t;
-    }
+    rtc_fit_edges(edges, run.edge_count, results.tsc_estimate_hz, &run.fit);
+    rtc_min_steps(edges, run.edge_count, &run.min_step_s, &run.min_step_tsc);
 }
 
-/* --- report --- */
-
-static bool stuck(void)
-{
-    return st.present && (st.never_updated || (!st.updates_seen && st.window_tsc >= ms_to_tsc(STUCK_WINDOW_MS)));
-}
-
-static void counter_record(void)
-{
-    struct record r;
-    record_begin(&r, "counter");
-    record_str(&r, "name", "rtc");
-    record_bool(&r, "present", st.present);
-    record_str(&r, "reason", st.present ? 0 : st.reason);
-    record_fixed(&r, "nominal_hz", 1000, 3);
-    record_str(&r, "nominal_source", "32.768 kHz crystal / 32768 (nominal)");
-    record_null(&r, "width_bits");
-    record_str(&r, "access", "CMOS ports 0x70/0x71");
-    emit(&r);
-}
-
-static void cost_records(void)
-{
-    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
-    if (!st.cost_done)
-        return;
-    const struct summary *s = &st.cost;
-    kprintf("  one read of the seconds register (index write, data read): p50 %s ns, max %s ns\n",
-            xs(a, tsc_ticks_ns(s->p50), 1), xs(b, tsc_ticks_ns(s->max), 1));
-    struct record r;
-    record_begin(&r, "latency");
-    record_str(&r, "counter", "rtc");
-    record_u64(&r, "n", s->n);
-    record_xf_fixed(&r, "min_ns", tsc_ticks_ns(s->min), 3);
-    record_xf_fixed(&r, "p50_ns", tsc_ticks_ns(s->p50), 3);
-    record_xf_fixed(&r, "mean_ns", tsc_ticks_to_ns(s->mean), 3);
-    record_xf_fixed(&r, "p99_ns", tsc_ticks_ns(s->p99), 3);
-    record_xf_fixed(&r, "p999_ns", tsc_ticks_ns(s->p999), 3);
-    record_xf_fixed(&r, "max_ns", tsc_ticks_ns(s->max), 3);
-    record_xf_fixed(&r, "stddev_ns", tsc_ticks_to_ns(s->stddev), 3);
-    record_u64(&r, "min_ticks", s->min);
-    record_u64(&r, "p50_ticks", s->p50);
-    record_u64(&r, "max_ticks", s->max);
-    record_u64(&r, "bracket_overhead_ticks", st.bracket_overhead);
-    emit(&r);
-
-    record_begin(&r, "resolution");
-    record_str(&r, "counter", "rtc");
-    if (st.min_step_tsc)
-        record_xf_fixed(&r, "min_step_ns", tsc_ticks_ns(st.min_step_tsc), 3);
-    else
-        record_null(&r, "min_step_ns");
-    record_u64(&r, "nominal_tick_ns", 1000000000ull);
-    if (st.min_step_s)
-        record_u64(&r, "min_step_ticks", st.min_step_s);
-    else
-        record_null(&r, "min_step_ticks");
-    record_u64(&r, "step_gcd_ticks", 1);
-    record_u64(&r, "reads", st.reads);
-    record_u64(&r, "deltas", st.reads ? st.reads - 1 : 0);
-    record_u64(&r, "zero_deltas", st.zero_deltas);
-    record_u64(&r, "distinct", st.distinct);
-    record_u64(&r, "backward", st.backward);
-    record_u64(&r, "largest_backward_ticks", 0);
-    record_u64(&r, "gap_deltas", 0);
-    emit(&r);
-
-    record_begin(&r, "monotonicity");
-    record_str(&r, "counter", "rtc");
-    record_u64(&r, "reads", st.reads + st.edge_count);
-    record_u64(&r, "backward", st.backward + st.fit.backward);
-    record_null(&r, "largest_backward_ticks");
-    record_u64(&r, "discontinuities", st.fit.discontinuities);
-    record_bool(&r, "stuck", stuck());
-    emit(&r);
-}
-
-/* A counter's rate by the RTC, through the TSC: its ppm against the drift
-   reference scaled by the TSC's rate by the RTC over its rate by that
-   reference. */
-struct vs_rtc {
-    bool known;
-    struct xf ppm, u_ppm;
-};
-
-static struct vs_rtc counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm)
-{
-    struct vs_rtc v = {0};
-    if (!counters[c].present || !results.tsc_measured)
-        return v;
-    struct xf ppm_ref, u_ref;
-    if (c == results.reference) {
-        ppm_ref = xf_from_u64(0);
-        u_ref = results.tsc_uncertainty_ppm;
-    } else if (results.counter[c].has_ppm) {
-        ppm_ref = results.counter[c].ppm_vs_nominal;
-        u_ref = results.counter[c].uncertainty_ppm;
-    } else {
-        return v;
-    }
-    struct xf one = xf_from_u64(1), mega = xf_from_u64(1000000);
-    struct xf rate = xf_mul(xf_add(one, xf_div(ppm_ref, mega)), ratio);
-    v.known = true;
-    v.ppm = ppm_of(xf_sub(rate, one));
-    v.u_ppm = xf_sqrt(xf_add(xf_mul(u_fit_ppm, u_fit_ppm), xf_mul(u_ref, u_ref)));
-    return v;
-}
-
-static void rtc_report(void)
-{
-    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
-    kprintf("\n== The RTC (CMOS real-time clock: its own 32.768 kHz crystal) ==\n");
-    counter_record();
-    struct record r;
-    record_begin(&r, "rtc");
-    record_bool(&r, "present", st.present);
-    if (!st.present) {
-        record_str(&r, "reason", st.reason);
-        emit(&r);
-        kprintf("  absent: %s\n", st.reason);
-        check_skip("TSC agrees with the RTC", "no RTC: %s", st.reason);
-        return;
-    }
-    char date[16], time[16];
-    if (st.date_valid) {
-        fmt_format(date, sizeof date, "%04u-%02u-%02u", st.date.year, st.date.month, st.date.day);
-        fmt_format(time, sizeof time, "%02u:%02u:%02u", st.date.hour, st.date.min, st.date.sec);
-        kprintf("  Run measured from %s %s (RTC, no time zone; read as the %s window opened)\n", date, time,
-                st.own_window ? "RTC's" : "drift");
-    } else {
-        kprintf("  date and time not read: %s\n", st.date_why);
-    }
-    kprintf("  registers: %s, %s, battery %s (register D 0x%02x)\n", (st.rtc.reg_b & RTC_B_DM_BINARY) ? "binary" : "BCD",
-            (st.rtc.reg_b & RTC_B_24H) ? "24 h" : "12 h", st.rtc.battery_ok ? "held (VRT set)" : "FAILED (VRT clear)",
-            st.rtc.reg_d);
-    record_str(&r, "date", st.date_valid ? date : 0);
-    record_str(&r, "time", st.date_valid ? time : 0);
-    record_str(&r, "date_problem", st.date_valid ? 0 : st.date_why);
-    record_bool(&r, "bcd", !(st.rtc.reg_b & RTC_B_DM_BINARY));
-    record_bool(&r, "hour_24", st.rtc.reg_b & RTC_B_24H);
-    record_bool(&r, "battery_ok", st.rtc.battery_ok);
-    record_u64(&r, "edges", st.edge_count);
-    record_u64(&r, "edges_used", st.fit.used);
-    record_u64(&r, "edges_wide", st.fit.wide);
-    record_u64(&r, "edges_outliers", st.fit.outliers);
-    record_u64(&r, "discontinuities", st.fit.discontinuities);
-    record_u64(&r, "span_s", st.fit.span_s);
-    record_xf_fixed(&r, "window_s", tsc_ticks_s(st.window_tsc), 3);
-    record_str(&r, "window", st.own_window ? "own" : "drift");
-    record_xf_fixed(&r, "widest_edge_ns", tsc_ticks_ns(st.fit.widest_tsc), 1);
-    record_xf_fixed(&r, "longest_spin_us", xf_div(tsc_ticks_ns(st.longest_spin_tsc), xf_from_u64(1000)), 1);
-    record_xf_fixed(&r, "phase_wait_ms", xf_div(tsc_ticks_ns(st.phase_wait_tsc), xf_from_u64(1000000)), 1);
-    record_xf_fixed(&r, "longest_call_us", xf_div(tsc_ticks_ns(st.longest_call_tsc), xf_from_u64(1000)), 1);
-    record_bool(&r, "edges_full", st.edges_overflowed);
-    record_u64(&r, "polls", st.polls);
-    record_u64(&r, "missed", st.missed);
-    record_xf_fixed(&r, "call_gap_us", xf_div(tsc_ticks_ns(st.call_gap_tsc), xf_from_u64(1000)), 1);
-    record_u64(&r, "bad_clock_reads", st.bad_clock_reads);
-    record_str(&r, "stopped", st.stopped_why);
-    record_u64(&r, "tolerance_ppm", RTC_TOLERANCE_PPM);
-
-    kprintf("  %u second boundaries (UIP falling) timed by the TSC over %s s; widest bracket %s us\n", st.edge_count,
-            xs(a, tsc_ticks_s(st.window_tsc), 1), xs(b, xf_div(tsc_ticks_ns(st.fit.widest_tsc), xf_from_u64(1000)), 1));
-    if (st.fit.wide || st.fit.outliers)
-        kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", st.fit.wide,
-                st.fit.outliers);
-    if (st.edges_overflowed)
-        kprintf("  Note: the first %d edges are kept; later ones were timed but not kept\n", RTC_EDGES_MAX);
-    if (st.stopped_why)
-        kprintf("  Note: polling stopped: %s\n", st.stopped_why);
-    if (st.fit.discontinuities)
-        kprintf("  %u discontinuit%s (the RTC's count and the TSC disagreed by a second or more); the longest run\n"
-                "  without one is fitted\n", st.fit.discontinuities, st.fit.discontinuities == 1 ? "y" : "ies");
-    if (stuck()) {
-        kprintf("  the RTC never finished an update in %s s: it does not count\n", xs(a, tsc_ticks_s(st.window_tsc), 1));
-        record_bool(&r, "stuck", true);
-        emit(&r);
-        check_fail("RTC counts", "no update ended in %s s", a);
-        check_skip("TSC agrees with the RTC", "the RTC does not count");
-        cost_records();
-        return;
-    }
-    if (st.updates_seen)
-        check_pass("RTC counts", "%u update(s) timed in %s s", st.edge_count + (uint32_t)st.bad_clock_reads,
-                   xs(a, tsc_ticks_s(st.window_tsc), 1));
-    else
-        check_skip("RTC counts", "the window (%s s) was too short to see an update end", xs(a, tsc_ticks_s(st.window_tsc), 1));
-    if (!st.fit.fitted) {
-        emit(&r);
-        check_skip("TSC agrees with the RTC", "%u edge(s): two one second apart or more are needed", st.edge_count);
-        cost_records();
-        return;
-    }
-    struct xf u_fit_ppm = ppm_of(st.fit.uncertainty_rel);
-    record_xf_fixed(&r, "tsc_hz", st.fit.tsc_per_s, 3);
-    record_xf_fixed(&r, "fit_uncertainty_ppm", u_fit_ppm, 6);
-    record_xf_fixed(&r, "stderr_ppm", ppm_of(st.fit.stderr_rel), 6);
-    record_xf_fixed(&r, "bracket_ppm", ppm_of(st.fit.bracket_rel), 6);
-    record_str(&r, "reference", results.tsc_measured ? counters[results.reference].name : 0);
-    kprintf("  tsc by the rtc %17s Hz, +-%s ppm (edge timing over %u s)\n", xs(a, st.fit.tsc_per_s, 3), xs(b, u_fit_ppm, 3),
-            st.fit.span_s);
-    bool coarse = st.fit.span_s < COARSE_SPAN_S;
-    record_bool(&r, "coarse", coarse);
-    if (!results.tsc_measured) {
-        record_null(&r, "ppm_tsc_vs_rtc");
-        record_null(&r, "uncertainty_ppm");
-        emit(&r);
-        kprintf("  no measured TSC rate to hold it against (%s)\n", results.tsc_hz_source);
-        check_skip("TSC agrees with the RTC", "the TSC's rate was not measured against a reference (drift did not run or fit)");
-        cost_records();
-        return;
-    }
-    /* the TSC's rate by the RTC over its rate by the reference */
-    struct xf ratio = xf_div(st.fit.tsc_per_s, results.tsc_hz);
-    struct vs_rtc tsc = {true, ppm_of(xf_sub(ratio, xf_from_u64(1))),
-                         xf_sqrt(xf_add(xf_mul(u_fit_ppm, u_fit_ppm), xf_mul(results.tsc_uncertainty_ppm, results.tsc_uncertainty_ppm)))};
-    const char *refname = counters[results.reference].name;
-    record_xf_fixed(&r, "ppm_tsc_vs_rtc", tsc.ppm, 6);
-    record_xf_fixed(&r, "uncertainty_ppm", tsc.u_ppm, 6);
-    kprintf("  that is %s ppm from its rate by the %s, +-%s ppm\n", xs(a, tsc.ppm, 3), refname, xs(b, tsc.u_ppm, 3));
-    static const int others[] = {COUNTER_HPET, COUNTER_ACPI_PM};
-    static const char *const keys[][2] = {{"hpet_ppm_vs_rtc", "hpet_uncertainty_ppm"},
-                                          {"acpi_pm_ppm_vs_rtc", "acpi_pm_uncertainty_ppm"}};
-    for (unsigned i = 0; i < 2; i++) {
-        struct vs_rtc v = counter_vs_rtc(others[i], ratio, u_fit_ppm);
-        if (!v.known) {
-            record_null(&r, keys[i][0]);
-            record_null(&r, keys[i][1]);
-            continue;
-        }
-        record_xf_fixed(&r, keys[i][0], v.ppm, 6);
-        record_xf_fixed(&r, keys[i][1], v.u_ppm, 6);
-        kprintf("  %-7s vs rtc %s ppm from nominal, +-%s ppm (through the TSC)\n", counters[others[i]].name, xs(a, v.ppm, 3),
-                xs(b, v.u_ppm, 3));
-    }
-    emit(&r);
-    kprintf("  The RTC runs from a 32.768 kHz watch crystal, typically +-%u ppm at 25 C and\n"
-            "  worse hot, cold or aged: an independent check of the main crystal, not a\n"
-            "  better one (assumed +-%u ppm for the check)\n", RTC_TYPICAL_PPM, RTC_TOLERANCE_PPM);
-    if (coarse)
-        kprintf("  Note: coarse: %u s between the first and last edge (%u edges); the standard\n"
-                "  profile's 60 s makes the figure meaningful\n", st.fit.span_s, st.fit.used);
-    xs(a, tsc.ppm, 3);
-    xs(b, tsc.u_ppm, 3);
-    struct xf limit = xf_add(xf_from_u64(RTC_TOLERANCE_PPM), xf_mul(xf_from_u64(3), tsc.u_ppm));
-    if (xf_cmp(xf_abs(tsc.ppm), limit) <= 0)
-        check_pass("TSC agrees with the RTC", "%s ppm from its rate by the %s, +-%s (limit %u ppm, the RTC's assumed, + 3 u)",
-                   a, refname, b, RTC_TOLERANCE_PPM);
-    else
-        check_fail("TSC agrees with the RTC", "%s ppm from its rate by the %s, +-%s (limit %u ppm, the RTC's assumed, + 3 u)",
-                   a, refname, b, RTC_TOLERANCE_PPM);
-    /* the verdict: both crystals' tolerances */
-    uint32_t both = RTC_TOLERANCE_PPM + results.tsc_absolute_ppm;
-    struct xf vlimit = xf_add(xf_from_u64(both), xf_mul(xf_from_u64(3), tsc.u_ppm));
-    bool agree = xf_cmp(xf_abs(tsc.ppm), vlimit) <= 0;
-    xs(c, tsc.u_ppm, 3);
-    kprintf("  Verdict: the main crystal (%s) and the RTC %s within their tolerances:\n"
-            "  %s ppm +-%s (limit %u ppm: the RTC's %u assumed, the %s's %u, + 3 u)%s\n", refname,
-            agree ? "agree" : "DISAGREE", a, c, both, RTC_TOLERANCE_PPM, refname, results.tsc_absolute_ppm,
-            coarse ? "; coarse" : "");
-    fmt_format(results.rtc_choice, sizeof results.rtc_choice, "the main crystal (%s) and the RTC %s within their tolerances (%s ppm +-%s%s)",
-               refname, agree ? "agree" : "DISAGREE", a, c, coarse ? ", coarse" : "");
-    cost_records();
-}
+static void rtc_report(void) { rtc_report_run(&run); }
 
 const struct experiment exp_rtc = {
     .name = "rtc",

@@ -58,7 +58,29 @@ bool rtc_decode(const struct rtc_raw *raw, struct rtc_datetime *out)
     return ok;
 }
 
-static uint64_t mid(const struct rtc_edge *e) { return e->a / 2 + e->b / 2 + (e->a & e->b & 1); }
+static uint64_t mid(const struct rtc_edge *e) { return rtc_tsc_mid(e->a, e->b); }
+
+uint64_t rtc_period_tsc(const struct rtc_edge *p, const struct rtc_edge *q, uint64_t tsc_hz_estimate)
+{
+    uint32_t secs = rtc_seconds_between(p->seconds_of_day, q->seconds_of_day);
+    uint64_t pm = mid(p), qm = mid(q), est = tsc_hz_estimate;
+    uint64_t per = secs > 0 && qm > pm ? (qm - pm) / secs : 0;
+    return per > est - est / 10 && per < est + est / 10 ? per : est;
+}
+
+void rtc_min_steps(const struct rtc_edge *e, uint32_t n, uint32_t *min_step_s, uint64_t *min_step_tsc)
+{
+    *min_step_s = 0;
+    *min_step_tsc = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t s = rtc_seconds_between(e[i - 1].seconds_of_day, e[i].seconds_of_day);
+        uint64_t t = mid(&e[i]) - mid(&e[i - 1]);
+        if (s && (!*min_step_s || s < *min_step_s))
+            *min_step_s = s;
+        if (s == 1 && (!*min_step_tsc || t < *min_step_tsc))
+            *min_step_tsc = t;
+    }
+}
 
 /* Whether the RTC's count across edges i-1 -> i agrees with the TSC time. */
 static bool continuous(const struct rtc_edge *e, uint32_t i, uint64_t hz)
@@ -211,4 +233,26 @@ void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimat
     out->fitted = true;
     out->tsc_per_s = slope;
     out->uncertainty_rel = xf_sqrt(xf_add(xf_mul(out->stderr_rel, out->stderr_rel), xf_mul(out->bracket_rel, out->bracket_rel)));
+}
+
+static struct xf ppm(struct xf ratio_minus_one) { return xf_mul(ratio_minus_one, xf_from_u64(1000000)); }
+static struct xf quadrature(struct xf a, struct xf b) { return xf_sqrt(xf_add(xf_mul(a, a), xf_mul(b, b))); }
+
+struct rtc_vs rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, struct xf *ratio)
+{
+    *ratio = xf_div(tsc_per_rtc_s, tsc_hz);
+    return (struct rtc_vs){ppm(xf_sub(*ratio, xf_from_u64(1))), quadrature(u_fit_ppm, u_tsc_ppm)};
+}
+
+struct rtc_vs rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm)
+{
+    struct xf one = xf_from_u64(1);
+    struct xf rate = xf_mul(xf_add(one, xf_div(ppm_ref, xf_from_u64(1000000))), ratio);
+    return (struct rtc_vs){ppm(xf_sub(rate, one)), quadrature(u_fit_ppm, u_ref)};
+}
+
+bool rtc_agrees(struct rtc_vs v, uint32_t tolerance_ppm)
+{
+    struct xf limit = xf_add(xf_from_u64(tolerance_ppm), xf_mul(xf_from_u64(3), v.u_ppm));
+    return xf_cmp(xf_abs(v.ppm), limit) <= 0;
 }

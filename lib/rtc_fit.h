@@ -1,8 +1,9 @@
 /* The RTC's figures, pure: its calendar registers decoded (BCD or binary,
    12 or 24 h, per register B; MC146818A data sheet, "Data mode" and
-   "24/12"), and the rate of the TSC against the RTC's seconds, fitted over
-   the TSC times of its second boundaries ("edges"). No hardware header:
-   compiled for the host and tested there. */
+   "24/12"), the seconds register's steps, and the rate of the TSC against
+   the RTC's seconds, fitted over the TSC times of its second boundaries
+   ("edges"), and held against the TSC's rate by another reference. No
+   hardware header: compiled for the host and tested there. */
 #ifndef CLOCKBENCH_RTC_FIT_H
 #define CLOCKBENCH_RTC_FIT_H
 
@@ -43,6 +44,32 @@ static inline uint32_t rtc_seconds_between(uint32_t from_sod, uint32_t to_sod)
     return (to_sod + RTC_DAY_S - from_sod) % RTC_DAY_S;
 }
 
+/* The middle of a TSC bracket [a, b], rounded down, with no overflow. */
+static inline uint64_t rtc_tsc_mid(uint64_t a, uint64_t b) { return a / 2 + b / 2 + (a & b & 1); }
+
+/* One RTC second in TSC ticks by two edges, p before q: their middles'
+   distance over the RTC seconds between them, kept only within 10 % of the
+   estimate (two edges that do not agree with it say nothing of the second),
+   else the estimate. */
+uint64_t rtc_period_tsc(const struct rtc_edge *p, const struct rtc_edge *q, uint64_t tsc_hz_estimate);
+
+/* Over consecutive edges: the least RTC count between two (0 when it never
+   moved), and the least TSC time between two one RTC second apart (0 when
+   no two are). */
+void rtc_min_steps(const struct rtc_edge *e, uint32_t n, uint32_t *min_step_s, uint64_t *min_step_tsc);
+
+/* Two reads of the seconds register one after the other. It counts 0-59
+   and wraps (from 0x59 in BCD, 59 in binary): any other fall is backward. */
+enum rtc_step { RTC_STEP_SAME, RTC_STEP_FORWARD, RTC_STEP_BACKWARD };
+static inline enum rtc_step rtc_seconds_step(uint8_t prev, uint8_t now)
+{
+    if (now == prev)
+        return RTC_STEP_SAME;
+    if (now < prev && !(prev == 0x59 || prev == 59))
+        return RTC_STEP_BACKWARD;
+    return RTC_STEP_FORWARD;
+}
+
 #define RTC_FIT_MAX 512         /* edges fitted; more are thinned to every k-th */
 
 struct rtc_fit {
@@ -68,5 +95,19 @@ struct rtc_fit {
    more is a discontinuity, and only the longest run of edges without one is
    fitted, less its wide brackets and outliers. */
 void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct rtc_fit *out);
+
+/* A rate by the RTC held against the same rate by another reference. */
+struct rtc_vs {
+    struct xf ppm;    /* the TSC's: from its rate by the drift reference; another counter's: from nominal */
+    struct xf u_ppm;  /* standard uncertainty: the fit's and the other figure's in quadrature */
+};
+/* The TSC: tsc_per_rtc_s (the fit's slope, +-u_fit_ppm) over tsc_hz, its
+   rate by the drift reference (+-u_tsc_ppm); *ratio gets that ratio. */
+struct rtc_vs rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, struct xf *ratio);
+/* Another counter, through the TSC: its ppm from nominal by the drift
+   reference (ppm_ref +-u_ref), scaled by that ratio. */
+struct rtc_vs rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm);
+/* Agreement within a tolerance: |ppm| <= tolerance_ppm + 3 u. */
+bool rtc_agrees(struct rtc_vs v, uint32_t tolerance_ppm);
 
 #endif

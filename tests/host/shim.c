@@ -628,3 +628,249 @@ const char *shim_os_claim(const char *line)
     record_str(&rec, "detail", ok ? c.detail : 0);
     return finish();
 }
+
+/* lib/timer_analysis.c: the timers experiment's pure part. Arrays come
+   flattened as [timer][wait][delay] (TIMER_COUNT x TIMER_MAX_WAITS x
+   TIMER_DELAYS) so that Python builds them with plain ctypes arrays. */
+#include "../../lib/timer_analysis.h"
+
+const char *shim_timer_rate(uint64_t v0, uint64_t a0, uint64_t b0, uint64_t v1, uint64_t a1, uint64_t b1, uint64_t mask)
+{
+    struct xf ratio = xf_from_u64(0), u = xf_from_u64(0);
+    bool ok = timer_rate_from_readings(v0, a0, b0, v1, a1, b1, mask, &ratio, &u);
+    record_begin(&rec, "timer_rate");
+    record_bool(&rec, "ok", ok);
+    record_xf(&rec, "ratio", ratio);
+    record_xf(&rec, "u", u);
+    return finish();
+}
+
+int64_t shim_timer_distance(uint64_t a, uint64_t b, int bits64) { return timer_distance(a, b, bits64 != 0); }
+
+const char *shim_timer_waits(int monitor, uint32_t max_leaf, uint32_t edx, uint32_t note_size)
+{
+    static struct timer_wait w[TIMER_MAX_WAITS];
+    static char note[256 + 8];
+    memset(note, 0x55, sizeof note);
+    if (note_size > 256)
+        note_size = 256;
+    unsigned n = timer_waits_build(monitor != 0, max_leaf, edx, w, note, note_size);
+    bool canary = true;
+    for (size_t i = note_size; i < sizeof note; i++)
+        canary = canary && note[i] == 0x55;
+    record_begin(&rec, "timer_waits");
+    record_str(&rec, "note", note);
+    record_bool(&rec, "canary_intact", canary);
+    char names[TIMER_MAX_WAITS * 17] = "";
+    for (unsigned i = 0, used = 0; i < n; i++)
+        used += (unsigned)fmt_format(names + used, sizeof names - used, "%s%s", i ? "," : "", w[i].name);
+    record_str(&rec, "names", names); /* comma-separated */
+    record_array_begin(&rec, "kinds"); /* 0 busy, 1 hlt, 2 mwait */
+    for (unsigned i = 0; i < n; i++)
+        record_array_u64(&rec, w[i].mwait ? 2 : w[i].hlt ? 1 : 0);
+    record_array_end(&rec);
+    record_array_begin(&rec, "hints");
+    for (unsigned i = 0; i < n; i++)
+        record_array_u64(&rec, w[i].hint);
+    record_array_end(&rec);
+    return finish();
+}
+
+/* I/O APICs given by their first GSI and pin count. */
+const char *shim_timer_hpet_gsi(uint32_t caps, uint32_t count, const uint32_t *gsi_base, const uint32_t *pins)
+{
+    static struct acpi_info a;
+    uint32_t pins_of[ACPI_MAX_IOAPICS] = {0};
+    memset(&a, 0, sizeof a);
+    a.ioapic_count = count < ACPI_MAX_IOAPICS ? count : ACPI_MAX_IOAPICS;
+    for (uint32_t i = 0; i < a.ioapic_count; i++) {
+        a.ioapics[i].gsi_base = gsi_base[i];
+        pins_of[i] = pins[i];
+    }
+    uint32_t gsi = 0, pin = 0;
+    int at = timer_hpet_gsi(caps, &a, pins_of, &gsi, &pin);
+    record_begin(&rec, "timer_hpet_gsi");
+    record_i64(&rec, "ioapic", at);
+    record_u64(&rec, "gsi", gsi);
+    record_u64(&rec, "pin", pin);
+    return finish();
+}
+
+static struct timer_result shim_timers[TIMER_COUNT];
+
+int shim_timer_watchdog(int id, uint32_t usable, uint32_t clean, int shared)
+{
+    memset(shim_timers, 0, sizeof shim_timers);
+    for (int i = 0; i < TIMER_COUNT; i++) {
+        shim_timers[i].usable = usable >> i & 1;
+        shim_timers[i].clean = clean >> i & 1;
+    }
+    return timer_watchdog_for(shim_timers, id, shared != 0);
+}
+
+/* Cells from flat arrays (index [timer][wait][delay]). */
+static void shim_timer_cells(const uint8_t *ran, const uint32_t *asked, const uint32_t *came, const uint64_t *early, const uint32_t *lost,
+                             const uint32_t *stray, const int64_t *p99)
+{
+    for (int t = 0; t < TIMER_COUNT; t++)
+        for (int w = 0; w < TIMER_MAX_WAITS; w++)
+            for (int d = 0; d < TIMER_DELAYS; d++) {
+                size_t i = ((size_t)t * TIMER_MAX_WAITS + w) * TIMER_DELAYS + d;
+                shim_timers[t].cell[w][d] = (struct timer_cell){.ran = ran[i] != 0, .asked = asked[i], .came = came[i], .lost = lost[i],
+                                                                .stray = stray[i], .s = {.early = early[i], .p99 = p99[i]}};
+            }
+}
+
+const char *shim_timer_tally(const uint8_t *ran, const uint32_t *asked, const uint32_t *came, const uint64_t *early, const uint32_t *lost,
+                             const uint32_t *stray, const int64_t *p99)
+{
+    memset(shim_timers, 0, sizeof shim_timers);
+    shim_timer_cells(ran, asked, came, early, lost, stray, p99);
+    struct timer_tally t = {0};
+    for (int id = 0; id < TIMER_COUNT; id++)
+        for (int w = 0; w < TIMER_MAX_WAITS; w++)
+            for (int d = 0; d < TIMER_DELAYS; d++)
+                timer_tally_add(&t, &shim_timers[id].cell[w][d]);
+    enum timer_outcome o = timer_tally_outcome(&t);
+    record_begin(&rec, "timer_tally");
+    record_u64(&rec, "asked", t.asked);
+    record_u64(&rec, "early", t.early);
+    record_u64(&rec, "lost", t.lost);
+    record_u64(&rec, "stray", t.stray);
+    record_str(&rec, "outcome", o == TIMER_EARLY ? "early" : o == TIMER_LOST ? "lost" : "on_time");
+    return finish();
+}
+
+const char *shim_timer_choose(uint32_t usable, unsigned waits, const uint8_t *ran, const uint32_t *came, const uint64_t *early,
+                              const uint32_t *lost, const int64_t *p99)
+{
+    static uint32_t zeros[TIMER_COUNT * TIMER_MAX_WAITS * TIMER_DELAYS];
+    memset(shim_timers, 0, sizeof shim_timers);
+    shim_timer_cells(ran, zeros, came, early, lost, zeros, p99);
+    for (int i = 0; i < TIMER_COUNT; i++)
+        shim_timers[i].usable = usable >> i & 1;
+    unsigned wait = 99;
+    int best = timer_choose(shim_timers, waits, &wait);
+    record_begin(&rec, "timer_choice");
+    record_i64(&rec, "timer", best);
+    record_u64(&rec, "wait", wait);
+    return finish();
+}
+
+/* lib/cpus_analysis.c: the "cpus" experiment's analysis. */
+#include "../../lib/cpus_analysis.h"
+
+/* regs: CPUID.01h EBX ECX EDX, 07h EBX, 0Bh EBX EDX, 8000_0001h EDX, 8000_0007h EDX. */
+const char *shim_cpus_time_bits(const uint32_t *regs)
+{
+    struct cpus_cpuid r = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5], regs[6], regs[7]};
+    uint32_t apic_id = 0;
+    uint32_t bits = cpus_time_bits(&r, &apic_id);
+    record_begin(&rec, "cpus_time_bits");
+    record_u64(&rec, "bits", bits);
+    record_u64(&rec, "apic_id", apic_id);
+    return finish();
+}
+
+/* One row per AP, SHIM_CPUS_ROW values each, tallied the way
+   experiments/exp_cpus_report.c does; the worst bound in ns from the TSC
+   rate in kHz. */
+enum {
+    SHIM_CPUS_CPU, SHIM_CPUS_MEASURED, SHIM_CPUS_LO, SHIM_CPUS_HI, SHIM_CPUS_EXCHANGES,
+    SHIM_CPUS_WARP_DONE, SHIM_CPUS_WARPS, SHIM_CPUS_KVM_DONE, SHIM_CPUS_KVM_WARPS, SHIM_CPUS_KVM_CROSS,
+    SHIM_CPUS_RATE_OK, SHIM_CPUS_RATE_MPPM, SHIM_CPUS_RATE_UNC_MPPM, SHIM_CPUS_ROW
+};
+
+const char *shim_cpus_tally(const int64_t *rows, uint32_t n, uint64_t tsc_khz)
+{
+    static const char *const names[] = {"not_compared", "synchronised", "sync_coarse", "offset", "warps", "rate", "unbounded"};
+    struct cpus_tally t;
+    const struct tsc_offset *worst_first = 0;
+    static struct tsc_offset first[64];
+    if (n > 64)
+        n = 64;
+    cpus_tally_init(&t);
+    for (uint32_t k = 0; k < n; k++) {
+        const int64_t *v = rows + (size_t)k * SHIM_CPUS_ROW;
+        first[k] = (struct tsc_offset){.exchanges = (uint32_t)v[SHIM_CPUS_EXCHANGES], .lo = v[SHIM_CPUS_LO], .hi = v[SHIM_CPUS_HI]};
+        if (!v[SHIM_CPUS_MEASURED])
+            continue;
+        cpus_tally_offset(&t, (int)v[SHIM_CPUS_CPU], &first[k]);
+        if (v[SHIM_CPUS_WARP_DONE])
+            cpus_tally_warps(&t, (uint64_t)v[SHIM_CPUS_WARPS]);
+        if (v[SHIM_CPUS_KVM_DONE])
+            cpus_tally_kvm_warps(&t, (uint64_t)v[SHIM_CPUS_KVM_WARPS], (uint64_t)v[SHIM_CPUS_KVM_CROSS]);
+        if (v[SHIM_CPUS_RATE_OK])
+            cpus_tally_rate(&t, v[SHIM_CPUS_RATE_MPPM], (uint64_t)v[SHIM_CPUS_RATE_UNC_MPPM]);
+    }
+    for (uint32_t k = 0; k < n; k++)
+        if (rows[(size_t)k * SHIM_CPUS_ROW + SHIM_CPUS_CPU] == t.worst)
+            worst_first = &first[k];
+    struct xf ns = xf_div(xf_mul(xf_from_u64(t.worst_ticks), xf_from_u64(1000000)), xf_from_u64(tsc_khz));
+    enum cpus_outcome o = cpus_outcome(&t, worst_first, ns);
+    record_begin(&rec, "cpus_tally");
+    record_u64(&rec, "compared", t.compared);
+    record_i64(&rec, "worst", t.worst);
+    record_u64(&rec, "worst_ticks", t.worst_ticks);
+    record_bool(&rec, "worst_excludes", t.worst_excludes);
+    record_bool(&rec, "all_contain", t.all_contain);
+    record_bool(&rec, "rates_agree", t.rates_agree);
+    record_u64(&rec, "warps", t.warps);
+    record_u64(&rec, "kvm_warps", t.kvm_warps);
+    record_u64(&rec, "kvm_cross", t.kvm_cross);
+    record_str(&rec, "outcome", (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "?");
+    return finish();
+}
+
+/* rtc_fit.h: the RTC's edges between them (the period, the least steps) and the seconds register's steps */
+uint64_t shim_rtc_tsc_mid(uint64_t a, uint64_t b) { return rtc_tsc_mid(a, b); }
+
+uint64_t shim_rtc_period_tsc(uint64_t pa, uint64_t pb, uint32_t psod, uint64_t qa, uint64_t qb, uint32_t qsod, uint64_t hz)
+{
+    struct rtc_edge p = {pa, pb, psod}, q = {qa, qb, qsod};
+    return rtc_period_tsc(&p, &q, hz);
+}
+
+const char *shim_rtc_min_steps(const uint64_t *a, const uint64_t *b, const uint32_t *sod, uint32_t n)
+{
+    static struct rtc_edge e[4096];
+    uint32_t min_s;
+    uint64_t min_tsc;
+    if (n > 4096)
+        n = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct rtc_edge){a[i], b[i], sod[i]};
+    rtc_min_steps(e, n, &min_s, &min_tsc);
+    record_begin(&rec, "rtc_min_steps");
+    record_u64(&rec, "min_step_s", min_s);
+    record_u64(&rec, "min_step_tsc", min_tsc);
+    return finish();
+}
+
+int shim_rtc_seconds_step(uint8_t prev, uint8_t now) { return (int)rtc_seconds_step(prev, now); }
+
+/* rtc_fit.h: a rate by the RTC held against the drift reference's */
+static void rtc_vs_record(struct rtc_vs v, uint32_t tolerance_ppm)
+{
+    record_xf(&rec, "ppm", v.ppm);
+    record_xf(&rec, "u_ppm", v.u_ppm);
+    record_bool(&rec, "agrees", rtc_agrees(v, tolerance_ppm));
+}
+
+const char *shim_rtc_tsc_vs(struct xf tsc_per_rtc_s, struct xf u_fit_ppm, struct xf tsc_hz, struct xf u_tsc_ppm, uint32_t tolerance_ppm)
+{
+    struct xf ratio;
+    struct rtc_vs v = rtc_tsc_vs(tsc_per_rtc_s, u_fit_ppm, tsc_hz, u_tsc_ppm, &ratio);
+    record_begin(&rec, "rtc_tsc_vs");
+    record_xf(&rec, "ratio", ratio);
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}
+
+const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ratio, struct xf u_fit_ppm, uint32_t tolerance_ppm)
+{
+    struct rtc_vs v = rtc_counter_vs(ppm_ref, u_ref, ratio, u_fit_ppm);
+    record_begin(&rec, "rtc_counter_vs");
+    rtc_vs_record(v, tolerance_ppm);
+    return finish();
+}

@@ -1,16 +1,21 @@
 """The RTC's pure logic (lib/rtc_fit.c): its calendar registers decoded
-in every data and hour mode, and the TSC's rate fitted against its second
+in every data and hour mode; the TSC's rate fitted against its second
 boundaries, checked against numpy's least squares and against the truth
-the edges were made from."""
+the edges were made from; the edges between them (a bracket's middle, one
+RTC second by two edges, the least steps) and the seconds register's steps,
+by known answers; and the rate by the RTC held against the drift
+reference's (the TSC's, another counter's through it, agreement within a
+tolerance + 3 u), against exact arithmetic."""
 
 import ctypes
 import random
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from lib import as_json, xf_value
+from lib import XF, as_json, xf_value
 
 BINARY, H24 = 0x04, 0x02  # register B: DM (binary data) and 24/12
 HZ = 2_299_998_000  # a TSC rate of the kind our machines have
@@ -202,3 +207,182 @@ def test_long_windows_are_thinned(lib):
     assert f["fitted"] and 400 <= f["used"] <= 512 and f["span_s"] == n - 1, f
     err = abs(xf_value(f["tsc_per_s"]) - Fraction(rate)) / Fraction(rate)
     assert err <= xf_value(f["bracket_rel"]) * (1 + Fraction(1, 10**9))
+
+
+# --- the edges between them, and the seconds register's steps ---
+
+SAME, FORWARD, BACKWARD = 0, 1, 2  # enum rtc_step
+
+
+@pytest.fixture(scope="module")
+def rl(lib):
+    """The library with the edge helpers' types declared."""
+    u8, u32, u64 = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_uint64
+    lib.shim_rtc_tsc_mid.restype = u64
+    lib.shim_rtc_tsc_mid.argtypes = [u64, u64]
+    lib.shim_rtc_period_tsc.restype = u64
+    lib.shim_rtc_period_tsc.argtypes = [u64, u64, u32, u64, u64, u32, u64]
+    lib.shim_rtc_min_steps.restype = ctypes.c_char_p
+    lib.shim_rtc_min_steps.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32]
+    lib.shim_rtc_seconds_step.restype = ctypes.c_int
+    lib.shim_rtc_seconds_step.argtypes = [u8, u8]
+    return lib
+
+
+def period(rl, p, q, hz=HZ):
+    return rl.shim_rtc_period_tsc(*p, *q, hz)
+
+
+def min_steps(rl, a, b, sod):
+    n = len(a)
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    return as_json(rl.shim_rtc_min_steps((u64 * n)(*a), (u64 * n)(*b), (u32 * n)(*sod), n))
+
+
+def test_bracket_middle_rounds_down_and_never_overflows(rl):
+    top = 2**64 - 1
+    for a, b, want in ((3, 5, 4), (1, 2, 1), (0, 0, 0), (7, 7, 7), (top, top, top), (top - 1, top, top - 1), (0, top, top // 2)):
+        assert rl.shim_rtc_tsc_mid(a, b) == want, (a, b)
+    rng = random.Random(8)
+    for _ in range(2000):
+        a, b = rng.randrange(2**64), rng.randrange(2**64)
+        assert rl.shim_rtc_tsc_mid(a, b) == (a + b) // 2
+
+
+def test_period_by_two_edges(rl):
+    # one second: the middles' distance; three (a missed edge between): a third of it, rounded down
+    assert period(rl, (1000, 1400, 100), (1000 + HZ, 1400 + HZ, 101)) == HZ
+    assert period(rl, (1000, 1400, 100), (1000 + 3 * HZ + 7, 1400 + 3 * HZ + 8, 103)) == (3 * HZ + 7) // 3
+    # through midnight: 86399 -> 1 is two seconds
+    assert period(rl, (0, 0, 86399), (2 * HZ + 2, 2 * HZ + 2, 1)) == HZ + 1
+
+
+def test_period_far_from_the_estimate_is_the_estimate(rl):
+    est = 1_000_000_000
+    lo, hi = est - est // 10, est + est // 10
+    assert period(rl, (0, 0, 5), (lo, lo, 6), est) == est  # 10 % off exactly: not kept
+    assert period(rl, (0, 0, 5), (lo + 1, lo + 1, 6), est) == lo + 1
+    assert period(rl, (0, 0, 5), (hi, hi, 6), est) == est
+    assert period(rl, (0, 0, 5), (hi - 1, hi - 1, 6), est) == hi - 1
+    assert period(rl, (0, 0, 5), (est, est, 5), est) == est  # the RTC did not move
+    assert period(rl, (est, est, 5), (0, 0, 6), est) == est  # the TSC went back
+    assert period(rl, (0, 0, 5), (est, est, 7), est) == est  # half the estimate a second
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**62), st.integers(0, 10**6), st.integers(0, 86399), st.integers(0, 3 * HZ), st.integers(0, 10**6),
+       st.integers(0, 5), st.integers(1, 2**40))
+def test_period_matches_its_definition(rl, pa, pw, psod, dt, qw, secs, est):
+    qa, qsod = pa + dt, (psod + secs) % 86400
+    got = period(rl, (pa, pa + pw, psod), (qa, qa + qw, qsod), est)
+    pm, qm = (2 * pa + pw) // 2, (2 * qa + qw) // 2
+    per = (qm - pm) // secs if secs and qm > pm else 0
+    assert got == (per if est - est // 10 < per < est + est // 10 else est)
+
+
+def test_least_steps(rl):
+    assert min_steps(rl, [], [], []) == {"type": "rtc_min_steps", "min_step_s": 0, "min_step_tsc": 0}
+    assert min_steps(rl, [5], [9], [10])["min_step_s"] == 0
+    # seconds 0, 2, 3, 4 (one missed): the one-second steps are HZ + 40 and HZ - 30
+    t = [0, 2 * HZ, 3 * HZ + 40, 4 * HZ + 10]
+    got = min_steps(rl, t, [x + 100 for x in t], [50, 52, 53, 54])
+    assert got["min_step_s"] == 1 and got["min_step_tsc"] == HZ - 30, got
+    # no two edges one second apart: no step in TSC time; a count that stood still is not a step
+    t = [0, 2 * HZ, 2 * HZ + 5, 5 * HZ]
+    got = min_steps(rl, t, t, [86399, 1, 1, 4])
+    assert got["min_step_s"] == 2 and got["min_step_tsc"] == 0, got
+
+
+def test_seconds_register_steps(rl):
+    assert rl.shim_rtc_seconds_step(0x10, 0x10) == SAME
+    assert rl.shim_rtc_seconds_step(0x10, 0x11) == FORWARD
+    assert rl.shim_rtc_seconds_step(0x59, 0x00) == FORWARD  # BCD wrap
+    assert rl.shim_rtc_seconds_step(59, 0) == FORWARD  # binary wrap
+    assert rl.shim_rtc_seconds_step(0x58, 0x00) == BACKWARD
+    assert rl.shim_rtc_seconds_step(0x30, 0x10) == BACKWARD
+    for prev in range(256):
+        for now in range(256):
+            want = SAME if now == prev else BACKWARD if now < prev and prev not in (0x59, 59) else FORWARD
+            assert rl.shim_rtc_seconds_step(prev, now) == want, (prev, now)
+
+
+# --- the rate by the RTC against the drift reference's ---
+
+
+@pytest.fixture(scope="module")
+def rv(lib):
+    """The library with the comparison's types declared."""
+    for name in ("shim_rtc_tsc_vs", "shim_rtc_counter_vs"):
+        getattr(lib, name).restype = ctypes.c_char_p
+        getattr(lib, name).argtypes = [XF, XF, XF, XF, ctypes.c_uint32]
+    return lib
+
+
+def xf(lib, v):
+    v = Fraction(v)
+    return lib.xf_div(lib.xf_from_i64(v.numerator), lib.xf_from_i64(v.denominator))
+
+
+def tsc_vs(rv, tsc_per_rtc_s, u_fit, tsc_hz, u_tsc, tolerance=100):
+    r = as_json(rv.shim_rtc_tsc_vs(xf(rv, tsc_per_rtc_s), xf(rv, u_fit), xf(rv, tsc_hz), xf(rv, u_tsc), tolerance))
+    return {k: (xf_value(v) if isinstance(v, list) else v) for k, v in r.items()}
+
+
+def counter_vs(rv, ppm_ref, u_ref, ratio, u_fit, tolerance=100):
+    r = as_json(rv.shim_rtc_counter_vs(xf(rv, ppm_ref), xf(rv, u_ref), xf(rv, ratio), xf(rv, u_fit), tolerance))
+    return {k: (xf_value(v) if isinstance(v, list) else v) for k, v in r.items()}
+
+
+def near(got, want, tol=Fraction(1, 10**9)):
+    return abs(got - Fraction(want)) <= tol
+
+
+def test_tsc_by_the_rtc_against_the_reference(rv):
+    # 12.5 ppm fast by the RTC; uncertainties 3 and 4 ppm make 5
+    v = tsc_vs(rv, Fraction(HZ) * (1 + Fraction(125, 10**7)), 3, HZ, 4)
+    assert near(v["ratio"], 1 + Fraction(125, 10**7), Fraction(1, 10**15)) and near(v["ppm"], Fraction(25, 2)), v
+    assert near(v["u_ppm"], 5) and v["agrees"], v
+    v = tsc_vs(rv, Fraction(HZ) * (1 - Fraction(40, 10**6)), Fraction(1, 10), HZ, 0, tolerance=0)
+    assert near(v["ppm"], -40) and near(v["u_ppm"], Fraction(1, 10)) and not v["agrees"], v
+    v = tsc_vs(rv, HZ, 0, HZ, 0, tolerance=0)  # the same rate: 0 +-0 agrees even with no tolerance
+    assert v["ppm"] == 0 and v["u_ppm"] == 0 and v["agrees"], v
+
+
+def test_another_counter_through_the_tsc(rv):
+    # 10 ppm fast by the reference, and the TSC 5 ppm fast by the RTC against it: (1 + 10e-6)(1 + 5e-6) - 1
+    ratio = 1 + Fraction(5, 10**6)
+    v = counter_vs(rv, 10, Fraction(2, 10), ratio, Fraction(1, 10))
+    assert near(v["ppm"], Fraction(1500005, 100000)), v
+    assert abs(v["u_ppm"] ** 2 - Fraction(5, 100)) <= Fraction(1, 10**15), v
+    # the reference itself: 0 ppm from nominal by definition, its rate by the RTC is the ratio's
+    assert near(counter_vs(rv, 0, 0, ratio, 0)["ppm"], 5)
+    assert near(counter_vs(rv, -20, 0, 1, 0)["ppm"], -20)
+
+
+def test_agreement_is_the_tolerance_plus_three_u(rv):
+    # u = 2 ppm, tolerance 100 ppm: the limit is 106 ppm, either sign
+    for ppm, want in ((Fraction(105999, 1000), True), (Fraction(106001, 1000), False), (0, True)):
+        for sign in (1, -1):
+            v = counter_vs(rv, sign * ppm, 2, 1, 0, tolerance=100)
+            assert near(v["u_ppm"], 2) and v["agrees"] is want, (sign * ppm, v)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(10**6, 5 * 10**9), st.integers(-10**6, 10**6), st.integers(0, 10**6), st.integers(0, 10**6),
+       st.integers(-10**9, 10**9), st.integers(0, 100))
+def test_comparison_matches_exact_arithmetic(rv, hz, ppb, u_fit_ppb, u_ref_ppb, ref_ppb, tolerance):
+    """The figures within 1e-9 ppm of exact arithmetic (the uncertainty within 1e-12 of itself), and the
+    agreement test right wherever the figure is not within 1e-9 ppm of its limit."""
+    rate = Fraction(hz) * (1 + Fraction(ppb, 10**9))
+    u_fit, u_ref = Fraction(u_fit_ppb, 1000), Fraction(u_ref_ppb, 1000)
+    v = tsc_vs(rv, rate, u_fit, hz, u_ref, tolerance)
+    want_ppm, want_u2 = Fraction(ppb, 1000), u_fit**2 + u_ref**2
+    assert near(v["ppm"], want_ppm), v
+    assert abs(v["u_ppm"] ** 2 - want_u2) <= want_u2 / 10**12 + Fraction(1, 10**24), v
+    limit = tolerance + 3 * v["u_ppm"]
+    if abs(abs(want_ppm) - limit) > Fraction(1, 10**9):
+        assert v["agrees"] is (abs(want_ppm) <= limit), v
+    ratio = 1 + Fraction(ppb, 10**9)
+    c = counter_vs(rv, Fraction(ref_ppb, 1000), u_ref, ratio, u_fit, tolerance)
+    want = ((1 + Fraction(ref_ppb, 10**9)) * ratio - 1) * 10**6
+    assert near(c["ppm"], want), c

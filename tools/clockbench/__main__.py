@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from . import ci_formats, errors, paths, runner, storecli
 
@@ -20,12 +19,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Runs the command: a ToolError becomes its one-line message and its
-    exit status, Ctrl-C errors.INTERRUPTED, anything else errors.INTERNAL
+    """Runs the command, once its `check` (set beside `func` by commands whose
+    option values have ranges, or go together) has passed: a ToolError becomes
+    its one-line message and its exit status (a value out of range:
+    errors.USAGE), Ctrl-C errors.INTERRUPTED, anything else errors.INTERNAL
     (CLOCKBENCH_DEBUG=1 shows the traceback)."""
     import os
 
     try:
+        check = getattr(args, "check", None)
+        if check is not None:
+            check(args)
         return args.func(args)
     except errors.ToolError as e:
         print(f"clockbench {args.command}: {e}", file=sys.stderr)

@@ -30,7 +30,7 @@ STORE_CORRUPT = 76  # the store of runs is damaged, or not a SQLite file
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 TOOL_STATUSES = {
-    USAGE: "bad command line (unknown option, missing argument)",
+    USAGE: "bad command line (unknown option, missing argument, a value out of its range)",
     BAD_INPUT: "bad input: empty, binary, not a clockbench log or results, bad QR text",
     NO_INPUT: "input missing or unreadable: no such file, a folder, a port that won't open",
     NEWER_SCHEMA: "a log or results file newer than this tool: refused",

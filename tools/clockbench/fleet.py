@@ -374,7 +374,7 @@ def main(args) -> int:
         if args.html:
             print(f"clockbench fleet: {args.html}")
     flagged = any(r.flags for g in groups for r in g.rows)
-    return 1 if (flagged and args.check) else 0
+    return 1 if (flagged and args.outlier_check) else 0
 
 
 def add_parser(sub, add_store_argument) -> None:
@@ -384,5 +384,6 @@ def add_parser(sub, add_store_argument) -> None:
     p.add_argument("--all", action="store_true", help="a row per run, not only each machine's latest")
     p.add_argument("--json", metavar="FILE", help="also write the table as JSON ('-': only JSON, on standard output)")
     p.add_argument("--html", metavar="FILE", help="also write an HTML page with plots")
-    p.add_argument("--check", action="store_true", help="exit 1 when any machine is flagged (for CI)")
+    # dest is not "check": __main__ runs an args.check(args) hook before a command
+    p.add_argument("--check", dest="outlier_check", action="store_true", help="exit 1 when any machine is flagged (for CI)")
     p.set_defaults(func=main)

@@ -1,0 +1,412 @@
+/* Experiment "cpus", its report: the table of CPUs, each CPU's TSC against
+   CPU 0's, the pairs of the others, the tsc_skew known answer and the
+   verdict, with their records and checks. */
+#include "exp_cpus.h"
+#include "exp_cpus_state.h"
+
+#include "../drivers/lapic.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../kernel/smp.h"
+#include "../lib/cmdline.h"
+#include "../lib/counters.h"
+#include "../lib/cpus_analysis.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
+#include "../lib/tsc_sync.h"
+#include "../lib/xf.h"
+
+struct cpus_verdict cpus_verdict;
+
+static const char *mode_name(const struct cpu_facts *f)
+{
+    if (!f->done)
+        return "-";
+    if (!(f->apic_base & APIC_BASE_ENABLE))
+        return "off";
+    return f->apic_base & APIC_BASE_EXTD ? "x2APIC" : "xAPIC";
+}
+
+static void report_cpu_table(void)
+{
+    char a[FMT_FIXED_CHARS];
+    const struct cpu_facts *bf = &cpus_st.facts[0];
+    kprintf("  %-3s %5s %5s %-6s %-10s %10s %7s %10s  %s\n", "cpu", "apic", "uid", "mode", "state", "TSC_ADJUST", "TSC_AUX",
+            "rdtsc p50", "CPUID bits");
+    for (uint32_t e = 0; e < smp.count; e++) {
+        const struct smp_cpu *c = &smp.cpus[e];
+        const struct cpu_facts *f = c->index >= 0 ? &cpus_st.facts[c->index] : 0;
+        struct record r;
+        record_begin(&r, "cpu");
+        if (c->index >= 0)
+            record_u64(&r, "index", (uint64_t)c->index);
+        else
+            record_null(&r, "index");
+        record_u64(&r, "apic_id", c->apic_id);
+        record_u64(&r, "uid", c->uid);
+        record_u64(&r, "madt_type", c->madt_type);
+        record_bool(&r, "enabled", c->enabled);
+        record_bool(&r, "online_capable", c->online_capable);
+        record_bool(&r, "started", c->started && !c->lost);
+        record_str(&r, "reason", c->reason[0] ? c->reason : (f && f->fault[0] ? f->fault : 0));
+        if (f && f->done) {
+            record_bool(&r, "x2apic", f->apic_base & APIC_BASE_EXTD);
+            if (f->adjust_read)
+                record_i64(&r, "tsc_adjust", (int64_t)f->tsc_adjust);
+            else
+                record_null(&r, "tsc_adjust");
+            if (f->aux_read)
+                record_u64(&r, "tsc_aux", f->tsc_aux);
+            else
+                record_null(&r, "tsc_aux");
+            record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(f->p50_ticks), 1);
+            record_u64(&r, "read_p50_ticks", f->p50_ticks);
+            record_hex(&r, "cpuid_time_bits", f->time_bits);
+            record_u64(&r, "cpuid_apic_id", f->apic_id_cpuid);
+            record_u64(&r, "start_ticks", c->start_ticks);
+        } else {
+            record_null(&r, "x2apic");
+            record_null(&r, "tsc_adjust");
+            record_null(&r, "tsc_aux");
+            record_null(&r, "read_p50_ns");
+        }
+        emit(&r);
+
+        char idx[8], adj[24], aux[16], cost[FMT_FIXED_CHARS + 4];
+        fmt_format(idx, sizeof idx, c->index >= 0 ? "%d" : "-", c->index);
+        const char *state = c->is_bsp ? "boot CPU" : c->started && !c->lost ? "started" : "not running";
+        if (!f || !f->done) {
+            kprintf("  %-3s %5u %5u %-6s %-10s\n      %s\n", idx, c->apic_id, c->uid, "-", state,
+                    c->reason[0] ? c->reason : f && f->fault[0] ? f->fault : "");
+            continue;
+        }
+        if (f->adjust_read)
+            fmt_format(adj, sizeof adj, "%lld", (long long)f->tsc_adjust);
+        else
+            fmt_format(adj, sizeof adj, "-");
+        if (f->aux_read)
+            fmt_format(aux, sizeof aux, "%u", f->tsc_aux);
+        else
+            fmt_format(aux, sizeof aux, "-");
+        fmt_format(cost, sizeof cost, "%s ns", ns_cell(a, tsc_ticks_ns(f->p50_ticks)));
+        kprintf("  %-3s %5u %5u %-6s %-10s %10s %7s %10s  0x%02x%s\n", idx, c->apic_id, c->uid, mode_name(f), state, adj, aux,
+                cost, f->time_bits, c->index == 0 ? "" : f->time_bits == bf->time_bits ? " same" : " DIFFERS");
+        if (f->apic_id_cpuid != c->apic_id)
+            kprintf("       note: CPUID gives APIC ID %u on this CPU, the MADT %u\n", f->apic_id_cpuid, c->apic_id);
+    }
+    kprintf("  CPUID bits: 0x01 TSC, 0x02 RDTSCP, 0x04 invariant TSC, 0x08 TSC-deadline,\n"
+            "  0x10 TSC_ADJUST, 0x20 x2APIC; bits that differ from CPU 0's are a finding\n");
+}
+
+/* A signed tick count as a time with its unit: ns below 10 us, us below
+   10 ms, then ms. */
+static const char *ticks_ns(char b[FMT_FIXED_CHARS + 4], int64_t ticks)
+{
+    struct xf ns = tsc_ticks_to_ns(xf_from_i64(ticks));
+    struct xf mag = xf_abs(ns);
+    const char *end;
+    if (xf_cmp(mag, xf_from_u64(10000)) < 0) {
+        xs(b, ns, 1);
+        end = " ns";
+    } else if (xf_cmp(mag, xf_from_u64(10000000)) < 0) {
+        xs(b, xf_div(ns, xf_from_u64(1000)), 2);
+        end = " us";
+    } else {
+        xs(b, xf_div(ns, xf_from_u64(1000000)), 3);
+        end = " ms";
+    }
+    size_t n = strlen(b);
+    for (int i = 0; end[i]; i++)
+        b[n++] = end[i];
+    b[n] = '\0';
+    return b;
+}
+
+static void report_sync(struct cpus_tally *t)
+{
+    char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4], c[FMT_FIXED_CHARS + 4], d[FMT_FIXED_CHARS + 4];
+    kprintf("\n  Each CPU against CPU 0. offset: its TSC minus CPU 0's, an interval that\n"
+            "  must hold the truth (up to %u request-reply exchanges, %u ms); warps:\n"
+            "  readings that went back across CPUs (a lock passed to and fro, %u ms);\n"
+            "  rate: how far the offset moved in at least %u ms, in ppm\n",
+            EXCHANGES, EXCHANGE_MS, WARP_MS, RATE_WINDOW_MS);
+    for (int k = 0; k < cpus_st.row_count; k++) {
+        const struct sync_row *row = &cpus_st.rows[k];
+        struct record r;
+        record_begin(&r, "tsc_sync");
+        record_u64(&r, "cpu", (uint64_t)row->index);
+        const struct tsc_offset *o = &row->first;
+        bool ok = row->measured && tsc_offset_consistent(o);
+        if (ok) {
+            record_i64(&r, "offset_lo_ticks", o->lo);
+            record_i64(&r, "offset_hi_ticks", o->hi);
+            record_u64(&r, "round_trip_min_ticks", o->round_trip_min);
+            record_xf_fixed(&r, "offset_lo_ns", tsc_ticks_to_ns(xf_from_i64(o->lo)), 1);
+            record_xf_fixed(&r, "offset_hi_ns", tsc_ticks_to_ns(xf_from_i64(o->hi)), 1);
+        } else {
+            record_null(&r, "offset_lo_ticks");
+            record_null(&r, "offset_hi_ticks");
+            if (row->measured)
+                record_u64(&r, "round_trip_min_ticks", o->round_trip_min);
+            else
+                record_null(&r, "round_trip_min_ticks");
+        }
+        record_u64(&r, "exchanges", o->exchanges);
+        record_bool(&r, "exchanges_cut", row->first_cut);
+        if (row->warp_done) {
+            record_u64(&r, "warps", row->warps);
+            record_u64(&r, "max_warp_ticks", row->max_warp);
+            record_u64(&r, "warp_rounds", row->warp_rounds_bsp + row->warp_rounds_ap);
+            record_u64(&r, "warp_cross", row->warp_cross);
+            record_bool(&r, "warp_cut", row->warp_cut);
+        } else {
+            record_null(&r, "warps");
+            record_null(&r, "max_warp_ticks");
+        }
+        if (row->kvm_done) {
+            record_u64(&r, "kvmclock_warps", row->kvm_warps);
+            record_u64(&r, "kvmclock_max_warp_ns", row->kvm_max_warp_ns);
+            record_u64(&r, "kvmclock_warp_cross", row->kvm_cross);
+        }
+        if (row->rate_ok) {
+            record_fixed(&r, "rate_ppm", row->rate_mppm, 3);
+            record_fixed(&r, "rate_uncertainty_ppm", (int64_t)row->rate_unc_mppm, 3);
+            record_xf_fixed(&r, "rate_window_s", tsc_ticks_s(row->second_mid_tsc - row->first_mid_tsc), 3);
+            record_null(&r, "rate_reason");
+        } else {
+            record_null(&r, "rate_ppm");
+            record_null(&r, "rate_uncertainty_ppm");
+            record_str(&r, "rate_reason", row->rate_why ? row->rate_why : row->why[0] ? row->why : "not measured");
+        }
+        record_str(&r, "reason", row->why[0] ? row->why : 0);
+        emit(&r);
+
+        if (!row->measured) {
+            kprintf("  CPU %d: %s\n", row->index, row->why);
+            continue;
+        }
+        cpus_tally_offset(t, row->index, o);
+        if (!ok) {
+            kprintf("  CPU %d: the exchanges disagree (lowest bound %lld above highest %lld ticks): the two TSCs\n"
+                    "         moved against each other while they were taken\n",
+                    row->index, (long long)o->lo, (long long)o->hi);
+        } else {
+            int64_t mid = tsc_offset_mid(o);
+            uint64_t half = tsc_offset_half(o);
+            kprintf("  CPU %d: offset [%lld, %lld] ticks, %s +- %s\n", row->index, (long long)o->lo, (long long)o->hi,
+                    ticks_ns(a, mid), ticks_ns(b, (int64_t)half));
+            kprintf("         round trip min %llu ticks (%s), %u exchanges%s\n", (unsigned long long)o->round_trip_min,
+                    ticks_ns(c, (int64_t)o->round_trip_min), o->exchanges, row->first_cut ? ", budget cut short" : "");
+        }
+        if (row->warp_done) {
+            cpus_tally_warps(t, row->warps);
+            if (row->warp_cross)
+                kprintf("         warps: %llu in %llu cross-CPU comparisons, largest %llu ticks%s\n",
+                        (unsigned long long)row->warps, (unsigned long long)row->warp_cross, (unsigned long long)row->max_warp,
+                        row->warp_cut ? ", cut by its time budget" : "");
+            else
+                kprintf("         warps: none compared (the lock never passed between them in %u ms)\n", WARP_MS);
+        } else {
+            kprintf("         warps: not tested (%s)\n", cpus_phase_over() ? "time budget" : "the CPU did not take the job");
+        }
+        if (row->kvm_done) {
+            cpus_tally_kvm_warps(t, row->kvm_warps, row->kvm_cross);
+            kprintf("         kvmclock warps: %llu in %llu cross-CPU comparisons, largest %llu ns\n", (unsigned long long)row->kvm_warps,
+                    (unsigned long long)row->kvm_cross, (unsigned long long)row->kvm_max_warp_ns);
+        }
+        if (row->rate_ok) {
+            kprintf("         rate: %s +- %s ppm against CPU 0 over %s s\n", fmt_fixed(d, row->rate_mppm, 3, 3),
+                    fmt_fixed(a, (int64_t)row->rate_unc_mppm, 3, 3),
+                    xs(b, tsc_ticks_s(row->second_mid_tsc - row->first_mid_tsc), 3));
+            cpus_tally_rate(t, row->rate_mppm, row->rate_unc_mppm);
+        } else {
+            kprintf("         rate: not measured: %s\n", row->rate_why ? row->rate_why : "-");
+        }
+    }
+}
+
+/* Every pair of application processors, derived from each one's interval
+   against CPU 0 (tsc_offset_between): no extra measurement, so wider, but
+   an interval that must hold the truth all the same. */
+static void report_pairs(void)
+{
+    char a[FMT_FIXED_CHARS + 4], b[FMT_FIXED_CHARS + 4];
+    uint32_t shown = 0;
+    if (!cpus_pairs_listed((uint32_t)cpus_st.row_count))
+        return;
+    for (int k = 0; k < cpus_st.row_count; k++)
+        for (int l = k + 1; l < cpus_st.row_count; l++) {
+            const struct sync_row *p = &cpus_st.rows[k], *q = &cpus_st.rows[l];
+            int64_t lo, hi;
+            if (!p->measured || !q->measured || !tsc_offset_between(&q->first, &p->first, &lo, &hi))
+                continue;
+            if (!shown++)
+                kprintf("\n  Pairs of the other CPUs (from their intervals against CPU 0: wider than\n"
+                        "  a direct measurement, and as sure):\n");
+            kprintf("  CPU %d - CPU %d: [%lld, %lld] ticks (%s to %s)\n", q->index, p->index, (long long)lo, (long long)hi,
+                    ticks_ns(a, lo), ticks_ns(b, hi));
+            struct record r;
+            record_begin(&r, "tsc_pair");
+            record_u64(&r, "cpu", (uint64_t)q->index);
+            record_u64(&r, "other", (uint64_t)p->index);
+            record_i64(&r, "offset_lo_ticks", lo);
+            record_i64(&r, "offset_hi_ticks", hi);
+            record_bool(&r, "derived", true);
+            emit(&r);
+        }
+}
+
+static void report_skew(void)
+{
+    if (!cpus_st.skew_asked)
+        return;
+    const char *name = "tsc_skew known answer";
+    struct record r;
+    record_begin(&r, "tsc_skew");
+    record_u64(&r, "cpu", cpus_st.skew_cpu);
+    record_i64(&r, "ticks", cpus_st.skew_ticks);
+    record_str(&r, "method", cpus_st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC");
+    record_bool(&r, "applied", cpus_st.skew_applied);
+    record_bool(&r, "honoured", cpus_st.skew_honoured);
+    record_i64(&r, "moved_ticks", cpus_st.skew_moved);
+    const struct sync_row *row = 0;
+    for (int k = 0; k < cpus_st.row_count; k++)
+        if (cpus_st.rows[k].index == (int)cpus_st.skew_cpu)
+            row = &cpus_st.rows[k];
+    bool found = false;
+    int64_t lo = 0, hi = 0;
+    /* the change between the two sets: the skew, bounded by both intervals */
+    if (cpus_st.skew_honoured && row && tsc_offset_between(&row->skewed, &row->first, &lo, &hi)) {
+        found = true;
+        record_i64(&r, "change_lo_ticks", lo);
+        record_i64(&r, "change_hi_ticks", hi);
+    } else {
+        record_null(&r, "change_lo_ticks");
+        record_null(&r, "change_hi_ticks");
+    }
+    record_str(&r, "reason", cpus_st.skew_why[0] ? cpus_st.skew_why : 0);
+    emit(&r);
+    kprintf("\n  Known answer: tsc_skew asks CPU %u's TSC moved by %lld ticks\n", cpus_st.skew_cpu, (long long)cpus_st.skew_ticks);
+    if (!found) {
+        check_skip(name, "%s", cpus_st.skew_why[0] ? cpus_st.skew_why : "the offset could not be measured on that CPU");
+        return;
+    }
+    kprintf("  through %s; the offset moved by [%lld, %lld] ticks\n", cpus_st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC",
+            (long long)lo, (long long)hi);
+    if (lo <= cpus_st.skew_ticks && cpus_st.skew_ticks <= hi)
+        check_pass(name, "CPU %u moved by %lld ticks, found within [%lld, %lld]", cpus_st.skew_cpu, (long long)cpus_st.skew_ticks,
+                   (long long)lo, (long long)hi);
+    else
+        check_fail(name, "CPU %u moved by %lld ticks, but the measured change is [%lld, %lld]", cpus_st.skew_cpu,
+                   (long long)cpus_st.skew_ticks, (long long)lo, (long long)hi);
+}
+
+static void verdict(const struct cpus_tally *t)
+{
+    const char *name = "TSC synchronised across CPUs";
+    char a[FMT_FIXED_CHARS + 4];
+    struct cpus_verdict *v = &cpus_verdict;
+    v->ran = true;
+    v->cpus = smp.running;
+    v->listed = discovered.acpi.cpus_enabled;
+    v->warps = t->warps;
+    v->worst_cpu = t->worst;
+    const struct sync_row *wr = 0;
+    for (int k = 0; k < cpus_st.row_count; k++)
+        if (cpus_st.rows[k].index == t->worst)
+            wr = &cpus_st.rows[k];
+    enum cpus_outcome outcome = cpus_outcome(t, wr ? &wr->first : 0, tsc_ticks_ns(t->worst_ticks));
+    if (outcome == CPUS_NOT_COMPARED) {
+        const char *why = smp.why[0] ? smp.why : smp.running > 1 ? "no other CPU could be measured" : 0;
+        if (why)
+            fmt_format(v->line, sizeof v->line, "TSC across CPUs: not compared (%s)", why);
+        else
+            fmt_format(v->line, sizeof v->line, "TSC across CPUs: one CPU running, nothing to compare");
+        kprintf("  %s\n", v->line);
+        check_skip(name, "%s", why ? why : "one CPU running, the only one the MADT enables");
+        return;
+    }
+    v->compared = true;
+    uint32_t cpus = t->compared + 1;
+    v->synchronised = outcome == CPUS_SYNCHRONISED || outcome == CPUS_SYNC_COARSE;
+    if (v->synchronised) {
+        v->worst_ns = xf_to_fixed(tsc_ticks_ns(t->worst_ticks), 0);
+        /* an interval this wide says only that no larger offset exists: the
+           exchanges were too slow (an emulator) to tell a smaller one */
+        if (outcome == CPUS_SYNC_COARSE)
+            fmt_format(v->line, sizeof v->line, "TSC across %u CPUs: no offset beyond +-%s (slow exchanges: cannot tell smaller)",
+                       cpus, ticks_ns(a, (int64_t)t->worst_ticks));
+        else
+            fmt_format(v->line, sizeof v->line, "TSC synchronised across %u CPUs: the worst offset is within +-%s", cpus,
+                       ticks_ns(a, (int64_t)t->worst_ticks));
+        kprintf("  Verdict: %s\n", v->line);
+        check_pass(name, "%u CPUs, offsets within +-%s, no warps", cpus, ticks_ns(a, (int64_t)t->worst_ticks));
+        return;
+    }
+    if (outcome == CPUS_OFFSET) {
+        int64_t mid = tsc_offset_mid(&wr->first);
+        v->worst_ns = xf_to_fixed(tsc_ticks_to_ns(xf_from_i64(mid)), 0);
+        struct xf us = xf_div(tsc_ticks_to_ns(xf_from_i64(mid < 0 ? -mid : mid)), xf_from_u64(1000));
+        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d is %s us %s; compare timestamps only on one CPU",
+                   t->worst, xs(a, us, 3), mid < 0 ? "behind" : "ahead");
+    } else if (outcome == CPUS_WARPS) {
+        fmt_format(v->line, sizeof v->line, "TSC not synchronised: %llu warps across CPUs; compare timestamps only on one CPU",
+                   (unsigned long long)t->warps);
+    } else if (outcome == CPUS_RATE) {
+        fmt_format(v->line, sizeof v->line, "TSC not synchronised: a CPU's TSC runs at another rate; compare timestamps only on one CPU");
+    } else {
+        fmt_format(v->line, sizeof v->line, "TSC not synchronised: CPU %d's offset cannot be bounded; compare timestamps only on one CPU",
+                   t->worst);
+    }
+    kprintf("  Verdict: %s\n", v->line);
+    check_fail(name, "%s", v->line);
+}
+
+void cpus_report(void)
+{
+    char a[FMT_FIXED_CHARS];
+    cpus_verdict = (struct cpus_verdict){.worst_cpu = -1};
+    kprintf("\n== CPUs and the TSC across them ==\n");
+    const struct acpi_info *acpi = &discovered.acpi;
+    if (acpi->madt_found)
+        kprintf("  MADT: %u processors listed, %u enabled, %u online-capable%s\n", acpi->cpus_listed, acpi->cpus_enabled,
+                acpi->cpus_online_capable, acpi->cpus_dropped ? " (more than the image keeps)" : "");
+    if (smp.apic_ok)
+        kprintf("  Local APIC: %s mode%s, boot CPU APIC ID %u%s\n", smp.lapic.x2apic ? "x2APIC" : "xAPIC",
+                smp.x2apic_by_us ? " (switched by x2apic=on)" : "", smp.bsp_apic_id,
+                smp.svr_enabled_by_us ? "; it was software-disabled and was enabled" : "");
+    if (cmdline_get(&boot_cmdline, "x2apic") && !smp.lapic.x2apic)
+        kprintf("  Note: x2apic=on asked, but the CPU has no x2APIC (CPUID.1:ECX[21] clear); xAPIC mode used\n");
+    if (smp.trampoline_page)
+        kprintf("  Trampoline at 0x%llx; %u of %u enabled CPUs running; starting took %s ms\n",
+                (unsigned long long)smp.trampoline_page, smp.running, acpi->cpus_enabled,
+                xs(a, xf_div(tsc_ticks_ns(smp.total_ticks), xf_from_u64(1000000)), 3));
+    if (smp.why[0])
+        kprintf("  No other CPU started: %s\n", smp.why);
+    report_cpu_table();
+
+    struct cpus_tally t;
+    cpus_tally_init(&t);
+    report_sync(&t);
+    if (counters[COUNTER_KVMCLOCK].present && cpus_st.row_count) {
+        const char *name = "kvmclock monotonic across CPUs";
+        if (!t.kvm_cross)
+            check_skip(name, "no cross-CPU comparison was made (pages not registered on the other CPUs, or no time left)");
+        else if (t.kvm_warps)
+            check_fail(name, "%llu readings went back across CPUs in %llu comparisons", (unsigned long long)t.kvm_warps,
+                       (unsigned long long)t.kvm_cross);
+        else
+            check_pass(name, "no reading went back across CPUs in %llu comparisons", (unsigned long long)t.kvm_cross);
+    }
+    report_pairs();
+    if (cpus_st.phase_cut)
+        kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", PHASE_MS);
+    kprintf("  The phase took %s ms (its time budget: %u ms)\n",
+            xs(a, xf_div(tsc_ticks_ns(cpus_st.phase_ticks), xf_from_u64(1000000)), 1), PHASE_MS);
+    report_skew();
+    verdict(&t);
+}

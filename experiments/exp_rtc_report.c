@@ -1,0 +1,260 @@
+/* Experiment "rtc", its report: the date, the TSC's rate by the RTC against the drift's reference, the checks. */
+#include "exp_rtc_report.h"
+
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/counters.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/rtc_fit.h"
+#include "../lib/xf.h"
+
+#define RTC_TOLERANCE_PPM 100    /* assumed for the check: a watch crystal is typically +-20 ppm at 25 C, more hot or cold and aged */
+#define RTC_TYPICAL_PPM 20
+#define COARSE_SPAN_S 10         /* under this the figure is coarse */
+
+static bool stuck(const struct rtc_run *run)
+{
+    return run->present && (run->never_updated || (!run->updates_seen && run->window_tsc >= ms_to_tsc(RTC_STUCK_WINDOW_MS)));
+}
+
+static void counter_record(const struct rtc_run *run)
+{
+    struct record r;
+    record_begin(&r, "counter");
+    record_str(&r, "name", "rtc");
+    record_bool(&r, "present", run->present);
+    record_str(&r, "reason", run->present ? 0 : run->reason);
+    record_fixed(&r, "nominal_hz", 1000, 3);
+    record_str(&r, "nominal_source", "32.768 kHz crystal / 32768 (nominal)");
+    record_null(&r, "width_bits");
+    record_str(&r, "access", "CMOS ports 0x70/0x71");
+    emit(&r);
+}
+
+static void cost_records(const struct rtc_run *run)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    if (!run->cost_done)
+        return;
+    const struct summary *s = &run->cost;
+    kprintf("  one read of the seconds register (index write, data read): p50 %s ns, max %s ns\n",
+            xs(a, tsc_ticks_ns(s->p50), 1), xs(b, tsc_ticks_ns(s->max), 1));
+    struct record r;
+    record_begin(&r, "latency");
+    record_str(&r, "counter", "rtc");
+    record_u64(&r, "n", s->n);
+    record_xf_fixed(&r, "min_ns", tsc_ticks_ns(s->min), 3);
+    record_xf_fixed(&r, "p50_ns", tsc_ticks_ns(s->p50), 3);
+    record_xf_fixed(&r, "mean_ns", tsc_ticks_to_ns(s->mean), 3);
+    record_xf_fixed(&r, "p99_ns", tsc_ticks_ns(s->p99), 3);
+    record_xf_fixed(&r, "p999_ns", tsc_ticks_ns(s->p999), 3);
+    record_xf_fixed(&r, "max_ns", tsc_ticks_ns(s->max), 3);
+    record_xf_fixed(&r, "stddev_ns", tsc_ticks_to_ns(s->stddev), 3);
+    record_u64(&r, "min_ticks", s->min);
+    record_u64(&r, "p50_ticks", s->p50);
+    record_u64(&r, "max_ticks", s->max);
+    record_u64(&r, "bracket_overhead_ticks", run->bracket_overhead);
+    emit(&r);
+
+    record_begin(&r, "resolution");
+    record_str(&r, "counter", "rtc");
+    if (run->min_step_tsc)
+        record_xf_fixed(&r, "min_step_ns", tsc_ticks_ns(run->min_step_tsc), 3);
+    else
+        record_null(&r, "min_step_ns");
+    record_u64(&r, "nominal_tick_ns", 1000000000ull);
+    if (run->min_step_s)
+        record_u64(&r, "min_step_ticks", run->min_step_s);
+    else
+        record_null(&r, "min_step_ticks");
+    record_u64(&r, "step_gcd_ticks", 1);
+    record_u64(&r, "reads", run->reads);
+    record_u64(&r, "deltas", run->reads ? run->reads - 1 : 0);
+    record_u64(&r, "zero_deltas", run->zero_deltas);
+    record_u64(&r, "distinct", run->distinct);
+    record_u64(&r, "backward", run->backward);
+    record_u64(&r, "largest_backward_ticks", 0);
+    record_u64(&r, "gap_deltas", 0);
+    emit(&r);
+
+    record_begin(&r, "monotonicity");
+    record_str(&r, "counter", "rtc");
+    record_u64(&r, "reads", run->reads + run->edge_count);
+    record_u64(&r, "backward", run->backward + run->fit.backward);
+    record_null(&r, "largest_backward_ticks");
+    record_u64(&r, "discontinuities", run->fit.discontinuities);
+    record_bool(&r, "stuck", stuck(run));
+    emit(&r);
+}
+
+/* A counter's rate by the RTC, through the TSC (rtc_counter_vs), when the
+   drift measured its rate: false otherwise. */
+static bool counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm, struct rtc_vs *v)
+{
+    if (!counters[c].present || !results.tsc_measured)
+        return false;
+    if (c == results.reference)
+        *v = rtc_counter_vs(xf_from_u64(0), results.tsc_uncertainty_ppm, ratio, u_fit_ppm);
+    else if (results.counter[c].has_ppm)
+        *v = rtc_counter_vs(results.counter[c].ppm_vs_nominal, results.counter[c].uncertainty_ppm, ratio, u_fit_ppm);
+    else
+        return false;
+    return true;
+}
+
+void rtc_report_run(const struct rtc_run *run)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    kprintf("\n== The RTC (CMOS real-time clock: its own 32.768 kHz crystal) ==\n");
+    counter_record(run);
+    struct record r;
+    record_begin(&r, "rtc");
+    record_bool(&r, "present", run->present);
+    if (!run->present) {
+        record_str(&r, "reason", run->reason);
+        emit(&r);
+        kprintf("  absent: %s\n", run->reason);
+        check_skip("TSC agrees with the RTC", "no RTC: %s", run->reason);
+        return;
+    }
+    char date[16], time[16];
+    if (run->date_valid) {
+        fmt_format(date, sizeof date, "%04u-%02u-%02u", run->date.year, run->date.month, run->date.day);
+        fmt_format(time, sizeof time, "%02u:%02u:%02u", run->date.hour, run->date.min, run->date.sec);
+        kprintf("  Run measured from %s %s (RTC, no time zone; read as the %s window opened)\n", date, time,
+                run->own_window ? "RTC's" : "drift");
+    } else {
+        kprintf("  date and time not read: %s\n", run->date_why);
+    }
+    kprintf("  registers: %s, %s, battery %s (register D 0x%02x)\n", (run->rtc.reg_b & RTC_B_DM_BINARY) ? "binary" : "BCD",
+            (run->rtc.reg_b & RTC_B_24H) ? "24 h" : "12 h", run->rtc.battery_ok ? "held (VRT set)" : "FAILED (VRT clear)",
+            run->rtc.reg_d);
+    record_str(&r, "date", run->date_valid ? date : 0);
+    record_str(&r, "time", run->date_valid ? time : 0);
+    record_str(&r, "date_problem", run->date_valid ? 0 : run->date_why);
+    record_bool(&r, "bcd", !(run->rtc.reg_b & RTC_B_DM_BINARY));
+    record_bool(&r, "hour_24", run->rtc.reg_b & RTC_B_24H);
+    record_bool(&r, "battery_ok", run->rtc.battery_ok);
+    record_u64(&r, "edges", run->edge_count);
+    record_u64(&r, "edges_used", run->fit.used);
+    record_u64(&r, "edges_wide", run->fit.wide);
+    record_u64(&r, "edges_outliers", run->fit.outliers);
+    record_u64(&r, "discontinuities", run->fit.discontinuities);
+    record_u64(&r, "span_s", run->fit.span_s);
+    record_xf_fixed(&r, "window_s", tsc_ticks_s(run->window_tsc), 3);
+    record_str(&r, "window", run->own_window ? "own" : "drift");
+    record_xf_fixed(&r, "widest_edge_ns", tsc_ticks_ns(run->fit.widest_tsc), 1);
+    record_xf_fixed(&r, "longest_spin_us", xf_div(tsc_ticks_ns(run->longest_spin_tsc), xf_from_u64(1000)), 1);
+    record_xf_fixed(&r, "phase_wait_ms", xf_div(tsc_ticks_ns(run->phase_wait_tsc), xf_from_u64(1000000)), 1);
+    record_xf_fixed(&r, "longest_call_us", xf_div(tsc_ticks_ns(run->longest_call_tsc), xf_from_u64(1000)), 1);
+    record_bool(&r, "edges_full", run->edges_overflowed);
+    record_u64(&r, "polls", run->polls);
+    record_u64(&r, "missed", run->missed);
+    record_xf_fixed(&r, "call_gap_us", xf_div(tsc_ticks_ns(run->call_gap_tsc), xf_from_u64(1000)), 1);
+    record_u64(&r, "bad_clock_reads", run->bad_clock_reads);
+    record_str(&r, "stopped", run->stopped_why);
+    record_u64(&r, "tolerance_ppm", RTC_TOLERANCE_PPM);
+
+    kprintf("  %u second boundaries (UIP falling) timed by the TSC over %s s; widest bracket %s us\n", run->edge_count,
+            xs(a, tsc_ticks_s(run->window_tsc), 1), xs(b, xf_div(tsc_ticks_ns(run->fit.widest_tsc), xf_from_u64(1000)), 1));
+    if (run->fit.wide || run->fit.outliers)
+        kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,
+                run->fit.outliers);
+    if (run->edges_overflowed)
+        kprintf("  Note: the first %d edges are kept; later ones were timed but not kept\n", RTC_EDGES_MAX);
+    if (run->stopped_why)
+        kprintf("  Note: polling stopped: %s\n", run->stopped_why);
+    if (run->fit.discontinuities)
+        kprintf("  %u discontinuit%s (the RTC's count and the TSC disagreed by a second or more); the longest run\n"
+                "  without one is fitted\n", run->fit.discontinuities, run->fit.discontinuities == 1 ? "y" : "ies");
+    if (stuck(run)) {
+        kprintf("  the RTC never finished an update in %s s: it does not count\n", xs(a, tsc_ticks_s(run->window_tsc), 1));
+        record_bool(&r, "stuck", true);
+        emit(&r);
+        check_fail("RTC counts", "no update ended in %s s", a);
+        check_skip("TSC agrees with the RTC", "the RTC does not count");
+        cost_records(run);
+        return;
+    }
+    if (run->updates_seen)
+        check_pass("RTC counts", "%u update(s) timed in %s s", run->edge_count + (uint32_t)run->bad_clock_reads,
+                   xs(a, tsc_ticks_s(run->window_tsc), 1));
+    else
+        check_skip("RTC counts", "the window (%s s) was too short to see an update end", xs(a, tsc_ticks_s(run->window_tsc), 1));
+    if (!run->fit.fitted) {
+        emit(&r);
+        check_skip("TSC agrees with the RTC", "%u edge(s): two one second apart or more are needed", run->edge_count);
+        cost_records(run);
+        return;
+    }
+    struct xf u_fit_ppm = ppm_of(run->fit.uncertainty_rel);
+    record_xf_fixed(&r, "tsc_hz", run->fit.tsc_per_s, 3);
+    record_xf_fixed(&r, "fit_uncertainty_ppm", u_fit_ppm, 6);
+    record_xf_fixed(&r, "stderr_ppm", ppm_of(run->fit.stderr_rel), 6);
+    record_xf_fixed(&r, "bracket_ppm", ppm_of(run->fit.bracket_rel), 6);
+    record_str(&r, "reference", results.tsc_measured ? counters[results.reference].name : 0);
+    kprintf("  tsc by the rtc %17s Hz, +-%s ppm (edge timing over %u s)\n", xs(a, run->fit.tsc_per_s, 3), xs(b, u_fit_ppm, 3),
+            run->fit.span_s);
+    bool coarse = run->fit.span_s < COARSE_SPAN_S;
+    record_bool(&r, "coarse", coarse);
+    if (!results.tsc_measured) {
+        record_null(&r, "ppm_tsc_vs_rtc");
+        record_null(&r, "uncertainty_ppm");
+        emit(&r);
+        kprintf("  no measured TSC rate to hold it against (%s)\n", results.tsc_hz_source);
+        check_skip("TSC agrees with the RTC", "the TSC's rate was not measured against a reference (drift did not run or fit)");
+        cost_records(run);
+        return;
+    }
+    /* the TSC's rate by the RTC over its rate by the reference */
+    struct xf ratio;
+    struct rtc_vs tsc = rtc_tsc_vs(run->fit.tsc_per_s, u_fit_ppm, results.tsc_hz, results.tsc_uncertainty_ppm, &ratio);
+    const char *refname = counters[results.reference].name;
+    record_xf_fixed(&r, "ppm_tsc_vs_rtc", tsc.ppm, 6);
+    record_xf_fixed(&r, "uncertainty_ppm", tsc.u_ppm, 6);
+    kprintf("  that is %s ppm from its rate by the %s, +-%s ppm\n", xs(a, tsc.ppm, 3), refname, xs(b, tsc.u_ppm, 3));
+    static const int others[] = {COUNTER_HPET, COUNTER_ACPI_PM};
+    static const char *const keys[][2] = {{"hpet_ppm_vs_rtc", "hpet_uncertainty_ppm"},
+                                          {"acpi_pm_ppm_vs_rtc", "acpi_pm_uncertainty_ppm"}};
+    for (unsigned i = 0; i < 2; i++) {
+        struct rtc_vs v;
+        if (!counter_vs_rtc(others[i], ratio, u_fit_ppm, &v)) {
+            record_null(&r, keys[i][0]);
+            record_null(&r, keys[i][1]);
+            continue;
+        }
+        record_xf_fixed(&r, keys[i][0], v.ppm, 6);
+        record_xf_fixed(&r, keys[i][1], v.u_ppm, 6);
+        kprintf("  %-7s vs rtc %s ppm from nominal, +-%s ppm (through the TSC)\n", counters[others[i]].name, xs(a, v.ppm, 3),
+                xs(b, v.u_ppm, 3));
+    }
+    emit(&r);
+    kprintf("  The RTC runs from a 32.768 kHz watch crystal, typically +-%u ppm at 25 C and\n"
+            "  worse hot, cold or aged: an independent check of the main crystal, not a\n"
+            "  better one (assumed +-%u ppm for the check)\n", RTC_TYPICAL_PPM, RTC_TOLERANCE_PPM);
+    if (coarse)
+        kprintf("  Note: coarse: %u s between the first and last edge (%u edges); the standard\n"
+                "  profile's 60 s makes the figure meaningful\n", run->fit.span_s, run->fit.used);
+    xs(a, tsc.ppm, 3);
+    xs(b, tsc.u_ppm, 3);
+    if (rtc_agrees(tsc, RTC_TOLERANCE_PPM))
+        check_pass("TSC agrees with the RTC", "%s ppm from its rate by the %s, +-%s (limit %u ppm, the RTC's assumed, + 3 u)",
+                   a, refname, b, RTC_TOLERANCE_PPM);
+    else
+        check_fail("TSC agrees with the RTC", "%s ppm from its rate by the %s, +-%s (limit %u ppm, the RTC's assumed, + 3 u)",
+                   a, refname, b, RTC_TOLERANCE_PPM);
+    /* the verdict: both crystals' tolerances */
+    uint32_t both = RTC_TOLERANCE_PPM + results.tsc_absolute_ppm;
+    bool agree = rtc_agrees(tsc, both);
+    xs(c, tsc.u_ppm, 3);
+    kprintf("  Verdict: the main crystal (%s) and the RTC %s within their tolerances:\n"
+            "  %s ppm +-%s (limit %u ppm: the RTC's %u assumed, the %s's %u, + 3 u)%s\n", refname,
+            agree ? "agree" : "DISAGREE", a, c, both, RTC_TOLERANCE_PPM, refname, results.tsc_absolute_ppm,
+            coarse ? "; coarse" : "");
+    fmt_format(results.rtc_choice, sizeof results.rtc_choice, "the main crystal (%s) and the RTC %s within their tolerances (%s ppm +-%s%s)",
+               refname, agree ? "agree" : "DISAGREE", a, c, coarse ? ", coarse" : "");
+    cost_records(run);
+}

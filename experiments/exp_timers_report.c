@@ -1,0 +1,350 @@
+/* Experiment "timers", report: rates, a lateness table per timer and per CPU, the timer_* records, the checks and the choice. */
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/percpu.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/counters.h"
+#include "../lib/format.h"
+#include "../lib/latency.h"
+#include "../lib/record.h"
+#include "../lib/string.h"
+#include "../lib/timer_analysis.h"
+#include "../lib/xf.h"
+#include "exp_timers_state.h"
+
+static const char *const timer_name[TIMER_COUNT] = {"lapic", "tsc_deadline", "hpet", "pit"};
+static const char *const timer_title[TIMER_COUNT] = {
+    "local APIC timer, one-shot", "local APIC timer, TSC-deadline mode", "HPET comparator 0", "PIT channel 0 (IRQ 0)"};
+
+static const struct timers_state *const st = &timers_state;
+
+static const char *us_cell(char buf[FMT_FIXED_CHARS], int64_t ticks)
+{
+    struct xf us = xf_div(tsc_ticks_to_ns(xf_from_i64(ticks)), xf_from_u64(1000));
+    return xs(buf, us, xf_cmp(xf_abs(us), xf_from_u64(10000)) < 0 ? 1 : 0);
+}
+
+static void record_ns(struct record *r, const char *key, int64_t ticks)
+{
+    record_i64(r, key, xf_to_fixed(tsc_ticks_to_ns(xf_from_i64(ticks)), 0));
+}
+
+static struct xf rate_hz(const struct timer_result *t) { return xf_mul(t->per_tsc, results.tsc_hz); }
+
+static void report_rates(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    const struct timer_result *l = &st->timer[TIMER_LAPIC];
+    if (!l->rate_known)
+        return;
+    struct xf hz = rate_hz(l);
+    struct xf u = timer_rate_u_ppm(l->per_tsc_u, results.tsc_uncertainty_ppm);
+    kprintf("  APIC timer rate (divide by 1): %s MHz +- %s ppm against the TSC", xs(a, xf_div(hz, xf_from_u64(1000000)), 6),
+            xs(b, u, 0));
+    struct record r;
+    record_begin(&r, "apic_timer");
+    record_xf_fixed(&r, "hz", hz, 3);
+    record_xf_fixed(&r, "uncertainty_ppm", u, 1);
+    record_str(&r, "nominal_source", counters[COUNTER_LAPIC].nominal_source);
+    int ref = st->ref_counter;
+    if (ref >= 0) {
+        /* against the reference directly: (apic/tsc) / (ref/tsc) * ref's nominal */
+        struct xf vs_ref, u_ref;
+        timer_rate_vs_reference(l->per_tsc, l->per_tsc_u, st->ref_per_tsc, st->ref_per_tsc_u, nominal_hz(ref), &vs_ref, &u_ref);
+        kprintf(";\n  and %s MHz +- %s ppm against the %s (nominal rate, +-%u ppm)", xs(c, xf_div(vs_ref, xf_from_u64(1000000)), 6),
+                xs(d, u_ref, 0), counters[ref].name, counters[ref].nominal_accuracy_ppm);
+        record_str(&r, "reference", counters[ref].name);
+        record_xf_fixed(&r, "hz_vs_reference", vs_ref, 3);
+        record_xf_fixed(&r, "uncertainty_vs_reference_ppm", u_ref, 1);
+        record_u64(&r, "reference_nominal_accuracy_ppm", counters[ref].nominal_accuracy_ppm);
+    }
+    kprintf("\n");
+    if (counters[COUNTER_LAPIC].nominal_millihz && strncmp(counters[COUNTER_LAPIC].nominal_source, "not stated", 10))
+        kprintf("  Stated: %s MHz, %s\n", xs(a, xf_div(nominal_hz(COUNTER_LAPIC), xf_from_u64(1000000)), 6),
+                counters[COUNTER_LAPIC].nominal_source);
+    emit(&r);
+}
+
+static const char *check_name(int id)
+{
+    static char name[40];
+    fmt_format(name, sizeof name, "timer interrupts: %s", timer_name[id]);
+    return name;
+}
+
+/* One cell's timer_latency record: CPU 0's from its tables, the APs' from theirs. */
+static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const struct timer_cell *c)
+{
+    struct record tr;
+    record_begin(&tr, "timer_latency");
+    record_u64(&tr, "cpu", cpu);
+    record_str(&tr, "timer", timer_name[id]);
+    record_str(&tr, "wait", st->wait[wi].name);
+    if (st->wait[wi].mwait)
+        record_hex(&tr, "mwait_hint", st->wait[wi].hint);
+    record_u64(&tr, "delay_ns", timer_delay_ns[di]);
+    record_u64(&tr, "asked", c->asked);
+    record_u64(&tr, "n", c->came);
+    if (c->came) {
+        record_ns(&tr, "min_ns", c->s.min);
+        record_ns(&tr, "p50_ns", c->s.p50);
+        record_i64(&tr, "mean_ns", xf_to_fixed(tsc_ticks_to_ns(c->s.mean), 0));
+        record_ns(&tr, "p99_ns", c->s.p99);
+        record_ns(&tr, "p999_ns", c->s.p999);
+        record_ns(&tr, "max_ns", c->s.max);
+    }
+    record_u64(&tr, "early", c->s.early);
+    record_u64(&tr, "lost", c->lost);
+    record_u64(&tr, "stray", c->stray);
+    record_u64(&tr, "away", c->away);
+    if (id == TIMER_HPET)
+        record_u64(&tr, "passed_while_arming", c->passed_arming);
+    emit(&tr);
+}
+
+static void report_timer(int id)
+{
+    const struct timer_result *t = &st->timer[id];
+    char cells[9][FMT_FIXED_CHARS];
+    kprintf("\n  %s: %s\n", timer_name[id], timer_title[id]);
+    if (t->route[0])
+        kprintf("    route: %s\n", t->route);
+    struct record r;
+    record_begin(&r, "timer");
+    record_str(&r, "timer", timer_name[id]);
+    record_bool(&r, "measured", t->usable);
+    record_str(&r, "reason", t->usable ? 0 : t->why);
+    record_str(&r, "route", t->route[0] ? t->route : 0);
+    if (id == TIMER_HPET && counters[COUNTER_HPET].present)
+        record_hex(&r, "route_capability", st->hpet_route_caps);
+    if (t->usable && t->rate_known && id != TIMER_DEADLINE) {
+        record_xf_fixed(&r, "rate_hz", rate_hz(t), 3);
+        record_xf_fixed(&r, "rate_margin_ppm", timer_margin_ppm(t->per_tsc_u), 1);
+    }
+    record_str(&r, "idle_reason", t->idle_why[0] ? t->idle_why : 0);
+    emit(&r);
+    if (!t->usable) {
+        kprintf("    not measured: %s\n", t->why);
+        check_skip(check_name(id), "not measured: %s", t->why);
+        return;
+    }
+    if (id != TIMER_DEADLINE)
+        kprintf("    rate margin: +%s ppm (3 sigma), so a rate error cannot fire it early\n",
+                xs(cells[0], timer_margin_ppm(t->per_tsc_u), 0));
+    kprintf("    %-9s %6s %4s %7s %7s %7s %7s %7s %5s %4s\n", "wait", "delay", "n", "min us", "avg us", "p50 us", "p99 us", "max us",
+            "early", "lost");
+    struct timer_tally tally = {0};
+    for (unsigned wi = 0; wi < st->wait_count; wi++)
+        for (unsigned di = 0; di < TIMER_DELAYS; di++) {
+            const struct timer_cell *c = &t->cell[wi][di];
+            if (!c->ran)
+                continue;
+            timer_tally_add(&tally, c);
+            char delay[16];
+            fmt_format(delay, sizeof delay, timer_delay_ns[di] >= 1000000 ? "%u ms" : "%u us",
+                       timer_delay_ns[di] >= 1000000 ? timer_delay_ns[di] / 1000000 : timer_delay_ns[di] / 1000);
+            if (c->came)
+                kprintf("    %-9s %6s %4u %7s %7s %7s %7s %7s %5llu %4u%s\n", st->wait[wi].name, delay, c->came, us_cell(cells[0], c->s.min),
+                        xs(cells[1], xf_div(tsc_ticks_to_ns(c->s.mean), xf_from_u64(1000)), 1), us_cell(cells[2], c->s.p50),
+                        us_cell(cells[3], c->s.p99), us_cell(cells[5], c->s.max), (unsigned long long)c->s.early, c->lost,
+                        c->stopped ? " stopped" : "");
+            else
+                kprintf("    %-9s %6s %4u %7s %7s %7s %7s %7s %5s %4u%s\n", st->wait[wi].name, delay, 0u, "-", "-", "-", "-", "-", "-", c->lost,
+                        c->stopped ? " none came" : "");
+            record_cell(0, id, wi, di, c);
+            if (c->came) {
+                struct record hr;
+                record_begin(&hr, "timer_histogram");
+                record_str(&hr, "timer", timer_name[id]);
+                record_str(&hr, "wait", st->wait[wi].name);
+                record_u64(&hr, "delay_ns", timer_delay_ns[di]);
+                int64_t edge = timer_bin_edge(results.tsc_estimate_hz);
+                record_array_begin(&hr, "bin_low_ns"); /* bin 0: early (below 0) */
+                record_array_i64(&hr, -1);
+                for (unsigned b = 1; b < LATENCY_BINS; b++)
+                    record_array_i64(&hr, xf_to_fixed(tsc_ticks_to_ns(xf_from_i64(latency_bin_low(b, edge))), 0));
+                record_array_end(&hr);
+                record_array_begin(&hr, "counts");
+                for (unsigned b = 0; b < LATENCY_BINS; b++)
+                    record_array_u64(&hr, c->s.bins[b]);
+                record_array_end(&hr);
+                emit(&hr);
+            }
+        }
+    /* wake-up cost: each idle wait's median minus the busy one's */
+    bool negative = false;
+    for (unsigned wi = 1; wi < st->wait_count; wi++) {
+        bool any = false;
+        for (unsigned di = 0; di < TIMER_DELAYS; di++) {
+            const struct timer_cell *busy = &t->cell[0][di], *idle = &t->cell[wi][di];
+            if (!busy->came || !idle->came)
+                continue;
+            if (!any)
+                kprintf("    wake-up cost, %s - busy, p50 us:", st->wait[wi].name);
+            kprintf("%s %s @%u%s", any ? "," : "", us_cell(cells[0], idle->s.p50 - busy->s.p50),
+                    timer_delay_ns[di] >= 1000000 ? timer_delay_ns[di] / 1000000 : timer_delay_ns[di] / 1000, timer_delay_ns[di] >= 1000000 ? "ms" : "us");
+            any = true;
+            negative = negative || idle->s.p50 < busy->s.p50;
+        }
+        if (any)
+            kprintf("\n");
+    }
+    if (negative)
+        kprintf("    (negative: a spinning CPU hears later than an idle one, as when an\n"
+                "    emulator or hypervisor delivers interrupts when the guest stops, on HLT)\n");
+    if (t->idle_why[0])
+        kprintf("    idle waits not measured: %s\n", t->idle_why);
+    if (tally.stray)
+        kprintf("    %llu interrupt(s) came before the device reached its target: counted as\n"
+                "    stray (a late or doubled delivery), not as events\n", (unsigned long long)tally.stray);
+    switch (timer_tally_outcome(&tally)) {
+    case TIMER_EARLY:
+        check_fail(check_name(id), "%llu of %llu interrupts came before their deadline", (unsigned long long)tally.early,
+                   (unsigned long long)tally.asked);
+        break;
+    case TIMER_LOST:
+        check_fail(check_name(id), "%llu of %llu interrupts never came (within %u ms or %u delays of the deadline)",
+                   (unsigned long long)tally.lost, (unsigned long long)tally.asked, TIMERS_BOUND_MIN_MS, TIMER_BOUND_DELAYS);
+        break;
+    case TIMER_ON_TIME:
+        check_pass(check_name(id), "%llu interrupts, none early, none lost", (unsigned long long)tally.asked);
+        break;
+    }
+}
+
+/* The timer and way of waiting to use for precise events: the lowest p99
+   lateness at 100 us ahead, among timers with none early and none lost. */
+static void report_choice(void)
+{
+    const unsigned di = TIMER_CHOICE_DELAY;
+    unsigned best_w;
+    int best = timer_choose(st->timer, st->wait_count, &best_w);
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    struct record r;
+    record_begin(&r, "timer_choice");
+    if (best < 0) {
+        fmt_format(results.timer_choice, sizeof results.timer_choice,
+                   "no timer delivered every interrupt on time: none to recommend for precise events");
+        kprintf("\n  Verdict: %s\n", results.timer_choice);
+        record_null(&r, "timer");
+        emit(&r);
+        return;
+    }
+    const struct timer_cell *c = &st->timer[best].cell[best_w][di];
+    fmt_format(results.timer_choice, sizeof results.timer_choice, "%s, waiting %s: %s us late (p50), %s us (p99) at 100 us ahead",
+               timer_name[best], best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
+    kprintf("\n  Verdict: for precise events here use %s, waiting %s:\n"
+            "  at 100 us ahead the handler runs %s us late (p50), %s us (p99)\n",
+            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
+    record_str(&r, "timer", timer_name[best]);
+    record_str(&r, "wait", st->wait[best_w].name);
+    record_u64(&r, "delay_ns", timer_delay_ns[di]);
+    record_ns(&r, "p50_ns", c->s.p50);
+    record_ns(&r, "p99_ns", c->s.p99);
+    emit(&r);
+}
+
+
+/* One line per CPU, timer and wait at 100 us ahead; the records hold every
+   delay. CPU 0's rows repeat its tables above, for comparison. */
+static void report_every_cpu(void)
+{
+    unsigned tried = 0;
+    for (unsigned i = 1; i < PERCPU_MAX; i++)
+        tried += st->ap[i].tried;
+    if (!tried)
+        return;
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], m[FMT_FIXED_CHARS];
+    kprintf("\n  Every CPU: its own APIC timer, 100 us ahead (the records hold every delay)\n");
+    kprintf("    %3s  %-12s %-5s %4s %8s %8s %8s %5s %4s\n", "CPU", "timer", "wait", "n", "p50 us", "p99 us", "max us", "early", "lost");
+    struct timer_tally tally = {0};
+    unsigned measured = 0;
+    for (unsigned i = 0; i < PERCPU_MAX; i++) {
+        const struct timers_ap_row *row = &st->ap[i];
+        if (i > 0 && !row->tried)
+            continue;
+        if (i > 0 && !row->ran) {
+            kprintf("    %3u  not measured: %s\n", i, row->why);
+            continue;
+        }
+        measured += i > 0;
+        for (int t = 0; t < TIMERS_AP_TIMERS; t++) {
+            int id = t == 0 ? TIMER_LAPIC : TIMER_DEADLINE;
+            for (unsigned wi = 0; wi < TIMERS_AP_WAITS && wi < st->wait_count; wi++) {
+                const struct timer_cell *c = i == 0 ? &st->timer[id].cell[wi][TIMER_CHOICE_DELAY] : &row->cell[t][wi][TIMER_CHOICE_DELAY];
+                if (!c->ran)
+                    continue;
+                if (c->came)
+                    kprintf("    %3u  %-12s %-5s %4u %8s %8s %8s %5llu %4u\n", i, timer_name[id], st->wait[wi].name, c->came, us_cell(a, c->s.p50),
+                            us_cell(b, c->s.p99), us_cell(m, c->s.max), (unsigned long long)c->s.early, c->lost);
+                else
+                    kprintf("    %3u  %-12s %-5s %4u %8s %8s %8s %5s %4u\n", i, timer_name[id], st->wait[wi].name, 0u, "-", "-", "-", "-", c->lost);
+                if (i == 0)
+                    continue;
+                for (unsigned di = 0; di < TIMER_DELAYS; di++) {
+                    const struct timer_cell *d = &row->cell[t][wi][di];
+                    if (!d->ran)
+                        continue;
+                    record_cell(i, id, wi, di, d);
+                    timer_tally_add(&tally, d);
+                }
+            }
+        }
+    }
+    enum timer_outcome outcome = timer_tally_outcome(&tally);
+    if (outcome == TIMER_EARLY)
+        check_fail("timer interrupts: every CPU", "%llu of %llu interrupts came before their deadline", (unsigned long long)tally.early,
+                   (unsigned long long)tally.asked);
+    else if (outcome == TIMER_LOST)
+        check_fail("timer interrupts: every CPU", "%llu of %llu interrupts never came", (unsigned long long)tally.lost,
+                   (unsigned long long)tally.asked);
+    else if (measured < tried)
+        check_skip("timer interrupts: every CPU", "%u of %u other CPUs measured: none early, none lost", measured, tried);
+    else
+        check_pass("timer interrupts: every CPU", "%u other CPU(s), %llu interrupts, none early, none lost", measured,
+                   (unsigned long long)tally.asked);
+}
+
+void timers_report(void)
+{
+    kprintf("\n== Timer interrupts ==\n");
+    if (st->skipped_all) {
+        kprintf("  Not measured: %s\n", st->skipped_why);
+        check_skip("timer interrupts", "%s", st->skipped_why);
+        fmt_format(results.timer_choice, sizeof results.timer_choice, "not measured: %s", st->skipped_why);
+        return;
+    }
+    kprintf("  How late the handler runs after the deadline a timer was armed for:\n"
+            "  the TSC read at the interrupt stub's entry minus the deadline, as\n"
+            "  cyclictest measures, with no OS in between. busy = spinning with\n"
+            "  interrupts on; hlt and mwait = idle. Figures in microseconds.\n");
+    report_rates();
+    if (st->mwait_note[0])
+        kprintf("  %s\n", st->mwait_note);
+    if (st->errata_note[0])
+        kprintf("  TSC-deadline errata: %s\n", st->errata_note);
+    for (int id = 0; id < TIMER_COUNT; id++)
+        report_timer(id);
+    report_every_cpu();
+    if (st->faulted) {
+        kprintf("  A CPU exception ended the %s waits: %s\n", st->fault_where, st->fault.text);
+        check_fail("timer waits", "%s waits faulted: %s", st->fault_where, st->fault.text);
+    }
+    struct record r;
+    record_begin(&r, "interrupts");
+    record_u64(&r, "unexpected", st->unexpected);
+    if (st->unexpected)
+        record_u64(&r, "last_unexpected_vector", st->last_unexpected);
+    record_u64(&r, "spurious", st->spurious);
+    record_str(&r, "mwait", st->mwait_note);
+    if (st->errata_note[0])
+        record_str(&r, "tsc_deadline_errata", st->errata_note);
+    emit(&r);
+    if (st->unexpected)
+        check_fail("unexpected interrupts", "%llu interrupts no one armed arrived (last vector 0x%x)", (unsigned long long)st->unexpected,
+                   st->last_unexpected);
+    else
+        check_pass("unexpected interrupts", "none (%llu on the spurious vector)", (unsigned long long)st->spurious);
+    report_choice();
+}

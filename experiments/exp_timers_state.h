@@ -1,0 +1,50 @@
+/* Experiment "timers", private: what its measurement leaves for its report (exp_timers.c, exp_timers_setup.c, exp_timers_report.c). */
+#ifndef CLOCKBENCH_EXP_TIMERS_STATE_H
+#define CLOCKBENCH_EXP_TIMERS_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../kernel/percpu.h"
+#include "../kernel/probe.h"
+#include "../lib/timer_analysis.h"
+#include "../lib/xf.h"
+
+#define TIMERS_BOUND_MIN_MS 200     /* an event is lost this long after its deadline (or TIMER_BOUND_DELAYS delays) */
+
+/* Every other CPU: its own local APIC timer, one-shot and TSC-deadline,
+   busy and HLT. */
+#define TIMERS_AP_TIMERS 2          /* TIMER_LAPIC, TIMER_DEADLINE */
+#define TIMERS_AP_WAITS 2           /* busy, hlt */
+
+struct timers_ap_row {
+    bool tried, ran;
+    char why[96];
+    struct xf per_tsc, per_tsc_u;   /* its APIC timer against its TSC */
+    struct timer_cell cell[TIMERS_AP_TIMERS][TIMERS_AP_WAITS][TIMER_DELAYS];
+};
+
+struct timers_state {
+    bool skipped_all;
+    char skipped_why[128];
+    struct timer_result timer[TIMER_COUNT];
+    struct timer_wait wait[TIMER_MAX_WAITS];
+    unsigned wait_count;
+    char mwait_note[128];
+    char errata_note[160];
+    uint64_t hpet_route_caps;       /* comparator 0's route capability (its configuration's bits 63:32) */
+    struct xf ref_per_tsc, ref_per_tsc_u; /* the best reference, for the APIC timer's rate against it */
+    int ref_counter;                /* -1 when none */
+    struct timers_ap_row ap[PERCPU_MAX]; /* [0] unused: the boot CPU's cells are in timer[] */
+    uint64_t unexpected, spurious;  /* interrupts during the measurement */
+    uint8_t last_unexpected;
+    bool faulted;                   /* a CPU exception ended the waits of one way of waiting */
+    struct probe_fault fault;
+    const char *fault_where;        /* that way of waiting */
+};
+
+extern struct timers_state timers_state;
+
+void timers_report(void);
+
+#endif
