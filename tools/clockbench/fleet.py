@@ -5,7 +5,8 @@ CPU (vendor, brand, family.model.stepping) and firmware. Within its group
 each figure is compared with robust statistics: the median m and the median
 absolute deviation MAD; a machine is an outlier when |x - m| exceeds
 max(K x 1.4826 x MAD, the figure's floor): 1.4826 x MAD estimates one
-standard deviation for normal data, K = 5 of them, and the floor is the
+standard deviation for normal data, K = 3.5 of them (Iglewicz and Hoaglin's
+modified z-score limit, 0.6745 (x - m) / MAD > 3.5), and the floor is the
 least difference that matters for that figure (so that a group of nearly
 identical machines does not flag noise). Figures that do not depend on the
 CPU model (stolen time, stalls, timer lateness, cross-CPU offsets) are
@@ -30,7 +31,7 @@ from typing import Callable
 
 from . import errors, store
 
-K = 5.0
+K = 3.5
 MAD_SCALE = 1.4826
 MIN_GROUP = 3
 
