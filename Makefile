@@ -102,7 +102,9 @@ endif
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+NETBOOT_CONFIG ?= netboot/machines.toml
+
+.PHONY: netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -114,6 +116,8 @@ help:
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
+	@echo "make netboot    a TFTP tree in $(BUILD)/netboot: BIOS (iPXE, GRUB) and UEFI (GRUB) PXE; NETBOOT_CONFIG=$(NETBOOT_CONFIG)"
+	@echo "make test-fleet 8 QEMU machines netbooted at once, captured (some through labgrid), flagged by clockbench fleet"
 	@echo "make test       host unit tests and QEMU boot tests"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
@@ -278,17 +282,23 @@ bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+
+netboot: $(KERNEL)
+	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot
+
+test-fleet: deps $(KERNEL)
+	CLOCKBENCH_FLEET=1 CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/fleet/test_fleet_boot.py
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
-test-matrix: deps $(KERNEL) $(TEST_ISO)
+test-matrix: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO)
 	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
 
 test-host: $(HOST_LIB)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
 
 test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
 
 clean:
 	rm -rf $(BUILD)

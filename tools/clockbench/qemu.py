@@ -198,6 +198,12 @@ class QemuConfig:
     debug_exit: bool = True  # without it the image halts and leaves its screen, as on hardware
     extra: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)  # "pause" faults get a monitor socket of their own if none is given
+    # boot="netboot": PXE from QEMU's own TFTP server (user-mode networking,
+    # restricted: the guest reaches nothing beyond it) on an e1000
+    tftp: Path | None = None  # the TFTP tree (`make netboot`)
+    bootfile: str = ""  # its bootfile, relative to the tree (netboot.BOOTFILES)
+    mac: str | None = None  # the NIC's MAC address, which picks the command line in the tree
+    serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
 
 
 def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None = None) -> tuple[str, str]:
@@ -233,7 +239,10 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
     cmd += ["-no-reboot"]
     if cfg.debug_exit:
         cmd += ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
-    cmd += ["-serial", "stdio" if cfg.serial else "none"]
+    if cfg.serial_tcp is not None:
+        cmd += ["-serial", f"tcp:127.0.0.1:{cfg.serial_tcp},server=on,wait=on"]
+    else:
+        cmd += ["-serial", "stdio" if cfg.serial else "none"]
     cmd += ["-monitor", f"unix:{cfg.monitor_socket},server,nowait" if cfg.monitor_socket else "none"]
     if not cfg.display:
         cmd += ["-display", "none"]
@@ -256,8 +265,17 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
             cmd += ["-smbios", smbios_cmdline(cfg.append)]
+    elif cfg.boot == "netboot":
+        if cfg.tftp is None or not cfg.bootfile:
+            raise RuntimeError("a netboot needs the TFTP tree and its bootfile (`make netboot`)")
+        if any(c in str(cfg.tftp) + cfg.bootfile for c in ", "):
+            raise RuntimeError(f"a TFTP tree or bootfile with a comma or space cannot be handed to QEMU: {cfg.tftp}, {cfg.bootfile}")
+        nic = "e1000,netdev=n0" + (f",mac={cfg.mac}" if cfg.mac else "")
+        cmd += ["-netdev", f"user,id=n0,restrict=on,tftp={cfg.tftp},bootfile={cfg.bootfile}", "-device", nic, "-boot", "n"]
+        if cfg.append:
+            raise RuntimeError("a netbooted machine's command line comes from the TFTP tree's machines file, not append")
     else:
-        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, pvh, iso or disk")
+        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, pvh, iso, disk or netboot")
     return cmd + list(cfg.extra)
 
 

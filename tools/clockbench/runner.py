@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import ci_formats, errors, paths, progress, qemu, runs
+from . import ci_formats, errors, paths, progress, qemu, runs, store
 
 PROFILES = ("quick", "standard", "soak")
 # Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
@@ -216,6 +216,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "the log keeps them either way")
     r.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
     r.add_argument("--no-report", action="store_true", help="do not write results JSON, plots and HTML")
+    r.add_argument("--store", default=str(store.DEFAULT),
+                   help="add the run to this store of runs ('none': do not) (default: %(default)s)")
+    r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
     r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
@@ -327,6 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print()
     if result.interrupted:
         runs.write_metadata(run_dir, meta)
+        _store(args, meta, log, result.output)
         _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped. The partial log ({len(result.output)} "
              f"characters) is in {runs.shown(log)}")
         return result.exit_code
@@ -359,4 +363,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"report in {runs.shown(report_dir)}/report.html")
     if latest:
         _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+    _store(args, meta, log, result.output)
     return result.exit_code
+
+
+def _store(args, meta: dict, log: Path, output: str) -> None:
+    """The store hook (store.py): the run's log and what the metadata knows."""
+    where = getattr(args, "store", None)
+    if not where or where == "none":
+        return
+    from . import storecli
+
+    store.record(where, output, args.name or storecli.qemu_machine(meta), "run", storecli.meta_of_run(meta, log),
+                 say=lambda s: _say(s))
