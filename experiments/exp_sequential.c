@@ -65,16 +65,6 @@ static bool block_gap(const uint64_t *tb, uint64_t tb_start, uint32_t j, uint32_
     return end - begin >= limit_tsc / 2;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static void sequence_one(enum target_id t, const struct read_src *src, uint32_t m, uint64_t budget)
 {
     struct sequence *q = &seqs[t];
@@ -137,7 +127,7 @@ static void sequence_one(enum target_id t, const struct read_src *src, uint32_t 
         if (!q->min_step)
             q->min_step = v[i];
         if (q->step_gcd != 1)
-            q->step_gcd = gcd(q->step_gcd, v[i]);
+            q->step_gcd = stats_gcd(q->step_gcd, v[i]);
     }
     memory_release(mark);
     q->measured = true;

@@ -17,7 +17,7 @@
 
 struct target_findings {
     bool cost_done;
-    uint64_t p50_ticks;        /* read cost, TSC ticks */
+    uint64_t p50_ticks;        /* read cost, TSC ticks: single reads, or a batch where those fall below the TSC's step */
     bool seq_done;
     uint64_t seq_reads, zero_deltas, min_step, backward, largest_backward;
 };

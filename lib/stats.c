@@ -113,3 +113,38 @@ void stats_subtract(struct summary *s, uint64_t overhead)
     struct xf mean = xf_sub(s->mean, xf_from_u64(overhead));
     s->mean = mean.neg ? xf_from_u64(0) : mean;
 }
+
+uint64_t stats_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+void stats_step(const uint64_t *deltas, size_t n, uint64_t *least, uint64_t *gcd)
+{
+    *least = *gcd = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!deltas[i])
+            continue;
+        if (!*least || deltas[i] < *least)
+            *least = deltas[i];
+        *gcd = stats_gcd(*gcd, deltas[i]);
+    }
+}
+
+uint64_t stats_staircase_step(const uint64_t *mins, size_t n)
+{
+    uint64_t jumps[256], scratch[256];
+    size_t k = 0;
+    for (size_t j = 1; j < n && k < sizeof jumps / sizeof *jumps; j++)
+        if (mins[j] > mins[j - 1])
+            jumps[k++] = mins[j] - mins[j - 1];
+    if (!k)
+        return 0;
+    stats_sort(jumps, k, scratch);
+    return jumps[k / 2];
+}

@@ -4,6 +4,7 @@
 #ifndef CLOCKBENCH_STATS_H
 #define CLOCKBENCH_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,35 @@ void stats_summarise(uint64_t *v, size_t n, uint64_t *scratch, struct summary *s
    floored at 0, so that min <= p50 <= p99 <= max still holds; the
    deviation is unchanged. */
 void stats_subtract(struct summary *s, uint64_t overhead);
+
+/* Greatest common divisor; gcd(0, b) = b. */
+uint64_t stats_gcd(uint64_t a, uint64_t b);
+
+/* A counter's own step from n differences of back-to-back reads: the least
+   non-zero one and the greatest common divisor of all of them (both 0 when
+   none moved). A TSC that advances by 24-25 ticks at a time (AMD hosts:
+   ../shared/PLATFORM.md) has least 24 and divisor 1; one kept in steps of
+   exactly 8 has divisor 8. */
+void stats_step(const uint64_t *deltas, size_t n, uint64_t *least, uint64_t *gcd);
+
+/* The TSC's step from a staircase: mins[j] is the least bracketed time of
+   j dependent additions (one cycle each), j = 0..n-1. A TSC that counts
+   every tick climbs by a tick or two a step of j; one that advances in
+   coarse steps (an AMD host's, about 10 ns: ../shared/PLATFORM.md) stays
+   flat, then jumps by its step. Back-to-back reads cannot tell the two
+   apart (their difference is RDTSC's own latency on both, and such a TSC
+   still shows stray 1-tick differences), the staircase can. Returns the
+   median of the positive jumps between successive minima (robust to a
+   stray one), 0 when the minima never rose. */
+uint64_t stats_staircase_step(const uint64_t *mins, size_t n);
+
+/* A figure from single bracketed reads that lies within STEP_FEW steps of
+   the TSC (including 0) cannot be told from the step's quantisation: it is
+   printed as below the step, and a batch of reads between two brackets
+   gives the per-read figure instead. A TSC that counts every tick (step 1)
+   resolves everything. */
+#define STEP_FEW 3
+static inline bool stats_below_step(uint64_t ticks, uint64_t step) { return step > 1 && ticks < STEP_FEW * step; }
 
 struct hist_bin {
     uint64_t value;
