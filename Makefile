@@ -55,7 +55,7 @@ RUNTIME_SRCS := kernel/console.c kernel/finish.c kernel/trap.c kernel/exceptions
 
 EXPERIMENT_SRCS := experiments/main.c experiments/experiments.c experiments/verdict_report.c experiments/summary.c \
 	experiments/exp_timers_setup.c experiments/exp_timers_report.c \
-	experiments/exp_cpus_report.c experiments/exp_rtc_report.c \
+	experiments/exp_cpus_report.c experiments/exp_rtc_report.c experiments/exp_drift_report.c \
 	experiments/exp_calibrate.c experiments/exp_cpu_speed.c experiments/exp_hpet_comparator.c experiments/exp_read_cost.c \
 	experiments/exp_sequential.c experiments/exp_drift.c experiments/exp_stolen.c experiments/exp_cpus.c \
 	experiments/exp_timers.c experiments/exp_rtc.c
