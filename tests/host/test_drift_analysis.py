@@ -270,3 +270,35 @@ def test_sub_len_is_a_second_until_there_are_too_many(da):
     # 64 s and more would need 65 sub-windows: the span over 64, plus one
     assert da.drift_sub_len(64 * one_s, one_s, 64) == one_s + 1
     assert da.drift_sub_len(300 * one_s, one_s, 64) == 300 * one_s // 64 + 1
+
+
+def test_gap_is_told_only_from_a_narrow_reading(da):
+    # after the loop was away, the first change comes in a wide bracket (500 ticks, more than 3 x 20 + 16):
+    # it could have been read before the gap, so the gap waits for the next narrow reading
+    reads = steady(0, 10)
+    t = 50_000_000
+    reads.append((t // TICK, t, t + 500))
+    reads += steady(t + 1000, 3)
+    rec, per = track(da, reads)
+    [ev] = events(rec, da)
+    assert ev["kind"] == "gap" and ev["at"] == t + 1000 + 10
+    # judged from the last narrow reading before it (9000), not from the wide one
+    assert ev["tsc"] == t + 1000 - 9000
+    assert {p[1] for p in per} == {0}
+
+
+@pytest.mark.parametrize("still, stalled", [(STALL, False), (STALL + 1, True)])
+def test_stall_starts_past_the_bound(da, still, stalled):
+    # one unchanged reading `still` TSC ticks after the last (the loop was not away)
+    reads = steady(0, 3)
+    v, a, b = reads[-1]
+    reads.append((v, a + still, b + still))
+    rec, per = track(da, reads)
+    assert rec["stalls"] == int(stalled) and per[-1][2] == stalled
+    assert rec["longest_stall_tsc"] == (still if stalled else 0) and rec["event_count"] == 0
+
+
+def test_keep_narrow_limit_for_a_three_tick_bracket(da):
+    # narrowest width 3: limit max(6, 3 + 4) = 7
+    rec, x, _, _ = keep(da, [4, 8, 9])
+    assert rec["min_width"] == 3 and x == [0, 10]
