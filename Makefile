@@ -41,7 +41,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exception
 #                 summary screen and kmain
 LOGIC_SRCS := lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
 	lib/timer_analysis.c \
-	lib/cpus_analysis.c \
+	lib/cpus_analysis.c lib/drift_analysis.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
 	lib/latency.c lib/deadline_errata.c lib/os_choice.c lib/rtc_fit.c lib/counters.c
 
@@ -55,7 +55,7 @@ RUNTIME_SRCS := kernel/console.c kernel/finish.c kernel/trap.c kernel/exceptions
 
 EXPERIMENT_SRCS := experiments/main.c experiments/experiments.c experiments/verdict_report.c experiments/summary.c \
 	experiments/exp_timers_setup.c experiments/exp_timers_report.c \
-	experiments/exp_cpus_report.c experiments/exp_rtc_report.c \
+	experiments/exp_cpus_report.c experiments/exp_rtc_report.c experiments/exp_drift_report.c \
 	experiments/exp_calibrate.c experiments/exp_cpu_speed.c experiments/exp_hpet_comparator.c experiments/exp_read_cost.c \
 	experiments/exp_sequential.c experiments/exp_drift.c experiments/exp_stolen.c experiments/exp_cpus.c \
 	experiments/exp_timers.c experiments/exp_rtc.c

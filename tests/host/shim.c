@@ -890,3 +890,102 @@ const char *shim_stats_step(const uint64_t *v, uint32_t n)
     record_u64(&rec, "staircase", stats_staircase_step(v, n));
     return finish();
 }
+
+/* drift_analysis.h: one counter's readings judged one by one; its cuts; its narrow samples */
+#include "../../lib/drift_analysis.h"
+
+/* Readings v[i] in brackets [a[i], b[i]], the first one the reference;
+   each later one's y, segment and stall state go to the out arrays. */
+const char *shim_drift_track(uint64_t mask, uint64_t counter_millihz, uint64_t tsc_hz, uint32_t rate_tol_ppm, uint64_t slack,
+                             const uint64_t *v, const uint64_t *a, const uint64_t *b, uint32_t n, uint64_t start,
+                             uint64_t gap_tsc, uint64_t stall_tsc, uint64_t *y_out, uint32_t *seg_out, uint8_t *stall_out)
+{
+    static struct drift_track t;
+    memset(&t, 0, sizeof t);
+    t.up = (struct unwrap_params){mask, counter_millihz, tsc_hz, rate_tol_ppm, slack};
+    drift_track_begin(&t, v[0], a[0], b[0]);
+    for (uint32_t i = 1; i < n; i++) {
+        drift_track_read(&t, v[i], a[i], b[i], start, gap_tsc, stall_tsc);
+        y_out[i] = t.y;
+        seg_out[i] = t.seg;
+        stall_out[i] = t.in_stall;
+    }
+    record_begin(&rec, "drift_track");
+    record_u64(&rec, "reads", t.reads);
+    record_u64(&rec, "wraps", t.wraps);
+    record_u64(&rec, "stalls", t.stalls);
+    record_u64(&rec, "longest_stall_tsc", t.longest_stall_tsc);
+    record_u64(&rec, "backward", t.backward);
+    record_u64(&rec, "largest_backward", t.largest_backward);
+    record_u64(&rec, "gaps", t.gaps);
+    record_u64(&rec, "away_tsc", t.away_tsc);
+    record_u64(&rec, "tsc_back", t.tsc_back);
+    record_u64(&rec, "still_tsc", t.still_tsc);
+    record_u64(&rec, "event_count", t.event_count);
+    uint32_t kept = t.event_count < DRIFT_EVENTS_KEPT ? t.event_count : DRIFT_EVENTS_KEPT;
+    record_array_begin(&rec, "kind");
+    for (uint32_t e = 0; e < kept; e++)
+        record_array_u64(&rec, t.events[e].kind);
+    record_array_end(&rec);
+    record_array_begin(&rec, "at_tsc");
+    for (uint32_t e = 0; e < kept; e++)
+        record_array_u64(&rec, t.events[e].at_tsc);
+    record_array_end(&rec);
+    record_array_begin(&rec, "tsc_ticks");
+    for (uint32_t e = 0; e < kept; e++)
+        record_array_u64(&rec, t.events[e].tsc_ticks);
+    record_array_end(&rec);
+    record_array_begin(&rec, "counter_known");
+    for (uint32_t e = 0; e < kept; e++)
+        record_array_u64(&rec, t.events[e].counter_known);
+    record_array_end(&rec);
+    record_array_begin(&rec, "counter_ticks");
+    for (uint32_t e = 0; e < kept; e++)
+        record_array_i64(&rec, t.events[e].counter_ticks);
+    record_array_end(&rec);
+    return finish();
+}
+
+/* Cuts added in the order given (kind < EV_KINDS: an event of that kind at
+   that time, through drift_cuts_from_events; else a cut of its own), then
+   applied to the samples (x, sg, n) into cut_sg. */
+const char *shim_drift_cuts(const uint64_t *at, const uint32_t *kind, uint32_t count, const int64_t *x, const uint32_t *sg,
+                            uint32_t n, uint32_t *cut_sg)
+{
+    static struct drift_cuts c;
+    static struct drift_track t;
+    memset(&c, 0, sizeof c);
+    memset(&t, 0, sizeof t);
+    for (uint32_t i = 0; i < count; i++) {
+        if (kind[i] < EV_KINDS)
+            drift_track_event(&t, (enum drift_event_kind)kind[i], at[i], 0, true, 0);
+        else
+            drift_cuts_add(&c, at[i]);
+    }
+    drift_cuts_from_events(&c, &t);
+    drift_cuts_apply(&c, x, sg, n, cut_sg);
+    record_begin(&rec, "drift_cuts");
+    record_u64(&rec, "count", c.count);
+    record_bool(&rec, "overflowed", c.overflowed);
+    record_array_begin(&rec, "at");
+    for (uint32_t i = 0; i < c.count; i++)
+        record_array_u64(&rec, c.at[i]);
+    record_array_end(&rec);
+    return finish();
+}
+
+/* The slots packed in place; min_width is ~0 when it was left alone. */
+const char *shim_drift_keep_narrow(int64_t *x, int64_t *yv, uint32_t *sg, const uint32_t *w, uint32_t slots)
+{
+    uint32_t filled = 7;
+    uint64_t min_width = ~0ull;
+    uint32_t n = drift_keep_narrow(x, yv, sg, w, slots, &filled, &min_width);
+    record_begin(&rec, "drift_keep_narrow");
+    record_u64(&rec, "kept", n);
+    record_u64(&rec, "filled", filled);
+    if (min_width == ~0ull)
+        record_null(&rec, "min_width");
+    else
+        record_u64(&rec, "min_width", min_width);
+    return finish();
+}

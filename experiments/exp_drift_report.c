@@ -1,0 +1,316 @@
+/* Experiment "drift", its report: the window, each counter's discontinuities, the frequencies, stability and claims. */
+#include "exp_drift_state.h"
+
+#include "../drivers/cpuinfo.h"
+#include "../kernel/checks.h"
+#include "../kernel/console.h"
+#include "../kernel/discover.h"
+#include "../kernel/profile.h"
+#include "../kernel/report_util.h"
+#include "../kernel/results.h"
+#include "../lib/counters.h"
+#include "../lib/drift_analysis.h"
+#include "../lib/format.h"
+#include "../lib/record.h"
+#include "../lib/segfit.h"
+#include "../lib/string.h"
+#include "../lib/uncertainty.h"
+#include "../lib/xf.h"
+
+static void discontinuity_records(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    const char *name = counters[s->counter].name;
+    for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
+        const struct drift_event *ev = &s->t.events[e];
+        struct xf at_s = tsc_ticks_s(ev->at_tsc);
+        struct xf tsc_ns = tsc_ticks_ns(ev->tsc_ticks);
+        struct xf cnt_ns = counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks));
+        struct xf tsc_us = xf_div(tsc_ns, xf_from_u64(1000)), cnt_us = xf_div(cnt_ns, xf_from_u64(1000));
+        if (ev->kind == EV_RESIDUAL_STEP)
+            kprintf("    at %s s: a step of %s us in %s's residuals\n", xs(a, at_s, 3), xs(b, cnt_us, 3), name);
+        else if (ev->kind == EV_TSC_BACK)
+            kprintf("    at %s s: the TSC went back %s us\n", xs(a, at_s, 3), xs(b, tsc_us, 1));
+        else if (ev->counter_known)
+            kprintf("    at %s s: %s; the TSC advanced %s us, %s %s us\n", xs(a, at_s, 3), drift_event_names[ev->kind],
+                    xs(b, tsc_us, 1), name, xs(c, cnt_us, 1));
+        else
+            kprintf("    at %s s: %s; the TSC advanced %s us, longer than %s can unwrap\n", xs(a, at_s, 3),
+                    drift_event_names[ev->kind], xs(b, tsc_us, 1), name);
+        struct record r;
+        record_begin(&r, "discontinuity");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", name);
+        record_str(&r, "kind", drift_event_names[ev->kind]);
+        record_xf_fixed(&r, "at_s", at_s, 6);
+        record_xf_fixed(&r, "tsc_ns", tsc_ns, 1);
+        if (ev->counter_known)
+            record_xf_fixed(&r, "counter_ns", cnt_ns, 1);
+        else
+            record_null(&r, "counter_ns");
+        emit(&r);
+    }
+    if (s->t.event_count > DRIFT_EVENTS_KEPT)
+        kprintf("    and %u more, not listed (the first %d are)\n", s->t.event_count - DRIFT_EVENTS_KEPT, DRIFT_EVENTS_KEPT);
+}
+
+static void frequency_record(const char *counter, const char *reference, struct xf hz, bool has_nominal, struct xf ppm,
+                             const struct freq_uncertainty *u, uint32_t absolute_ppm, const struct series *s, struct xf resid_ns)
+{
+    struct record r;
+    record_begin(&r, "frequency");
+    record_str(&r, "counter", counter);
+    record_str(&r, "reference", reference);
+    record_xf_fixed(&r, "hz", hz, 3);
+    if (has_nominal)
+        record_xf_fixed(&r, "ppm_vs_nominal", ppm, 6);
+    else
+        record_null(&r, "ppm_vs_nominal");
+    record_xf_fixed(&r, "stderr_ppm", ppm_of(u->statistical), 6);
+    record_xf_fixed(&r, "correlated_ppm", ppm_of(u->correlated), 6);
+    record_xf_fixed(&r, "quantisation_ppm", ppm_of(u->quantisation), 6);
+    record_xf_fixed(&r, "uncertainty_ppm", ppm_of(u->total), 6);
+    record_u64(&r, "absolute_uncertainty_ppm", absolute_ppm);
+    record_xf_fixed(&r, "window_s", tsc_ticks_s(s->span_tsc), 6);
+    record_xf_fixed(&r, "away_s", tsc_ticks_s(s->t.away_tsc), 6);
+    record_u64(&r, "samples", s->fit.n);
+    record_u64(&r, "segments", s->fit.segments);
+    record_u64(&r, "dropped", s->fit.dropped);
+    record_u64(&r, "discontinuities", s->t.event_count);
+    record_xf_fixed(&r, "resid_rms_ns", resid_ns, 3);
+    emit(&r);
+}
+
+/* The fit's residuals in ps at the counter's nominal rate, against time, in parts. */
+static void residual_records(const struct series *s)
+{
+    struct xf nom = nominal_hz(s->counter);
+    uint32_t parts = (s->resid_count + RESIDUALS_PER_RECORD - 1) / RESIDUALS_PER_RECORD;
+    for (uint32_t part = 0; part < parts; part++) {
+        uint32_t from = part * RESIDUALS_PER_RECORD, to = from + RESIDUALS_PER_RECORD;
+        if (to > s->resid_count)
+            to = s->resid_count;
+        struct record r;
+        record_begin(&r, "residuals");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", counters[s->counter].name);
+        record_u64(&r, "part", part);
+        record_u64(&r, "parts", parts);
+        record_array_begin(&r, "t_ms");
+        for (uint32_t i = from; i < to; i++)
+            record_array_u64(&r, (uint64_t)xf_to_fixed(tsc_ticks_s((uint64_t)s->resid_x[i]), 3));
+        record_array_end(&r);
+        record_array_begin(&r, "resid_ps");
+        for (uint32_t i = from; i < to; i++)
+            record_array_i64(&r, xf_to_fixed(xf_div(xf_mul(xf_from_i64(s->resid_mticks[i]), xf_from_u64(1000000000ull)), nom), 0));
+        record_array_end(&r);
+        emit(&r);
+    }
+}
+
+static void report_tsc_against(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    struct xf nom = nominal_hz(s->counter);
+    struct xf hz = xf_div(nom, s->fit.slope);
+    struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
+    bool claimed = counters[COUNTER_TSC].nominal_millihz != 0;
+    struct xf tsc_nom = xf_div(xf_from_u64(counters[COUNTER_TSC].nominal_millihz), xf_from_u64(1000));
+    struct xf ppm = claimed ? ppm_of(xf_sub(xf_div(hz, tsc_nom), xf_from_u64(1))) : xf_from_u64(0);
+    const char *name = counters[s->counter].name;
+    kprintf("  tsc vs %-8s %17s Hz, relative to the %s +-%s ppm\n", name, xs(a, hz, 3), name,
+            xs(b, ppm_of(s->unc.total), 4));
+    kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
+            counters[s->counter].nominal_accuracy_source);
+    kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
+            xs(c, resid_ns, 1), xs(d, ppm_of(s->unc.statistical), 4));
+    if (s->fit.dropped)
+        kprintf("    %u samples left out: lone samples between cuts, or past %d segments\n", s->fit.dropped,
+                SEGFIT_MAX_SEGMENTS);
+    if (claimed)
+        kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
+    frequency_record("tsc", name, hz, claimed, ppm, &s->unc, counters[s->counter].nominal_accuracy_ppm, s, resid_ns);
+    residual_records(s);
+}
+
+static void report_pair(const struct series *s, const struct series *ref)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    /* f_c = f_ref * b_c / b_ref, both slopes in counter ticks per TSC tick */
+    struct xf nom_ref = nominal_hz(ref->counter), nom = nominal_hz(s->counter);
+    struct xf hz = xf_div(xf_mul(nom_ref, s->fit.slope), ref->fit.slope);
+    struct freq_uncertainty u = s->unc;
+    /* both fits' terms add (conservative: their TSC noise partly cancels) */
+#define ADD_Q(f) u.f = xf_sqrt(xf_add(xf_mul(s->unc.f, s->unc.f), xf_mul(ref->unc.f, ref->unc.f)))
+    ADD_Q(statistical);
+    ADD_Q(correlated);
+    ADD_Q(quantisation);
+    ADD_Q(total);
+#undef ADD_Q
+    struct xf ppm = ppm_of(xf_sub(xf_div(hz, nom), xf_from_u64(1)));
+    struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
+    const char *name = counters[s->counter].name, *refname = counters[ref->counter].name;
+    if (counters[s->counter].nominal_estimated) {
+        /* nothing states its rate: the measured one is the finding, with no
+           nominal to hold it against */
+        kprintf("  %-7s vs %-8s %14s Hz (no nominal rate is stated),\n    relative to the %s +-%s ppm\n", name, refname,
+                xs(a, hz, 3), refname, xs(c, ppm_of(u.total), 3));
+        frequency_record(name, refname, hz, false, ppm, &u, counters[ref->counter].nominal_accuracy_ppm, s, resid_ns);
+        return;
+    }
+    kprintf("  %-7s vs %-8s %14s Hz, %s ppm vs nominal,\n    relative to the %s +-%s ppm\n", name, refname, xs(a, hz, 3),
+            xs(b, ppm, 3), refname, xs(c, ppm_of(u.total), 3));
+    frequency_record(name, refname, hz, true, ppm, &u, counters[ref->counter].nominal_accuracy_ppm, s, resid_ns);
+    struct counter_findings *f = &results.counter[s->counter];
+    f->has_ppm = true;
+    f->ppm_vs_nominal = ppm;
+    f->uncertainty_ppm = ppm_of(u.total);
+    /* the limit is the crystal's; the measurement's own uncertainty is allowed on top */
+    /* the counter's crystal bound (counters.c) and the measurement's own uncertainty */
+    uint32_t tolerance_ppm = counters[s->counter].nominal_accuracy_ppm;
+    struct xf limit = xf_add(xf_from_u64(tolerance_ppm), xf_mul(xf_from_u64(3), ppm_of(u.total)));
+    if (xf_cmp(xf_abs(ppm), limit) <= 0)
+        check_pass("frequency within tolerance", "%s: %s ppm from nominal against %s (limit %u ppm + 3 u)", name, b,
+                   refname, tolerance_ppm);
+    else
+        check_fail("frequency within tolerance", "%s: %s ppm from nominal against %s (limit %u ppm + 3 u)", name, b,
+                   refname, tolerance_ppm);
+}
+
+static void report_stability(const struct series *s)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    if (s->sub_count < 2)
+        return;
+    struct xf nom = nominal_hz(s->counter);
+    kprintf("  tsc vs %s over %s s sub-windows, ppm from the whole-window fit:\n   ", counters[s->counter].name,
+            xs(b, tsc_ticks_s((uint64_t)s->sub_len), 1));
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < s->sub_count && shown < 12; i++)
+        if (s->sub[i].fitted) {
+            kprintf(" %s", xs(a, ppm_of(xf_sub(xf_div(s->fit.slope, s->sub[i].slope), xf_from_u64(1))), 3));
+            shown++;
+        }
+    kprintf("%s\n", s->sub_count > 12 ? " ... (all in the records)" : "");
+    for (uint32_t i = 0; i < s->sub_count; i++) {
+        const struct subwindow *w = &s->sub[i];
+        if (!w->fitted)
+            continue;
+        struct record r;
+        record_begin(&r, "stability");
+        record_str(&r, "counter", "tsc");
+        record_str(&r, "reference", counters[s->counter].name);
+        record_xf_fixed(&r, "start_s", tsc_ticks_s((uint64_t)w->start_x), 3);
+        record_xf_fixed(&r, "length_s", tsc_ticks_s((uint64_t)s->sub_len), 3);
+        record_xf_fixed(&r, "hz", xf_div(nom, w->slope), 3);
+        record_xf_fixed(&r, "ppm_vs_window", ppm_of(xf_sub(xf_div(s->fit.slope, w->slope), xf_from_u64(1))), 6);
+        record_xf_fixed(&r, "stderr_ppm", ppm_of(xf_div(w->slope_stderr, w->slope)), 6);
+        record_u64(&r, "samples", w->n);
+        emit(&r);
+    }
+}
+
+static void report_window(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    struct xf asked = xf_div(xf_from_u64(results.profile->drift_ms), xf_from_u64(1000));
+    struct xf ran = tsc_ticks_s(drift_st.window_ran_tsc), away = tsc_ticks_s(drift_st.window_away_tsc);
+    kprintf("  window: %s s asked, %s s ran by the TSC, %s s of it away\n", xs(a, asked, 3), xs(b, ran, 3), xs(c, away, 3));
+    /* within a factor of 2 of what was asked, once the time away is taken out */
+    struct xf sampled = xf_sub(ran, away);
+    if (xf_cmp(sampled, xf_div(asked, xf_from_u64(2))) < 0 || xf_cmp(sampled, xf_mul(asked, xf_from_u64(2))) > 0)
+        kprintf("  Note: the window did not run for the time asked (%s s sampled of %s s):\n"
+                "  the quick TSC estimate that sized it was off, or the window was capped\n",
+                xs(a, sampled, 3), xs(b, asked, 3));
+    struct record r;
+    record_begin(&r, "drift_window");
+    record_xf_fixed(&r, "asked_s", asked, 3);
+    record_xf_fixed(&r, "ran_s", ran, 6);
+    record_xf_fixed(&r, "away_s", away, 6);
+    record_u64(&r, "slots", drift_st.slots);
+    emit(&r);
+}
+
+void drift_report(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    kprintf("\n== Frequency and drift (one rate fitted over bracketed samples) ==\n");
+    if (drift_st.skip_reason) {
+        check_skip("TSC frequency", "%s", drift_st.skip_reason);
+        return;
+    }
+    int references = 0;
+    for (int k = 0; k < drift_st.series_count; k++)
+        references += counters[drift_st.series[k].counter].reference_rank > 0;
+    if (references == 0) {
+        kprintf("  no counter besides the TSC that can be a reference: nothing to measure the TSC against\n");
+        check_skip("TSC frequency", "no HPET, PM timer or PIT to measure it against; ns figures use %s", results.tsc_hz_source);
+        return;
+    }
+    report_window();
+    if (!results.tsc_estimate_checked)
+        kprintf("  Note: the TSC estimate is %s, not a measurement, so steps are judged\n"
+                "  with a 30 %% rate bound and small discontinuities may pass unseen\n", results.tsc_estimate_source);
+    if (drift_st.cuts.overflowed)
+        kprintf("  Note: more than %d cuts; the later ones were not applied\n", DRIFT_CUTS_MAX);
+    const struct drift_inject *in = &drift_st.inject;
+    if (in->kind != INJECT_NONE)
+        kprintf("  Injected: %s of %llu ms at %llu s%s%s\n", in->kind == INJECT_HPET_HALT ? "HPET halt" : "TSC jump",
+                (unsigned long long)in->ms, (unsigned long long)(in->at_ms / 1000),
+                in->started ? "" : " (never reached: the window was shorter)",
+                in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
+                    ? "; the TSC did not move (this CPU ignores the write)" : "");
+    for (int k = 0; k < drift_st.series_count; k++) {
+        const struct series *s = &drift_st.series[k];
+        kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu TSC ticks); %llu reads, %llu wraps\n",
+                counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
+                (unsigned long long)s->t.reads, (unsigned long long)s->t.wraps);
+        if (s->t.stalls)
+            kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
+                    (unsigned long long)s->t.stalls, xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
+        if (s->t.event_count && !counters[s->counter].reference_rank)
+            kprintf("  %s: %u discontinuit%s in its own series (it is no reference: they say\n    nothing of the TSC)\n",
+                    counters[s->counter].name, s->t.event_count, s->t.event_count == 1 ? "y" : "ies");
+        else if (s->t.event_count) {
+            kprintf("  %s: %u discontinuit%s (each cuts every series, but a gap where every clock ran):\n",
+                    counters[s->counter].name, s->t.event_count, s->t.event_count == 1 ? "y" : "ies");
+            discontinuity_records(s);
+        }
+    }
+    for (int k = 0; k < drift_st.series_count; k++) {
+        const struct series *s = &drift_st.series[k];
+        if (!counters[s->counter].reference_rank)
+            continue; /* the TSC is measured against references only */
+        if (usable(s))
+            report_tsc_against(s);
+        else
+            kprintf("  tsc vs %s: no figure: %s\n", counters[s->counter].name,
+                    s->stuck ? "the counter got stuck" : "the data left after cutting at discontinuities cannot support one");
+    }
+    const struct series *ref = results.reference >= 0 ? series_of(results.reference) : 0;
+    if (!ref) {
+        check_fail("TSC frequency", "no reference counter gave a usable fit");
+        return;
+    }
+    for (int k = 0; k < drift_st.series_count; k++)
+        if (&drift_st.series[k] != ref && usable(&drift_st.series[k]))
+            report_pair(&drift_st.series[k], ref);
+    report_stability(ref);
+
+    /* the measured TSC against every claim, within the crystal's accuracy and our uncertainty */
+    const struct cpu_info *ci = &boot_cpu.info;
+    for (int i = 0; i < ci->claim_count; i++) {
+        if (strcmp(ci->claims[i].what, "tsc"))
+            continue;
+        struct xf ppm = ppm_of(xf_sub(xf_div(results.tsc_hz, xf_from_u64(ci->claims[i].hz)), xf_from_u64(1)));
+        xs(a, ppm, 3);
+        /* the reference's own crystal limits how well a claim can be checked */
+        struct xf limit = xf_add(xf_from_u64(results.tsc_absolute_ppm), xf_mul(xf_from_u64(3), results.tsc_uncertainty_ppm));
+        if (xf_cmp(xf_abs(ppm), limit) <= 0)
+            check_pass("TSC frequency matches its claim", "%s says %llu Hz; measured %s Hz (%s ppm)", ci->claims[i].source,
+                       (unsigned long long)ci->claims[i].hz, xs(b, results.tsc_hz, 0), a);
+        else
+            check_fail("TSC frequency matches its claim", "%s says %llu Hz; measured %s Hz (%s ppm, limit %u + 3 u)",
+                       ci->claims[i].source, (unsigned long long)ci->claims[i].hz, xs(b, results.tsc_hz, 0), a, results.tsc_absolute_ppm);
+    }
+}
