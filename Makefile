@@ -95,7 +95,7 @@ endif
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: efi os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -149,6 +149,53 @@ $(BUILD)/gen/fbcon_font.o: $(FONT_C) drivers/fbcon_font.h
 
 $(KERNEL): $(KERNEL_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
+
+# The kernel as an EFI program (docs/architecture.md, "Two entries"): a
+# position-independent stub (efi/) carrying the kernel's flat image as its
+# payload, made a PE32+ by objcopy. The stub must need no relocation: a link
+# with any is refused. build/clockbench.efi is unsigned; the stick's copy is
+# signed (below).
+EFI := $(BUILD)/clockbench.efi
+EFI_CFLAGS := -std=gnu11 -O2 -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fpic -fvisibility=hidden \
+	-mno-red-zone -mgeneral-regs-only -fno-asynchronous-unwind-tables $(WARNINGS) -MMD -MP -I$(BUILD)/gen
+ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
+EFI_CFLAGS += --target=x86_64-unknown-none-elf
+endif
+OBJCOPY ?= objcopy
+
+$(BUILD)/gen/kernel_layout.h: $(KERNEL)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)nm $(KERNEL) | awk 'BEGIN { print "/* generated from $(KERNEL) by the Makefile */" } \
+		$$3 == "image_start" { print "#define KERNEL_IMAGE_START 0x" $$1 "ull" } \
+		$$3 == "image_load_end" { print "#define KERNEL_LOAD_END 0x" $$1 "ull" } \
+		$$3 == "image_bss_end" { print "#define KERNEL_BSS_END 0x" $$1 "ull" } \
+		$$3 == "start64" { print "#define KERNEL_START64 0x" $$1 "ull" }' > $@
+	@test $$(grep -c define $@) -eq 4 || { echo "error: $(KERNEL) lacks image_start, image_load_end, image_bss_end or start64"; rm -f $@; exit 1; }
+
+$(BUILD)/efi/clockbench.bin: $(KERNEL)
+	@mkdir -p $(dir $@)
+	$(call say,OBJCOPY,$@)$(OBJCOPY) -O binary -j .text -j .rodata -j .data $< $@
+
+$(BUILD)/efi/sbat.csv: efi/sbat.csv.in $(VERSION_FILE)
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's/@VERSION@/$(VERSION)/' $< > $@
+
+$(BUILD)/efi/stub.o: efi/stub.c $(BUILD)/gen/kernel_layout.h Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)$(CC) $(EFI_CFLAGS) -c -o $@ $<
+
+$(BUILD)/efi/payload.o: efi/payload.S $(BUILD)/efi/clockbench.bin $(BUILD)/efi/sbat.csv
+	$(call say,AS,$<)$(CC) -c -Wa,-I$(BUILD)/efi -o $@ $<
+
+$(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o efi/stub.lds
+	$(call say,LD,$@)$(LD) -shared -Bsymbolic -nostdlib -z noexecstack -T efi/stub.lds -o $@ $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o
+	@if readelf -rW $@ | grep -q 'R_X86_64'; then echo "error: the EFI entry needs relocations (an absolute address in efi/stub.c):"; readelf -rW $@; rm -f $@; exit 1; fi
+
+$(EFI): $(BUILD)/efi/stub.so
+	$(call say,EFI,$@)$(OBJCOPY) -j .text -j .rodata -j .data -j .sbat -j .payload -j .reloc \
+		--target=efi-app-x86_64 --subsystem=10 $< $@
+
+efi: $(EFI)
 
 # The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
 # hybrid image that can be written raw to a USB stick. The tests' copy boots
@@ -280,4 +327,4 @@ clean:
 
 $(BUILD)/experiments/main.o $(BUILD)/experiments/summary.o: $(VERSION_FILE)
 
--include $(KERNEL_OBJS:.o=.d)
+-include $(KERNEL_OBJS:.o=.d) $(BUILD)/efi/stub.d

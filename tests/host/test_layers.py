@@ -25,6 +25,7 @@ C_MAY_USE = {
     "kernel": {"lib", "drivers"},
     "experiments": {"lib", "drivers", "kernel"},
     "os": {"lib", "drivers"},
+    "efi": {"lib"},  # the EFI entry: a program of its own that shares bootinfo.h's tag layout
 }
 # Headers a pure file may take from the compiler (freestanding C, no libc).
 PURE_SYSTEM_HEADERS = {"stdint.h", "stdbool.h", "stddef.h", "stdarg.h", "limits.h"}
