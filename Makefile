@@ -192,31 +192,64 @@ $(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o efi/stub.lds
 	@if readelf -rW $@ | grep -q 'R_X86_64'; then echo "error: the EFI entry needs relocations (an absolute address in efi/stub.c):"; readelf -rW $@; rm -f $@; exit 1; fi
 
 $(EFI): $(BUILD)/efi/stub.so
-	$(call say,EFI,$@)$(OBJCOPY) -j .text -j .rodata -j .data -j .sbat -j .payload -j .reloc \
+	$(call say,EFI,$@)$(OBJCOPY) --strip-all -j .text -j .rodata -j .data -j .sbat -j .payload -j .reloc \
 		--target=efi-app-x86_64 --subsystem=10 $< $@
 
 efi: $(EFI)
 
-# The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
-# hybrid image that can be written raw to a USB stick. The tests' copy boots
-# the default entry with no menu delay.
+# The stick's GRUB for UEFI: shim starts it, so it is signed and carries
+# SBAT (grub,5: shim 16.1's level); every module the menu uses is built in
+# (under Secure Boot GRUB loads no module from disk). efi/grub-early.cfg
+# (no comments: GRUB's built-in config takes none) finds iso/grub.cfg on
+# the stick's ISO 9660 tree.
+GRUB_MKIMAGE ?= grub-mkimage
+GRUB_EFI_MODULES := normal configfile search search_fs_file fat iso9660 part_gpt part_msdos chain boot echo test \
+	regexp smbios serial terminal all_video efi_gop multiboot2 sleep ls cat reboot halt
+GRUB_EFI := $(BUILD)/efi/grubx64.efi
+$(GRUB_EFI): efi/grub-sbat.csv efi/grub-early.cfg Makefile
+	@command -v $(GRUB_MKIMAGE) >/dev/null || { echo "error: grub-mkimage not found: install grub-common grub-efi-amd64-bin (or run 'make deps')"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(call say,GRUB,$@)$(GRUB_MKIMAGE) -O x86_64-efi -o $@ -p /boot/grub --sbat efi/grub-sbat.csv -c efi/grub-early.cfg $(GRUB_EFI_MODULES)
+
+# The signing key (tools/clockbench/secureboot.py): the user's, made at the
+# first build that needs it, outside the repository; the tests' copy of the
+# ISO is signed with a key made in build/ (never the user's).
+KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
+TEST_KEY_DIR := $(BUILD)/test-key
+CB_TOOL := PYTHONPATH=tools $(PYTHON) -m clockbench
+
+# The ISO: GRUB for legacy BIOS (i386-pc, Multiboot 2) and, for UEFI, an EFI
+# system partition of our own in the same hybrid image (writable raw to a
+# USB stick): shim as BOOTX64.EFI, MokManager, the signed GRUB and the
+# signed kernel.efi, and the certificate (DER) for MokManager. grub-mkrescue
+# builds its own /efi.img (an unsigned GRUB) in a folder it grafts first;
+# ours, at the same path in the folder given, is grafted after it and
+# replaces it (the El Torito UEFI entry and the GPT partition both point at
+# /efi.img; tests/boot/test_secureboot.py checks the ISO's copy is ours).
+# The tests' copy boots the default entry with no menu delay.
+# $(call make_iso,ISO,TIMEOUT,KEY_DIR)
 define make_iso
 	@command -v $(GRUB_MKRESCUE) >/dev/null || { echo "error: grub-mkrescue not found: install grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools (or run 'make deps')"; exit 1; }
-	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir
-	$(Q)mkdir -p $(dir $(1))isodir/boot/grub
+	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir $(dir $(1))esp
+	$(Q)mkdir -p $(dir $(1))isodir/boot/grub $(dir $(1))esp
 	$(Q)cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
 	$(Q)sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))isodir/boot/grub/grub.cfg
+	$(Q)$(CB_TOOL) keys --ensure --quiet --dir $(3)
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(EFI) -o $(dir $(1))esp/clockbench.efi > /dev/null
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(GRUB_EFI) -o $(dir $(1))esp/grubx64.efi > /dev/null
+	$(Q)$(CB_TOOL) esp --out $(dir $(1))esp/efi.img --grub $(dir $(1))esp/grubx64.efi --kernel $(dir $(1))esp/clockbench.efi --cert-der $(3)/clockbench.cer
+	$(Q)cp $(dir $(1))esp/efi.img $(dir $(1))isodir/efi.img
 	$(Q)$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
 endef
 
 iso: $(ISO)
 
-$(ISO): $(KERNEL) iso/grub.cfg
-	$(call make_iso,$@,5)
+$(ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg
+	$(call make_iso,$@,5,$(KEY_DIR))
 
-$(TEST_ISO): $(KERNEL) iso/grub.cfg
+$(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg
 	@mkdir -p $(dir $@)
-	$(call make_iso,$@,0)
+	$(call make_iso,$@,0,$(TEST_KEY_DIR))
 
 # clockbench-os: the same measurements through Linux (os/), a static
 # program so that it runs as a VM's init with nothing beside it. It shares

@@ -20,6 +20,7 @@ run_packages=(
   console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
+  shim-signed sbsigntool python3-cryptography            # Secure Boot: shim and MokManager on the stick, signing, the key
   python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/): venv, capture, plots
   python3-numpy                                          # the report's figures
   python3-rich                                           # the host tool's progress bar (clockbench run)
@@ -32,7 +33,8 @@ test_packages=(
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
-  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py)
+  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
+  efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
 )
 packages=("${run_packages[@]}")
 [ "$mode" = run ] || packages+=("${test_packages[@]}")
@@ -41,12 +43,15 @@ packages=("${run_packages[@]}")
 # tool adds that folder to its path, so the venv and the tests find them):
 # allantools, for the report's Allan deviation. Its own needs (numpy, scipy,
 # matplotlib) come from Debian above, hence --no-deps.
-pip_packages=(allantools==2024.6)
+# virt-firmware, for the Secure Boot tests' variable stores (virt-fw-vars
+# --add-mok/--add-db); its needs (cryptography, yaml) come from Debian too.
+pip_packages=(allantools==2024.6 virt-firmware==26.10)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
   local need=() spec
   for spec in "${pip_packages[@]}"; do
-    [ -d "$pydeps/${spec%%==*}-${spec##*==}.dist-info" ] || need+=("$spec")
+    name="${spec%%==*}"
+    [ -d "$pydeps/${name//-/_}-${spec##*==}.dist-info" ] || need+=("$spec")
   done
   ((${#need[@]})) || return 0
   echo "clockbench: installing Python packages into $pydeps: ${need[*]}"

@@ -177,7 +177,7 @@ def test_the_host_library_compiles_all_of_lib():
 PY_LAYERS = [
     {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs"},
     {"plots", "os_side", "report", "compare", "ci_formats", "decode"},
-    {"qemu", "progress", "runs", "capture", "runner", "osvm", "flash", "screen", "bench"},
+    {"qemu", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench"},
     {"__main__", "commands", "__init__"},
 ]
 TOOL = ROOT / "tools" / "clockbench"

@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     f.add_argument("--force", action="store_true", help="also write a non-removable disk or one over 256 GB")
     f.set_defaults(func=lambda a: __import__("clockbench.flash", fromlist=["main"]).main(a))
+    __import__("clockbench.secureboot", fromlist=["add_parsers"]).add_parsers(sub)
     d = sub.add_parser("decode", help="turn the summary screen's QR code back into a results file")
     src = d.add_mutually_exclusive_group(required=True)
     src.add_argument("image", nargs="?", help="a photo or screenshot of the summary screen (read with zbarimg)")

@@ -25,6 +25,7 @@ MISSING_TOOL = 69  # a program or library the command needs is not installed
 INTERNAL = 70  # a bug in the tool itself
 QEMU_FAILED = 71  # QEMU could not be started, or stopped before the image ran
 CANNOT_WRITE = 73  # an output file or folder cannot be written
+BAD_KEY = 77  # a signing key or certificate that must not be used (EX_NOPERM's number)
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 TOOL_STATUSES = {
@@ -36,6 +37,7 @@ TOOL_STATUSES = {
     INTERNAL: "an internal error of the tool (a bug; CLOCKBENCH_DEBUG=1 for the traceback)",
     QEMU_FAILED: "QEMU failed to start",
     CANNOT_WRITE: "an output file or folder cannot be written",
+    BAD_KEY: "a Secure Boot key or certificate that cannot be used: loose permissions, expired, not for code signing, not matching",
     INTERRUPTED: "interrupted (Ctrl-C); what was read is kept",
 }
 
@@ -79,6 +81,10 @@ class QemuFailed(ToolError):
 
 class CannotWrite(ToolError):
     code = CANNOT_WRITE
+
+
+class BadKey(ToolError):
+    code = BAD_KEY
 
 
 def documented(code: int) -> bool:
