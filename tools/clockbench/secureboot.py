@@ -50,12 +50,14 @@ class KeyInfo:
     subject: str
     fingerprint_sha256: str
     not_after: datetime.datetime
+    fingerprint_sha1: str = ""  # what MokManager's "View key" shows
 
     def describe(self) -> str:
         return (f"key:         {self.key} (private: never copied, never printed)\n"
                 f"certificate: {self.cert} (PEM), {self.cert_der} (DER, for MokManager)\n"
                 f"subject:     {self.subject}\n"
                 f"SHA-256:     {self.fingerprint_sha256}\n"
+                f"SHA-1:       {self.fingerprint_sha1} (MokManager shows this one)\n"
                 f"expires:     {self.not_after:%Y-%m-%d}")
 
 
@@ -145,9 +147,29 @@ def check_key(key_path: Path, cert_path: Path, now: datetime.datetime | None = N
     pub = serialization.PublicFormat.SubjectPublicKeyInfo
     if cert.public_key().public_bytes(serialization.Encoding.DER, pub) != key.public_key().public_bytes(serialization.Encoding.DER, pub):
         raise errors.BadKey(f"the certificate {cert_path} does not match the key {key_path}")
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    check_cert_use(cert, cert_path, now)
+    from cryptography.hazmat.primitives import serialization as ser
+    der = cert.public_bytes(ser.Encoding.DER)
+    fps = []
+    for algo in (hashes.SHA256(), hashes.SHA1()):
+        digest = hashes.Hash(algo)
+        digest.update(der)
+        fps.append(digest.finalize().hex(":").upper())
+    return KeyInfo(key_path, cert_path, cert_path.with_suffix(".cer"), cert.subject.rfc4514_string(), fps[0], cert_not_after(cert), fps[1])
+
+
+def cert_not_after(cert) -> datetime.datetime:
     # cryptography 42 added the *_utc properties; Debian 12 has 38
-    not_after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
+    return getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
+
+
+def check_cert_use(cert, cert_path, now: datetime.datetime | None = None) -> None:
+    """Valid now and for code signing, or a BadKey saying why."""
+    x509, _, _, _ = _crypto()
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    not_after = cert_not_after(cert)
     not_before = getattr(cert, "not_valid_before_utc", None) or cert.not_valid_before.replace(tzinfo=datetime.timezone.utc)
     if now > not_after:
         raise errors.BadKey(f"the certificate {cert_path} expired on {not_after:%Y-%m-%d}")
@@ -159,12 +181,6 @@ def check_key(key_path: Path, cert_path: Path, now: datetime.datetime | None = N
         eku = None
     if eku is None or ExtendedKeyUsageOID.CODE_SIGNING not in eku:
         raise errors.BadKey(f"the certificate {cert_path} is not for code signing (no codeSigning extended key usage)")
-    from cryptography.hazmat.primitives import serialization as ser
-    der = cert.public_bytes(ser.Encoding.DER)
-    digest = hashes.Hash(hashes.SHA256())
-    digest.update(der)
-    fp = digest.finalize().hex(":").upper()
-    return KeyInfo(key_path, cert_path, cert_path.with_suffix(".cer"), cert.subject.rfc4514_string(), fp, not_after)
 
 
 def ensure_key(key_dir: Path) -> KeyInfo:
@@ -210,8 +226,17 @@ def sign(key_path: Path, cert_path: Path, src: Path, out: Path) -> KeyInfo:
     if not shutil.which("sbsign"):
         raise errors.MissingTool("sbsign is not installed (Debian package sbsigntool; `make deps`)")
     tmp = out.with_name(out.name + ".signing")
-    r = subprocess.run(["sbsign", "--key", str(key_path), "--cert", str(cert_path), "--output", str(tmp), str(src)],
-                       capture_output=True, text=True)
+    pem_cert = cert_path
+    if b"-----BEGIN" not in cert_path.read_bytes():  # sbsign takes PEM only
+        pem_cert = out.with_name(out.name + ".cert.pem")
+        x509, _, serialization, _ = _crypto()
+        pem_cert.write_bytes(x509.load_der_x509_certificate(cert_path.read_bytes()).public_bytes(serialization.Encoding.PEM))
+    try:
+        r = subprocess.run(["sbsign", "--key", str(key_path), "--cert", str(pem_cert), "--output", str(tmp), str(src)],
+                           capture_output=True, text=True)
+    finally:
+        if pem_cert != cert_path:
+            pem_cert.unlink(missing_ok=True)
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
         why = (r.stderr.strip().splitlines() or ["no message"])[-1]
@@ -261,6 +286,45 @@ def make_esp(out: Path, grub_efi: Path, kernel_efi: Path, cert_der: Path, shim_d
         m("mcopy", "-i", str(tmp), str(src), f"::/EFI/BOOT/{dst}")
     m("mcopy", "-i", str(tmp), str(cert_der), "::/clockbench.cer")
     os.replace(tmp, out)
+
+
+def check_iso(iso: Path) -> str:
+    """Before a stick is written: the ISO's EFI system partition is a
+    Secure Boot one (shim, MokManager, GRUB, the kernel, the certificate),
+    its certificate is valid and for code signing, and GRUB and the kernel
+    verify against it. Returns the certificate's subject."""
+    import tempfile
+
+    x509, _, serialization, _ = _crypto()
+    for tool in ("xorriso", "mcopy", "sbverify"):
+        if not shutil.which(tool):
+            raise errors.MissingTool(f"{tool} is not installed (`make deps`): it checks the stick's signatures")
+    with tempfile.TemporaryDirectory(prefix="clockbench-esp-") as d:
+        esp = Path(d) / "efi.img"
+        r = subprocess.run(["xorriso", "-osirrox", "on", "-indev", str(iso), "-extract", "/efi.img", str(esp)],
+                           capture_output=True, text=True)
+        if r.returncode or not esp.is_file():
+            raise errors.BadInput(f"{iso} has no EFI system partition (/efi.img): not a clockbench ISO (`make iso`)")
+        files = {"BOOTX64.EFI": "::/EFI/BOOT/BOOTX64.EFI", "mmx64.efi": "::/EFI/BOOT/mmx64.efi",
+                 "grubx64.efi": "::/EFI/BOOT/grubx64.efi", "clockbench.efi": "::/EFI/BOOT/clockbench.efi",
+                 "clockbench.cer": "::/clockbench.cer"}
+        for name, src in files.items():
+            r = subprocess.run(["mcopy", "-n", "-i", str(esp), src, str(Path(d) / name)], capture_output=True, text=True)
+            if r.returncode:
+                raise errors.BadInput(f"{iso}: its EFI system partition has no {src[3:]}: rebuild it (`make iso`)")
+        der = (Path(d) / "clockbench.cer").read_bytes()
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError:
+            raise errors.BadInput(f"{iso}: /clockbench.cer on it is not a DER certificate") from None
+        check_cert_use(cert, f"{iso}:/clockbench.cer")
+        pem = Path(d) / "cert.pem"
+        pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        for name in ("grubx64.efi", "clockbench.efi"):
+            r = subprocess.run(["sbverify", "--cert", str(pem), str(Path(d) / name)], capture_output=True, text=True)
+            if r.returncode:
+                raise errors.BadInput(f"{iso}: EFI/BOOT/{name} is not signed by the certificate on the stick: rebuild it (`make iso`)")
+        return cert.subject.rfc4514_string()
 
 
 def main_keys(args) -> int:
