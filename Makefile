@@ -103,7 +103,8 @@ kernel: $(KERNEL)
 
 help:
 	@echo "make            build the kernel ($(KERNEL))"
-	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO))"
+	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO)), signed for Secure Boot with the key in KEY_DIR ($(KEY_DIR); made at the first build)"
+	@echo "make efi        build the kernel as an unsigned EFI program ($(EFI))"
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
