@@ -345,16 +345,11 @@ EFIAPI efi_status efi_main(efi_handle image, struct efi_system_table *system_tab
     load_options_to_ascii(li, cmdline, sizeof cmdline);
     add_string_tag(&in, MB2_TAG_CMDLINE, cmdline);
 
-    /* "clockbench EFI entry (VENDOR)": the firmware's vendor string, ASCII only. */
-    char loader[64] = "clockbench EFI entry (";
-    unsigned n = 22;
-    for (const char16 *v = st->firmware_vendor; v && *v && n + 2 < sizeof loader; v++)
-        loader[n++] = *v >= 0x20 && *v < 0x7F ? (char)*v : '?';
-    loader[n++] = ')';
-    loader[n] = 0;
+    /* Short: the banner's Boot line holds it and the command line. */
+    const char *loader = "clockbench EFI";
     add_string_tag(&in, MB2_TAG_LOADER, loader);
 
-    uint8_t *efi = tag_begin(&in, BOOTINFO_MB2_TAG_EFI_STATE, BOOTINFO_EFI_STATE_BYTES);
+    uint8_t *efi = tag_begin(&in, BOOTINFO_MB2_TAG_EFI_STATE, BOOTINFO_EFI_STATE_BYTES + BOOTINFO_EFI_VENDOR_MAX);
     if (efi) {
         void *shim = NULL;
         efi[BOOTINFO_EFI_STATE_VERSION] = 1;
@@ -363,6 +358,10 @@ EFIAPI efi_status efi_main(efi_handle image, struct efi_system_table *system_tab
         efi[BOOTINFO_EFI_STATE_SHIM] = bs->locate_protocol(&shim_lock_guid, NULL, &shim) == EFI_SUCCESS && shim;
         memcpy(efi + BOOTINFO_EFI_STATE_FW_REVISION, &st->firmware_revision, 4);
         memcpy(efi + BOOTINFO_EFI_STATE_UEFI_REVISION, &st->hdr.revision, 4);
+        /* the firmware's vendor string, printable ASCII only */
+        unsigned n = 0;
+        for (const char16 *v = st->firmware_vendor; v && *v && n + 1 < BOOTINFO_EFI_VENDOR_MAX; v++)
+            efi[BOOTINFO_EFI_STATE_VENDOR + n++] = *v >= 0x20 && *v < 0x7F ? (char)*v : '?';
     }
     uint8_t *est = tag_begin(&in, MB2_TAG_EFI64, 8);
     if (est) {

@@ -86,6 +86,9 @@ static void print_banner(void)
         else
             record_bool(&r, "setup_mode", boot.efi_setup_mode == 1);
         record_bool(&r, "shim", boot.efi_shim);
+        record_str(&r, "firmware_vendor", boot.efi_firmware_vendor);
+        record_hex(&r, "firmware_revision", boot.efi_fw_revision);
+        record_hex(&r, "uefi_revision", boot.efi_uefi_revision);
     } else {
         record_str(&r, "secure_boot_source", "none");
         record_null(&r, "setup_mode");

@@ -189,6 +189,9 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
                 bi->efi_shim = body[BOOTINFO_EFI_STATE_SHIM] == 1;
                 bi->efi_fw_revision = ld32(body + BOOTINFO_EFI_STATE_FW_REVISION);
                 bi->efi_uefi_revision = ld32(body + BOOTINFO_EFI_STATE_UEFI_REVISION);
+                if (body_len > BOOTINFO_EFI_STATE_VENDOR)
+                    copy_string(bi->efi_firmware_vendor, sizeof bi->efi_firmware_vendor, body + BOOTINFO_EFI_STATE_VENDOR,
+                                body_len - BOOTINFO_EFI_STATE_VENDOR);
             }
             break;
         default:

@@ -25,6 +25,8 @@
 #define BOOTINFO_EFI_STATE_FW_REVISION 4       /* u32, the system table's FirmwareRevision */
 #define BOOTINFO_EFI_STATE_UEFI_REVISION 8     /* u32, the system table header's Revision (UEFI version) */
 #define BOOTINFO_EFI_STATE_BYTES 12
+#define BOOTINFO_EFI_STATE_VENDOR 12           /* optional: the firmware vendor, ASCII, NUL-terminated */
+#define BOOTINFO_EFI_VENDOR_MAX 48
 #define BOOTINFO_EFI_VAR_ABSENT 0xFF /* the variable could not be read */
 
 /* Memory map types (ACPI 6.5, 15.1 "Address Range Types"; both Multiboot specs use them) */
@@ -68,6 +70,7 @@ struct boot_info {
     uint8_t efi_secure_boot, efi_setup_mode; /* 0, 1 or BOOTINFO_EFI_VAR_ABSENT */
     bool efi_shim;
     uint32_t efi_fw_revision, efi_uefi_revision;
+    char efi_firmware_vendor[BOOTINFO_EFI_VENDOR_MAX]; /* "EDK II", or "" */
     uint64_t efi_system_table; /* Multiboot 2 tag 12, 0 when absent */
     char error[96]; /* why parsing stopped early, or "" */
 };

@@ -148,15 +148,15 @@ def test_unknown_magic(lib):
 EFI_STATE = 0x43424553  # lib/bootinfo.h, BOOTINFO_MB2_TAG_EFI_STATE (efi/stub.c writes it)
 
 
-def efi_state_tag(secure_boot: int, setup_mode: int, shim: int = 0, fw_rev: int = 0x10000) -> bytes:
-    return mb2_tag(EFI_STATE, struct.pack("<BBBBII", 1, secure_boot, setup_mode, shim, fw_rev, 0x2004C))
+def efi_state_tag(secure_boot: int, setup_mode: int, shim: int = 0, fw_rev: int = 0x10000, vendor: bytes = b"") -> bytes:
+    return mb2_tag(EFI_STATE, struct.pack("<BBBBII", 1, secure_boot, setup_mode, shim, fw_rev, 0x2004C) + vendor)
 
 
 def test_secure_boot_state_from_the_efi_entry(lib):
-    r = parse(lib, MB2, mb2_info(efi_state_tag(1, 0, shim=1), mb2_tag(12, struct.pack("<Q", 0x7F9EE018))), 0)
+    r = parse(lib, MB2, mb2_info(efi_state_tag(1, 0, shim=1, vendor=b"EDK II\0"), mb2_tag(12, struct.pack("<Q", 0x7F9EE018))), 0)
     assert r["ok"] and r["efi_state"] and r["secure_boot"] == "on"
     assert r["efi_setup_mode"] == 0 and r["efi_shim"] and r["efi_fw_revision"] == 0x10000
-    assert r["efi_system_table"] == 0x7F9EE018
+    assert r["efi_system_table"] == 0x7F9EE018 and r["efi_firmware_vendor"] == "EDK II"
     assert parse(lib, MB2, mb2_info(efi_state_tag(0, 1)), 0)["secure_boot"] == "off"
     # SecureBoot unreadable (0xFF): unknown, not off
     assert parse(lib, MB2, mb2_info(efi_state_tag(0xFF, 0xFF)), 0)["secure_boot"] == "unknown"
