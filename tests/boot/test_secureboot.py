@@ -178,6 +178,29 @@ def test_e_secure_boot_off_the_efi_program(sb):
     assert m["loader"].startswith("clockbench EFI") and m["setup_mode"] is True
 
 
+def test_e_secure_boot_off_the_efi_program_as_bootx64(tmp_path):
+    """No shim, no GRUB: the firmware starts build/clockbench.efi itself from
+    EFI/BOOT/BOOTX64.EFI on a FAT disk; it gets no LoadOptions (the default
+    profile) and leaves boot services on its own."""
+    efi = BUILD / "clockbench.efi"
+    if not efi.is_file():
+        pytest.fail(f"{efi} is missing: `make efi`")
+    if not qemu.find_ovmf():
+        missing("OVMF is not installed (Debian package ovmf)")
+    disk = tmp_path / "fat.img"
+    with disk.open("wb") as f:
+        f.truncate(4 << 20)
+    for cmd in (["mformat", "-i", str(disk), "-T", "8192", "-h", "64", "-s", "32", "::"],
+                ["mmd", "-i", str(disk), "::/EFI", "::/EFI/BOOT"],
+                ["mcopy", "-i", str(disk), str(efi), "::/EFI/BOOT/BOOTX64.EFI"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    r = qemu.run(qemu.QemuConfig(boot="disk", disk=disk, firmware="uefi", accel="tcg"), timeout=BOOT_S)
+    m = assert_verdict(r, "off")
+    assert m["loader"] == "clockbench EFI" and m["cmdline"] == "" and m["shim"] is False
+    assert m["firmware_vendor"] == "EDK II"
+
+
 @pytest.mark.parametrize("boot", ["iso", "direct"])
 def test_e_secure_boot_off_the_multiboot_path(boot):
     r = qemu.run(qemu.QemuConfig(boot=boot, iso=TEST_ISO, kernel=KERNEL, firmware="bios", accel="tcg", append=QUICK), timeout=BOOT_S)

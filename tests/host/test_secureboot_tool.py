@@ -204,3 +204,28 @@ def test_the_test_iso_passes_the_stick_check():
     need_tool("xorriso")
     need_tool("sbverify")
     assert "clockbench" in secureboot.check_iso(TEST_ISO)
+
+
+def test_the_efi_program_has_sbat_and_no_writable_code():
+    """build/clockbench.efi (make efi): a PE32+ EFI application, an .sbat
+    section with the sbat and clockbench lines, no section both writable and
+    executable, and the kernel's flat image as its payload."""
+    if not EFI.is_file():
+        pytest.skip(f"{EFI} not built (`make efi`)")
+    need_tool("objdump")
+    head = subprocess.run(["objdump", "-h", str(EFI)], capture_output=True, text=True, check=True).stdout
+    assert "pei-x86-64" in head
+    sections = {}
+    lines = head.splitlines()
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if len(parts) >= 7 and parts[0].isdigit():
+            sections[parts[1]] = lines[i + 1]
+    assert {".text", ".sbat", ".payload", ".reloc"} <= set(sections)
+    for name, flags in sections.items():
+        assert not ("CODE" in flags and "READONLY" not in flags), f"{name} is writable and executable: {flags}"
+    dump = subprocess.run(["objdump", "-s", "-j", ".sbat", str(EFI)], capture_output=True, text=True, check=True).stdout
+    text = "".join(l[43:].strip() for l in dump.splitlines() if l.startswith(" "))
+    assert "sbat,1,SBAT Version" in text and "clockbench,1,clockbench" in text
+    opt = subprocess.run(["objdump", "-p", str(EFI)], capture_output=True, text=True, check=True).stdout
+    assert "(EFI application)" in opt and "PE32+" in opt
