@@ -322,10 +322,13 @@ EFIAPI efi_status efi_main(efi_handle image, struct efi_system_table *system_tab
     if (payload_bytes != KERNEL_LOAD_END - KERNEL_IMAGE_START)
         return fail("the payload is not the kernel this entry was built for", EFI_LOAD_ERROR);
 
-    /* The kernel at its link address (linker.ld), bss included. */
+    /* The kernel at its link address (linker.ld), bss included. Loader
+       code, not data: firmware that maps data pages no-execute (EDK2's
+       NX memory protection policy) still lets start64 run there on its
+       page tables, until start64 loads ours. */
     uint64_t kernel = KERNEL_IMAGE_START;
     uint64_t kernel_pages = (KERNEL_BSS_END - KERNEL_IMAGE_START + EFI_PAGE_SIZE - 1) / EFI_PAGE_SIZE;
-    efi_status s = bs->allocate_pages(EFI_ALLOCATE_ADDRESS, EFI_LOADER_DATA, kernel_pages, &kernel);
+    efi_status s = bs->allocate_pages(EFI_ALLOCATE_ADDRESS, EFI_LOADER_CODE, kernel_pages, &kernel);
     if (s != EFI_SUCCESS)
         return fail("the kernel's memory at 1 MiB is taken", s);
 
