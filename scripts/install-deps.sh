@@ -96,7 +96,7 @@ install_lint() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for tool in make gcc ld nasm grub-mkrescue xorriso mformat qemu-system-x86_64 python3; do
+  for tool in make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   if ((${#missing[@]})); then

@@ -140,27 +140,32 @@ def test_b_without_our_certificate_shim_refuses_and_nothing_of_ours_runs(sb, tmp
     assert r.status is None
 
 
-def tampered_iso(tmp_path: Path) -> Path:
-    """The test ISO with kernel.efi changed by one byte after signing."""
+def tampered_iso(tmp_path: Path, which: str = "clockbench.efi") -> Path:
+    """The test ISO with one of its signed files (the kernel or GRUB) changed
+    by one byte after signing."""
     src = BUILD / "test"
-    kernel = tmp_path / "clockbench.efi"
-    shutil.copyfile(src / "esp" / "clockbench.efi", kernel)
-    data = bytearray(kernel.read_bytes())
-    data[len(data) // 2] ^= 0x01  # inside the payload: the kernel's own code or data
-    kernel.write_bytes(data)
+    files = {}
+    for name in ("clockbench.efi", "grubx64.efi"):
+        files[name] = tmp_path / name
+        shutil.copyfile(src / "esp" / name, files[name])
+    data = bytearray(files[which].read_bytes())
+    data[len(data) // 2] ^= 0x01  # the kernel: inside its payload; GRUB: inside its modules
+    files[which].write_bytes(data)
     isodir = tmp_path / "isodir"
     shutil.copytree(src / "isodir", isodir)
-    secureboot.make_esp(isodir / "efi.img", src / "esp" / "grubx64.efi", kernel, TEST_KEY / secureboot.CERT_DER_NAME)
+    secureboot.make_esp(isodir / "efi.img", files["grubx64.efi"], files["clockbench.efi"], TEST_KEY / secureboot.CERT_DER_NAME)
     iso = tmp_path / "tampered.iso"
     r = subprocess.run(["grub-mkrescue", "-o", str(iso), str(isodir)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     return iso
 
 
-def test_c_a_kernel_changed_after_signing_is_refused(sb, tmp_path):
-    iso = tampered_iso(tmp_path)
-    r = run_until(sb_config(make_vars(tmp_path / "vars.fd", mok=True), iso=iso), r"bad shim signature", REFUSAL_S)
-    assert "bad shim signature" in r.output, r.output[-3000:]
+@pytest.mark.parametrize("which, refusal", [("clockbench.efi", "bad shim signature"),  # GRUB's chainloader, through shim
+                                             ("grubx64.efi", "Verification failed")])  # shim itself
+def test_c_a_file_changed_after_signing_is_refused(sb, tmp_path, which, refusal):
+    iso = tampered_iso(tmp_path, which)
+    r = run_until(sb_config(make_vars(tmp_path / "vars.fd", mok=True), iso=iso), refusal, REFUSAL_S)
+    assert refusal in r.output, r.output[-3000:]
     assert report_lines(r.output) == []
 
 
