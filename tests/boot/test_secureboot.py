@@ -169,6 +169,14 @@ def test_c_a_file_changed_after_signing_is_refused(sb, tmp_path, which, refusal)
     assert report_lines(r.output) == []
 
 
+def test_flash_refuses_a_stick_whose_kernel_changed_after_signing(sb, tmp_path):
+    """`clockbench flash` checks the signatures before it writes anything."""
+    from clockbench import errors
+
+    with pytest.raises(errors.BadInput, match="clockbench.efi is not signed by the certificate on the stick"):
+        secureboot.check_iso(tampered_iso(tmp_path))
+
+
 def test_d_our_certificate_in_db_only_boots_through_shim(sb, tmp_path):
     r = qemu.run(sb_config(make_vars(tmp_path / "vars.fd", db=True)), timeout=BOOT_S)
     m = assert_verdict(r, "on")

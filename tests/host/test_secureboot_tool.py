@@ -192,9 +192,22 @@ def test_flash_refuses_an_iso_without_a_secure_boot_partition(tmp_path):
     iso = tmp_path / "clockbench.iso"
     iso.write_bytes(bytes(1 << 16))
     rec = Recorder()
-    args = types.SimpleNamespace(device="/dev/sdz", iso=str(iso), yes=True, force=True, check_secure_boot=True)
+    # a fake removable stick that passes every target check (tests/boot/test_flash.py's way)
+    sysfs = tmp_path / "sys"
+    d = sysfs / "block" / "sdz"
+    (d / "device").mkdir(parents=True)
+    (d / "holders").mkdir()
+    (d / "size").write_text(str((16 << 30) // 512))
+    (d / "removable").write_text("1")
+    (sysfs / "dev" / "block").mkdir(parents=True)
+    (sysfs / "dev" / "block" / "8:208").symlink_to(d)
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "mountinfo").write_text("")
+    blk = lambda path: types.SimpleNamespace(st_mode=0o60660, st_rdev=os.makedev(8, 208))  # noqa: E731
+    args = types.SimpleNamespace(device="/dev/sdz", iso=str(iso), yes=True, force=False, check_secure_boot=True)
     with pytest.raises(errors.BadInput, match="no EFI system partition"):
-        flash.main(args, write=rec)
+        flash.main(args, sysfs=sysfs, proc=proc, dev_stat=blk, write=rec)
     assert rec.calls == []
 
 

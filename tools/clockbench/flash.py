@@ -160,17 +160,17 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
     image = Path(args.iso)
     if not image.is_file():
         raise errors.NoInput(f"{image} not found: run `make iso` first")
-    signed_by = None
-    if getattr(args, "check_secure_boot", False):  # the command line's default; the unit tests' fake ISOs skip it
-        from . import secureboot
-
-        signed_by = secureboot.check_iso(image)
     t = check(args.device, sysfs=sysfs, dev_stat=dev_stat, proc=proc)
     why = list(t.refusals) + ([f"{w} (--force to write anyway)" for w in t.warnings] if not args.force else [])
     if why:
         for r in why[1:]:  # the weightiest reason, first found, comes last: on the error line
             print(f"clockbench flash: also: {r}", file=sys.stderr)
         raise errors.BadInput(f"refusing: {why[0]}")
+    signed_by = None
+    if getattr(args, "check_secure_boot", False):  # the command line's default; the unit tests' fake ISOs skip it
+        from . import secureboot
+
+        signed_by = secureboot.check_iso(image)
     print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
     if signed_by:
