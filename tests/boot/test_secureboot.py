@@ -120,6 +120,14 @@ def test_the_iso_carries_our_partition(sb):
     """grub-mkrescue's own /efi.img was replaced by ours (Makefile): shim,
     MokManager, our signed GRUB and kernel, the certificate."""
     assert "clockbench" in secureboot.check_iso(TEST_ISO)
+    # the private key is never on the stick: not its PEM, not its modulus' bytes
+    data = TEST_ISO.read_bytes()
+    assert b"PRIVATE KEY" not in data
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key((TEST_KEY / secureboot.KEY_NAME).read_bytes(), None)
+    d = key.private_numbers().d.to_bytes(256, "big")
+    assert d[:32] not in data and d[:32][::-1] not in data
 
 
 def test_a_mok_enrolled_boots_to_a_verdict_with_secure_boot_on(sb, tmp_path):
