@@ -38,7 +38,6 @@ TEST_KEY = BUILD / "test-key"
 PYDEPS = BUILD / "pydeps"
 KERNEL = BUILD / "clockbench.elf"
 QUICK = "profile=quick only=read_cost"
-OWNER = "6c6f636b-6265-6e63-6800-000000000001"  # the owner GUID of our MokList/db entries
 BOOT_S = 120  # a verdict under TCG takes about 12 s here; the bound allows a loaded machine
 REFUSAL_S = 90
 
@@ -66,19 +65,7 @@ def sb():
 
 
 def make_vars(out: Path, *, mok: bool = False, db: bool = False) -> Path:
-    """A copy of Microsoft's store, with our certificate in MokList and/or db."""
-    cmd = [sys.executable, "-m", "virt.firmware.vars", "-i", qemu.OVMF_VARS_MS, "-o", str(out)]
-    cert = str(TEST_KEY / secureboot.CERT_DER_NAME)
-    if mok:
-        cmd += ["--add-mok", OWNER, cert]
-    if db:
-        cmd += ["--add-db", OWNER, cert]
-    if not (mok or db):
-        shutil.copyfile(qemu.OVMF_VARS_MS, out)
-        return out
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(PYDEPS)})
-    assert r.returncode == 0, r.stderr
-    return out
+    return secureboot.make_vars(out, TEST_KEY / secureboot.CERT_DER_NAME, mok=mok, db=db, pydeps=PYDEPS)
 
 
 def sb_config(vars_path: Path, iso: Path = TEST_ISO, **kw) -> qemu.QemuConfig:
@@ -231,64 +218,12 @@ def test_e_secure_boot_off_the_multiboot_path(boot):
     assert ";sb=-;" in qr["payload"]
 
 
-# MokManager's screens, as shim 16.1's show them on the serial port, and the
-# keys that answer each (docs/real-hardware.md walks through the same).
-MOK_STEPS = [
-    (r"Verification failed: \(0x1A\) Security Violation", ["ret"]),  # shim's error box: OK
-    (r"Press any key to perform MOK management", ["ret"]),           # a 10-second countdown
-    (r"Enroll key from disk", ["down", "ret"]),                      # Continue boot / Enroll key from disk
-    (r"Select Key", ["ret"]),                                        # the stick's EFI partition, CLOCKBENCH
-    (r"clockbench\.cer", ["down", "ret"]),                           # EFI/ / clockbench.cer
-    (r"Enroll MOK", ["down", "ret"]),                                # View key 0 / Continue
-    (r"Enroll the key\(s\)\?", ["down", "ret"]),                     # No / Yes
-    (r"Reboot", ["ret"]),                                            # Reboot: QEMU (-no-reboot) ends
-]
-
-
-def drive_mokmanager(cfg: qemu.QemuConfig, timeout: float, shots: Path | None = None) -> str:
-    """Runs QEMU (its command line from qemu.build_command) and answers each
-    MokManager screen by the monitor's sendkey once the serial port shows it.
-    shots: a folder for a PNG of each screen (docs/img/ is made this way)."""
-    cmd = qemu.build_command(cfg, "tcg")
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    out: list[bytes] = []
-    reader = threading.Thread(target=lambda: [out.append(c) for c in iter(lambda: proc.stdout.read1(4096), b"")], daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    seen_upto = 0
-    try:
-        mon = qemu._Monitor(cfg.monitor_socket)
-        for i, (pattern, keys) in enumerate(MOK_STEPS):
-            while True:
-                text = b"".join(out).decode("utf-8", "replace")
-                m = re.search(pattern, text[seen_upto:])
-                if m:
-                    seen_upto += m.end()
-                    break
-                assert proc.poll() is None, f"QEMU ended before /{pattern}/:\n{text[-3000:]}"
-                assert time.monotonic() < deadline, f"no /{pattern}/ within {timeout:g} s:\n{text[-3000:]}"
-                time.sleep(0.2)
-            time.sleep(1.5)  # the screen drawn whole
-            if shots is not None:
-                mon.command(f"screendump {shots / f'mok-{i}.ppm'}")
-            for k in keys:
-                mon.command(f"sendkey {k}")
-                time.sleep(0.7)
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        reader.join(timeout=5)
-    return b"".join(out).decode("utf-8", "replace")
-
-
 def test_f_mokmanager_enrols_the_stick_certificate_then_the_stick_boots(sb, tmp_path):
     vars_path = make_vars(tmp_path / "vars.fd")
     mon_dir = Path(tempfile.mkdtemp(prefix="clockbench-mok-"))
     try:
         cfg = sb_config(vars_path, monitor_socket=mon_dir / "monitor.sock")
-        first = drive_mokmanager(cfg, timeout=240)
+        first = secureboot.enrol_with_mokmanager(cfg, timeout=240)
     finally:
         shutil.rmtree(mon_dir, ignore_errors=True)
     assert report_lines(first) == []

@@ -255,6 +255,7 @@ def shim_files(shim_dir: Path = SHIM_DIR) -> tuple[Path, Path]:
 
 # ---- the stick's EFI system partition -------------------------------------
 
+VARS_OWNER = "6c6f636b-6265-6e63-6800-000000000001"  # the owner GUID of our MokList/db entries
 ESP_MB = 8  # FAT16 room for shim, MokManager, GRUB, the kernel and the certificate
 
 
@@ -325,6 +326,95 @@ def check_iso(iso: Path) -> str:
             if r.returncode:
                 raise errors.BadInput(f"{iso}: EFI/BOOT/{name} is not signed by the certificate on the stick: rebuild it (`make iso`)")
         return cert.subject.rfc4514_string()
+
+
+# MokManager's screens, as shim 16.1's show them on the serial port, and the
+# keys that answer each: the first boot with Secure Boot on
+# (docs/real-hardware.md walks through the same; tests/boot/test_secureboot.py
+# drives them).
+MOK_STEPS = [
+    (r"Verification failed: \(0x1A\) Security Violation", ["ret"]),  # shim's error box: OK
+    (r"Press any key to perform MOK management", ["ret"]),           # a 10-second countdown
+    (r"Enroll key from disk", ["down", "ret"]),                      # Continue boot / Enroll key from disk
+    (r"Select Key", ["ret"]),                                        # the stick's EFI partition, CLOCKBENCH
+    (r"clockbench\.cer", ["down", "ret"]),                           # EFI/ / clockbench.cer
+    (r"Enroll MOK", ["down", "ret"]),                                # View key 0 / Continue
+    (r"Enroll the key\(s\)\?", ["down", "ret"]),                     # No / Yes
+    (r"Reboot", ["ret"]),                                            # Reboot: QEMU (-no-reboot) ends
+]
+
+
+def make_vars(out: Path, cert_der: Path, *, mok: bool = False, db: bool = False, pydeps: Path | None = None) -> Path:
+    """A copy of OVMF's store with Microsoft's keys (a retail PC), with the
+    certificate added to MokList and/or db by virt-firmware (virt-fw-vars),
+    never by hand-made bytes. pydeps: where `make deps` put virt-firmware."""
+    from . import qemu
+
+    if not (mok or db):
+        shutil.copyfile(qemu.OVMF_VARS_MS, out)
+        return out
+    cmd = [sys.executable, "-m", "virt.firmware.vars", "-i", qemu.OVMF_VARS_MS, "-o", str(out)]
+    cmd += ["--add-mok", VARS_OWNER, str(cert_der)] if mok else []
+    cmd += ["--add-db", VARS_OWNER, str(cert_der)] if db else []
+    env = {**os.environ, **({"PYTHONPATH": str(pydeps)} if pydeps else {})}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise errors.MissingTool(f"virt-fw-vars failed (virt-firmware, `make deps`): {r.stderr.strip()[-300:]}")
+    return out
+
+
+def enrol_with_mokmanager(cfg, timeout: float, shots: Path | None = None) -> str:
+    """Runs QEMU (its command line from qemu.build_command) and answers each
+    MokManager screen by the monitor's sendkey once the serial port shows it.
+    shots: a folder for a screendump (PPM) of each screen, mok-N.ppm
+    (scripts/secureboot_pictures.py makes docs/img/ this way). Returns the
+    serial output; QEMU ends at MokManager's Reboot (-no-reboot)."""
+    import re
+    import threading
+    import time
+
+    from . import qemu
+
+    cmd = qemu.build_command(cfg, "tcg")
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: [out.append(c) for c in iter(lambda: proc.stdout.read1(4096), b"")], daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    seen_upto = 0
+    try:
+        mon = qemu._Monitor(cfg.monitor_socket)
+        for i, (pattern, keys) in enumerate(MOK_STEPS):
+            while True:
+                text = b"".join(out).decode("utf-8", "replace")
+                m = re.search(pattern, text[seen_upto:])
+                if m:
+                    seen_upto += m.end()
+                    break
+                if proc.poll() is not None:
+                    raise RuntimeError(f"QEMU ended before /{pattern}/:\n{text[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no /{pattern}/ within {timeout:g} s:\n{text[-3000:]}")
+                time.sleep(0.2)
+            time.sleep(1.5)  # the screen drawn whole
+            if shots is not None:
+                mon.command(f"screendump {shots / f'mok-{i}.ppm'}")
+            if shots is not None and pattern == "Enroll MOK":  # View key 0: the fingerprint to compare
+                mon.command("sendkey ret")
+                time.sleep(2.5)
+                mon.command(f"screendump {shots / f'mok-{i}-key.ppm'}")
+                mon.command("sendkey ret")
+                time.sleep(2.0)
+            for k in keys:
+                mon.command(f"sendkey {k}")
+                time.sleep(0.7)
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=5)
+    return b"".join(out).decode("utf-8", "replace")
 
 
 def main_keys(args) -> int:
