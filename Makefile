@@ -219,6 +219,11 @@ KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
 TEST_KEY_DIR := $(BUILD)/test-key
 CB_TOOL := PYTHONPATH=tools $(PYTHON) -m clockbench
 
+# The certificate stands for its key: made when there is none, and an ISO
+# older than it (a new key, `clockbench keys --new`) is signed again.
+$(KEY_DIR)/clockbench.crt $(TEST_KEY_DIR)/clockbench.crt:
+	$(call say,KEY,$(dir $@))$(CB_TOOL) keys --ensure --quiet --dir $(dir $@)
+
 # The ISO: GRUB for legacy BIOS (i386-pc, Multiboot 2) and, for UEFI, an EFI
 # system partition of our own in the same hybrid image (writable raw to a
 # USB stick): shim as BOOTX64.EFI, MokManager, the signed GRUB and the
@@ -245,10 +250,10 @@ endef
 
 iso: $(ISO)
 
-$(ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg
+$(ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(KEY_DIR)/clockbench.crt
 	$(call make_iso,$@,5,$(KEY_DIR))
 
-$(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg
+$(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(TEST_KEY_DIR)/clockbench.crt
 	@mkdir -p $(dir $@)
 	$(call make_iso,$@,0,$(TEST_KEY_DIR))
 
