@@ -155,6 +155,9 @@ start32:
 bits 64
 start64:
     cli
+    ; Our stack at once: the firmware's may lie above 4 GiB, which our
+    ; tables do not map, and the far return below pushes onto it.
+    mov rsp, boot_stack_top
     mov [saved_magic], eax
     mov [saved_info], ebx
     BUILD_BOOT_PAGE_TABLES
