@@ -118,7 +118,6 @@ def make_key(key_dir: Path, common_name: str | None = None) -> KeyInfo:
 def check_key(key_path: Path, cert_path: Path, now: datetime.datetime | None = None) -> KeyInfo:
     """Everything that would make a signature useless, refused before signing."""
     x509, hashes, serialization, rsa = _crypto()
-    from cryptography.x509.oid import ExtendedKeyUsageOID
 
     for p, what in ((key_path, "key"), (cert_path, "certificate")):
         if not p.exists():
