@@ -53,12 +53,14 @@ class KeyInfo:
     fingerprint_sha1: str = ""  # what MokManager's "View key" shows
 
     def describe(self) -> str:
+        left = (self.not_after - datetime.datetime.now(datetime.timezone.utc)).days
+        soon = f" (in {left} days: make a new key with `clockbench keys --new` and enrol it)" if left < 90 else ""
         return (f"key:         {self.key} (private: never copied, never printed)\n"
                 f"certificate: {self.cert} (PEM), {self.cert_der} (DER, for MokManager)\n"
                 f"subject:     {self.subject}\n"
                 f"SHA-256:     {self.fingerprint_sha256}\n"
                 f"SHA-1:       {self.fingerprint_sha1} (MokManager shows this one)\n"
-                f"expires:     {self.not_after:%Y-%m-%d}")
+                f"expires:     {self.not_after:%Y-%m-%d}{soon}")
 
 
 def _crypto():
