@@ -54,7 +54,7 @@ class KeyInfo:
 
     def describe(self) -> str:
         left = (self.not_after - datetime.datetime.now(datetime.timezone.utc)).days
-        soon = f" (in {left} days: make a new key with `clockbench keys --new` and enrol it)" if left < 90 else ""
+        soon = f" (in {left} days: move this key away, `clockbench keys --new`, rebuild and enrol the new certificate)" if left < 90 else ""
         return (f"key:         {self.key} (private: never copied, never printed)\n"
                 f"certificate: {self.cert} (PEM), {self.cert_der} (DER, for MokManager)\n"
                 f"subject:     {self.subject}\n"
