@@ -104,7 +104,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -112,7 +112,8 @@ kernel: $(KERNEL) $(PVH_KERNEL)
 
 help:
 	@echo "make            build the kernel ($(KERNEL))"
-	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO))"
+	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO)), signed for Secure Boot with the key in KEY_DIR ($(KEY_DIR); made at the first build)"
+	@echo "make efi        build the kernel as an unsigned EFI program ($(EFI))"
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
@@ -169,26 +170,111 @@ $(BUILD)/boot/multiboot_header_nomb1.o: boot/multiboot_header.asm boot/constants
 $(PVH_KERNEL): $(PVH_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(PVH_OBJS)
 
-# The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
-# hybrid image that can be written raw to a USB stick. The tests' copy boots
-# the default entry with no menu delay.
+# The kernel as an EFI program (docs/architecture.md, "Two entries"): a
+# position-independent stub (efi/) carrying the kernel's flat image as its
+# payload, made a PE32+ by objcopy. The stub must need no relocation: a link
+# with any is refused. build/clockbench.efi is unsigned; the stick's copy is
+# signed (below).
+EFI := $(BUILD)/clockbench.efi
+EFI_CFLAGS := -std=gnu11 -O2 -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fpic -fvisibility=hidden \
+	-mno-red-zone -mgeneral-regs-only -fno-asynchronous-unwind-tables $(WARNINGS) -MMD -MP -I$(BUILD)/gen
+ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
+EFI_CFLAGS += --target=x86_64-unknown-none-elf
+endif
+OBJCOPY ?= objcopy
+
+$(BUILD)/gen/kernel_layout.h: $(KERNEL)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)nm $(KERNEL) | awk 'BEGIN { print "/* generated from $(KERNEL) by the Makefile */" } \
+		$$3 == "image_start" { print "#define KERNEL_IMAGE_START 0x" $$1 "ull" } \
+		$$3 == "image_load_end" { print "#define KERNEL_LOAD_END 0x" $$1 "ull" } \
+		$$3 == "image_bss_end" { print "#define KERNEL_BSS_END 0x" $$1 "ull" } \
+		$$3 == "start64" { print "#define KERNEL_START64 0x" $$1 "ull" }' > $@
+	@test $$(grep -c define $@) -eq 4 || { echo "error: $(KERNEL) lacks image_start, image_load_end, image_bss_end or start64"; rm -f $@; exit 1; }
+
+$(BUILD)/efi/clockbench.bin: $(KERNEL)
+	@mkdir -p $(dir $@)
+	$(call say,OBJCOPY,$@)$(OBJCOPY) -O binary -j .text -j .rodata -j .data $< $@
+
+$(BUILD)/efi/sbat.csv: efi/sbat.csv.in $(VERSION_FILE)
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's/@VERSION@/$(VERSION)/' $< > $@
+
+$(BUILD)/efi/stub.o: efi/stub.c $(BUILD)/gen/kernel_layout.h Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)$(CC) $(EFI_CFLAGS) -c -o $@ $<
+
+$(BUILD)/efi/payload.o: efi/payload.S $(BUILD)/efi/clockbench.bin $(BUILD)/efi/sbat.csv
+	$(call say,AS,$<)$(CC) -c -Wa,-I$(BUILD)/efi -o $@ $<
+
+$(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o efi/stub.lds
+	$(call say,LD,$@)$(LD) -shared -Bsymbolic -nostdlib -z noexecstack -T efi/stub.lds -o $@ $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o
+	@if readelf -rW $@ | grep -q 'R_X86_64'; then echo "error: the EFI entry needs relocations (an absolute address in efi/stub.c):"; readelf -rW $@; rm -f $@; exit 1; fi
+
+$(EFI): $(BUILD)/efi/stub.so
+	$(call say,EFI,$@)$(OBJCOPY) --strip-all -j .text -j .rodata -j .data -j .sbat -j .payload -j .reloc \
+		--target=efi-app-x86_64 --subsystem=10 $< $@
+
+efi: $(EFI)
+
+# The stick's GRUB for UEFI: shim starts it, so it is signed and carries
+# SBAT (grub,5: shim 16.1's level); every module the menu uses is built in
+# (under Secure Boot GRUB loads no module from disk). efi/grub-early.cfg
+# (no comments: GRUB's built-in config takes none) finds iso/grub.cfg on
+# the stick's ISO 9660 tree.
+GRUB_MKIMAGE ?= grub-mkimage
+GRUB_EFI_MODULES := normal configfile search search_fs_file fat iso9660 part_gpt part_msdos chain boot echo test \
+	regexp smbios serial terminal all_video efi_gop multiboot2 sleep ls cat reboot halt
+GRUB_EFI := $(BUILD)/efi/grubx64.efi
+$(GRUB_EFI): efi/grub-sbat.csv efi/grub-early.cfg Makefile
+	@command -v $(GRUB_MKIMAGE) >/dev/null || { echo "error: grub-mkimage not found: install grub-common grub-efi-amd64-bin (or run 'make deps')"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(call say,GRUB,$@)$(GRUB_MKIMAGE) -O x86_64-efi -o $@ -p /boot/grub --sbat efi/grub-sbat.csv -c efi/grub-early.cfg $(GRUB_EFI_MODULES)
+
+# The signing key (tools/clockbench/secureboot.py): the user's, made at the
+# first build that needs it, outside the repository; the tests' copy of the
+# ISO is signed with a key made in build/ (never the user's).
+KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
+TEST_KEY_DIR := $(BUILD)/test-key
+CB_TOOL := PYTHONPATH=tools $(PYTHON) -m clockbench
+
+# The certificate stands for its key: made when there is none, and an ISO
+# older than it (a new key, `clockbench keys --new`) is signed again.
+$(KEY_DIR)/clockbench.crt $(TEST_KEY_DIR)/clockbench.crt:
+	$(call say,KEY,$(dir $@))$(CB_TOOL) keys --ensure --quiet --dir $(dir $@)
+
+# The ISO: GRUB for legacy BIOS (i386-pc, Multiboot 2) and, for UEFI, an EFI
+# system partition of our own in the same hybrid image (writable raw to a
+# USB stick): shim as BOOTX64.EFI, MokManager, the signed GRUB and the
+# signed kernel.efi, and the certificate (DER) for MokManager. grub-mkrescue
+# builds its own /efi.img (an unsigned GRUB) in a folder it grafts first;
+# ours, at the same path in the folder given, is grafted after it and
+# replaces it (the El Torito UEFI entry and the GPT partition both point at
+# /efi.img; tests/boot/test_secureboot.py checks the ISO's copy is ours).
+# The tests' copy boots the default entry with no menu delay.
+# $(call make_iso,ISO,TIMEOUT,KEY_DIR)
 define make_iso
 	@command -v $(GRUB_MKRESCUE) >/dev/null || { echo "error: grub-mkrescue not found: install grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools (or run 'make deps')"; exit 1; }
-	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir
-	$(Q)mkdir -p $(dir $(1))isodir/boot/grub
+	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir $(dir $(1))esp
+	$(Q)mkdir -p $(dir $(1))isodir/boot/grub $(dir $(1))esp
 	$(Q)cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
 	$(Q)sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))isodir/boot/grub/grub.cfg
+	$(Q)$(CB_TOOL) keys --ensure --quiet --dir $(3)
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(EFI) -o $(dir $(1))esp/clockbench.efi > /dev/null
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(GRUB_EFI) -o $(dir $(1))esp/grubx64.efi > /dev/null
+	$(Q)$(CB_TOOL) esp --out $(dir $(1))esp/efi.img --grub $(dir $(1))esp/grubx64.efi --kernel $(dir $(1))esp/clockbench.efi --cert-der $(3)/clockbench.cer
+	$(Q)cp $(dir $(1))esp/efi.img $(dir $(1))isodir/efi.img
 	$(Q)$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
 endef
 
 iso: $(ISO)
 
-$(ISO): $(KERNEL) iso/grub.cfg
-	$(call make_iso,$@,5)
+$(ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(KEY_DIR)/clockbench.crt
+	$(call make_iso,$@,5,$(KEY_DIR))
 
-$(TEST_ISO): $(KERNEL) iso/grub.cfg
+$(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(TEST_KEY_DIR)/clockbench.crt
 	@mkdir -p $(dir $@)
-	$(call make_iso,$@,0)
+	$(call make_iso,$@,0,$(TEST_KEY_DIR))
 
 # clockbench-os: the same measurements through Linux (os/), a static
 # program so that it runs as a VM's init with nothing beside it. It shares
@@ -305,4 +391,4 @@ clean:
 
 $(BUILD)/experiments/main.o $(BUILD)/experiments/summary.o: $(VERSION_FILE)
 
--include $(KERNEL_OBJS:.o=.d)
+-include $(KERNEL_OBJS:.o=.d) $(BUILD)/efi/stub.d

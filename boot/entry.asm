@@ -1,12 +1,16 @@
 ; 32-bit entry from a Multiboot 1 or 2 loader: check for long mode, build the
 ; boot page tables, switch to 64-bit mode and call kmain(magic, info).
 ; Intel SDM vol. 3A, 9.8.5 "Initializing IA-32e Mode".
+; 64-bit entry (start64) from clockbench's EFI entry (efi/stub.c), already in
+; long mode on the firmware's identity map, boot services left: the same
+; registers (EAX magic, EBX info below 4 GiB), our own tables, GDT and stack.
 %include "constants.inc"
 
 extern kmain
 extern run_finish_crashed
 
 global start32
+global start64
 global boot_pml4, boot_pdpt, boot_pd
 
 section .bss
@@ -31,6 +35,46 @@ gdt64_ptr:
     dq gdt64
 
 no_lm_msg: db "clockbench: this CPU has no 64-bit long mode; nothing can run. Halting.", 13, 10, 0
+
+; The boot page tables: 0..4 GiB identity-mapped with 2 MiB pages. The same
+; instructions serve the 32-bit entry and the 64-bit one (the tables lie
+; below 4 GiB, so 32-bit addresses reach them in either mode).
+%macro BUILD_BOOT_PAGE_TABLES 0
+    ; PML4[0] -> PDPT; PDPT[0..3] -> four page directories of 2 MiB pages.
+    mov eax, boot_pdpt
+    or eax, PTE_PRESENT | PTE_WRITE
+    mov [boot_pml4], eax
+
+    xor ecx, ecx
+%%fill_pdpt:
+    mov eax, ecx
+    shl eax, 12
+    add eax, boot_pd
+    or eax, PTE_PRESENT | PTE_WRITE
+    mov [boot_pdpt + ecx * 8], eax
+    inc ecx
+    cmp ecx, BOOT_MAPPED_GIB
+    jb %%fill_pdpt
+
+    ; 2048 entries of 2 MiB cover 4 GiB; entries at or above the MMIO hole are
+    ; uncached (PCD|PWT) so device registers are never cached or combined.
+    xor ecx, ecx
+%%fill_pd:
+    mov eax, ecx
+    shl eax, 21
+    mov edx, eax
+    or eax, PTE_PRESENT | PTE_WRITE | PTE_HUGE
+    cmp edx, MMIO_HOLE_START
+    jb %%cached
+    or eax, PTE_PCD | PTE_PWT
+%%cached:
+    mov [boot_pd + ecx * 8], eax
+    mov dword [boot_pd + ecx * 8 + 4], 0
+    inc ecx
+    cmp ecx, 512 * BOOT_MAPPED_GIB
+    jb %%fill_pd
+
+%endmacro
 
 section .text
 bits 32
@@ -63,39 +107,7 @@ start32:
     test edx, CPUID_EXT_EDX_LM
     jz .no_long_mode
 
-    ; PML4[0] -> PDPT; PDPT[0..3] -> four page directories of 2 MiB pages.
-    mov eax, boot_pdpt
-    or eax, PTE_PRESENT | PTE_WRITE
-    mov [boot_pml4], eax
-
-    xor ecx, ecx
-.fill_pdpt:
-    mov eax, ecx
-    shl eax, 12
-    add eax, boot_pd
-    or eax, PTE_PRESENT | PTE_WRITE
-    mov [boot_pdpt + ecx * 8], eax
-    inc ecx
-    cmp ecx, BOOT_MAPPED_GIB
-    jb .fill_pdpt
-
-    ; 2048 entries of 2 MiB cover 4 GiB; entries at or above the MMIO hole are
-    ; uncached (PCD|PWT) so device registers are never cached or combined.
-    xor ecx, ecx
-.fill_pd:
-    mov eax, ecx
-    shl eax, 21
-    mov edx, eax
-    or eax, PTE_PRESENT | PTE_WRITE | PTE_HUGE
-    cmp edx, MMIO_HOLE_START
-    jb .cached
-    or eax, PTE_PCD | PTE_PWT
-.cached:
-    mov [boot_pd + ecx * 8], eax
-    mov dword [boot_pd + ecx * 8 + 4], 0
-    inc ecx
-    cmp ecx, 512 * BOOT_MAPPED_GIB
-    jb .fill_pd
+    BUILD_BOOT_PAGE_TABLES
 
     mov eax, boot_pml4
     mov cr3, eax
@@ -141,6 +153,24 @@ start32:
     jmp .halt32
 
 bits 64
+start64:
+    cli
+    ; Our stack at once: the firmware's may lie above 4 GiB, which our
+    ; tables do not map, and the far return below pushes onto it.
+    mov rsp, boot_stack_top
+    mov [saved_magic], eax
+    mov [saved_info], ebx
+    BUILD_BOOT_PAGE_TABLES
+    ; This code and the tables are identity-mapped by both the firmware's
+    ; tables and ours, so the switch of CR3 keeps the next fetch in place.
+    mov eax, boot_pml4
+    mov cr3, rax
+    lgdt [gdt64_ptr]
+    lea rax, [rel long_mode]
+    push qword GDT_CODE64
+    push rax
+    retfq
+
 long_mode:
     mov ax, GDT_DATA
     mov ds, ax

@@ -15,6 +15,7 @@
 #include "../kernel/results.h"
 #include "../lib/bootinfo.h"
 #include "../lib/cmdline.h"
+#include "../lib/format.h"
 #include "../lib/record.h"
 #include "../lib/string.h"
 #include "experiment.h"
@@ -28,6 +29,24 @@
 static struct boot_info boot;
 /* For code that needs the memory map after boot (kernel/smp.c: a page for
    the AP trampoline). */
+
+/* How the Secure Boot state is known: only clockbench's EFI entry reads
+   the firmware's variables (efi/stub.c); any other loader leaves it unknown. */
+static const char *secure_boot_how(void)
+{
+    static char how[160];
+    const char *state = bootinfo_secure_boot(&boot);
+    if (!boot.efi_state_present)
+        fmt_format(how, sizeof how, "%s (not started through clockbench's EFI entry, which reads the firmware's variables)",
+                   state);
+    else if (boot.efi_secure_boot == BOOTINFO_EFI_VAR_ABSENT)
+        fmt_format(how, sizeof how, "%s (the firmware has no readable SecureBoot variable)", state);
+    else
+        fmt_format(how, sizeof how, "%s (EFI variables SecureBoot=%u, SetupMode=%s, read by clockbench's EFI entry%s)",
+                   state, boot.efi_secure_boot, boot.efi_setup_mode == BOOTINFO_EFI_VAR_ABSENT ? "absent" :
+                   boot.efi_setup_mode ? "1" : "0", boot.efi_shim ? "; started through shim" : "");
+    return how;
+}
 
 static void print_banner(void)
 {
@@ -45,6 +64,7 @@ static void print_banner(void)
     else
         kprintf("Boot:       %s via %s, command line \"%s\"\n", boot.loader[0] ? boot.loader : "unnamed loader",
                 bootinfo_protocol_name(boot.protocol), boot.cmdline);
+    kprintf("Secure Boot: %s\n", secure_boot_how());
     if (cs->serial)
         kprintf("Console:    serial port 0x%x at %u baud, screen %s\n", cs->serial_port, cs->serial_baud, cs->screen);
     else
@@ -66,6 +86,22 @@ static void print_banner(void)
     record_str(&r, "boot_protocol", boot.protocol == BOOT_PVH ? "pvh" : boot.protocol == BOOT_MULTIBOOT2 ? "multiboot2"
                                      : boot.protocol == BOOT_MULTIBOOT1 ? "multiboot1" : "unknown");
     record_str(&r, "cmdline", boot.cmdline);
+    record_str(&r, "secure_boot", bootinfo_secure_boot(&boot));
+    if (boot.efi_state_present) {
+        record_str(&r, "secure_boot_source", "efi variables");
+        if (boot.efi_setup_mode == BOOTINFO_EFI_VAR_ABSENT)
+            record_null(&r, "setup_mode");
+        else
+            record_bool(&r, "setup_mode", boot.efi_setup_mode == 1);
+        record_bool(&r, "shim", boot.efi_shim);
+        record_str(&r, "firmware_vendor", boot.efi_firmware_vendor);
+        record_hex(&r, "firmware_revision", boot.efi_fw_revision);
+        record_hex(&r, "uefi_revision", boot.efi_uefi_revision);
+    } else {
+        record_str(&r, "secure_boot_source", "none");
+        record_null(&r, "setup_mode");
+        record_null(&r, "shim");
+    }
     record_str(&r, "screen", cs->screen);
     if (cs->serial)
         record_hex(&r, "serial_port", cs->serial_port);
@@ -115,6 +151,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
     exceptions_init();
     bool boot_ok = bootinfo_parse(magic, 0, info_addr, &boot);
     cmdline_parse(&boot_cmdline, boot.cmdline);
+    results.secure_boot = bootinfo_secure_boot(&boot);
     console_init(&boot);
     cpuinfo_probe(&boot_cpu);
     print_banner();

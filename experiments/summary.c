@@ -42,12 +42,12 @@
    when the payload must be shorter (a text screen's code), CUTS says what
    goes first: a field is left out, or a list (counters, check names) loses
    entries from its end down to a floor, and then, at a later cut, more. */
-enum field { F_B, F_CPU, F_FMS, F_HV, F_PROF, F_TSC_HZ, F_TSC_SRC, F_C, F_SMP, F_SUM, F_ST, F_FAIL, F_SKIP, F_COUNT };
+enum field { F_B, F_CPU, F_FMS, F_HV, F_SB, F_PROF, F_TSC_HZ, F_TSC_SRC, F_C, F_SMP, F_SUM, F_ST, F_FAIL, F_SKIP, F_COUNT };
 static const struct {
     enum field field;
     unsigned floor; /* entries a list keeps at this cut */
 } CUTS[] = {
-    {F_CPU, 0}, {F_FMS, 0}, {F_SKIP, 0}, {F_SMP, 0},  {F_HV, 0},   {F_B, 0},   {F_PROF, 0},
+    {F_CPU, 0}, {F_FMS, 0}, {F_SB, 0}, {F_SKIP, 0}, {F_SMP, 0},  {F_HV, 0},   {F_B, 0},   {F_PROF, 0},
     {F_TSC_SRC, 0}, {F_TSC_HZ, 0}, {F_C, 2}, {F_FAIL, 1}, {F_C, 0}, {F_FAIL, 0},
 };
 
@@ -123,6 +123,8 @@ static void build_fields(enum run_status status, unsigned p, unsigned f, unsigne
     add(F_CPU, " %s", clean(ci->brand));
     add(F_FMS, ";fms=%u.%u.%u", ci->family, ci->model, ci->stepping);
     add(F_HV, ";hv=%s", ci->hypervisor ? clean(ci->hv_vendor) : "-");
+    /* sb=on|off, or - when unknown (not booted through the EFI entry) */
+    add(F_SB, ";sb=%s", results.secure_boot && strcmp(results.secure_boot, "unknown") ? results.secure_boot : "-");
     add(F_PROF, ";prof=%s", results.profile ? results.profile->name : "-");
     add(F_TSC_HZ, ";tsc_hz=%s", fmt_fixed(hz, xf_to_fixed(results.tsc_hz, 0), 0, 0));
     add(F_TSC_SRC, ";tsc_src=%s", results.tsc_measured ? counters[results.reference].name : "nominal");
@@ -263,6 +265,7 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
     screen_printf("clockbench %s: summary\n\n", CLOCKBENCH_VERSION);
     screen_printf("CPU:        %s %s\n", ci->vendor, ci->brand);
     screen_printf("Hypervisor: %s\n", ci->hypervisor ? ci->hv_vendor : "none reported");
+    screen_printf("Secure Boot: %s\n", results.secure_boot ? results.secure_boot : "unknown");
     screen_printf("Profile:    %s\n", results.profile ? results.profile->name : "-");
     screen_printf("TSC:        %s MHz, %s\n\n", fmt_fixed(a, xf_to_fixed(results.tsc_hz, 3), 9, 3), results.tsc_hz_source);
     screen_printf("  %-8s %11s %11s %16s %9s\n", "counter", "read p50", "resolution", "freq error", "monotonic");

@@ -33,6 +33,7 @@ struct counter_findings {
 
 struct results {
     const struct profile *profile;
+    const char *secure_boot;        /* "on", "off" or "unknown": lib/bootinfo.h, bootinfo_secure_boot */
     bool tsc_usable;                /* the CPU advertises a TSC: every experiment times with it */
 
     /* calibrate: the estimate that sizes every phase */

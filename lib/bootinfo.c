@@ -25,6 +25,7 @@
 #define MB2_TAG_LOADER 2
 #define MB2_TAG_MMAP 6
 #define MB2_TAG_FRAMEBUFFER 8
+#define MB2_TAG_EFI64 12
 #define MB2_TAG_ACPI_OLD 14
 #define MB2_TAG_ACPI_NEW 15
 
@@ -192,6 +193,23 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
                 bi->rsdp_new_present = true;
             }
             break;
+        case MB2_TAG_EFI64:
+            if (body_len >= 8)
+                bi->efi_system_table = ld64(body);
+            break;
+        case BOOTINFO_MB2_TAG_EFI_STATE:
+            if (body_len >= BOOTINFO_EFI_STATE_BYTES && body[BOOTINFO_EFI_STATE_VERSION] >= 1) {
+                bi->efi_state_present = true;
+                bi->efi_secure_boot = body[BOOTINFO_EFI_STATE_SECURE_BOOT];
+                bi->efi_setup_mode = body[BOOTINFO_EFI_STATE_SETUP_MODE];
+                bi->efi_shim = body[BOOTINFO_EFI_STATE_SHIM] == 1;
+                bi->efi_fw_revision = ld32(body + BOOTINFO_EFI_STATE_FW_REVISION);
+                bi->efi_uefi_revision = ld32(body + BOOTINFO_EFI_STATE_UEFI_REVISION);
+                if (body_len > BOOTINFO_EFI_STATE_VENDOR)
+                    copy_string(bi->efi_firmware_vendor, sizeof bi->efi_firmware_vendor, body + BOOTINFO_EFI_STATE_VENDOR,
+                                body_len - BOOTINFO_EFI_STATE_VENDOR);
+            }
+            break;
         default:
             break;
         }
@@ -291,4 +309,15 @@ bool bootinfo_parse(uint32_t magic, uintptr_t mem_base, uint32_t info_addr, stru
     }
     fmt_format(bi->error, sizeof bi->error, "unknown boot magic 0x%08x", magic);
     return false;
+}
+
+const char *bootinfo_secure_boot(const struct boot_info *bi)
+{
+    if (!bi->efi_state_present)
+        return "unknown";
+    if (bi->efi_secure_boot == 1)
+        return "on";
+    if (bi->efi_secure_boot == 0)
+        return "off";
+    return "unknown";
 }

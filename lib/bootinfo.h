@@ -18,6 +18,22 @@ enum boot_protocol { BOOT_UNKNOWN = 0, BOOT_MULTIBOOT1 = 1, BOOT_MULTIBOOT2 = 2,
 #define BOOTINFO_MAX_REGIONS 64
 #define BOOTINFO_MAX_INFO_BYTES (1u << 20) /* refuse a claimed info size above 1 MiB */
 
+/* A Multiboot 2 information tag of clockbench's own, written only by its
+   EFI entry (efi/stub.c; docs/architecture.md): the firmware's Secure Boot
+   state, read with GetVariable before ExitBootServices. Its type lies far
+   outside the specification's (0-21). Body, byte offsets: */
+#define BOOTINFO_MB2_TAG_EFI_STATE 0x43424553u /* "SECB" */
+#define BOOTINFO_EFI_STATE_VERSION 0           /* u8, 1 */
+#define BOOTINFO_EFI_STATE_SECURE_BOOT 1       /* u8, the SecureBoot variable: 0, 1, or absent */
+#define BOOTINFO_EFI_STATE_SETUP_MODE 2        /* u8, the SetupMode variable: 0, 1, or absent */
+#define BOOTINFO_EFI_STATE_SHIM 3              /* u8, 1: shim's SHIM_LOCK protocol was installed */
+#define BOOTINFO_EFI_STATE_FW_REVISION 4       /* u32, the system table's FirmwareRevision */
+#define BOOTINFO_EFI_STATE_UEFI_REVISION 8     /* u32, the system table header's Revision (UEFI version) */
+#define BOOTINFO_EFI_STATE_BYTES 12
+#define BOOTINFO_EFI_STATE_VENDOR 12           /* optional: the firmware vendor, ASCII, NUL-terminated */
+#define BOOTINFO_EFI_VENDOR_MAX 48
+#define BOOTINFO_EFI_VAR_ABSENT 0xFF /* the variable could not be read */
+
 /* Memory map types (ACPI 6.5, 15.1 "Address Range Types"; both Multiboot specs use them) */
 #define MEM_AVAILABLE 1
 #define MEM_RESERVED 2
@@ -55,6 +71,14 @@ struct boot_info {
     uint32_t rsdp_new_len;
     uint8_t rsdp_old[20];
     struct framebuffer_info fb;
+    /* From clockbench's EFI entry only (BOOTINFO_MB2_TAG_EFI_STATE); absent on
+       BIOS, direct and GRUB multiboot2 boots, where the state is unknown. */
+    bool efi_state_present;
+    uint8_t efi_secure_boot, efi_setup_mode; /* 0, 1 or BOOTINFO_EFI_VAR_ABSENT */
+    bool efi_shim;
+    uint32_t efi_fw_revision, efi_uefi_revision;
+    char efi_firmware_vendor[BOOTINFO_EFI_VENDOR_MAX]; /* "EDK II", or "" */
+    uint64_t efi_system_table; /* Multiboot 2 tag 12, 0 when absent */
     char error[96]; /* why parsing stopped early, or "" */
 };
 
@@ -65,5 +89,9 @@ struct boot_info {
 bool bootinfo_parse(uint32_t magic, uintptr_t mem_base, uint32_t info_addr, struct boot_info *bi);
 /* How the image was booted, for people: "Multiboot 1", "Multiboot 2", "PVH". */
 const char *bootinfo_protocol_name(int protocol);
+
+/* "on", "off" or "unknown" (no EFI entry, or SecureBoot unreadable):
+   docs/output.md, the machine record's secure_boot. */
+const char *bootinfo_secure_boot(const struct boot_info *bi);
 
 #endif

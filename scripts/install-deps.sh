@@ -21,6 +21,7 @@ run_packages=(
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   ipxe-qemu                                              # the NICs' PXE ROMs: network boot (make netboot)
+  shim-signed sbsigntool python3-cryptography            # Secure Boot: shim and MokManager on the stick, signing, the key
   python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/): venv, capture, plots
   python3-numpy                                          # the report's figures
   python3-rich                                           # the host tool's progress bar (clockbench run)
@@ -33,7 +34,8 @@ test_packages=(
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
-  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py)
+  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
+  efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
 )
 packages=("${run_packages[@]}")
 [ "$mode" = run ] || packages+=("${test_packages[@]}")
@@ -44,12 +46,15 @@ packages=("${run_packages[@]}")
 # matplotlib) come from Debian above, hence --no-deps. pyarrow, for
 # `clockbench export --format parquet` (no required dependency; 20.0.0 imports
 # beside Debian 12's NumPy 1.24, where 26.0.1 refuses it and asks for NumPy 2).
-pip_packages=(allantools==2024.6 pyarrow==20.0.0)
+# virt-firmware, for the Secure Boot tests' variable stores (virt-fw-vars
+# --add-mok/--add-db); its needs (cryptography, yaml) come from Debian too.
+pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
   local need=() spec
   for spec in "${pip_packages[@]}"; do
-    [ -d "$pydeps/${spec%%==*}-${spec##*==}.dist-info" ] || need+=("$spec")
+    name="${spec%%==*}"
+    [ -d "$pydeps/${name//-/_}-${spec##*==}.dist-info" ] || need+=("$spec")
   done
   ((${#need[@]})) || return 0
   echo "clockbench: installing Python packages into $pydeps: ${need[*]}"
@@ -124,7 +129,7 @@ install_labgrid() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for tool in make gcc ld nasm grub-mkrescue xorriso mformat qemu-system-x86_64 python3; do
+  for tool in make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   if ((${#missing[@]})); then

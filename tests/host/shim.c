@@ -64,6 +64,13 @@ const char *shim_bootinfo(uint32_t magic, const uint8_t *mem, uint32_t info_addr
         record_array_u64(&rec, bi.mem[i].type);
     }
     record_array_end(&rec);
+    record_str(&rec, "secure_boot", bootinfo_secure_boot(&bi));
+    record_bool(&rec, "efi_state", bi.efi_state_present);
+    record_u64(&rec, "efi_setup_mode", bi.efi_setup_mode);
+    record_bool(&rec, "efi_shim", bi.efi_shim);
+    record_u64(&rec, "efi_fw_revision", bi.efi_fw_revision);
+    record_str(&rec, "efi_firmware_vendor", bi.efi_firmware_vendor);
+    record_u64(&rec, "efi_system_table", bi.efi_system_table);
     record_bool(&rec, "rsdp_old", bi.rsdp_old_present);
     record_bool(&rec, "rsdp_new", bi.rsdp_new_present);
     record_u64(&rec, "rsdp_new_len", bi.rsdp_new_len);

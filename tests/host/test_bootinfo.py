@@ -229,3 +229,26 @@ def test_pvh_wrong_magic_in_start_info_is_refused(lib):
 def test_pvh_with_no_start_info_is_refused(lib):
     r = parse(lib, PVH, pvh_image(), 0)
     assert not r["ok"] and "no start_info" in r["error"] and r["protocol_name"] == "PVH"
+EFI_STATE = 0x43424553  # lib/bootinfo.h, BOOTINFO_MB2_TAG_EFI_STATE (efi/stub.c writes it)
+
+
+def efi_state_tag(secure_boot: int, setup_mode: int, shim: int = 0, fw_rev: int = 0x10000, vendor: bytes = b"") -> bytes:
+    return mb2_tag(EFI_STATE, struct.pack("<BBBBII", 1, secure_boot, setup_mode, shim, fw_rev, 0x2004C) + vendor)
+
+
+def test_secure_boot_state_from_the_efi_entry(lib):
+    r = parse(lib, MB2, mb2_info(efi_state_tag(1, 0, shim=1, vendor=b"EDK II\0"), mb2_tag(12, struct.pack("<Q", 0x7F9EE018))), 0)
+    assert r["ok"] and r["efi_state"] and r["secure_boot"] == "on"
+    assert r["efi_setup_mode"] == 0 and r["efi_shim"] and r["efi_fw_revision"] == 0x10000
+    assert r["efi_system_table"] == 0x7F9EE018 and r["efi_firmware_vendor"] == "EDK II"
+    assert parse(lib, MB2, mb2_info(efi_state_tag(0, 1)), 0)["secure_boot"] == "off"
+    # SecureBoot unreadable (0xFF): unknown, not off
+    assert parse(lib, MB2, mb2_info(efi_state_tag(0xFF, 0xFF)), 0)["secure_boot"] == "unknown"
+
+
+def test_secure_boot_unknown_without_the_efi_entry(lib):
+    """GRUB's multiboot2 and Multiboot 1 boots carry no state: unknown."""
+    assert parse(lib, MB2, mb2_info(mb2_tag(1, b"a\0")), 0)["secure_boot"] == "unknown"
+    short = mb2_tag(EFI_STATE, b"\x01\x01")  # too short to trust
+    r = parse(lib, MB2, mb2_info(short), 0)
+    assert r["ok"] and not r["efi_state"] and r["secure_boot"] == "unknown"

@@ -136,3 +136,12 @@ def test_command_line_random_file(tmp_path):
         pytest.skip("zbarimg not installed (Debian package zbar-tools)")
     assert run.returncode == errors.BAD_INPUT, (run.returncode, run.stderr)
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1 and not run.stdout
+
+
+def test_secure_boot_field():
+    """sb= carries the machine record's secure_boot; `-` or absent is unknown."""
+    base = "CB1;sum=1,0,0;st=passed"
+    assert decode.parse_payload(base.replace("CB1", "CB1;sb=on"))["secure_boot"] == "on"
+    assert decode.parse_payload(base.replace("CB1", "CB1;sb=off"))["secure_boot"] == "off"
+    assert decode.parse_payload(base.replace("CB1", "CB1;sb=-"))["secure_boot"] == "unknown"
+    assert "secure_boot" not in decode.parse_payload(base)

@@ -194,7 +194,9 @@ def test_grub_reads_the_oem_string_before_it_opens_the_serial_port():
     smbios = cfg.index("smbios --type 11 --get-string 4 --set cb_oem")
     assert smbios < cfg.index("\nserial ") and smbios < cfg.index("\nterminal_output ")
     assert "regexp --set=1:cb_args '^clockbench:(.*)$' \"$cb_oem\"" in cfg
-    assert "multiboot2 /boot/clockbench.elf $cb_args" in cfg
+    # cb_boot: multiboot2 on a BIOS, chainloader of the signed kernel.efi on UEFI
+    assert "cb_boot $cb_args" in cfg and "multiboot2 /boot/clockbench.elf $*" in cfg
+    assert "chainloader ($cb_esp)/EFI/BOOT/clockbench.efi $*" in cfg
     assert qemu.SMBIOS_PREFIX == "clockbench:"
 
 

@@ -88,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--iso", default=paths.default(paths.ISO), help="the image to write (default: %(default)s)")
     f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     f.add_argument("--force", action="store_true", help="also write a non-removable disk or one over 256 GB")
+    f.add_argument("--no-secure-boot-check", dest="check_secure_boot", action="store_false",
+                   help="skip checking the ISO's Secure Boot partition (shim, signatures, certificate) before writing")
     f.set_defaults(func=lambda a: __import__("clockbench.flash", fromlist=["main"]).main(a))
+    __import__("clockbench.secureboot", fromlist=["add_parsers"]).add_parsers(sub)
     d = sub.add_parser("decode", help="turn the summary screen's QR code back into a results file")
     src = d.add_mutually_exclusive_group(required=True)
     src.add_argument("image", nargs="?", help="a photo or screenshot of the summary screen (read with zbarimg)")

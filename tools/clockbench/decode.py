@@ -90,6 +90,8 @@ def parse_payload(text: str) -> dict:
             out["family_model_stepping"] = value
         elif key == "hv":
             out["hypervisor"] = None if value == "-" else value
+        elif key == "sb":  # on, off, or - (unknown: not booted through the EFI entry)
+            out["secure_boot"] = value if value in ("on", "off") else "unknown"
         elif key == "prof":
             out["profile"] = value
         elif key == "tsc_hz":

@@ -27,6 +27,7 @@ QEMU_FAILED = 71  # QEMU could not be started, or stopped before the image ran
 CANNOT_WRITE = 73  # an output file or folder cannot be written
 STORE_BUSY = 75  # the store of runs is locked by another process beyond the wait (EX_TEMPFAIL: try again)
 STORE_CORRUPT = 76  # the store of runs is damaged, or not a SQLite file
+BAD_KEY = 77  # a signing key or certificate that must not be used (EX_NOPERM's number)
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 TOOL_STATUSES = {
@@ -40,6 +41,7 @@ TOOL_STATUSES = {
     CANNOT_WRITE: "an output file or folder cannot be written",
     STORE_BUSY: "the store of runs is locked by another process (waited; try again)",
     STORE_CORRUPT: "the store of runs is damaged or not a SQLite file: nothing was changed",
+    BAD_KEY: "a Secure Boot key or certificate that cannot be used: loose permissions, expired, not for code signing, not matching",
     INTERRUPTED: "interrupted (Ctrl-C); what was read is kept",
 }
 
@@ -83,6 +85,10 @@ class QemuFailed(ToolError):
 
 class CannotWrite(ToolError):
     code = CANNOT_WRITE
+
+
+class BadKey(ToolError):
+    code = BAD_KEY
 
 
 def documented(code: int) -> bool:

@@ -166,8 +166,15 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
         for r in why[1:]:  # the weightiest reason, first found, comes last: on the error line
             print(f"clockbench flash: also: {r}", file=sys.stderr)
         raise errors.BadInput(f"refusing: {why[0]}")
+    signed_by = None
+    if getattr(args, "check_secure_boot", False):  # the command line's default; the unit tests' fake ISOs skip it
+        from . import secureboot
+
+        signed_by = secureboot.check_iso(image)
     print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
+    if signed_by:
+        print(f"Secure Boot: GRUB and the kernel are signed by {signed_by}; enrol /clockbench.cer from the stick once per machine")
     if not args.yes:
         try:
             answer = input(f"Type 'yes' to write {args.device}: ")

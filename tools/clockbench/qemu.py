@@ -41,6 +41,10 @@ SMBIOS_PREFIX = "clockbench:"
 
 OVMF_CANDIDATES = ("/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
 QBOOT = "/usr/share/qemu/qboot.rom"
+# OVMF's Secure Boot build (Debian's ovmf): the code as read-only pflash unit
+# 0, a variable store (a copy: the firmware writes it) as unit 1; it needs SMM.
+OVMF_SECBOOT_CODE = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+OVMF_VARS_MS = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"  # Microsoft's keys: a retail PC
 
 # Plain `-cpu host` aborts on some nested KVM hosts (it cannot set
 # IA32_ARCH_CAPABILITIES, MSR 0x10a); dropping that one feature works on
@@ -185,7 +189,8 @@ class QemuConfig:
     kernel: Path = Path("build/clockbench.elf")
     iso: Path = Path("build/clockbench.iso")
     disk: Path = Path("build/stick.img")  # a raw disk image, for boot="disk"
-    firmware: str = "bios"  # "bios" (SeaBIOS), "uefi" (OVMF) or "qboot" (direct boot only)
+    firmware: str = "bios"  # "bios" (SeaBIOS), "uefi" (OVMF), "uefi-secboot" (OVMF's Secure Boot build, uefi_vars) or "qboot" (direct boot only)
+    uefi_vars: Path | None = None  # firmware "uefi-secboot": the variable store QEMU may write (a copy, never the packaged file)
     accel: str = "auto"  # "auto", "kvm" or "tcg"
     machine: str = "q35"
     cpu: str | None = None  # default: KVM_CPU under KVM, TCG_CPU under TCG
@@ -233,7 +238,8 @@ def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None 
 
 
 def build_command(cfg: QemuConfig, accel: str) -> list[str]:
-    cmd = ["qemu-system-x86_64", "-machine", cfg.machine, "-accel", accel]
+    machine = cfg.machine + (",smm=on" if cfg.firmware == "uefi-secboot" else "")
+    cmd = ["qemu-system-x86_64", "-machine", machine, "-accel", accel]
     cmd += ["-cpu", cfg.cpu or (KVM_CPU if accel == "kvm" else TCG_CPU)]
     cmd += ["-smp", str(cfg.smp), "-m", cfg.memory]
     cmd += ["-no-reboot"]
@@ -251,12 +257,22 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         if not ovmf:
             raise RuntimeError("UEFI firmware not found: install the 'ovmf' package")
         cmd += ["-bios", ovmf]
+    elif cfg.firmware == "uefi-secboot":
+        if not os.path.exists(OVMF_SECBOOT_CODE):
+            raise RuntimeError(f"Secure Boot firmware {OVMF_SECBOOT_CODE} not found: install the 'ovmf' package")
+        if cfg.uefi_vars is None or not Path(cfg.uefi_vars).is_file():
+            raise RuntimeError(f"firmware uefi-secboot needs a variable store (uefi_vars), a copy of {OVMF_VARS_MS} or one made from it")
+        if not cfg.machine.startswith("q35"):
+            raise RuntimeError("Secure Boot firmware needs the q35 machine (SMM)")
+        cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on",
+                "-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={OVMF_SECBOOT_CODE}",
+                "-drive", f"if=pflash,format=raw,unit=1,file={cfg.uefi_vars}"]
     elif cfg.firmware == "qboot":
         if cfg.boot not in ("direct", "pvh"):
             raise RuntimeError("qboot boots only a kernel given with -kernel (boot=direct or pvh)")
         cmd += ["-bios", QBOOT]
     elif cfg.firmware != "bios":
-        raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi or qboot")
+        raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi, uefi-secboot or qboot")
     if cfg.boot in ("direct", "pvh"):
         cmd += ["-kernel", str(cfg.kernel)]
         if cfg.append:

@@ -451,6 +451,9 @@ def machine_rows(res: dict) -> list[tuple[str, str]]:
             ("hypervisor", str(m["hypervisor"]) if m.get("hypervisor") else ("none" if m.get("hypervisor", 0) is None else "unknown")),
             ("boot", boot_line(m)),
             ("command line", str(m.get("cmdline", ""))),
+            ("Secure Boot", str(m.get("secure_boot", "unknown"))
+             + (" (from the firmware's SecureBoot and SetupMode variables" + (", through shim" if m.get("shim") else "") + ")"
+                if m.get("secure_boot_source") == "efi variables" else "")),
             ("console", f"serial {m.get('serial_port', '?')}, screen {m.get('screen', '?')}" if "screen" in m else "unknown"),
             ("profile", f"{prof.get('name', '?')}" + (f": {prof['drift_ms']} ms of drift, {prof.get('hwlat_ms', '?')} ms of stolen-time scan"
                                                       if "drift_ms" in prof else "") if prof else "unknown"),

@@ -121,7 +121,8 @@ def from_qr(data: dict, source: str = "") -> dict:
     return {
         "format": RESULTS_FORMAT, "version": RESULTS_VERSION, "source": source or "QR code", "schema_version": None,
         "problems": [], "notes": [], "complete": "status" in s, "build": data.get("build"),
-        "machine": {"vendor": vendor, "brand": brand, **fms, "hypervisor": data.get("hypervisor")},
+        "machine": {"vendor": vendor, "brand": brand, **fms, "hypervisor": data.get("hypervisor"),
+                    "secure_boot": data.get("secure_boot", "unknown")},
         "cpu_features": None,
         "profile": {"name": data.get("profile"), "tsc_hz": data.get("tsc_hz"),
                     "tsc_hz_source": f"measured against {data['tsc_hz_source']}" if data.get("tsc_hz_source") not in (None, "nominal") else "nominal"},
