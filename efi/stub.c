@@ -23,15 +23,7 @@
 
 extern const uint8_t payload_start[], payload_end[];
 
-/* Multiboot 2 information tags (spec 3.6) the stub writes */
-#define MB2_TAG_END 0
-#define MB2_TAG_CMDLINE 1
-#define MB2_TAG_LOADER 2
-#define MB2_TAG_MMAP 6
-#define MB2_TAG_FRAMEBUFFER 8
-#define MB2_TAG_EFI64 12
-#define MB2_TAG_ACPI_OLD 14
-#define MB2_TAG_ACPI_NEW 15
+/* The Multiboot 2 information tags the stub writes: lib/bootinfo.h, which reads them. */
 #define MB2_FB_TYPE_RGB 1
 
 #define INFO_BYTES (64 * 1024) /* the whole information structure, below 4 GiB */

@@ -19,15 +19,6 @@
 #define MB1_OFF_FB_ADDR 88
 #define MB1_INFO_SIZE 116
 
-/* Multiboot 2 tag types (spec 3.6) */
-#define MB2_TAG_END 0
-#define MB2_TAG_CMDLINE 1
-#define MB2_TAG_LOADER 2
-#define MB2_TAG_MMAP 6
-#define MB2_TAG_FRAMEBUFFER 8
-#define MB2_TAG_EFI64 12
-#define MB2_TAG_ACPI_OLD 14
-#define MB2_TAG_ACPI_NEW 15
 
 /* hvm_start_info (version 0 ends at 40 bytes; version 1 adds the memory map) */
 #define PVH_OFF_MAGIC 0

@@ -18,6 +18,17 @@ enum boot_protocol { BOOT_UNKNOWN = 0, BOOT_MULTIBOOT1 = 1, BOOT_MULTIBOOT2 = 2,
 #define BOOTINFO_MAX_REGIONS 64
 #define BOOTINFO_MAX_INFO_BYTES (1u << 20) /* refuse a claimed info size above 1 MiB */
 
+/* Multiboot 2 information tag types (spec 3.6): read here, written by the
+   EFI entry (efi/stub.c) as GRUB would. */
+#define MB2_TAG_END 0
+#define MB2_TAG_CMDLINE 1
+#define MB2_TAG_LOADER 2
+#define MB2_TAG_MMAP 6
+#define MB2_TAG_FRAMEBUFFER 8
+#define MB2_TAG_EFI64 12
+#define MB2_TAG_ACPI_OLD 14
+#define MB2_TAG_ACPI_NEW 15
+
 /* A Multiboot 2 information tag of clockbench's own, written only by its
    EFI entry (efi/stub.c; docs/architecture.md): the firmware's Secure Boot
    state, read with GetVariable before ExitBootServices. Its type lies far
