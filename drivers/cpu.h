@@ -88,6 +88,39 @@ static inline uint64_t rdtsc_begin(void)
 }
 static inline uint64_t rdtsc_end(void) { return rdtsc_lfence(); }
 
+/* The TSC's staircase (lib/stats.h, stats_staircase_step): mins[j] is the
+   least of `reps` bracketed runs of j dependent additions, j = 0..n-1 (at
+   most TSC_STAIR_MAX). The additions are one unrolled sled entered j
+   instructions before its end, so no loop counter adds instructions: under
+   QEMU's -icount shift=0, where every instruction is one tick, the stairs
+   rise by exactly one tick; on hardware by a cycle's worth of ticks, unless
+   the TSC moves in coarser steps. Shared by the image and clockbench-os. */
+#define TSC_STAIR_MAX 128
+#define TSC_STAIR_ADD_BYTES 4 /* add $1, %rax: 48 83 c0 01 */
+static inline void tsc_staircase(uint64_t *mins, uint32_t n, uint32_t reps)
+{
+    for (uint32_t j = 0; j < n && j < TSC_STAIR_MAX; j++) {
+        mins[j] = ~0ull;
+        for (uint32_t r = 0; r < reps; r++) {
+            uint64_t x = 0, back = (uint64_t)j * TSC_STAIR_ADD_BYTES, target;
+            uint64_t a = rdtsc_begin();
+            __asm__ volatile("lea 1f(%%rip), %2\n\t"
+                             "sub %1, %2\n\t"
+                             "jmp *%2\n\t"
+                             ".rept 128\n\t"
+                             ".byte 0x48, 0x83, 0xc0, 0x01\n\t" /* add $1, %%rax */
+                             ".endr\n"
+                             "1:"
+                             : "+a"(x), "+r"(back), "=&r"(target)
+                             :
+                             : "cc");
+            uint64_t b = rdtsc_end();
+            if (b - a < mins[j])
+                mins[j] = b - a;
+        }
+    }
+}
+
 static inline uint64_t rdmsr(uint32_t msr)
 {
     uint32_t lo, hi;

@@ -29,8 +29,7 @@
 #define BATCH_K 64
 #define BATCH_REPS 100
 #define STEP_READS 1024           /* back-to-back TSC reads for its least difference and their divisor */
-#define STAIR_STEPS 128           /* delays of 0..127 dependent additions for its step */
-#define STAIR_REPS 32             /* the least of this many brackets per delay */
+#define STAIR_REPS 32             /* the least of this many brackets per stair (drivers/cpu.h) */
 
 struct cost {
     bool available, measured;
@@ -60,20 +59,9 @@ static void measure_tsc_step(void)
         prev = now;
     }
     stats_step(d, STEP_READS, &tsc_least, &tsc_gcd);
-    uint64_t mins[STAIR_STEPS];
-    for (uint32_t j = 0; j < STAIR_STEPS; j++) {
-        mins[j] = ~0ull;
-        for (uint32_t r = 0; r < STAIR_REPS; r++) {
-            uint64_t x = 0;
-            uint64_t a = bracket_begin();
-            for (uint32_t k = 0; k < j; k++)
-                __asm__ volatile("add $1, %0" : "+r"(x));
-            uint64_t b = bracket_end();
-            if (b - a < mins[j])
-                mins[j] = b - a;
-        }
-    }
-    tsc_step = stats_staircase_step(mins, STAIR_STEPS);
+    uint64_t mins[TSC_STAIR_MAX];
+    tsc_staircase(mins, TSC_STAIR_MAX, STAIR_REPS);
+    tsc_step = stats_staircase_step(mins, TSC_STAIR_MAX);
     memory_release(mark);
 }
 
@@ -199,7 +187,7 @@ static void read_cost_report(void)
     record_begin(&sr, "tsc_step");
     record_u64(&sr, "step_ticks", tsc_step);
     record_xf_fixed(&sr, "step_ns", step_ns, 3);
-    record_u64(&sr, "staircase", STAIR_STEPS);
+    record_u64(&sr, "staircase", TSC_STAIR_MAX);
     record_u64(&sr, "reads", STEP_READS);
     record_u64(&sr, "least_ticks", tsc_least);
     record_u64(&sr, "gcd_ticks", tsc_gcd);

@@ -398,6 +398,31 @@ struct cs_result {
     struct call_result calls[CALL_COUNT];
 };
 static struct cs_result cs_results[CS_MAX];
+static uint64_t tsc_step; /* the TSC's own step, ticks (lib/stats.h): a p50 within STEP_FEW of them is not a figure */
+
+/* The TSC's step by the image's staircase (drivers/cpu.h), on the CPU we are pinned to. */
+static void measure_tsc_step(void)
+{
+    uint64_t mins[TSC_STAIR_MAX];
+    tsc_staircase(mins, TSC_STAIR_MAX, 32);
+    tsc_step = stats_staircase_step(mins, TSC_STAIR_MAX);
+}
+
+/* After the first clocksource's window: its TSC rate turns the step into ns. */
+static void report_tsc_step(void)
+{
+    struct record r;
+    record_begin(&r, "tsc_step");
+    record_u64(&r, "step_ticks", tsc_step);
+    rec_f(&r, "step_ns", ticks_ns(tsc_step), 3);
+    record_u64(&r, "staircase", TSC_STAIR_MAX);
+    record_u64(&r, "few", STEP_FEW);
+    emit(&r);
+    if (tsc_step > 1)
+        printf("  the TSC moves in steps of %llu ticks (%.2f ns) here: a call whose p50 is under %u steps\n"
+               "  is the step's, not a cost, and is printed as below it\n",
+               (unsigned long long)tsc_step, ticks_ns(tsc_step), STEP_FEW);
+}
 static int cs_done;
 
 static const char *cell(char *b, double v)
@@ -443,9 +468,14 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
     }
     const struct summary *s = &c->lat;
     double step_ns = (double)c->seq.min_step * unit_ns(k);
-    printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)), cell(b[1], ticks_ns(s->p50)),
-           cell(b[2], ticks_ns(xd(s->mean))), cell(b[3], ticks_ns(s->p99)), c->res_known ? cell(b[4], (double)c->res_ns) : "-",
-           c->seq.min_step ? cell(b[5], step_ns) : "none");
+    bool below = stats_below_step(s->p50, tsc_step);
+    if (below)
+        printf("  %-40s %-8s below the TSC's step (%.1f ns)   %8s %10s\n", ci->name, ci->path, ticks_ns(tsc_step),
+               c->res_known ? cell(b[4], (double)c->res_ns) : "-", c->seq.min_step ? cell(b[5], step_ns) : "none");
+    else
+        printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)),
+               cell(b[1], ticks_ns(s->p50)), cell(b[2], ticks_ns(xd(s->mean))), cell(b[3], ticks_ns(s->p99)),
+               c->res_known ? cell(b[4], (double)c->res_ns) : "-", c->seq.min_step ? cell(b[5], step_ns) : "none");
     struct record r;
     record_begin(&r, "os_latency");
     record_str(&r, "clocksource", cs);
@@ -463,6 +493,7 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
     record_u64(&r, "p50_ticks", s->p50);
     record_u64(&r, "max_ticks", s->max);
     record_u64(&r, "bracket_overhead_ticks", c->overhead);
+    record_bool(&r, "below_step", below);
     emit(&r);
     static const char *const units[] = {"ns", "us", "s", "clock_t", "tsc"};
     record_begin(&r, "os_resolution");
@@ -912,7 +943,9 @@ int main(int argc, char **argv)
     printf("\n== Through the OS: read cost, clock_getres, least step ==\n"
            "  ns; each call alone between serialised TSC reads, the empty bracket's median subtracted;\n"
            "  the least step is the smallest non-zero change seen in back-to-back reads\n");
+    measure_tsc_step();
     measure_clocksource(cs.original, true, &cs_results[cs_done]);
+    report_tsc_step();
     report_clocksource(&cs_results[cs_done++]);
     bool switching = !cs.why_not && !opt.current_only;
     for (int i = 0; switching && i < cs.count && cs_done < CS_MAX; i++) {

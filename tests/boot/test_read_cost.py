@@ -72,3 +72,33 @@ def test_a_cpu_without_tsc_claims_no_measured_tsc(boot):
     assert not records.of_type(b.records, "frequency")
     assert not records.one(b.records, "profile")["tsc_measured"]
     assert "measured against" not in b.output
+
+
+def test_the_tsc_step_under_exact_time_is_one_tick(icount_run):
+    """Known answer: under -icount shift=0 every instruction is one tick, so
+    the staircase rises by exactly one and no read is below the step."""
+    (step,) = records.of_type(icount_run.records, "tsc_step")
+    assert step["step_ticks"] == 1, step
+    assert not any(l["below_step"] for l in records.of_type(icount_run.records, "latency"))
+
+
+def test_the_tsc_step_under_tcg_is_the_hosts(boot):
+    """Under TCG (no icount) the guest's TSC is the host's, read through
+    QEMU: where the host's own TSC moves in coarse steps (an AMD host's 26
+    ticks, seen by clockbench-os on the host), the image must see the same
+    step; the guest can never resolve finer than the host."""
+    import subprocess
+
+    from conftest import BUILD
+
+    host = subprocess.run([str(BUILD / "os" / "clockbench-os"), "--quick", "--current-only"], capture_output=True, text=True,
+                          timeout=180)
+    assert host.returncode == 0, host.stdout[-2000:]
+    (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
+    b = boot(boot="direct", accel="tcg", append="only=read_cost", timeout=120)
+    assert b.status == 0, b.explain()
+    (step,) = records.of_type(b.records, "tsc_step")
+    if host_step["step_ticks"] > 4:
+        assert abs(step["step_ticks"] - host_step["step_ticks"]) <= 1, (step, host_step)
+    else:
+        assert step["step_ticks"] >= host_step["step_ticks"], (step, host_step)

@@ -177,3 +177,17 @@ def test_bad_arguments_are_refused(args, message):
     assert p.returncode == 64
     assert message in p.stderr
     assert p.stdout == ""
+
+
+def test_the_tsc_step_is_measured_and_cheap_calls_are_not_printed_as_figures(quick):
+    """A coarse TSC said out loud: the program measures the TSC's step by the
+    image's staircase, and a call whose p50 lies within STEP_FEW steps is
+    printed as below the step (the row and its record), never as a figure."""
+    p, recs = quick
+    (step,) = of(recs, "tsc_step")
+    assert step["step_ticks"] >= 1 and step["few"] == 3
+    for r in of(recs, "os_latency"):
+        below = step["step_ticks"] > 1 and r["p50_ticks"] < step["few"] * step["step_ticks"]
+        assert r["below_step"] == below, r
+        row = next(l for l in p.stdout.splitlines() if l.startswith(f"  {r['call']} ") and f" {r['path']} " in l)
+        assert ("below the TSC's step" in row) == below, row
