@@ -15,6 +15,7 @@
 #include "../lib/latency.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
+#include "../lib/timer_deadline.h"
 #include "exp_timers_state.h"
 #include "exp_timers_setup.h"
 #include "experiment.h"
@@ -48,36 +49,58 @@ static uint64_t hpet_target;        /* the comparator value last armed */
 static int64_t samples[MAX_EVENTS];
 static uint64_t scratch[MAX_EVENTS];
 
-/* --- arming: the deadline T is the TSC read just before the write that
-   arms; the device counts from after that write, so it cannot fire before
-   T + d unless its rate is wrong --- */
+/* --- arming: the deadline T asked for is the TSC read just before the
+   write that arms plus the delay; the count was pushed late (the rate
+   margin), so the device cannot fire before T unless its rate is wrong.
+   Lateness is measured from the instant the device fires by its own
+   semantics and tick (lib/timer_deadline.h), from the TSC read just before
+   (t0) and after (t1) the access that sets it going --- */
 
-static inline uint64_t arm(int id, unsigned di, uint64_t count)
+struct armed {
+    uint64_t t0, t1, count;  /* count: the ticks armed (the TSC-deadline: the target TSC) */
+    uint64_t device;         /* the HPET counter read; else the count */
+};
+
+static const enum timer_fire_mode fire_mode[TIMER_COUNT] = {TIMER_FIRE_LAPIC_ONESHOT, TIMER_FIRE_TSC_DEADLINE, TIMER_FIRE_HPET_MATCH,
+                                                            TIMER_FIRE_PIT_MODE0};
+
+static inline uint64_t arm(int id, unsigned di, uint64_t count, struct armed *a)
 {
     const struct lapic *l = &smp.lapic;
     const struct hpet *h = &discovered.hpet;
     uint64_t t0;
+    a->count = a->device = count;
     switch (id) {
     case TIMER_LAPIC:
         t0 = rdtsc();
         lapic_write(l, LAPIC_TIMER_INITIAL, (uint32_t)count);
+        a->t1 = rdtsc();
+        a->t0 = t0;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     case TIMER_DEADLINE:
         t0 = rdtsc();
         wrmsr(MSR_TSC_DEADLINE, t0 + count);
+        a->t0 = a->t1 = t0;
+        a->count = a->device = t0 + count;
         return t0 + count;
     case TIMER_HPET: {
         t0 = rdtsc();
         uint64_t now = hpet_counter(h);
+        a->t1 = rdtsc();
         hpet_target = h->t0_64bit ? now + count : (uint32_t)(now + count);
         hpet_write64(h, HPET_TIMER_COMPARATOR(0), hpet_target);
+        a->t0 = t0;
+        a->device = now;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     }
     case TIMER_PIT:
+        /* lo/hi access: the count starts with its high byte's write */
         outb(PIT_COMMAND, PIT_SELECT_CH0 | PIT_ACCESS_LOHI | PIT_MODE_TERMINAL);
-        t0 = rdtsc();
         outb(PIT_CH0_DATA, (uint8_t)count);
+        t0 = rdtsc();
         outb(PIT_CH0_DATA, (uint8_t)(count >> 8));
+        a->t1 = rdtsc();
+        a->t0 = t0;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     }
     return 0;
@@ -206,6 +229,12 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     }
     timers_route_shared_pin(id, wd);
     *c = (struct timer_cell){.ran = true};
+    /* the clock it counts: the APIC timer's at divide by 1 (lapic_mode) */
+    struct xf tsc_per_tick = id == TIMER_DEADLINE ? xf_from_u64(1) : timer_tsc_per_tick(timers[id].per_tsc, 1);
+    if (id != TIMER_DEADLINE)
+        c->rate_u = timer_fire_rate_u(count, tsc_per_tick, timers[id].per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
+    uint32_t early = 0;
+    struct armed armed = {0}, wd_armed = {0};
     uint32_t in_a_row = 0, n = 0;
     uint64_t start = rdtsc();
     lapic_mode(id);
@@ -214,9 +243,9 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     for (uint32_t e = 0; e < events && rdtsc() - start < budget_ticks; e++) {
         drain();
         if (wd >= 0)
-            (void)arm(wd, TIMER_DELAYS, wd_ticks);
+            (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         uint64_t before = irq.count[vec];
-        uint64_t deadline = arm(id, di, count);
+        uint64_t deadline = arm(id, di, count, &armed);
         if (id == TIMER_HPET) {
             uint64_t now = hpet_counter(&discovered.hpet);
             uint64_t cmp = hpet_read64(&discovered.hpet, HPET_TIMER_COMPARATOR(0));
@@ -237,7 +266,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
                 break;
             /* woken by the watchdog (or anything else) before the bound:
                arm the watchdog again, so the next halt has a waker too */
-            (void)arm(wd, TIMER_DELAYS, wd_ticks);
+            (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         }
         away = was_away;
         if (wd >= 0)
@@ -253,10 +282,17 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
             continue;
         }
         in_a_row = 0;
-        samples[n++] = (int64_t)(irq.entry_tsc[vec] - deadline);
+        uint64_t entry = irq.entry_tsc[vec];
+        struct timer_fire f = timer_fire_of(fire_mode[id], armed.t0, armed.t1, armed.count, tsc_per_tick);
+        c->width_max = f.width > c->width_max ? f.width : c->width_max;
+        if ((int64_t)(entry - deadline) < 0 && !early++)
+            c->early_raw = (struct timer_early_raw){.asked = deadline, .earliest = f.earliest, .t0 = armed.t0, .t1 = armed.t1,
+                                                    .count = armed.count, .entry = entry, .device = armed.device};
+        samples[n++] = (int64_t)(entry - f.earliest);
     }
     c->came = n;
     latency_summarise(samples, n, scratch, timer_bin_edge(results.tsc_estimate_hz), &c->s);
+    c->s.early = early; /* before the time asked for; s.bins[0]: before the instant it fires */
 }
 
 static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks)

@@ -100,7 +100,73 @@ static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const st
     record_u64(&tr, "away", c->away);
     if (id == TIMER_HPET)
         record_u64(&tr, "passed_while_arming", c->passed_arming);
+    if (c->came) {
+        record_ns(&tr, "quantisation_ns", (int64_t)c->width_max);
+        record_ns(&tr, "rate_uncertainty_ns", (int64_t)c->rate_u);
+        record_u64(&tr, "before_instant", c->s.bins[0]);
+    }
     emit(&tr);
+    if (c->s.early) {
+        /* the first early event as read: what explains it */
+        const struct timer_early_raw *e = &c->early_raw;
+        struct record er;
+        record_begin(&er, "timer_early");
+        record_u64(&er, "cpu", cpu);
+        record_str(&er, "timer", timer_name[id]);
+        record_str(&er, "wait", st->wait[wi].name);
+        record_u64(&er, "delay_ns", timer_delay_ns[di]);
+        record_u64(&er, "early", c->s.early);
+        record_u64(&er, "asked_tsc", e->asked);
+        record_u64(&er, "earliest_tsc", e->earliest);
+        record_u64(&er, "entry_tsc", e->entry);
+        record_u64(&er, "arm_tsc_before", e->t0);
+        record_u64(&er, "arm_tsc_after", e->t1);
+        record_u64(&er, "count", e->count);
+        record_u64(&er, id == TIMER_HPET ? "counter_read" : "count_written", e->device);
+        record_ns(&er, "before_asked_ns", (int64_t)(e->asked - e->entry));
+        emit(&er);
+    }
+}
+
+/* One line: what a row's lateness is measured from, and how much of each
+   figure may be the timer's own tick (lib/timer_deadline.h). */
+static void report_instant(int id, const struct timer_result *t, struct record *r)
+{
+    char tick[FMT_FIXED_CHARS], q[FMT_FIXED_CHARS], ru[FMT_FIXED_CHARS];
+    uint64_t width = 0, rate_u = 0;
+    for (unsigned wi = 0; wi < st->wait_count; wi++)
+        for (unsigned di = 0; di < TIMER_DELAYS; di++) {
+            const struct timer_cell *c = &t->cell[wi][di];
+            if (c->ran && c->came) {
+                width = c->width_max > width ? c->width_max : width;
+                rate_u = c->rate_u > rate_u ? c->rate_u : rate_u;
+            }
+        }
+    struct xf tick_ns = id == TIMER_DEADLINE ? xf_from_u64(0) : tsc_ticks_to_ns(xf_div(xf_from_u64(1), t->per_tsc));
+    xs(tick, tick_ns, 1);
+    xs(q, tsc_ticks_to_ns(xf_from_u64(width)), 0);
+    xs(ru, tsc_ticks_to_ns(xf_from_u64(rate_u)), 0);
+    switch (id) {
+    case TIMER_LAPIC:
+        kprintf("    instant: count 0, N-1..N+1 ticks (%s ns) after the write; phase <= %s ns\n", tick, q);
+        break;
+    case TIMER_DEADLINE:
+        kprintf("    instant: the TSC reaches the deadline; no phase\n");
+        break;
+    case TIMER_HPET:
+        kprintf("    instant: counter = comparator, at a tick (%s ns); phase <= %s ns\n", tick, q);
+        break;
+    case TIMER_PIT:
+        kprintf("    instant: OUT high N+1 clocks (%s ns) after the write; phase <= %s ns\n", tick, q);
+        break;
+    }
+    if (id != TIMER_DEADLINE)
+        kprintf("    rate margin: +%s ppm (3 sigma): never early by rate; instant +- %s ns\n",
+                xs(tick, timer_margin_ppm(t->per_tsc_u), 0), ru);
+    if (id != TIMER_DEADLINE)
+        record_xf_fixed(r, "tick_ns", tick_ns, 3);
+    record_ns(r, "quantisation_ns", (int64_t)width);
+    record_ns(r, "rate_uncertainty_ns", (int64_t)rate_u);
 }
 
 static void report_timer(int id)
@@ -123,15 +189,14 @@ static void report_timer(int id)
         record_xf_fixed(&r, "rate_margin_ppm", timer_margin_ppm(t->per_tsc_u), 1);
     }
     record_str(&r, "idle_reason", t->idle_why[0] ? t->idle_why : 0);
-    emit(&r);
     if (!t->usable) {
+        emit(&r);
         kprintf("    not measured: %s\n", t->why);
         check_skip(check_name(id), "not measured: %s", t->why);
         return;
     }
-    if (id != TIMER_DEADLINE)
-        kprintf("    rate margin: +%s ppm (3 sigma), so a rate error cannot fire it early\n",
-                xs(cells[0], timer_margin_ppm(t->per_tsc_u), 0));
+    report_instant(id, t, &r);
+    emit(&r);
     kprintf("    %-9s %6s %4s %7s %7s %7s %7s %7s %5s %4s\n", "wait", "delay", "n", "min us", "avg us", "p50 us", "p99 us", "max us",
             "early", "lost");
     struct timer_tally tally = {0};
@@ -232,16 +297,21 @@ static void report_choice(void)
         return;
     }
     const struct timer_cell *c = &st->timer[best].cell[best_w][di];
-    fmt_format(results.timer_choice, sizeof results.timer_choice, "%s, waiting %s: %s us late (p50), %s us (p99) at 100 us ahead",
-               timer_name[best], best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
+    char q[FMT_FIXED_CHARS];
+    xs(q, tsc_ticks_to_ns(xf_from_u64(c->width_max)), 0);
+    fmt_format(results.timer_choice, sizeof results.timer_choice,
+               "%s, waiting %s: %s us late (p50), %s us (p99) at 100 us ahead, up to %s ns of its tick's phase besides", timer_name[best],
+               best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, c->s.p99), q);
     kprintf("\n  Verdict: for precise events here use %s, waiting %s:\n"
-            "  at 100 us ahead the handler runs %s us late (p50), %s us (p99)\n",
-            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99));
+            "  at 100 us ahead the handler runs %s us late (p50), %s us (p99),\n"
+            "  with up to %s ns of its tick's phase besides\n",
+            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99), q);
     record_str(&r, "timer", timer_name[best]);
     record_str(&r, "wait", st->wait[best_w].name);
     record_u64(&r, "delay_ns", timer_delay_ns[di]);
     record_ns(&r, "p50_ns", c->s.p50);
     record_ns(&r, "p99_ns", c->s.p99);
+    record_ns(&r, "quantisation_ns", (int64_t)c->width_max);
     emit(&r);
 }
 
@@ -315,10 +385,13 @@ void timers_report(void)
         fmt_format(results.timer_choice, sizeof results.timer_choice, "not measured: %s", st->skipped_why);
         return;
     }
-    kprintf("  How late the handler runs after the deadline a timer was armed for:\n"
-            "  the TSC read at the interrupt stub's entry minus the deadline, as\n"
-            "  cyclictest measures, with no OS in between. busy = spinning with\n"
-            "  interrupts on; hlt and mwait = idle. Figures in microseconds.\n");
+    kprintf("  How late the handler runs after its timer fires: the TSC read at the\n"
+            "  interrupt stub's entry minus the instant the timer fires by its own\n"
+            "  semantics and tick (each timer's line says which), as cyclictest\n"
+            "  measures, with no OS in between. \"phase <= x ns\": how much of each\n"
+            "  figure may be that tick's phase and the arming's own time.\n"
+            "  busy = spinning with interrupts on; hlt and mwait = idle. Figures in\n"
+            "  microseconds.\n");
     report_rates();
     if (st->mwait_note[0])
         kprintf("  %s\n", st->mwait_note);

@@ -146,6 +146,10 @@ enum timer_outcome timer_tally_outcome(const struct timer_tally *t)
     return t->lost ? TIMER_LOST : TIMER_ON_TIME;
 }
 
+/* p99 lateness from the instant the timer fires, plus how much of it its own
+   phase leaves unknown: the latest a caller must allow for */
+static int64_t worst_of(const struct timer_cell *c) { return c->s.p99 + (int64_t)c->width_max; }
+
 int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsigned *wait)
 {
     const unsigned di = TIMER_CHOICE_DELAY;
@@ -159,7 +163,7 @@ int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsig
             for (unsigned d = 0; d < TIMER_DELAYS; d++)
                 ok = ok && !t[id].cell[wi][d].s.early && !t[id].cell[wi][d].lost;
         for (unsigned wi = 0; ok && wi < waits; wi++)
-            if (t[id].cell[wi][di].came && (best < 0 || t[id].cell[wi][di].s.p99 < t[best].cell[best_w][di].s.p99)) {
+            if (t[id].cell[wi][di].came && (best < 0 || worst_of(&t[id].cell[wi][di]) < worst_of(&t[best].cell[best_w][di]))) {
                 best = id;
                 best_w = wi;
             }

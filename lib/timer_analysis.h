@@ -32,7 +32,15 @@ struct timer_cell {
     uint32_t stray;                  /* interrupts on the vector before the device reached its target */
     uint32_t away;                   /* busy waits during which the CPU was away for over 1 ms */
     bool stopped;                    /* too many lost in a row */
+    /* lateness is from the instant the timer fires (timer_deadline.h); s.early
+       counts events before the time asked for, s.bins[0] those before that
+       instant */
     struct latency_summary s;        /* in TSC ticks */
+    uint64_t width_max;              /* the widest fire window of its events: the quantisation, TSC ticks */
+    uint64_t rate_u;                 /* how far the instant may be off by the rate (3 sigma), TSC ticks */
+    struct timer_early_raw {         /* the first event before the time asked for, as read */
+        uint64_t asked, earliest, t0, t1, count, entry, device; /* device: the HPET counter read; else the count written */
+    } early_raw;
 };
 
 /* One timer's measurement on the boot CPU. */
@@ -118,8 +126,8 @@ enum timer_outcome { TIMER_ON_TIME, TIMER_EARLY, TIMER_LOST };
 void timer_tally_add(struct timer_tally *t, const struct timer_cell *c);
 /* Early if any came before its deadline, else lost if any never came. */
 enum timer_outcome timer_tally_outcome(const struct timer_tally *t);
-/* The timer for precise events: the lowest p99 lateness at
-   TIMER_CHOICE_DELAY among usable timers none of whose cells had an event
+/* The timer for precise events: the lowest p99 lateness plus its
+   quantisation (width_max) at TIMER_CHOICE_DELAY among usable timers none of whose cells had an event
    early or lost, over the first waits ways of waiting. -1 when none, else
    the timer, with the way of waiting in *wait. */
 int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsigned *wait);
