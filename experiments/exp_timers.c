@@ -47,6 +47,7 @@ static const uint8_t timer_vector[TIMER_COUNT] = {VEC_TIMER_LAPIC, VEC_TIMER_LAP
 static uint64_t delay_ticks[TIMER_DELAYS];
 static uint64_t hpet_target;        /* the comparator value last armed */
 static int64_t samples[MAX_EVENTS];
+static int64_t widths[MAX_EVENTS];  /* each event's fire window (lib/timer_deadline.h) */
 static uint64_t scratch[MAX_EVENTS];
 
 /* --- arming: the deadline T asked for is the TSC read just before the
@@ -284,7 +285,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         in_a_row = 0;
         uint64_t entry = irq.entry_tsc[vec];
         struct timer_fire f = timer_fire_of(fire_mode[id], armed.t0, armed.t1, armed.count, tsc_per_tick);
-        c->width_max = f.width > c->width_max ? f.width : c->width_max;
+        widths[n] = (int64_t)f.width;
         if ((int64_t)(entry - deadline) < 0 && !early++)
             c->early_raw = (struct timer_early_raw){.asked = deadline, .earliest = f.earliest, .t0 = armed.t0, .t1 = armed.t1,
                                                     .count = armed.count, .entry = entry, .device = armed.device};
@@ -293,12 +294,19 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     c->came = n;
     latency_summarise(samples, n, scratch, timer_bin_edge(results.tsc_estimate_hz), &c->s);
     c->s.early = early; /* before the time asked for; s.bins[0]: before the instant it fires */
+    struct latency_summary ws;
+    latency_summarise(widths, n, scratch, 1, &ws);
+    c->width_p50 = (uint64_t)ws.p50;
+    c->width_max = (uint64_t)ws.max;
 }
 
 static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks)
 {
     struct timer_result *t = &timers_state.timer[id];
-    run_cell_into(id, wi, di, events, budget_ticks, t->count[di], &t->cell[wi][di]);
+    uint32_t n;
+    uint64_t budget;
+    timer_cell_plan(events, budget_ticks, timer_main_cell(&timers_state.wait[wi], di), MAX_EVENTS, &n, &budget);
+    run_cell_into(id, wi, di, n, budget, t->count[di], &t->cell[wi][di]);
 }
 
 struct wait_job {
@@ -427,6 +435,7 @@ static void timers_measure(const struct profile *p)
 {
     struct timers_state *st = &timers_state;
     memset(st, 0, sizeof *st);
+    uint64_t phase_start = rdtsc();
     st->ref_counter = -1;
     st->fault_where = "";
     const char *why = "";
@@ -470,6 +479,8 @@ static void timers_measure(const struct profile *p)
     if (!st->faulted)
         measure_aps(p);
     stop_everything();
+    st->phase_ticks = rdtsc() - phase_start;
+    st->cell_ms = p->timer_cell_ms;
     st->unexpected = irq.unexpected - unexpected0;
     st->spurious = irq.spurious - spurious0;
     st->last_unexpected = irq.last_unexpected;

@@ -90,8 +90,15 @@ static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const st
         record_ns(&tr, "min_ns", c->s.min);
         record_ns(&tr, "p50_ns", c->s.p50);
         record_i64(&tr, "mean_ns", xf_to_fixed(tsc_ticks_to_ns(c->s.mean), 0));
-        record_ns(&tr, "p99_ns", c->s.p99);
-        record_ns(&tr, "p999_ns", c->s.p999);
+        /* a percentile only where the sample carries it */
+        if (c->came >= TIMER_P99_MIN_EVENTS)
+            record_ns(&tr, "p99_ns", c->s.p99);
+        else
+            record_null(&tr, "p99_ns");
+        if (c->came >= TIMER_P999_MIN_EVENTS)
+            record_ns(&tr, "p999_ns", c->s.p999);
+        else
+            record_null(&tr, "p999_ns");
         record_ns(&tr, "max_ns", c->s.max);
     }
     record_u64(&tr, "early", c->s.early);
@@ -102,6 +109,7 @@ static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const st
         record_u64(&tr, "passed_while_arming", c->passed_arming);
     if (c->came) {
         record_ns(&tr, "quantisation_ns", (int64_t)c->width_max);
+        record_ns(&tr, "quantisation_p50_ns", (int64_t)c->width_p50);
         record_ns(&tr, "rate_uncertainty_ns", (int64_t)c->rate_u);
         record_u64(&tr, "before_instant", c->s.bins[0]);
     }
@@ -132,40 +140,48 @@ static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const st
    figure may be the timer's own tick (lib/timer_deadline.h). */
 static void report_instant(int id, const struct timer_result *t, struct record *r)
 {
-    char tick[FMT_FIXED_CHARS], q[FMT_FIXED_CHARS], ru[FMT_FIXED_CHARS];
-    uint64_t width = 0, rate_u = 0;
+    char tick[FMT_FIXED_CHARS], q[FMT_FIXED_CHARS], qw[FMT_FIXED_CHARS], ru[FMT_FIXED_CHARS], phase[64];
+    uint64_t width = 0, width_p50 = 0, rate_u = 0;
     for (unsigned wi = 0; wi < st->wait_count; wi++)
         for (unsigned di = 0; di < TIMER_DELAYS; di++) {
             const struct timer_cell *c = &t->cell[wi][di];
             if (c->ran && c->came) {
                 width = c->width_max > width ? c->width_max : width;
+                width_p50 = c->width_p50 > width_p50 ? c->width_p50 : width_p50;
                 rate_u = c->rate_u > rate_u ? c->rate_u : rate_u;
             }
         }
     struct xf tick_ns = id == TIMER_DEADLINE ? xf_from_u64(0) : tsc_ticks_to_ns(xf_div(xf_from_u64(1), t->per_tsc));
     xs(tick, tick_ns, 1);
-    xs(q, tsc_ticks_to_ns(xf_from_u64(width)), 0);
+    xs(q, tsc_ticks_to_ns(xf_from_u64(width_p50)), 0);
+    xs(qw, tsc_ticks_to_ns(xf_from_u64(width)), 0);
     xs(ru, tsc_ticks_to_ns(xf_from_u64(rate_u)), 0);
+    /* the median event's window, and the widest when an arming took longer */
+    if (width > 2 * width_p50)
+        fmt_format(phase, sizeof phase, "phase <= %s ns (one %s)", q, qw);
+    else
+        fmt_format(phase, sizeof phase, "phase <= %s ns", qw);
     switch (id) {
     case TIMER_LAPIC:
-        kprintf("    instant: count 0, N-1..N+1 ticks (%s ns) after the write; phase <= %s ns\n", tick, q);
+        kprintf("    instant: its count reaches 0, N-1..N+1 ticks (%s ns) after the write\n", tick);
         break;
     case TIMER_DEADLINE:
         kprintf("    instant: the TSC reaches the deadline; no phase\n");
         break;
     case TIMER_HPET:
-        kprintf("    instant: counter = comparator, at a tick (%s ns); phase <= %s ns\n", tick, q);
+        kprintf("    instant: the tick (%s ns) at which the counter meets the comparator\n", tick);
         break;
     case TIMER_PIT:
-        kprintf("    instant: OUT high N+1 clocks (%s ns) after the write; phase <= %s ns\n", tick, q);
+        kprintf("    instant: OUT goes high, N+1 input clocks (%s ns) after the write\n", tick);
         break;
     }
     if (id != TIMER_DEADLINE)
-        kprintf("    rate margin: +%s ppm (3 sigma): never early by rate; instant +- %s ns\n",
+        kprintf("    %s; rate margin +%s ppm (3 sigma, none early by rate): +- %s ns\n", phase,
                 xs(tick, timer_margin_ppm(t->per_tsc_u), 0), ru);
     if (id != TIMER_DEADLINE)
         record_xf_fixed(r, "tick_ns", tick_ns, 3);
     record_ns(r, "quantisation_ns", (int64_t)width);
+    record_ns(r, "quantisation_p50_ns", (int64_t)width_p50);
     record_ns(r, "rate_uncertainty_ns", (int64_t)rate_u);
 }
 
@@ -200,19 +216,23 @@ static void report_timer(int id)
     kprintf("    %-9s %6s %4s %7s %7s %7s %7s %7s %5s %4s\n", "wait", "delay", "n", "min us", "avg us", "p50 us", "p99 us", "max us",
             "early", "lost");
     struct timer_tally tally = {0};
+    bool any_max = false, main_short = false;
     for (unsigned wi = 0; wi < st->wait_count; wi++)
         for (unsigned di = 0; di < TIMER_DELAYS; di++) {
             const struct timer_cell *c = &t->cell[wi][di];
             if (!c->ran)
                 continue;
             timer_tally_add(&tally, c);
+            any_max = any_max || (c->came && c->came < TIMER_P99_MIN_EVENTS);
+            main_short = main_short || (timer_main_cell(&st->wait[wi], di) && c->came < TIMER_P99_MIN_EVENTS);
             char delay[16];
             fmt_format(delay, sizeof delay, timer_delay_ns[di] >= 1000000 ? "%u ms" : "%u us",
                        timer_delay_ns[di] >= 1000000 ? timer_delay_ns[di] / 1000000 : timer_delay_ns[di] / 1000);
             if (c->came)
                 kprintf("    %-9s %6s %4u %7s %7s %7s %7s %7s %5llu %4u%s\n", st->wait[wi].name, delay, c->came, us_cell(cells[0], c->s.min),
                         xs(cells[1], xf_div(tsc_ticks_to_ns(c->s.mean), xf_from_u64(1000)), 1), us_cell(cells[2], c->s.p50),
-                        us_cell(cells[3], c->s.p99), us_cell(cells[5], c->s.max), (unsigned long long)c->s.early, c->lost,
+                        c->came >= TIMER_P99_MIN_EVENTS ? us_cell(cells[3], c->s.p99) : "=max", us_cell(cells[5], c->s.max),
+                        (unsigned long long)c->s.early, c->lost,
                         c->stopped ? " stopped" : "");
             else
                 kprintf("    %-9s %6s %4u %7s %7s %7s %7s %7s %5s %4u%s\n", st->wait[wi].name, delay, 0u, "-", "-", "-", "-", "-", "-", c->lost,
@@ -237,6 +257,12 @@ static void report_timer(int id)
                 emit(&hr);
             }
         }
+    if (any_max)
+        kprintf("    =max: fewer than %u events, too few for a p99: the max column is the tail\n", TIMER_P99_MIN_EVENTS);
+    if (main_short)
+        kprintf("    busy or hlt at 10 or 100 us took fewer than %u events within %u ms a cell:\n"
+                "    no p99 there in this profile on this machine\n",
+                TIMER_P99_MIN_EVENTS, st->cell_ms * TIMER_MAIN_BUDGET_NUM / TIMER_MAIN_BUDGET_DEN);
     /* wake-up cost: each idle wait's median minus the busy one's */
     bool negative = false;
     for (unsigned wi = 1; wi < st->wait_count; wi++) {
@@ -297,20 +323,31 @@ static void report_choice(void)
         return;
     }
     const struct timer_cell *c = &st->timer[best].cell[best_w][di];
-    char q[FMT_FIXED_CHARS];
+    char q[FMT_FIXED_CHARS], tail_what[40];
     xs(q, tsc_ticks_to_ns(xf_from_u64(c->width_max)), 0);
+    bool is_max;
+    int64_t tail = timer_tail(c, &is_max);
+    if (is_max)
+        fmt_format(tail_what, sizeof tail_what, "the max of %u", c->came);
+    else
+        fmt_format(tail_what, sizeof tail_what, "p99");
     fmt_format(results.timer_choice, sizeof results.timer_choice,
-               "%s, waiting %s: %s us late (p50), %s us (p99) at 100 us ahead, up to %s ns of its tick's phase besides", timer_name[best],
-               best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, c->s.p99), q);
+               "%s, waiting %s: %s us late (p50), %s us (%s) at 100 us ahead, up to %s ns of its tick's phase besides", timer_name[best],
+               best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, tail), tail_what, q);
     kprintf("\n  Verdict: for precise events here use %s, waiting %s:\n"
-            "  at 100 us ahead the handler runs %s us late (p50), %s us (p99),\n"
+            "  at 100 us ahead the handler runs %s us late (p50), %s us (%s),\n"
             "  with up to %s ns of its tick's phase besides\n",
-            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, c->s.p99), q);
+            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, tail), tail_what, q);
     record_str(&r, "timer", timer_name[best]);
     record_str(&r, "wait", st->wait[best_w].name);
     record_u64(&r, "delay_ns", timer_delay_ns[di]);
     record_ns(&r, "p50_ns", c->s.p50);
-    record_ns(&r, "p99_ns", c->s.p99);
+    if (is_max)
+        record_null(&r, "p99_ns");
+    else
+        record_ns(&r, "p99_ns", c->s.p99);
+    record_ns(&r, "max_ns", c->s.max);
+    record_u64(&r, "n", c->came);
     record_ns(&r, "quantisation_ns", (int64_t)c->width_max);
     emit(&r);
 }
@@ -347,7 +384,8 @@ static void report_every_cpu(void)
                     continue;
                 if (c->came)
                     kprintf("    %3u  %-12s %-5s %4u %8s %8s %8s %5llu %4u\n", i, timer_name[id], st->wait[wi].name, c->came, us_cell(a, c->s.p50),
-                            us_cell(b, c->s.p99), us_cell(m, c->s.max), (unsigned long long)c->s.early, c->lost);
+                            c->came >= TIMER_P99_MIN_EVENTS ? us_cell(b, c->s.p99) : "=max", us_cell(m, c->s.max),
+                            (unsigned long long)c->s.early, c->lost);
                 else
                     kprintf("    %3u  %-12s %-5s %4u %8s %8s %8s %5s %4u\n", i, timer_name[id], st->wait[wi].name, 0u, "-", "-", "-", "-", c->lost);
                 if (i == 0)
@@ -389,7 +427,9 @@ void timers_report(void)
             "  interrupt stub's entry minus the instant the timer fires by its own\n"
             "  semantics and tick (each timer's line says which), as cyclictest\n"
             "  measures, with no OS in between. \"phase <= x ns\": how much of each\n"
-            "  figure may be that tick's phase and the arming's own time.\n"
+            "  figure may be that tick's phase and the arming's own time (the\n"
+            "  median event's; \"one\" the widest). \"+-\": how far the rate's\n"
+            "  uncertainty moves the instant.\n"
             "  busy = spinning with interrupts on; hlt and mwait = idle. Figures in\n"
             "  microseconds.\n");
     report_rates();
@@ -404,8 +444,11 @@ void timers_report(void)
         kprintf("  A CPU exception ended the %s waits: %s\n", st->fault_where, st->fault.text);
         check_fail("timer waits", "%s waits faulted: %s", st->fault_where, st->fault.text);
     }
+    char ms[FMT_FIXED_CHARS];
+    kprintf("  The phase took %s ms (TSC).\n", xs(ms, xf_div(tsc_ticks_to_ns(xf_from_u64(st->phase_ticks)), xf_from_u64(1000000)), 0));
     struct record r;
     record_begin(&r, "interrupts");
+    record_xf_fixed(&r, "phase_ms", xf_div(tsc_ticks_to_ns(xf_from_u64(st->phase_ticks)), xf_from_u64(1000000)), 1);
     record_u64(&r, "unexpected", st->unexpected);
     if (st->unexpected)
         record_u64(&r, "last_unexpected_vector", st->last_unexpected);

@@ -36,6 +36,8 @@ struct timers_state {
     struct xf ref_per_tsc, ref_per_tsc_u; /* the best reference, for the APIC timer's rate against it */
     int ref_counter;                /* -1 when none */
     struct timers_ap_row ap[PERCPU_MAX]; /* [0] unused: the boot CPU's cells are in timer[] */
+    uint64_t phase_ticks;           /* TSC ticks the measurement took */
+    uint32_t cell_ms;               /* the profile's budget for a cell */
     uint64_t unexpected, spurious;  /* interrupts during the measurement */
     uint8_t last_unexpected;
     bool faulted;                   /* a CPU exception ended the waits of one way of waiting */

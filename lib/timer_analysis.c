@@ -127,6 +127,32 @@ int timer_watchdog_for(const struct timer_result t[TIMER_COUNT], int id, bool sh
     return -1;
 }
 
+/* --- how many events a cell takes, and what its tail is --- */
+
+bool timer_main_cell(const struct timer_wait *w, unsigned di)
+{
+    return !w->mwait && (di == 1 || di == 2); /* busy and hlt; 10 us and 100 us */
+}
+
+void timer_cell_plan(uint32_t events, uint64_t budget, bool main_cell, uint32_t max_events, uint32_t *cell_events,
+                     uint64_t *cell_budget)
+{
+    if (main_cell && events < TIMER_P99_MIN_EVENTS) {
+        events = TIMER_P99_MIN_EVENTS;
+        budget = budget / TIMER_MAIN_BUDGET_DEN * TIMER_MAIN_BUDGET_NUM;
+    }
+    *cell_events = events < max_events ? events : max_events;
+    *cell_budget = budget;
+}
+
+int64_t timer_tail(const struct timer_cell *c, bool *is_max)
+{
+    /* the p99 by rank, ceil(0.99 n), is the largest of fewer than 100
+       values: the same number, named for what it is */
+    *is_max = c->came < TIMER_P99_MIN_EVENTS;
+    return c->s.p99;
+}
+
 /* --- tallies and the choice --- */
 
 void timer_tally_add(struct timer_tally *t, const struct timer_cell *c)
@@ -146,9 +172,13 @@ enum timer_outcome timer_tally_outcome(const struct timer_tally *t)
     return t->lost ? TIMER_LOST : TIMER_ON_TIME;
 }
 
-/* p99 lateness from the instant the timer fires, plus how much of it its own
+/* the tail lateness (p99, or the maximum of a small sample) from the instant the timer fires, plus how much of it its own
    phase leaves unknown: the latest a caller must allow for */
-static int64_t worst_of(const struct timer_cell *c) { return c->s.p99 + (int64_t)c->width_max; }
+static int64_t worst_of(const struct timer_cell *c)
+{
+    bool is_max;
+    return timer_tail(c, &is_max) + (int64_t)c->width_max;
+}
 
 int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsigned *wait)
 {
