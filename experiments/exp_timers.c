@@ -7,6 +7,7 @@
 #include "../kernel/discover.h"
 #include "../kernel/interrupts.h"
 #include "../kernel/probe.h"
+#include "../kernel/progress.h"
 #include "../kernel/reads.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
@@ -16,6 +17,7 @@
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
 #include "../lib/timer_deadline.h"
+#include "../lib/unwrap.h"
 #include "exp_timers_state.h"
 #include "exp_timers_setup.h"
 #include "experiment.h"
@@ -148,6 +150,11 @@ static inline void monitor(const volatile void *p)
 }
 
 static uint64_t gap_ticks, away_cap_ticks; /* what counts as time away from a busy wait, and its most */
+/* the second clock every wait is checked against (the best reference:
+   under KVM a pause stops QEMU's HPET and PM timer, the TSC runs on) */
+static struct read_src ref_src;
+static struct unwrap_params ref_up;
+static bool have_ref;
 
 /* Interrupts on only here. Returns whether vector came (its count moved
    from before) by TSC bound. A busy wait that sees the TSC step by more
@@ -155,7 +162,7 @@ static uint64_t gap_ticks, away_cap_ticks; /* what counts as time away from a bu
    host, an SMI): the bound moves out by that time, up to 10 s in all, so an
    interrupt that comes late because the machine stopped is late, not lost.
    *away tells whether that happened. */
-static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w, uint64_t bound, bool *away)
+static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w, uint64_t bound, bool *away, uint64_t *gap_max)
 {
     volatile uint64_t *count = &irq.count[vector];
     volatile uint64_t *wd = &irq.total; /* an idle wait ends at any interrupt: the caller re-arms the watchdog */
@@ -166,10 +173,13 @@ static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w
         irq_enable();
         while (*count == before) {
             uint64_t now = rdtsc();
-            if (now - last > gap_ticks && extended < away_cap_ticks) {
-                bound += now - last;
-                extended += now - last;
+            if (now - last > gap_ticks) {
                 *away = true;
+                *gap_max = now - last > *gap_max ? now - last : *gap_max;
+                if (extended < away_cap_ticks) {
+                    bound += now - last;
+                    extended += now - last;
+                }
             }
             last = now;
             if (now >= bound)
@@ -245,6 +255,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         drain();
         if (wd >= 0)
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
+        uint64_t ra0 = 0, rb0 = 0, rv0 = have_ref ? read_bracketed(&ref_src, &ra0, &rb0) : 0;
         uint64_t before = irq.count[vec];
         uint64_t deadline = arm(id, di, count, &armed);
         if (id == TIMER_HPET) {
@@ -255,8 +266,9 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         }
         c->asked++;
         bool came, away, was_away = false;
+        uint64_t gap_max = 0;
         for (;;) {
-            came = wait_for(vec, before, w, deadline + bound_after, &away);
+            came = wait_for(vec, before, w, deadline + bound_after, &away, &gap_max);
             was_away = was_away || away;
             if (came && stray(id)) {
                 c->stray++;
@@ -272,7 +284,26 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         away = was_away;
         if (wd >= 0)
             timers_disarm(wd);
-        c->away += away;
+        if (away) {
+            timers_state.busy_gaps++;
+            timers_state.busy_gap_max = gap_max > timers_state.busy_gap_max ? gap_max : timers_state.busy_gap_max;
+        }
+        bool by_ref = false;
+        if (have_ref) {
+            /* every wait, idle ones too: did the reference stand still while the TSC ran? */
+            uint64_t ra1, rb1, rv1 = read_bracketed(&ref_src, &ra1, &rb1);
+            struct step stp;
+            unwrap_step(&ref_up, rv0, ra0, rb0, rv1, ra1, rb1, &stp);
+            uint64_t still = stp.kind == STEP_GAP ? ra1 - rb0
+                             : (stp.kind == STEP_NORMAL || stp.kind == STEP_SLOW)
+                                 ? timer_stood_still_tsc(stp.advance, ra0, rb0, ra1, rb1, timers_state.ref_per_tsc, timers_state.ref_per_tsc_u)
+                                 : 0;
+            by_ref = still > gap_ticks;
+            if (by_ref) {
+                timers_state.ref_stops++;
+                timers_state.ref_stop_max = still > timers_state.ref_stop_max ? still : timers_state.ref_stop_max;
+            }
+        }
         if (!came) {
             timers_disarm(id);
             c->lost++;
@@ -285,6 +316,23 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         in_a_row = 0;
         uint64_t entry = irq.entry_tsc[vec];
         struct timer_fire f = timer_fire_of(fire_mode[id], armed.t0, armed.t1, armed.count, tsc_per_tick);
+        /* every wait ends at its bound (an idle one by the watchdog too): an
+           event later than that, with no gap seen, means neither the timer
+           nor the wait got the CPU, which only a stop of the whole machine
+           explains (every clock ran on), as between arming and waiting */
+        bool beyond = !away && !by_ref && (int64_t)(entry - deadline) > (int64_t)bound_after;
+        if (beyond) {
+            timers_state.idle_beyond++;
+            timers_state.idle_beyond_max = entry - deadline > timers_state.idle_beyond_max ? entry - deadline : timers_state.idle_beyond_max;
+        }
+        if (away || by_ref || beyond) {
+            /* late because the machine was away: counted, left out of the figures */
+            c->away++;
+            c->away_reference += by_ref;
+            int64_t late = (int64_t)(entry - f.earliest);
+            c->away_max = late > c->away_max ? late : c->away_max;
+            continue;
+        }
         widths[n] = (int64_t)f.width;
         if ((int64_t)(entry - deadline) < 0 && !early++)
             c->early_raw = (struct timer_early_raw){.asked = deadline, .earliest = f.earliest, .t0 = armed.t0, .t1 = armed.t1,
@@ -367,9 +415,7 @@ static void ap_timer_job(void *p)
     lapic_write(l, LAPIC_SVR, (svr & ~LAPIC_SVR_VECTOR_MASK) | LAPIC_SVR_ENABLE | VEC_SPURIOUS);
     lapic_write(l, LAPIC_TPR, 0);
     lapic_timer_free_run(l);
-    struct read_src s;
-    counter_source(COUNTER_LAPIC, &s);
-    if (!timers_rate_against_tsc(&s, counters[COUNTER_LAPIC].mask, &row->per_tsc, &row->per_tsc_u)) {
+    if (!timers_rate_against_tsc(COUNTER_LAPIC, &row->per_tsc, &row->per_tsc_u, &row->window)) {
         fmt_format(row->why, sizeof row->why, "its APIC timer's count did not move against its TSC");
         lapic_write(l, LAPIC_SVR, svr);
         return;
@@ -449,6 +495,9 @@ static void timers_measure(const struct profile *p)
     gap_ticks = ms_to_tsc(1);
     away_cap_ticks = ms_to_tsc(10000);
     timers_setup(&boot_cpu.info);
+    have_ref = st->ref_counter >= 0 && counter_source(st->ref_counter, &ref_src);
+    if (have_ref)
+        unwrap_params_of(st->ref_counter, &ref_up);
     for (int id = 0; id < TIMER_COUNT; id++) {
         struct timer_result *t = &st->timer[id];
         if (t->usable)
@@ -459,6 +508,8 @@ static void timers_measure(const struct profile *p)
         irq_expect(timer_vector[id], true);
     uint64_t unexpected0 = irq.unexpected, spurious0 = irq.spurious;
     for (unsigned wi = 0; wi < st->wait_count; wi++) {
+        if (wi > 0) /* the idle waits begin: a mark a test can stop the machine at */
+            progress("timers", wi * 100 / st->wait_count, PROGRESS_UNKNOWN);
         struct wait_job j = {.wi = wi, .events = p->timer_events < MAX_EVENTS ? p->timer_events : MAX_EVENTS,
                              .budget = ms_to_tsc(p->timer_cell_ms), .current = -1};
         if (!probe_run(wait_job_run, &j, &st->fault)) {

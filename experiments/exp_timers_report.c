@@ -10,7 +10,9 @@
 #include "../lib/record.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
+#include "../lib/unwrap.h"
 #include "../lib/xf.h"
+#include "exp_timers_setup.h"
 #include "exp_timers_state.h"
 
 static const char *const timer_name[TIMER_COUNT] = {"lapic", "tsc_deadline", "hpet", "pit"};
@@ -105,6 +107,9 @@ static void record_cell(unsigned cpu, int id, unsigned wi, unsigned di, const st
     record_u64(&tr, "lost", c->lost);
     record_u64(&tr, "stray", c->stray);
     record_u64(&tr, "away", c->away);
+    record_u64(&tr, "away_reference", c->away_reference);
+    if (c->away)
+        record_ns(&tr, "away_max_ns", c->away_max);
     if (id == TIMER_HPET)
         record_u64(&tr, "passed_while_arming", c->passed_arming);
     if (c->came) {
@@ -259,6 +264,19 @@ static void report_timer(int id)
         }
     if (any_max)
         kprintf("    =max: fewer than %u events, too few for a p99: the max column is the tail\n", TIMER_P99_MIN_EVENTS);
+    uint64_t away = 0, away_ref = 0;
+    int64_t away_max = 0;
+    for (unsigned wi = 0; wi < st->wait_count; wi++)
+        for (unsigned di = 0; di < TIMER_DELAYS; di++) {
+            const struct timer_cell *c = &t->cell[wi][di];
+            away += c->away;
+            away_ref += c->away_reference;
+            away_max = c->away_max > away_max ? c->away_max : away_max;
+        }
+    if (away)
+        kprintf("    %llu event(s) left out, the machine away (%llu told by the reference\n"
+                "    standing still); the latest came %s us late\n",
+                (unsigned long long)away, (unsigned long long)away_ref, us_cell(cells[0], away_max));
     if (main_short)
         kprintf("    busy or hlt at 10 or 100 us took fewer than %u events within %u ms a cell:\n"
                 "    no p99 there in this profile on this machine\n",
@@ -414,6 +432,80 @@ static void report_every_cpu(void)
                    (unsigned long long)tally.asked);
 }
 
+static const char *const step_name[] = {
+    [STEP_NORMAL] = "normal", [STEP_SLOW] = "reference stood still", [STEP_FAST] = "reference jumped",
+    [STEP_BACKWARD] = "reference went back", [STEP_GAP] = "gap", [STEP_TSC_BACKWARD] = "tsc went back",
+};
+
+static const char *step_text(int k) { return k >= 0 && k <= STEP_TSC_BACKWARD ? step_name[k] : "?"; }
+
+/* One rate window's record, and a line when it was disturbed. */
+static void report_window(unsigned cpu, const char *counter, const struct timers_window *w)
+{
+    if (!w->measured)
+        return;
+    struct record r;
+    record_begin(&r, "timer_rate_window");
+    record_u64(&r, "cpu", cpu);
+    record_str(&r, "counter", counter);
+    record_u64(&r, "window_ms", TIMERS_RATE_WINDOW_MS);
+    record_u64(&r, "tries", w->tries);
+    record_u64(&r, "gaps", w->gaps);
+    record_ns(&r, "gap_max_ns", (int64_t)w->gap_max);
+    record_str(&r, "step", step_text(w->last_kind));
+    record_str(&r, "disturbed", w->tries > 1 || w->last_kind != STEP_NORMAL ? step_text(w->disturbed_kind) : 0);
+    emit(&r);
+    char a[FMT_FIXED_CHARS];
+    xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(w->gap_max)), xf_from_u64(1000000)), 1);
+    if (w->tries > 1 || w->last_kind != STEP_NORMAL)
+        kprintf("  rate window, CPU %u %s: %s, measured %u time(s), the last %s\n", cpu, counter,
+                step_text(w->disturbed_kind), w->tries, w->last_kind == STEP_NORMAL ? "clean" : "still not: its rate is suspect");
+    else if (w->gaps)
+        kprintf("  rate window, CPU %u %s: %u TSC stop(s) up to %s ms; the %s ran on alike\n", cpu, counter, w->gaps, a, counter);
+}
+
+static void report_windows(void)
+{
+    static const int counter_of[TIMER_COUNT] = {COUNTER_LAPIC, -1, COUNTER_HPET, COUNTER_PIT};
+    for (int id = 0; id < TIMER_COUNT; id++)
+        if (counter_of[id] >= 0)
+            report_window(0, counters[counter_of[id]].name, &st->window[id]);
+    if (st->ref_counter >= 0)
+        report_window(0, counters[st->ref_counter].name, &st->ref_window);
+    for (unsigned i = 1; i < PERCPU_MAX; i++)
+        if (st->ap[i].tried)
+            report_window(i, counters[COUNTER_LAPIC].name, &st->ap[i].window);
+}
+
+/* What the phase can and cannot tell about time away (STYLE: a
+   discontinuity is a finding, never silent noise). */
+static void report_away(void)
+{
+    char a[FMT_FIXED_CHARS];
+    if (st->ref_counter >= 0) {
+        kprintf("  Time away: every wait is checked against the %s; a pause that stops it\n"
+                "  while the TSC runs on (a VM paused under KVM) marks the event away.\n",
+                counters[st->ref_counter].name);
+        if (st->ref_stops)
+            kprintf("  %llu wait(s) saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
+                    xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->ref_stop_max)), xf_from_u64(1000000)), 1));
+    } else
+        kprintf("  Time away: no second clock to check the waits against.\n");
+    kprintf("  A stop with every clock running on (a SIGSTOP of an emulator) cannot\n"
+            "  be told inside an idle wait shorter than its bound (%u ms): the idle\n"
+            "  figures cannot exclude one.\n", TIMERS_BOUND_MIN_MS);
+    if (st->idle_beyond)
+        kprintf("  %llu event(s) came after their bound, the latest %s ms late: only a\n"
+                "  stop of the whole machine explains that (the wait, or its watchdog,\n"
+                "  would have ended first): left out, as away.\n", (unsigned long long)st->idle_beyond,
+                xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->idle_beyond_max)), xf_from_u64(1000000)), 1));
+    if (st->busy_gaps)
+        kprintf("  Busy waits saw %llu such stop(s) during the phase, the longest %s ms.\n", (unsigned long long)st->busy_gaps,
+                xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->busy_gap_max)), xf_from_u64(1000000)), 1));
+    else
+        kprintf("  Busy waits saw none during the phase (a step of the TSC over 1 ms).\n");
+}
+
 void timers_report(void)
 {
     kprintf("\n== Timer interrupts ==\n");
@@ -445,10 +537,19 @@ void timers_report(void)
         check_fail("timer waits", "%s waits faulted: %s", st->fault_where, st->fault.text);
     }
     char ms[FMT_FIXED_CHARS];
-    kprintf("  The phase took %s ms (TSC).\n", xs(ms, xf_div(tsc_ticks_to_ns(xf_from_u64(st->phase_ticks)), xf_from_u64(1000000)), 0));
+    kprintf("\n  The phase took %s ms (TSC).\n", xs(ms, xf_div(tsc_ticks_to_ns(xf_from_u64(st->phase_ticks)), xf_from_u64(1000000)), 0));
+    report_windows();
+    report_away();
     struct record r;
     record_begin(&r, "interrupts");
     record_xf_fixed(&r, "phase_ms", xf_div(tsc_ticks_to_ns(xf_from_u64(st->phase_ticks)), xf_from_u64(1000000)), 1);
+    record_u64(&r, "busy_gaps", st->busy_gaps);
+    record_ns(&r, "busy_gap_max_ns", (int64_t)st->busy_gap_max);
+    record_str(&r, "away_reference", st->ref_counter >= 0 ? counters[st->ref_counter].name : 0);
+    record_u64(&r, "beyond_bound", st->idle_beyond);
+    record_ns(&r, "beyond_bound_max_ns", (int64_t)st->idle_beyond_max);
+    record_u64(&r, "reference_stops", st->ref_stops);
+    record_ns(&r, "reference_stop_max_ns", (int64_t)st->ref_stop_max);
     record_u64(&r, "unexpected", st->unexpected);
     if (st->unexpected)
         record_u64(&r, "last_unexpected_vector", st->last_unexpected);

@@ -153,6 +153,28 @@ int64_t timer_tail(const struct timer_cell *c, bool *is_max)
     return c->s.p99;
 }
 
+/* --- time away --- */
+
+uint64_t timer_stood_still_tsc(uint64_t advance, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, struct xf ref_per_tsc,
+                               struct xf ref_u)
+{
+    (void)a0;
+    (void)b1;
+    if ((int64_t)(a1 - b0) <= 0)
+        return 0;
+    uint64_t least = a1 - b0;
+    struct xf slow = xf_mul(ref_per_tsc, xf_sub(xf_from_u64(1), xf_mul(xf_from_u64(TIMER_RATE_MARGIN_SIGMAS), ref_u)));
+    if (xf_cmp(slow, xf_from_u64(0)) <= 0)
+        return 0; /* a rate that uncertain accounts for anything */
+    struct xf covered = xf_div(xf_from_u64(advance + 1), slow);
+    if (xf_cmp(covered, xf_from_u64(least)) >= 0)
+        return 0;
+    int64_t c = xf_to_fixed(covered, 0);
+    if (xf_cmp(xf_from_i64(c), covered) < 0)
+        c++; /* the ceiling: never more away than it was */
+    return (uint64_t)c < least ? least - (uint64_t)c : 0;
+}
+
 /* --- tallies and the choice --- */
 
 void timer_tally_add(struct timer_tally *t, const struct timer_cell *c)

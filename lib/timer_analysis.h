@@ -30,7 +30,10 @@ struct timer_cell {
     bool ran;
     uint32_t asked, came, lost, passed_arming;
     uint32_t stray;                  /* interrupts on the vector before the device reached its target */
-    uint32_t away;                   /* busy waits during which the CPU was away for over 1 ms */
+    uint32_t away;                   /* events left out: the CPU was away for over 1 ms (busy: a TSC gap; any wait: the reference
+                                        stood still; idle: the event came after its bound, which the watchdog would have ended) */
+    uint32_t away_reference;         /* of those, told by the reference standing still while the TSC ran */
+    int64_t away_max;                /* the latest of those events, TSC ticks after the instant */
     bool stopped;                    /* too many lost in a row */
     /* lateness is from the instant the timer fires (timer_deadline.h); s.early
        counts events before the time asked for, s.bins[0] those before that
@@ -132,6 +135,18 @@ void timer_cell_plan(uint32_t events, uint64_t budget, bool main_cell, uint32_t 
 /* The tail a cell's sample carries: its p99 from TIMER_P99_MIN_EVENTS
    events, else its maximum (*is_max set). */
 int64_t timer_tail(const struct timer_cell *c, bool *is_max);
+
+/* --- time away --- */
+
+/* TSC ticks during which a reference counter stood still while the TSC ran
+   (a VM paused under KVM: QEMU's HPET and PM timer stop, the TSC runs on),
+   from two bracketed readings [a0, b0], [a1, b1] and the counter's advance
+   between them (unwrapped, lib/unwrap.h): the least TSC time that passed,
+   a1 - b0, less the most the advance accounts for, advance + 1 ticks at
+   the reference's rate pushed slow by TIMER_RATE_MARGIN_SIGMAS times its
+   uncertainty. 0 when the advance accounts for it all. */
+uint64_t timer_stood_still_tsc(uint64_t advance, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, struct xf ref_per_tsc,
+                               struct xf ref_u);
 
 /* --- tallies and the choice --- */
 

@@ -53,3 +53,48 @@ def test_below_100_events_the_p99_by_rank_is_the_maximum(lib, values):
     import json
     r = json.loads(lib.shim_latency(arr, len(values), 250).decode())
     assert r["p99"] == max(values) == int(np.percentile(values, 99, method="inverted_cdf"))
+
+
+# --- time away: the reference stood still while the TSC ran ---
+
+def stood_still(lib, advance, a0, b0, a1, b1, per_tsc, u):
+    from fractions import Fraction
+    from lib import XF
+
+    def xf(f):
+        f = Fraction(f)
+        return lib.xf_div(lib.xf_from_u64(f.numerator), lib.xf_from_u64(f.denominator))
+
+    lib.timer_stood_still_tsc.restype = ctypes.c_uint64
+    lib.timer_stood_still_tsc.argtypes = [ctypes.c_uint64] * 5 + [XF, XF]
+    return lib.timer_stood_still_tsc(advance, a0, b0, a1, b1, xf(per_tsc), xf(u))
+
+
+def test_stood_still_known_answers(lib):
+    from fractions import Fraction
+    import math
+    hpet = Fraction(1, 10)  # 100 MHz against a 1 GHz TSC
+    # 1 ms of TSC, 1 ms of HPET: nothing
+    assert stood_still(lib, 100_000, 0, 10, 1_000_010, 1_000_020, hpet, 0) == 0
+    # a KVM pause of 1 s: 1.001 s of TSC, 1 ms of HPET
+    got = stood_still(lib, 100_000, 0, 10, 1_001_000_010, 1_001_000_020, hpet, 0)
+    assert got == 1_001_000_000 - (100_001 * 10)
+    # with a 1 ppm uncertainty (3 sigma) the advance covers a little more
+    want = 1_001_000_000 - math.ceil(Fraction(100_001) / (hpet * (1 - Fraction(3, 10**6))))
+    assert stood_still(lib, 100_000, 0, 10, 1_001_000_010, 1_001_000_020, hpet, Fraction(1, 10**6)) == want
+    # a TSC that went back, or brackets that overlap: nothing to say
+    assert stood_still(lib, 5, 100, 200, 150, 300, hpet, 0) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**9), st.integers(0, 10**10), st.integers(1, 10**4), st.integers(1, 10**4))
+def test_stood_still_never_exceeds_the_stop(lib, run_ns, stop_ns, w0, w1):
+    # a counter that ran run_ns and stood still stop_ns: never more than stop_ns is said
+    from fractions import Fraction
+    per = Fraction(3_579_545, 10**9)  # the PM timer against a 1 GHz TSC
+    advance = int(run_ns * per)
+    a0, b0 = 0, w0
+    a1 = b0 + run_ns + stop_ns
+    got = stood_still(lib, advance, a0, b0, a1, a1 + w1, per, 0)
+    assert got <= stop_ns
+    assert got >= stop_ns - 2 * (1 / per)  # within a tick or so of it
