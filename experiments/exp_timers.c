@@ -156,6 +156,26 @@ static struct read_src ref_src;
 static struct unwrap_params ref_up;
 static bool have_ref;
 
+struct ref_reading {
+    uint64_t v, a, b;
+    bool valid;
+};
+
+/* TSC ticks the reference stood still while the TSC ran between a reading
+   v0 at [a0, b0] and v1 at [a1, b1] (unwrapped by lib/unwrap.h; a step too
+   long to unwrap counts whole). Over the least TSC time, b0 to a1; pass
+   b0 = a0 and a1 = b1 for the most, brackets included. */
+static uint64_t ref_still(uint64_t v0, uint64_t a0, uint64_t b0, uint64_t v1, uint64_t a1, uint64_t b1)
+{
+    struct step stp;
+    unwrap_step(&ref_up, v0, a0 ? a0 : b0, b0, v1, a1, b1 ? b1 : a1, &stp);
+    if (stp.kind == STEP_GAP)
+        return a1 - b0;
+    if (stp.kind != STEP_NORMAL && stp.kind != STEP_SLOW)
+        return 0;
+    return timer_stood_still_tsc(stp.advance, a0, b0, a1, b1, timers_state.ref_per_tsc, timers_state.ref_per_tsc_u);
+}
+
 /* Interrupts on only here. Returns whether vector came (its count moved
    from before) by TSC bound. A busy wait that sees the TSC step by more
    than 1 ms between two of its reads was away (a paused VM, a preempted
@@ -246,6 +266,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         c->rate_u = timer_fire_rate_u(count, tsc_per_tick, timers[id].per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
     uint32_t early = 0;
     struct armed armed = {0}, wd_armed = {0};
+    struct ref_reading prev = {0};
     uint32_t in_a_row = 0, n = 0;
     uint64_t start = rdtsc();
     lapic_mode(id);
@@ -256,6 +277,17 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         if (wd >= 0)
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         uint64_t ra0 = 0, rb0 = 0, rv0 = have_ref ? read_bracketed(&ref_src, &ra0, &rb0) : 0;
+        if (have_ref && prev.valid) {
+            /* between events too, the reads' own brackets included (a pause
+               lands where the CPU leaves the guest: often at an HPET access,
+               the watchdog's or these reads): it touches no event's figure,
+               but it is said */
+            uint64_t still = ref_still(prev.v, 0, prev.a, rv0, rb0, 0);
+            if (still > gap_ticks) {
+                timers_state.between_stops++;
+                timers_state.between_stop_max = still > timers_state.between_stop_max ? still : timers_state.between_stop_max;
+            }
+        }
         uint64_t before = irq.count[vec];
         uint64_t deadline = arm(id, di, count, &armed);
         if (id == TIMER_HPET) {
@@ -292,17 +324,13 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         if (have_ref) {
             /* every wait, idle ones too: did the reference stand still while the TSC ran? */
             uint64_t ra1, rb1, rv1 = read_bracketed(&ref_src, &ra1, &rb1);
-            struct step stp;
-            unwrap_step(&ref_up, rv0, ra0, rb0, rv1, ra1, rb1, &stp);
-            uint64_t still = stp.kind == STEP_GAP ? ra1 - rb0
-                             : (stp.kind == STEP_NORMAL || stp.kind == STEP_SLOW)
-                                 ? timer_stood_still_tsc(stp.advance, ra0, rb0, ra1, rb1, timers_state.ref_per_tsc, timers_state.ref_per_tsc_u)
-                                 : 0;
+            uint64_t still = ref_still(rv0, ra0, rb0, rv1, ra1, rb1);
             by_ref = still > gap_ticks;
             if (by_ref) {
                 timers_state.ref_stops++;
                 timers_state.ref_stop_max = still > timers_state.ref_stop_max ? still : timers_state.ref_stop_max;
             }
+            prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
         }
         if (!came) {
             timers_disarm(id);

@@ -489,6 +489,10 @@ static void report_away(void)
         if (st->ref_stops)
             kprintf("  %llu wait(s) saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->ref_stop_max)), xf_from_u64(1000000)), 1));
+        if (st->between_stops)
+            kprintf("  It stood still %llu time(s) between events, the longest %s ms: no\n"
+                    "  figure holds that.\n", (unsigned long long)st->between_stops,
+                    xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->between_stop_max)), xf_from_u64(1000000)), 1));
     } else
         kprintf("  Time away: no second clock to check the waits against.\n");
     kprintf("  A stop with every clock running on (a SIGSTOP of an emulator) cannot\n"
@@ -550,6 +554,8 @@ void timers_report(void)
     record_ns(&r, "beyond_bound_max_ns", (int64_t)st->idle_beyond_max);
     record_u64(&r, "reference_stops", st->ref_stops);
     record_ns(&r, "reference_stop_max_ns", (int64_t)st->ref_stop_max);
+    record_u64(&r, "reference_stops_between", st->between_stops);
+    record_ns(&r, "reference_stop_between_max_ns", (int64_t)st->between_stop_max);
     record_u64(&r, "unexpected", st->unexpected);
     if (st->unexpected)
         record_u64(&r, "last_unexpected_vector", st->last_unexpected);

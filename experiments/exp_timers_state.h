@@ -53,6 +53,7 @@ struct timers_state {
     uint64_t phase_ticks;           /* TSC ticks the measurement took */
     uint64_t busy_gaps, busy_gap_max;   /* busy waits that saw the TSC step by over 1 ms, and the largest step */
     uint64_t ref_stops, ref_stop_max;   /* waits during which the reference stood still while the TSC ran, and the longest */
+    uint64_t between_stops, between_stop_max; /* the same between two events of a cell (no figure touched) */
     uint64_t idle_beyond, idle_beyond_max; /* events later than their bound with no gap seen (a stop of the whole machine), and the latest */
     uint32_t cell_ms;               /* the profile's budget for a cell */
     uint64_t unexpected, spurious;  /* interrupts during the measurement */
