@@ -181,7 +181,7 @@ static void report_instant(int id, const struct timer_result *t, struct record *
         break;
     }
     if (id != TIMER_DEADLINE)
-        kprintf("    %s; rate margin +%s ppm (3 sigma, none early by rate): +- %s ns\n", phase,
+        kprintf("    %s; rate +%s ppm (3 sigma) margin: instant +- %s ns\n", phase,
                 xs(tick, timer_margin_ppm(t->per_tsc_u), 0), ru);
     if (id != TIMER_DEADLINE)
         record_xf_fixed(r, "tick_ns", tick_ns, 3);
@@ -524,8 +524,9 @@ void timers_report(void)
             "  semantics and tick (each timer's line says which), as cyclictest\n"
             "  measures, with no OS in between. \"phase <= x ns\": how much of each\n"
             "  figure may be that tick's phase and the arming's own time (the\n"
-            "  median event's; \"one\" the widest). \"+-\": how far the rate's\n"
-            "  uncertainty moves the instant.\n"
+            "  median event's; \"one\" the widest). The count is pushed late by\n"
+            "  the rate's margin, so a rate error cannot fire it early; \"+-\": how\n"
+            "  far that uncertainty moves the instant.\n"
             "  busy = spinning with interrupts on; hlt and mwait = idle. Figures in\n"
             "  microseconds.\n");
     report_rates();
