@@ -316,6 +316,12 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         away = was_away;
         if (wd >= 0)
             timers_disarm(wd);
+        /* an arming that took over 1 ms by the TSC was a stop too: the
+           event's figure would hold it (its window is that wide) */
+        if (armed.t1 - armed.t0 > gap_ticks) {
+            away = true;
+            gap_max = armed.t1 - armed.t0 > gap_max ? armed.t1 - armed.t0 : gap_max;
+        }
         if (away) {
             timers_state.busy_gaps++;
             timers_state.busy_gap_max = gap_max > timers_state.busy_gap_max ? gap_max : timers_state.busy_gap_max;

@@ -181,7 +181,7 @@ static void report_instant(int id, const struct timer_result *t, struct record *
         break;
     }
     if (id != TIMER_DEADLINE)
-        kprintf("    %s; rate +%s ppm (3 sigma) margin: instant +- %s ns\n", phase,
+        kprintf("    %s; margin +%s ppm (3 sigma): instant +- %s ns\n", phase,
                 xs(tick, timer_margin_ppm(t->per_tsc_u), 0), ru);
     if (id != TIMER_DEADLINE)
         record_xf_fixed(r, "tick_ns", tick_ns, 3);
@@ -504,10 +504,10 @@ static void report_away(void)
                 "  would have ended first): left out, as away.\n", (unsigned long long)st->idle_beyond,
                 xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->idle_beyond_max)), xf_from_u64(1000000)), 1));
     if (st->busy_gaps)
-        kprintf("  Busy waits saw %llu such stop(s) during the phase, the longest %s ms.\n", (unsigned long long)st->busy_gaps,
+        kprintf("  Busy waits and armings saw %llu such stop(s) during the phase, the\n  longest %s ms.\n", (unsigned long long)st->busy_gaps,
                 xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->busy_gap_max)), xf_from_u64(1000000)), 1));
     else
-        kprintf("  Busy waits saw none during the phase (a step of the TSC over 1 ms).\n");
+        kprintf("  Busy waits and armings saw none during the phase (a step of the TSC\n  over 1 ms).\n");
 }
 
 void timers_report(void)
