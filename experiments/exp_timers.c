@@ -7,6 +7,7 @@
 #include "../kernel/discover.h"
 #include "../kernel/interrupts.h"
 #include "../kernel/probe.h"
+#include "../kernel/progress.h"
 #include "../kernel/reads.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
@@ -15,6 +16,8 @@
 #include "../lib/latency.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
+#include "../lib/timer_deadline.h"
+#include "../lib/unwrap.h"
 #include "exp_timers_state.h"
 #include "exp_timers_setup.h"
 #include "experiment.h"
@@ -46,38 +49,61 @@ static const uint8_t timer_vector[TIMER_COUNT] = {VEC_TIMER_LAPIC, VEC_TIMER_LAP
 static uint64_t delay_ticks[TIMER_DELAYS];
 static uint64_t hpet_target;        /* the comparator value last armed */
 static int64_t samples[MAX_EVENTS];
+static int64_t widths[MAX_EVENTS];  /* each event's fire window (lib/timer_deadline.h) */
 static uint64_t scratch[MAX_EVENTS];
 
-/* --- arming: the deadline T is the TSC read just before the write that
-   arms; the device counts from after that write, so it cannot fire before
-   T + d unless its rate is wrong --- */
+/* --- arming: the deadline T asked for is the TSC read just before the
+   write that arms plus the delay; the count was pushed late (the rate
+   margin), so the device cannot fire before T unless its rate is wrong.
+   Lateness is measured from the instant the device fires by its own
+   semantics and tick (lib/timer_deadline.h), from the TSC read just before
+   (t0) and after (t1) the access that sets it going --- */
 
-static inline uint64_t arm(int id, unsigned di, uint64_t count)
+struct armed {
+    uint64_t t0, t1, count;  /* count: the ticks armed (the TSC-deadline: the target TSC) */
+    uint64_t device;         /* the HPET counter read; else the count */
+};
+
+static const enum timer_fire_mode fire_mode[TIMER_COUNT] = {TIMER_FIRE_LAPIC_ONESHOT, TIMER_FIRE_TSC_DEADLINE, TIMER_FIRE_HPET_MATCH,
+                                                            TIMER_FIRE_PIT_MODE0};
+
+static inline uint64_t arm(int id, unsigned di, uint64_t count, struct armed *a)
 {
     const struct lapic *l = &smp.lapic;
     const struct hpet *h = &discovered.hpet;
     uint64_t t0;
+    a->count = a->device = count;
     switch (id) {
     case TIMER_LAPIC:
         t0 = rdtsc();
         lapic_write(l, LAPIC_TIMER_INITIAL, (uint32_t)count);
+        a->t1 = rdtsc();
+        a->t0 = t0;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     case TIMER_DEADLINE:
         t0 = rdtsc();
         wrmsr(MSR_TSC_DEADLINE, t0 + count);
+        a->t0 = a->t1 = t0;
+        a->count = a->device = t0 + count;
         return t0 + count;
     case TIMER_HPET: {
         t0 = rdtsc();
         uint64_t now = hpet_counter(h);
+        a->t1 = rdtsc();
         hpet_target = h->t0_64bit ? now + count : (uint32_t)(now + count);
         hpet_write64(h, HPET_TIMER_COMPARATOR(0), hpet_target);
+        a->t0 = t0;
+        a->device = now;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     }
     case TIMER_PIT:
+        /* lo/hi access: the count starts with its high byte's write */
         outb(PIT_COMMAND, PIT_SELECT_CH0 | PIT_ACCESS_LOHI | PIT_MODE_TERMINAL);
-        t0 = rdtsc();
         outb(PIT_CH0_DATA, (uint8_t)count);
+        t0 = rdtsc();
         outb(PIT_CH0_DATA, (uint8_t)(count >> 8));
+        a->t1 = rdtsc();
+        a->t0 = t0;
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     }
     return 0;
@@ -124,6 +150,31 @@ static inline void monitor(const volatile void *p)
 }
 
 static uint64_t gap_ticks, away_cap_ticks; /* what counts as time away from a busy wait, and its most */
+/* the second clock every wait is checked against (the best reference:
+   under KVM a pause stops QEMU's HPET and PM timer, the TSC runs on) */
+static struct read_src ref_src;
+static struct unwrap_params ref_up;
+static bool have_ref;
+
+struct ref_reading {
+    uint64_t v, a, b;
+    bool valid;
+};
+
+/* TSC ticks the reference stood still while the TSC ran between a reading
+   v0 at [a0, b0] and v1 at [a1, b1] (unwrapped by lib/unwrap.h; a step too
+   long to unwrap counts whole). Over the least TSC time, b0 to a1; pass
+   b0 = a0 and a1 = b1 for the most, brackets included. */
+static uint64_t ref_still(uint64_t v0, uint64_t a0, uint64_t b0, uint64_t v1, uint64_t a1, uint64_t b1)
+{
+    struct step stp;
+    unwrap_step(&ref_up, v0, a0 ? a0 : b0, b0, v1, a1, b1 ? b1 : a1, &stp);
+    if (stp.kind == STEP_GAP)
+        return a1 - b0;
+    if (stp.kind != STEP_NORMAL && stp.kind != STEP_SLOW)
+        return 0;
+    return timer_stood_still_tsc(stp.advance, a0, b0, a1, b1, timers_state.ref_per_tsc, timers_state.ref_per_tsc_u);
+}
 
 /* Interrupts on only here. Returns whether vector came (its count moved
    from before) by TSC bound. A busy wait that sees the TSC step by more
@@ -131,7 +182,7 @@ static uint64_t gap_ticks, away_cap_ticks; /* what counts as time away from a bu
    host, an SMI): the bound moves out by that time, up to 10 s in all, so an
    interrupt that comes late because the machine stopped is late, not lost.
    *away tells whether that happened. */
-static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w, uint64_t bound, bool *away)
+static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w, uint64_t bound, bool *away, uint64_t *gap_max)
 {
     volatile uint64_t *count = &irq.count[vector];
     volatile uint64_t *wd = &irq.total; /* an idle wait ends at any interrupt: the caller re-arms the watchdog */
@@ -142,10 +193,13 @@ static bool wait_for(uint8_t vector, uint64_t before, const struct timer_wait *w
         irq_enable();
         while (*count == before) {
             uint64_t now = rdtsc();
-            if (now - last > gap_ticks && extended < away_cap_ticks) {
-                bound += now - last;
-                extended += now - last;
+            if (now - last > gap_ticks) {
                 *away = true;
+                *gap_max = now - last > *gap_max ? now - last : *gap_max;
+                if (extended < away_cap_ticks) {
+                    bound += now - last;
+                    extended += now - last;
+                }
             }
             last = now;
             if (now >= bound)
@@ -206,6 +260,13 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     }
     timers_route_shared_pin(id, wd);
     *c = (struct timer_cell){.ran = true};
+    /* the clock it counts: the APIC timer's at divide by 1 (lapic_mode) */
+    struct xf tsc_per_tick = id == TIMER_DEADLINE ? xf_from_u64(1) : timer_tsc_per_tick(timers[id].per_tsc, 1);
+    if (id != TIMER_DEADLINE)
+        c->rate_u = timer_fire_rate_u(count, tsc_per_tick, timers[id].per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
+    uint32_t early = 0;
+    struct armed armed = {0}, wd_armed = {0};
+    struct ref_reading prev = {0};
     uint32_t in_a_row = 0, n = 0;
     uint64_t start = rdtsc();
     lapic_mode(id);
@@ -214,9 +275,21 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     for (uint32_t e = 0; e < events && rdtsc() - start < budget_ticks; e++) {
         drain();
         if (wd >= 0)
-            (void)arm(wd, TIMER_DELAYS, wd_ticks);
+            (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
+        uint64_t ra0 = 0, rb0 = 0, rv0 = have_ref ? read_bracketed(&ref_src, &ra0, &rb0) : 0;
+        if (have_ref && prev.valid) {
+            /* between events too, the reads' own brackets included (a pause
+               lands where the CPU leaves the guest: often at an HPET access,
+               the watchdog's or these reads): it touches no event's figure,
+               but it is said */
+            uint64_t still = ref_still(prev.v, 0, prev.a, rv0, rb0, 0);
+            if (still > gap_ticks) {
+                timers_state.between_stops++;
+                timers_state.between_stop_max = still > timers_state.between_stop_max ? still : timers_state.between_stop_max;
+            }
+        }
         uint64_t before = irq.count[vec];
-        uint64_t deadline = arm(id, di, count);
+        uint64_t deadline = arm(id, di, count, &armed);
         if (id == TIMER_HPET) {
             uint64_t now = hpet_counter(&discovered.hpet);
             uint64_t cmp = hpet_read64(&discovered.hpet, HPET_TIMER_COMPARATOR(0));
@@ -225,8 +298,9 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         }
         c->asked++;
         bool came, away, was_away = false;
+        uint64_t gap_max = 0;
         for (;;) {
-            came = wait_for(vec, before, w, deadline + bound_after, &away);
+            came = wait_for(vec, before, w, deadline + bound_after, &away, &gap_max);
             was_away = was_away || away;
             if (came && stray(id)) {
                 c->stray++;
@@ -237,12 +311,33 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
                 break;
             /* woken by the watchdog (or anything else) before the bound:
                arm the watchdog again, so the next halt has a waker too */
-            (void)arm(wd, TIMER_DELAYS, wd_ticks);
+            (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         }
         away = was_away;
         if (wd >= 0)
             timers_disarm(wd);
-        c->away += away;
+        /* an arming that took over 1 ms by the TSC was a stop too: the
+           event's figure would hold it (its window is that wide) */
+        if (armed.t1 - armed.t0 > gap_ticks) {
+            away = true;
+            gap_max = armed.t1 - armed.t0 > gap_max ? armed.t1 - armed.t0 : gap_max;
+        }
+        if (away) {
+            timers_state.busy_gaps++;
+            timers_state.busy_gap_max = gap_max > timers_state.busy_gap_max ? gap_max : timers_state.busy_gap_max;
+        }
+        bool by_ref = false;
+        if (have_ref) {
+            /* every wait, idle ones too: did the reference stand still while the TSC ran? */
+            uint64_t ra1, rb1, rv1 = read_bracketed(&ref_src, &ra1, &rb1);
+            uint64_t still = ref_still(rv0, ra0, rb0, rv1, ra1, rb1);
+            by_ref = still > gap_ticks;
+            if (by_ref) {
+                timers_state.ref_stops++;
+                timers_state.ref_stop_max = still > timers_state.ref_stop_max ? still : timers_state.ref_stop_max;
+            }
+            prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
+        }
         if (!came) {
             timers_disarm(id);
             c->lost++;
@@ -253,16 +348,47 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
             continue;
         }
         in_a_row = 0;
-        samples[n++] = (int64_t)(irq.entry_tsc[vec] - deadline);
+        uint64_t entry = irq.entry_tsc[vec];
+        struct timer_fire f = timer_fire_of(fire_mode[id], armed.t0, armed.t1, armed.count, tsc_per_tick);
+        /* every wait ends at its bound (an idle one by the watchdog too): an
+           event later than that, with no gap seen, means neither the timer
+           nor the wait got the CPU, which only a stop of the whole machine
+           explains (every clock ran on), as between arming and waiting */
+        bool beyond = !away && !by_ref && (int64_t)(entry - deadline) > (int64_t)bound_after;
+        if (beyond) {
+            timers_state.idle_beyond++;
+            timers_state.idle_beyond_max = entry - deadline > timers_state.idle_beyond_max ? entry - deadline : timers_state.idle_beyond_max;
+        }
+        if (away || by_ref || beyond) {
+            /* late because the machine was away: counted, left out of the figures */
+            c->away++;
+            c->away_reference += by_ref;
+            int64_t late = (int64_t)(entry - f.earliest);
+            c->away_max = late > c->away_max ? late : c->away_max;
+            continue;
+        }
+        widths[n] = (int64_t)f.width;
+        if ((int64_t)(entry - deadline) < 0 && !early++)
+            c->early_raw = (struct timer_early_raw){.asked = deadline, .earliest = f.earliest, .t0 = armed.t0, .t1 = armed.t1,
+                                                    .count = armed.count, .entry = entry, .device = armed.device};
+        samples[n++] = (int64_t)(entry - f.earliest);
     }
     c->came = n;
     latency_summarise(samples, n, scratch, timer_bin_edge(results.tsc_estimate_hz), &c->s);
+    c->s.early = early; /* before the time asked for; s.bins[0]: before the instant it fires */
+    struct latency_summary ws;
+    latency_summarise(widths, n, scratch, 1, &ws);
+    c->width_p50 = (uint64_t)ws.p50;
+    c->width_max = (uint64_t)ws.max;
 }
 
 static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks)
 {
     struct timer_result *t = &timers_state.timer[id];
-    run_cell_into(id, wi, di, events, budget_ticks, t->count[di], &t->cell[wi][di]);
+    uint32_t n;
+    uint64_t budget;
+    timer_cell_plan(events, budget_ticks, timer_main_cell(&timers_state.wait[wi], di), MAX_EVENTS, &n, &budget);
+    run_cell_into(id, wi, di, n, budget, t->count[di], &t->cell[wi][di]);
 }
 
 struct wait_job {
@@ -323,9 +449,7 @@ static void ap_timer_job(void *p)
     lapic_write(l, LAPIC_SVR, (svr & ~LAPIC_SVR_VECTOR_MASK) | LAPIC_SVR_ENABLE | VEC_SPURIOUS);
     lapic_write(l, LAPIC_TPR, 0);
     lapic_timer_free_run(l);
-    struct read_src s;
-    counter_source(COUNTER_LAPIC, &s);
-    if (!timers_rate_against_tsc(&s, counters[COUNTER_LAPIC].mask, &row->per_tsc, &row->per_tsc_u)) {
+    if (!timers_rate_against_tsc(COUNTER_LAPIC, &row->per_tsc, &row->per_tsc_u, &row->window)) {
         fmt_format(row->why, sizeof row->why, "its APIC timer's count did not move against its TSC");
         lapic_write(l, LAPIC_SVR, svr);
         return;
@@ -391,6 +515,7 @@ static void timers_measure(const struct profile *p)
 {
     struct timers_state *st = &timers_state;
     memset(st, 0, sizeof *st);
+    uint64_t phase_start = rdtsc();
     st->ref_counter = -1;
     st->fault_where = "";
     const char *why = "";
@@ -404,6 +529,9 @@ static void timers_measure(const struct profile *p)
     gap_ticks = ms_to_tsc(1);
     away_cap_ticks = ms_to_tsc(10000);
     timers_setup(&boot_cpu.info);
+    have_ref = st->ref_counter >= 0 && counter_source(st->ref_counter, &ref_src);
+    if (have_ref)
+        unwrap_params_of(st->ref_counter, &ref_up);
     for (int id = 0; id < TIMER_COUNT; id++) {
         struct timer_result *t = &st->timer[id];
         if (t->usable)
@@ -414,6 +542,8 @@ static void timers_measure(const struct profile *p)
         irq_expect(timer_vector[id], true);
     uint64_t unexpected0 = irq.unexpected, spurious0 = irq.spurious;
     for (unsigned wi = 0; wi < st->wait_count; wi++) {
+        if (wi > 0) /* the idle waits begin: a mark a test can stop the machine at */
+            progress("timers", wi * 100 / st->wait_count, PROGRESS_UNKNOWN);
         struct wait_job j = {.wi = wi, .events = p->timer_events < MAX_EVENTS ? p->timer_events : MAX_EVENTS,
                              .budget = ms_to_tsc(p->timer_cell_ms), .current = -1};
         if (!probe_run(wait_job_run, &j, &st->fault)) {
@@ -434,6 +564,8 @@ static void timers_measure(const struct profile *p)
     if (!st->faulted)
         measure_aps(p);
     stop_everything();
+    st->phase_ticks = rdtsc() - phase_start;
+    st->cell_ms = p->timer_cell_ms;
     st->unexpected = irq.unexpected - unexpected0;
     st->spurious = irq.spurious - spurious0;
     st->last_unexpected = irq.last_unexpected;

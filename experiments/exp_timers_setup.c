@@ -17,6 +17,7 @@
 #include "../lib/format.h"
 #include "../lib/string.h"
 #include "../lib/timer_analysis.h"
+#include "../lib/unwrap.h"
 #include "exp_timers_state.h"
 
 #define PIT_IRQ 0
@@ -51,16 +52,45 @@ static bool have_pit_pin(void)
 }
 
 /* The two readings' brackets over the TSC time, plus one tick of the
-   counter over its count (timer_rate_from_readings). */
-bool timers_rate_against_tsc(const struct read_src *src, uint64_t mask, struct xf *ratio, struct xf *u)
+   counter over its count (timer_rate_from_readings); the window's gaps and
+   the counter's step judged as the drift phase judges them. */
+bool timers_rate_against_tsc(int counter, struct xf *ratio, struct xf *u, struct timers_window *w)
 {
-    uint64_t a0, b0, a1, b1;
-    uint64_t v0 = read_bracketed(src, &a0, &b0);
-    uint64_t end = b0 + ms_to_tsc(TIMERS_RATE_WINDOW_MS);
-    while (rdtsc() < end)
-        cpu_relax();
-    uint64_t v1 = read_bracketed(src, &a1, &b1);
-    return timer_rate_from_readings(v0, a0, b0, v1, a1, b1, mask, ratio, u);
+    struct read_src src;
+    if (!counter_source(counter, &src))
+        return false;
+    struct unwrap_params up;
+    unwrap_params_of(counter, &up);
+    uint64_t gap = ms_to_tsc(1);
+    *w = (struct timers_window){.measured = true};
+    bool ok = false;
+    for (uint32_t t = 0; t < TIMERS_RATE_TRIES; t++) {
+        uint64_t a0, b0, a1, b1;
+        uint64_t v0 = read_bracketed(&src, &a0, &b0);
+        /* a fixed window: the PIT wraps in 55 ms */
+        uint64_t end = b0 + ms_to_tsc(TIMERS_RATE_WINDOW_MS), last = b0;
+        for (uint64_t now = rdtsc(); now < end; now = rdtsc()) {
+            if (now - last > gap) {
+                w->gaps++;
+                w->gap_max = now - last > w->gap_max ? now - last : w->gap_max;
+            }
+            last = now;
+            cpu_relax();
+        }
+        uint64_t v1 = read_bracketed(&src, &a1, &b1);
+        struct step st;
+        unwrap_step(&up, v0, a0, b0, v1, a1, b1, &st);
+        w->tries = t + 1;
+        w->last_kind = (int)st.kind;
+        ok = timer_rate_from_readings(v0, a0, b0, v1, a1, b1, counters[counter].mask, ratio, u);
+        /* a gap in which the counter ran on with the TSC (a stop of the
+           whole machine) bends no rate; one in which it stood still, or
+           jumped, or that was too long to unwrap, does: measure again */
+        if (st.kind == STEP_NORMAL)
+            break;
+        w->disturbed_kind = (int)st.kind;
+    }
+    return ok;
 }
 
 void timers_disarm(int id)
@@ -155,10 +185,8 @@ static void setup_lapic_timers(const struct cpu_info *ci)
         fmt_format(d->why, sizeof d->why, "%s", counters[COUNTER_LAPIC].reason);
         return;
     }
-    struct read_src s;
-    counter_source(COUNTER_LAPIC, &s);
     lapic_timer_free_run(&smp.lapic);
-    if (!timers_rate_against_tsc(&s, counters[COUNTER_LAPIC].mask, &l->per_tsc, &l->per_tsc_u))
+    if (!timers_rate_against_tsc(COUNTER_LAPIC, &l->per_tsc, &l->per_tsc_u, &timers_state.window[TIMER_LAPIC]))
         fmt_format(l->why, sizeof l->why, "its current count did not move against the TSC");
     else
         l->usable = l->rate_known = true;
@@ -261,9 +289,7 @@ static void setup_hpet(void)
         h->usable = false;
     }
     if (h->usable) {
-        struct read_src s;
-        counter_source(COUNTER_HPET, &s);
-        if (!timers_rate_against_tsc(&s, counters[COUNTER_HPET].mask, &h->per_tsc, &h->per_tsc_u)) {
+        if (!timers_rate_against_tsc(COUNTER_HPET, &h->per_tsc, &h->per_tsc_u, &timers_state.window[TIMER_HPET])) {
             h->usable = false;
             fmt_format(h->why, sizeof h->why, "its counter did not move against the TSC");
             hpet_restore();
@@ -301,9 +327,8 @@ static void setup_pit(bool have_ioapic, const char *ioapic_why)
     ioapic_route(&ioapics[pit_ioapic], pit_pin, VEC_TIMER_PIT, smp.bsp_apic_id, pit_level, pit_active_low, false);
     fmt_format(t->route, sizeof t->route, "IRQ 0 -> GSI %u (I/O APIC %d pin %u), vector 0x%x, %s", gsi, pit_ioapic, pit_pin,
                VEC_TIMER_PIT, pit_level ? "level" : "edge");
-    struct read_src s;
-    counter_source(COUNTER_PIT, &s); /* channel 2: the same input clock as channel 0 */
-    if (timers_rate_against_tsc(&s, counters[COUNTER_PIT].mask, &t->per_tsc, &t->per_tsc_u))
+    /* the counter is channel 2: the same input clock as channel 0 */
+    if (timers_rate_against_tsc(COUNTER_PIT, &t->per_tsc, &t->per_tsc_u, &timers_state.window[TIMER_PIT]))
         t->usable = t->rate_known = true;
     else
         fmt_format(t->why, sizeof t->why, "its counter did not move against the TSC");
@@ -340,9 +365,7 @@ void timers_setup(const struct cpu_info *ci)
     int order[COUNTER_COUNT];
     timers_state.ref_counter = -1;
     if (counters_by_rank(order)) {
-        struct read_src s;
-        counter_source(order[0], &s);
-        if (timers_rate_against_tsc(&s, counters[order[0]].mask, &timers_state.ref_per_tsc, &timers_state.ref_per_tsc_u))
+        if (timers_rate_against_tsc(order[0], &timers_state.ref_per_tsc, &timers_state.ref_per_tsc_u, &timers_state.ref_window))
             timers_state.ref_counter = order[0];
     }
 }

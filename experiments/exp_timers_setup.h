@@ -20,9 +20,15 @@
    those that count against the TSC (and the best reference's), and lists
    the ways of waiting: fills timers_state (exp_timers.h) but the cells. */
 void timers_setup(const struct cpu_info *ci);
-/* Ticks of src per TSC tick over about TIMERS_RATE_WINDOW_MS, with its
-   relative uncertainty. */
-bool timers_rate_against_tsc(const struct read_src *src, uint64_t mask, struct xf *ratio, struct xf *u);
+#define TIMERS_RATE_TRIES 3         /* windows tried when one is disturbed */
+
+struct timers_window;
+/* Ticks of the counter per TSC tick over about TIMERS_RATE_WINDOW_MS, with
+   its relative uncertainty. A window in which the TSC stepped by over 1 ms
+   between two reads, or over which the counter's step is not what the TSC
+   time allows (lib/unwrap.h), is noted in *w and measured again, up to
+   TIMERS_RATE_TRIES windows. */
+bool timers_rate_against_tsc(int counter, struct xf *ratio, struct xf *u, struct timers_window *w);
 /* Stops timer id from firing (the PIT: until a count is written). */
 void timers_disarm(int id);
 /* Whether the HPET and the PIT share one I/O APIC pin (the pc machine). */

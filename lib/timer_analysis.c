@@ -127,6 +127,54 @@ int timer_watchdog_for(const struct timer_result t[TIMER_COUNT], int id, bool sh
     return -1;
 }
 
+/* --- how many events a cell takes, and what its tail is --- */
+
+bool timer_main_cell(const struct timer_wait *w, unsigned di)
+{
+    return !w->mwait && (di == 1 || di == 2); /* busy and hlt; 10 us and 100 us */
+}
+
+void timer_cell_plan(uint32_t events, uint64_t budget, bool main_cell, uint32_t max_events, uint32_t *cell_events,
+                     uint64_t *cell_budget)
+{
+    if (main_cell && events < TIMER_P99_MIN_EVENTS) {
+        events = TIMER_P99_MIN_EVENTS;
+        budget = budget / TIMER_MAIN_BUDGET_DEN * TIMER_MAIN_BUDGET_NUM;
+    }
+    *cell_events = events < max_events ? events : max_events;
+    *cell_budget = budget;
+}
+
+int64_t timer_tail(const struct timer_cell *c, bool *is_max)
+{
+    /* the p99 by rank, ceil(0.99 n), is the largest of fewer than 100
+       values: the same number, named for what it is */
+    *is_max = c->came < TIMER_P99_MIN_EVENTS;
+    return c->s.p99;
+}
+
+/* --- time away --- */
+
+uint64_t timer_stood_still_tsc(uint64_t advance, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, struct xf ref_per_tsc,
+                               struct xf ref_u)
+{
+    (void)a0;
+    (void)b1;
+    if ((int64_t)(a1 - b0) <= 0)
+        return 0;
+    uint64_t least = a1 - b0;
+    struct xf slow = xf_mul(ref_per_tsc, xf_sub(xf_from_u64(1), xf_mul(xf_from_u64(TIMER_RATE_MARGIN_SIGMAS), ref_u)));
+    if (xf_cmp(slow, xf_from_u64(0)) <= 0)
+        return 0; /* a rate that uncertain accounts for anything */
+    struct xf covered = xf_div(xf_from_u64(advance + 1), slow);
+    if (xf_cmp(covered, xf_from_u64(least)) >= 0)
+        return 0;
+    int64_t c = xf_to_fixed(covered, 0);
+    if (xf_cmp(xf_from_i64(c), covered) < 0)
+        c++; /* the ceiling: never more away than it was */
+    return (uint64_t)c < least ? least - (uint64_t)c : 0;
+}
+
 /* --- tallies and the choice --- */
 
 void timer_tally_add(struct timer_tally *t, const struct timer_cell *c)
@@ -146,6 +194,14 @@ enum timer_outcome timer_tally_outcome(const struct timer_tally *t)
     return t->lost ? TIMER_LOST : TIMER_ON_TIME;
 }
 
+/* the tail lateness (p99, or the maximum of a small sample) from the instant the timer fires, plus how much of it its own
+   phase leaves unknown: the latest a caller must allow for */
+static int64_t worst_of(const struct timer_cell *c)
+{
+    bool is_max;
+    return timer_tail(c, &is_max) + (int64_t)c->width_max;
+}
+
 int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsigned *wait)
 {
     const unsigned di = TIMER_CHOICE_DELAY;
@@ -159,7 +215,7 @@ int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsig
             for (unsigned d = 0; d < TIMER_DELAYS; d++)
                 ok = ok && !t[id].cell[wi][d].s.early && !t[id].cell[wi][d].lost;
         for (unsigned wi = 0; ok && wi < waits; wi++)
-            if (t[id].cell[wi][di].came && (best < 0 || t[id].cell[wi][di].s.p99 < t[best].cell[best_w][di].s.p99)) {
+            if (t[id].cell[wi][di].came && (best < 0 || worst_of(&t[id].cell[wi][di]) < worst_of(&t[best].cell[best_w][di]))) {
                 best = id;
                 best_w = wi;
             }

@@ -30,9 +30,20 @@ struct timer_cell {
     bool ran;
     uint32_t asked, came, lost, passed_arming;
     uint32_t stray;                  /* interrupts on the vector before the device reached its target */
-    uint32_t away;                   /* busy waits during which the CPU was away for over 1 ms */
+    uint32_t away;                   /* events left out: the CPU was away for over 1 ms (busy: a TSC gap; any wait: the reference
+                                        stood still; idle: the event came after its bound, which the watchdog would have ended) */
+    uint32_t away_reference;         /* of those, told by the reference standing still while the TSC ran */
+    int64_t away_max;                /* the latest of those events, TSC ticks after the instant */
     bool stopped;                    /* too many lost in a row */
+    /* lateness is from the instant the timer fires (timer_deadline.h); s.early
+       counts events before the time asked for, s.bins[0] those before that
+       instant */
     struct latency_summary s;        /* in TSC ticks */
+    uint64_t width_p50, width_max;   /* its events' fire windows (the quantisation), median and widest, TSC ticks */
+    uint64_t rate_u;                 /* how far the instant may be off by the rate (3 sigma), TSC ticks */
+    struct timer_early_raw {         /* the first event before the time asked for, as read */
+        uint64_t asked, earliest, t0, t1, count, entry, device; /* device: the HPET counter read; else the count written */
+    } early_raw;
 };
 
 /* One timer's measurement on the boot CPU. */
@@ -106,6 +117,37 @@ int timer_hpet_gsi(uint32_t caps, const struct acpi_info *a, uint32_t pins_of[AC
    the PIT share one pin). -1 when none. */
 int timer_watchdog_for(const struct timer_result t[TIMER_COUNT], int id, bool shared);
 
+/* --- how many events a cell takes, and what its tail is --- */
+
+#define TIMER_P99_MIN_EVENTS 100     /* a p99 is stated only from this many events; below, the maximum stands in */
+#define TIMER_P999_MIN_EVENTS 1000   /* and a p99.9 from this many */
+#define TIMER_MAIN_BUDGET_NUM 5      /* a main cell's budget: the profile's cell budget x 5/2 */
+#define TIMER_MAIN_BUDGET_DEN 2
+
+/* The main rows: busy and hlt at 10 us and 100 us, where every profile
+   takes at least TIMER_P99_MIN_EVENTS events (within a budget). */
+bool timer_main_cell(const struct timer_wait *w, unsigned di);
+/* Events and time budget for a cell: the profile's, raised for a main cell
+   to TIMER_P99_MIN_EVENTS events and TIMER_MAIN_BUDGET_NUM/DEN times the
+   budget; never above max_events. */
+void timer_cell_plan(uint32_t events, uint64_t budget, bool main_cell, uint32_t max_events, uint32_t *cell_events,
+                     uint64_t *cell_budget);
+/* The tail a cell's sample carries: its p99 from TIMER_P99_MIN_EVENTS
+   events, else its maximum (*is_max set). */
+int64_t timer_tail(const struct timer_cell *c, bool *is_max);
+
+/* --- time away --- */
+
+/* TSC ticks during which a reference counter stood still while the TSC ran
+   (a VM paused under KVM: QEMU's HPET and PM timer stop, the TSC runs on),
+   from two bracketed readings [a0, b0], [a1, b1] and the counter's advance
+   between them (unwrapped, lib/unwrap.h): the least TSC time that passed,
+   a1 - b0, less the most the advance accounts for, advance + 1 ticks at
+   the reference's rate pushed slow by TIMER_RATE_MARGIN_SIGMAS times its
+   uncertainty. 0 when the advance accounts for it all. */
+uint64_t timer_stood_still_tsc(uint64_t advance, uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, struct xf ref_per_tsc,
+                               struct xf ref_u);
+
 /* --- tallies and the choice --- */
 
 struct timer_tally {
@@ -118,8 +160,8 @@ enum timer_outcome { TIMER_ON_TIME, TIMER_EARLY, TIMER_LOST };
 void timer_tally_add(struct timer_tally *t, const struct timer_cell *c);
 /* Early if any came before its deadline, else lost if any never came. */
 enum timer_outcome timer_tally_outcome(const struct timer_tally *t);
-/* The timer for precise events: the lowest p99 lateness at
-   TIMER_CHOICE_DELAY among usable timers none of whose cells had an event
+/* The timer for precise events: the lowest tail lateness (timer_tail)
+   plus its quantisation (width_max) at TIMER_CHOICE_DELAY among usable timers none of whose cells had an event
    early or lost, over the first waits ways of waiting. -1 when none, else
    the timer, with the way of waiting in *wait. */
 int timer_choose(const struct timer_result t[TIMER_COUNT], unsigned waits, unsigned *wait);
