@@ -1,9 +1,13 @@
 /* The application processors: found in the MADT, started with INIT-SIPI-SIPI
    (Intel SDM vol. 3A, 9.4.4 "MP Initialization Example", 11.6.1 the ICR),
    and then run jobs handed to them through a mailbox. An AP never prints
-   and never touches the console; interrupts stay off on every CPU. Each
-   running CPU has an index (its per-CPU slot, percpu.h): 0 is the boot CPU,
-   the APs follow in MADT order. */
+   and never touches the console. An AP with no job sleeps (HLT) with
+   interrupts on, and the boot CPU wakes it with a fixed IPI, VEC_SMP_WAKE,
+   when it posts one: only the CPUs being measured run, which matters where
+   the virtual CPUs outnumber the host's (an emulator, an overcommitted
+   guest). Jobs run with interrupts off. Each running CPU has an index (its
+   per-CPU slot, percpu.h): 0 is the boot CPU, the APs follow in MADT
+   order. */
 #ifndef CLOCKBENCH_SMP_H
 #define CLOCKBENCH_SMP_H
 
@@ -25,6 +29,7 @@ struct smp_cpu {
     bool enabled, online_capable, is_bsp;
     bool started;            /* running and answering its mailbox */
     bool lost;               /* started, then a job did not finish in time: no more jobs */
+    bool never_woke;         /* lost because it never took the job (asleep through the IPIs) */
     int index;               /* its per-CPU slot, -1 when it has none */
     uint8_t stage;           /* enum smp_stage reached */
     uint64_t start_ticks;    /* first SIPI to running, boot CPU's TSC */
@@ -56,6 +61,10 @@ extern struct smp_info smp;
    list of processors. */
 void smp_use(const struct boot_info *bi, const struct acpi_info *acpi);
 
+/* The wake-up IPI's vector: its handler only ends the interrupt
+   (kernel/interrupts.c); it is never counted as unexpected. */
+#define VEC_SMP_WAKE 0xF0
+
 typedef void (*smp_job)(void *arg);
 
 /* Maps and enables the boot CPU's local APIC once (smp.lapic); false with
@@ -70,13 +79,14 @@ void smp_start(void);
    not take jobs (not started, lost, or busy with the previous one). */
 bool smp_post(int index, smp_job fn, void *arg);
 /* Waits up to budget_ticks (boot CPU's TSC) for the posted job to finish.
-   False on timeout: the CPU is marked lost. *faulted tells whether the job
+   False on timeout: the CPU is marked lost, its reason saying whether it
+   never woke for the job or did not finish it. *faulted tells whether the job
    ended in a CPU exception on the AP (caught by probe_run), fault says which. */
 bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
 /* post + wait. */
 bool smp_run(int index, smp_job fn, void *arg, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
-/* Every AP halts with interrupts off for the rest of the run, so it no
-   longer competes with the boot CPU for the host (under a hypervisor). */
+/* Every AP halts with interrupts off for the rest of the run: no job or
+   IPI wakes it again. */
 void smp_park_all(void);
 
 /* The cpus[] entry of a running index, or 0. */
