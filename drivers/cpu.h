@@ -100,6 +100,8 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 }
 
 static inline void cpu_relax(void) { __asm__ volatile("pause"); }
+/* Orders this CPU's earlier stores before its later loads (SDM vol. 3A, 9.2.3.4). */
+static inline void cpu_store_load_fence(void) { __asm__ volatile("mfence" ::: "memory"); }
 static inline void interrupts_off(void) { __asm__ volatile("cli" ::: "memory"); }
 static inline void cpu_halt(void) { __asm__ volatile("hlt"); }
 /* Halts until an interrupt, then turns interrupts off again. STI holds

@@ -155,6 +155,7 @@ struct exchange {
     volatile uint64_t ack __attribute__((aligned(64)));  /* written by the AP */
     volatile uint64_t theirs;
     volatile uint32_t ready;
+    volatile uint32_t napping;                           /* the AP sleeps until woken (smp_nap) */
     uint64_t ap_limit_ticks;
 };
 static struct exchange xc;
@@ -178,11 +179,22 @@ static bool wait_ready(volatile uint32_t *ready)
    (SDM vol. 2B, PAUSE: the spin-wait hint): it costs some latency in each
    round trip, which only widens the bounds, and under an emulator that
    runs its virtual CPUs in turn (QEMU's TCG in round-robin mode) PAUSE is
-   what hands the host CPU to the other side at all. */
+   what hands the host CPU to the other side at all. With no request for
+   a while the AP sleeps until the boot CPU's next one wakes it (smp_nap):
+   on a host with fewer CPUs than the guest (an emulator on a small
+   machine, an overcommitted cloud guest) a spinning AP takes the host CPU
+   the boot CPU needs to send that request, and a round trip then lasts a
+   host time slice. How long "a while" is alternates: NAP_LONG_US after
+   an even request, so two CPUs that run side by side never nap between
+   requests, NAP_SHORT_US after an odd one, so two that share one host CPU
+   hand it over at once. A woken AP is a round trip that only widens its
+   own bound; the narrowest one decides the interval. */
+#define NAP_SHORT_US 2
+#define NAP_LONG_US 1000
 static void exchange_ap(void *p)
 {
     struct exchange *x = p;
-    uint64_t seen = 0, t0 = rdtsc();
+    uint64_t seen = 0, t0 = rdtsc(), last = t0;
     x->ready = 1;
     for (uint32_t spins = 0;; spins++) {
         uint64_t r = x->req;
@@ -192,6 +204,10 @@ static void exchange_ap(void *p)
             cpu_relax();
             if ((spins & 1023) == 0 && rdtsc() - t0 > x->ap_limit_ticks)
                 return;
+            if ((spins & 63) == 0 && smp_nap_due(last, seen & 1 ? NAP_SHORT_US : NAP_LONG_US)) {
+                smp_nap(&x->napping, &x->req, seen);
+                last = rdtsc();
+            }
             continue;
         }
         uint64_t t = ordered_rdtsc();
@@ -199,7 +215,23 @@ static void exchange_ap(void *p)
         __asm__ volatile("" ::: "memory");
         x->ack = r;
         seen = r;
+        last = t;
     }
+}
+
+/* The boot CPU, after changing what the AP waits on: wake it if it naps. */
+static inline void exchange_nudge(int index)
+{
+    cpu_store_load_fence();
+    if (xc.napping)
+        smp_wake(index);
+}
+
+static void exchange_stop(int index)
+{
+    xc.stop = 1;
+    xc.req = xc.req + 1; /* a change the napping AP looks for */
+    exchange_nudge(index);
 }
 
 /* The boot CPU's side, with the AP running exchange_ap. Returns whether
@@ -211,12 +243,13 @@ static bool exchange_with(int index, struct tsc_offset *o, uint64_t *mid_tsc)
     xc.ack = 0;
     xc.stop = 0;
     xc.ready = 0;
+    xc.napping = 0;
     uint64_t budget = ms_to_tsc(EXCHANGE_MS);
     xc.ap_limit_ticks = 2 * ms_to_tsc(EXCHANGE_CAP_MS) + ms_to_tsc(JOB_SLACK_MS);
     if (!smp_post(index, exchange_ap, &xc))
         return false;
     if (!wait_ready(&xc.ready)) {
-        xc.stop = 1;
+        exchange_stop(index);
         smp_wait(index, xc.ap_limit_ticks, 0, 0);
         return false;
     }
@@ -226,6 +259,7 @@ static bool exchange_with(int index, struct tsc_offset *o, uint64_t *mid_tsc)
     for (uint64_t i = 1; i <= EXCHANGES; i++) {
         uint64_t before = ordered_rdtsc();
         xc.req = i;
+        exchange_nudge(index);
         uint32_t spins = 0;
         while (xc.ack != i) {
             cpu_relax();
@@ -244,7 +278,7 @@ static bool exchange_with(int index, struct tsc_offset *o, uint64_t *mid_tsc)
         }
     }
     uint64_t end = rdtsc();
-    xc.stop = 1;
+    exchange_stop(index);
     *mid_tsc = start + (end - start) / 2;
     smp_wait(index, ms_to_tsc(JOB_SLACK_MS), 0, 0);
     return cut;
@@ -258,7 +292,9 @@ struct warp {
     volatile uint64_t last;
     bool kvmclock;              /* compare kvmclock readings (ns, each CPU's own page) instead of the TSC */
     volatile uint32_t stop __attribute__((aligned(64)));
+    volatile uint64_t bsp_seq;  /* the boot CPU's turns (and its stop): what a napping AP waits on */
     volatile uint32_t ready;
+    volatile uint32_t napping;
     uint64_t ap_limit_ticks;
 };
 static struct warp wp;
@@ -298,14 +334,33 @@ static inline bool warp_turn(struct warp_side *s, uint64_t t0, uint64_t limit)
     return true;
 }
 
+/* The AP naps, as in the exchanges, when the boot CPU has not taken a turn
+   for a while: two CPUs sharing one host CPU then pass the lock at once. */
 static void warp_ap(void *p)
 {
     struct warp_side *s = p;
-    uint64_t t0 = rdtsc();
+    uint64_t t0 = rdtsc(), last = t0, cross = 0;
     wp.ready = 1;
-    while (!wp.stop && s->rounds < 4ull * WARP_ROUNDS && rdtsc() - t0 < wp.ap_limit_ticks)
+    while (!wp.stop && s->rounds < 4ull * WARP_ROUNDS && rdtsc() - t0 < wp.ap_limit_ticks) {
+        uint64_t seq = wp.bsp_seq;
         if (!warp_turn(s, t0, wp.ap_limit_ticks))
             break;
+        if (s->cross != cross) {
+            cross = s->cross;
+            last = rdtsc();
+        } else if (smp_nap_due(last, s->rounds & 1 ? NAP_SHORT_US : NAP_LONG_US)) {
+            smp_nap(&wp.napping, &wp.bsp_seq, seq);
+            last = rdtsc();
+        }
+    }
+}
+
+static inline void warp_nudge(int index)
+{
+    wp.bsp_seq = wp.bsp_seq + 1;
+    cpu_store_load_fence();
+    if (wp.napping)
+        smp_wake(index);
 }
 
 static void warp_with(struct sync_row *row, bool kvmclock)
@@ -316,32 +371,41 @@ static void warp_with(struct sync_row *row, bool kvmclock)
     wp.last = 0;
     wp.stop = 0;
     wp.ready = 0;
+    wp.napping = 0;
+    wp.bsp_seq = 0;
     /* kvmclock gets longer: each reading is a page read and a scaled TSC,
        and under a hypervisor the lock passes slowly */
-    uint64_t budget = ms_to_tsc(kvmclock ? KVM_WARP_MS : WARP_MS);
-    wp.ap_limit_ticks = 2 * budget + ms_to_tsc(JOB_SLACK_MS);
+    uint64_t budget = ms_to_tsc(kvmclock ? KVM_WARP_MS : WARP_MS), cap = ms_to_tsc(WARP_CAP_MS);
+    wp.ap_limit_ticks = 2 * cap + ms_to_tsc(JOB_SLACK_MS);
     warp_ap_side = (struct warp_side){.me = (uint32_t)row->index};
     if (!smp_post(row->index, warp_ap, &warp_ap_side))
         return;
     if (!wait_ready(&wp.ready)) {
         wp.stop = 1;
+        warp_nudge(row->index);
         smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + wp.ap_limit_ticks, 0, 0);
         return;
     }
     struct warp_side me = {.me = 0};
     uint64_t t0 = rdtsc();
+    /* past the budget only until the lock has passed between them
+       WARP_CROSS_MIN times: where the two share a host CPU with others,
+       it passes only when both happen to run */
     while (me.rounds < WARP_ROUNDS) {
-        if (rdtsc() - t0 > budget) {
+        uint64_t spent = rdtsc() - t0;
+        if ((spent > budget && me.cross >= WARP_CROSS_MIN) || spent > cap) {
             row->warp_cut = true;
             break;
         }
-        if (!warp_turn(&me, t0, budget)) {
+        if (!warp_turn(&me, t0, cap)) {
             row->warp_cut = true;
             break;
         }
+        warp_nudge(row->index);
     }
     wp.stop = 1;
-    if (!smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + budget, 0, 0))
+    warp_nudge(row->index);
+    if (!smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + cap, 0, 0))
         return;
     if (kvmclock) {
         row->kvm_done = true;
@@ -436,7 +500,50 @@ static void skew_measure(struct sync_row *row)
 
 /* --- measure --- */
 
-bool cpus_phase_over(void) { return rdtsc() - cpus_st.phase_start > ms_to_tsc(PHASE_MS); }
+bool cpus_phase_over(void) { return rdtsc() - cpus_st.phase_start > ms_to_tsc(cpus_st.budget_ms); }
+
+/* An AP's first set of exchanges (and the tsc_skew known answer on its
+   CPU), then its warp tests. */
+static void measure_first(struct sync_row *row)
+{
+    uint64_t t = rdtsc();
+    row->first_cut = exchange_with(row->index, &row->first, &row->first_mid_tsc);
+    row->measured = row->first.exchanges > 0;
+    if (!row->measured)
+        fmt_format(row->why, sizeof row->why, "no exchange completed (the CPU did not answer)");
+    if (cpus_st.skew_valid && cpus_st.skew_cpu == (uint32_t)row->index && row->measured)
+        skew_measure(row);
+    cpus_st.part_ticks[PART_FIRST] += rdtsc() - t;
+    t = rdtsc();
+    if (row->measured && !cpus_phase_over())
+        warp_with(row, false);
+    /* kvmclock across CPUs, where both pages are up */
+    if (row->measured && !cpus_phase_over() && cpus_st.facts[0].kvm_page_ok && cpus_st.facts[row->index].kvm_page_ok) {
+        bool cut = row->warp_cut;
+        row->warp_cut = false;
+        warp_with(row, true);
+        row->warp_cut = cut;
+    }
+    cpus_st.part_ticks[PART_WARPS] += rdtsc() - t;
+}
+
+/* Its second set, RATE_WINDOW_MS after the first at least, and the rate. */
+static void measure_second(struct sync_row *row)
+{
+    row->second_done = true;
+    if (cpus_phase_over()) {
+        cpus_st.phase_cut = true;
+        row->rate_why = "the experiment's time budget ran out before the second set of exchanges";
+        return;
+    }
+    uint64_t t = rdtsc();
+    row->second_cut = exchange_with(row->index, &row->second, &row->second_mid_tsc);
+    row->rate_ok = tsc_offset_rate(&row->first, &row->second, row->second_mid_tsc - row->first_mid_tsc, &row->rate_mppm,
+                                   &row->rate_unc_mppm);
+    if (!row->rate_ok)
+        row->rate_why = "an offset interval was empty (see the offset), so no rate";
+    cpus_st.part_ticks[PART_SECOND] += rdtsc() - t;
+}
 
 static void cpus_measure(const struct profile *p)
 {
@@ -446,7 +553,8 @@ static void cpus_measure(const struct profile *p)
     skew_parse();
     smp_start();
     cpus_st.started = true;
-    uint64_t mark = memory_mark();
+    uint64_t mark = memory_mark(), t = rdtsc();
+    cpus_st.part_ticks[PART_START] = t - cpus_st.phase_start;
 
     /* facts on every running CPU, the boot CPU's here */
     for (int i = 0; i < PERCPU_MAX; i++) {
@@ -478,61 +586,59 @@ static void cpus_measure(const struct profile *p)
         f->costs = 0;
     }
     memory_release(mark);
+    cpus_st.part_ticks[PART_FACTS] = rdtsc() - t;
 
-    /* the first set of exchanges with each AP */
+    /* One AP after another: its first set of exchanges, its warp tests,
+       then on to the next; each AP's second set (the rate) as soon as
+       RATE_WINDOW_MS have passed since its first, between the next APs'.
+       A new AP is begun only while the budget leaves room for the second
+       sets still owed, so a budget that runs out leaves whole rows, not a
+       table of first sets with no rates. Each AP runs only while it is
+       measured and sleeps otherwise (smp.h). */
+    uint32_t aps = smp.running > 1 ? smp.running - 1 : 0;
+    cpus_st.budget_ms = PHASE_MS_PER_AP * aps > PHASE_MS ? PHASE_MS_PER_AP * aps : PHASE_MS;
+    int owed = 0; /* rows[owed..] may still owe their second set */
+    uint64_t second_total = 0;
+    uint32_t seconds = 0;
     for (int i = 1; i < PERCPU_MAX; i++) {
         if (!smp_cpu_of(i))
             continue;
         struct sync_row *row = &cpus_st.rows[cpus_st.row_count++];
         row->index = i;
-        if (cpus_phase_over()) {
+        uint64_t per_second = seconds ? second_total / seconds : ms_to_tsc(EXCHANGE_MS);
+        uint64_t pending = 0;
+        for (int k = owed; k < cpus_st.row_count - 1; k++)
+            pending += cpus_st.rows[k].measured && !cpus_st.rows[k].second_done;
+        if (rdtsc() - cpus_st.phase_start + (pending + 1) * per_second > ms_to_tsc(cpus_st.budget_ms)) {
             cpus_st.phase_cut = true;
-            fmt_format(row->why, sizeof row->why, "not measured: the experiment's %u ms budget ran out", PHASE_MS);
-            continue;
+            fmt_format(row->why, sizeof row->why, "not measured: the experiment's %u ms budget ran out", cpus_st.budget_ms);
+        } else {
+            measure_first(row);
         }
-        row->first_cut = exchange_with(i, &row->first, &row->first_mid_tsc);
-        row->measured = row->first.exchanges > 0;
-        if (!row->measured)
-            fmt_format(row->why, sizeof row->why, "no exchange completed (the CPU did not answer)");
-        if (cpus_st.skew_valid && cpus_st.skew_cpu == (uint32_t)i && row->measured)
-            skew_measure(row);
+        while (owed < cpus_st.row_count) {
+            struct sync_row *o = &cpus_st.rows[owed];
+            if (o->measured && !o->second_done) {
+                if (rdtsc() - o->first_mid_tsc < ms_to_tsc(RATE_WINDOW_MS))
+                    break;
+                uint64_t t0 = rdtsc();
+                measure_second(o);
+                second_total += rdtsc() - t0;
+                seconds++;
+            }
+            owed++;
+        }
+    }
+    for (; owed < cpus_st.row_count; owed++) {
+        struct sync_row *o = &cpus_st.rows[owed];
+        if (!o->measured || o->second_done)
+            continue;
+        uint64_t window = ms_to_tsc(RATE_WINDOW_MS);
+        for (uint32_t spin = 0; spin < 100000000u && rdtsc() - o->first_mid_tsc < window; spin++)
+            cpu_relax();
+        measure_second(o);
     }
     if (cpus_st.skew_valid && cpus_st.skew_cpu != 0 && !cpus_st.skew_applied && !cpus_st.skew_why[0])
         fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "tsc_skew names CPU %u, which is not running", cpus_st.skew_cpu);
-
-    for (int k = 0; k < cpus_st.row_count; k++)
-        if (cpus_st.rows[k].measured && !cpus_phase_over())
-            warp_with(&cpus_st.rows[k], false);
-    /* kvmclock across CPUs, where both pages are up */
-    for (int k = 0; k < cpus_st.row_count; k++) {
-        struct sync_row *row = &cpus_st.rows[k];
-        if (row->measured && !cpus_phase_over() && cpus_st.facts[0].kvm_page_ok && cpus_st.facts[row->index].kvm_page_ok) {
-            bool cut = row->warp_cut;
-            row->warp_cut = false;
-            warp_with(row, true);
-            row->warp_cut = cut;
-        }
-    }
-
-    /* the second set, RATE_WINDOW_MS after the first at least */
-    for (int k = 0; k < cpus_st.row_count; k++) {
-        struct sync_row *row = &cpus_st.rows[k];
-        if (!row->measured)
-            continue;
-        if (cpus_phase_over()) {
-            cpus_st.phase_cut = true;
-            row->rate_why = "the experiment's time budget ran out before the second set of exchanges";
-            continue;
-        }
-        uint64_t window = ms_to_tsc(RATE_WINDOW_MS);
-        for (uint32_t spin = 0; spin < 100000000u && rdtsc() - row->first_mid_tsc < window; spin++)
-            cpu_relax();
-        row->second_cut = exchange_with(row->index, &row->second, &row->second_mid_tsc);
-        row->rate_ok = tsc_offset_rate(&row->first, &row->second, row->second_mid_tsc - row->first_mid_tsc, &row->rate_mppm,
-                                       &row->rate_unc_mppm);
-        if (!row->rate_ok)
-            row->rate_why = "an offset interval was empty (see the offset), so no rate";
-    }
     for (int i = 1; i < PERCPU_MAX; i++)
         if (smp_cpu_of(i) && cpus_st.facts[i].kvm_page_ok && smp_run(i, kvm_unregister_job, 0, ms_to_tsc(JOB_SLACK_MS), 0, 0))
             cpus_st.facts[i].kvm_page_ok = false;

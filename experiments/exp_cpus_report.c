@@ -404,9 +404,14 @@ void cpus_report(void)
     }
     report_pairs();
     if (cpus_st.phase_cut)
-        kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", PHASE_MS);
-    kprintf("  The phase took %s ms (its time budget: %u ms)\n",
-            xs(a, xf_div(tsc_ticks_ns(cpus_st.phase_ticks), xf_from_u64(1000000)), 1), PHASE_MS);
+        kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", cpus_st.budget_ms);
+    char p[CPUS_PARTS][FMT_FIXED_CHARS];
+    for (int i = 0; i < CPUS_PARTS; i++)
+        xs(p[i], xf_div(tsc_ticks_ns(cpus_st.part_ticks[i]), xf_from_u64(1000000)), 1);
+    kprintf("  The phase took %s ms (its time budget: %u ms): starting %s, facts %s,\n"
+            "  offsets %s, warps %s, second offsets and rates %s ms\n",
+            xs(a, xf_div(tsc_ticks_ns(cpus_st.phase_ticks), xf_from_u64(1000000)), 1), cpus_st.budget_ms, p[PART_START], p[PART_FACTS],
+            p[PART_FIRST], p[PART_WARPS], p[PART_SECOND]);
     report_skew();
     verdict(&t);
 }

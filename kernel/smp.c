@@ -435,6 +435,23 @@ static void wake(int index)
     lapic_send_ipi(&smp.lapic, c->apic_id, ICR_DELIVERY_FIXED | VEC_SMP_WAKE, us_to_tsc(IPI_SEND_US));
 }
 
+void smp_wake(int index)
+{
+    if (index > 0 && index < PERCPU_MAX && smp.entry_of[index] >= 0)
+        wake(index);
+}
+
+bool smp_nap_due(uint64_t last_seen_tsc, uint32_t spin_us) { return rdtsc() - last_seen_tsc > us_to_tsc(spin_us); }
+
+void smp_nap(volatile uint32_t *napping, const volatile uint64_t *word, uint64_t seen)
+{
+    *napping = 1;
+    cpu_store_load_fence();
+    if (*word == seen)
+        cpu_halt_for_interrupt();
+    *napping = 0;
+}
+
 static struct mailbox *usable(int index)
 {
     if (index <= 0 || index >= PERCPU_MAX || smp.entry_of[index] < 0)
@@ -468,8 +485,10 @@ bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_faul
         uint64_t now = rdtsc();
         if (now - t0 > budget_ticks)
             break;
-        if (mb->taken != mb->posted && now - last > resend) {
-            wake(index); /* in case the first IPI was lost */
+        if (now - last > resend) {
+            /* not taken: in case the first IPI was lost; taken: a job
+               that naps (smp_nap) looks at its stop flag again */
+            wake(index);
             last = now;
         }
         cpu_relax();

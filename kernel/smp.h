@@ -89,6 +89,22 @@ bool smp_run(int index, smp_job fn, void *arg, uint64_t budget_ticks, bool *faul
    IPI wakes it again. */
 void smp_park_all(void);
 
+/* Sends CPU index (an AP) the wake-up IPI: it ends an HLT with interrupts
+   on (smp_nap), or is taken at the next one. */
+void smp_wake(int index);
+
+/* For a job on an AP that waits for the boot CPU: where the host has fewer
+   CPUs than the guest, a waiting CPU that spins takes the host CPU the
+   other side needs. The job spins for spin_us after the last thing it saw
+   (smp_nap_due), then sets *napping, looks once more (*word != seen) and
+   sleeps until an interrupt; the boot CPU, after changing *word, fences
+   (cpu_store_load_fence) and calls smp_wake when *napping is set. Either
+   the AP sees the change or the boot CPU sees it napping (the store-load
+   fence on both sides). smp_wait wakes a job's CPU every 10 ms until the job
+   ends, so a nap is bounded even if a wake-up is missed. */
+bool smp_nap_due(uint64_t last_seen_tsc, uint32_t spin_us);
+void smp_nap(volatile uint32_t *napping, const volatile uint64_t *word, uint64_t seen);
+
 /* The cpus[] entry of a running index, or 0. */
 const struct smp_cpu *smp_cpu_of(int index);
 
