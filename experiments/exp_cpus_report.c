@@ -377,7 +377,10 @@ void cpus_report(void)
                 acpi->cpus_online_capable, acpi->cpus_dropped ? " (more than the image keeps)" : "");
     if (smp.apic_ok)
         kprintf("  Local APIC: %s mode%s, boot CPU APIC ID %u%s\n", smp.lapic.x2apic ? "x2APIC" : "xAPIC",
-                smp.x2apic_by_us ? " (switched by x2apic=on)" : "", smp.bsp_apic_id,
+                !smp.x2apic_by_us                          ? ""
+                : cmdline_get(&boot_cmdline, "x2apic")     ? " (switched by x2apic=on)"
+                                                           : " (switched: the MADT lists APIC IDs above 254)",
+                smp.bsp_apic_id,
                 smp.svr_enabled_by_us ? "; it was software-disabled and was enabled" : "");
     if (cmdline_get(&boot_cmdline, "x2apic") && !smp.lapic.x2apic)
         kprintf("  Note: x2apic=on asked, but the CPU has no x2APIC (CPUID.1:ECX[21] clear); xAPIC mode used\n");

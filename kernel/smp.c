@@ -174,12 +174,25 @@ struct apic_job {
 
 static void read_apic_base(void *p) { ((struct apic_job *)p)->apic_base = rdmsr(MSR_APIC_BASE); }
 
+/* Whether the MADT enables a CPU whose APIC ID only x2APIC mode can
+   address (above 254; 0xFF is the xAPIC broadcast, SDM 11.12.1). */
+static bool madt_needs_x2apic(void)
+{
+    if (!smp.acpi)
+        return false;
+    for (uint32_t i = 0; i < smp.acpi->cpu_count; i++)
+        if (smp.acpi->cpus[i].enabled && smp.acpi->cpus[i].apic_id > XAPIC_MAX_ID)
+            return true;
+    return false;
+}
+
 static void bsp_apic_setup(void *unused)
 {
     (void)unused;
     struct lapic *l = &smp.lapic;
-    if (!l->x2apic && cmdline_get(&boot_cmdline, "x2apic") &&
-        (boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC)) {
+    bool asked = cmdline_get(&boot_cmdline, "x2apic") != 0;
+    smp.x2apic_needed = madt_needs_x2apic();
+    if (!l->x2apic && (asked || smp.x2apic_needed) && (boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC)) {
         lapic_enable_x2apic(l);
         smp.x2apic_by_us = true;
     }
@@ -400,7 +413,8 @@ void smp_start(void)
         if (c->is_bsp || !c->enabled)
             continue;
         if (!smp.lapic.x2apic && c->apic_id > XAPIC_MAX_ID) {
-            fmt_format(c->reason, sizeof c->reason, "APIC ID %u needs x2APIC mode, which this CPU is not in", c->apic_id);
+            fmt_format(c->reason, sizeof c->reason, "APIC ID %u needs x2APIC mode, which this CPU %s", c->apic_id,
+                       boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC ? "is not in" : "does not have (CPUID.1:ECX[21] clear)");
             continue;
         }
         if (next >= PERCPU_MAX) {

@@ -41,7 +41,8 @@ struct smp_info {
     bool apic_ok;            /* the boot CPU's local APIC can send IPIs */
     char why[128];           /* why no AP was started at all, or "" */
     struct lapic lapic;
-    bool x2apic_by_us;       /* x2apic=on switched the boot CPU into x2APIC mode */
+    bool x2apic_by_us;       /* we switched the boot CPU into x2APIC mode (x2apic=on, or x2apic_needed) */
+    bool x2apic_needed;      /* the MADT enables a CPU with an APIC ID above 254 */
     bool svr_enabled_by_us;  /* the APIC was software-disabled; we enabled it */
     uint32_t bsp_apic_id;
     uint64_t trampoline_page;

@@ -874,3 +874,60 @@ const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ra
     rtc_vs_record(v, tolerance_ppm);
     return finish();
 }
+
+/* cpu_topology.h: the shifts from 0Bh/1Fh subleaves (eax, ecx pairs) or
+   AMD's leaves (amd: e8_ecx, have_1e, e1e_ebx), each ID's place, and the
+   groups they fall into */
+#include "../../lib/cpu_topology.h"
+
+static void topo_record(const struct topo_shifts *t, bool ok, const uint32_t *ids, uint32_t count)
+{
+    static uint32_t scratch[1024];
+    if (count > 1024)
+        count = 1024;
+    record_bool(&rec, "ok", ok);
+    record_bool(&rec, "valid", t->valid);
+    record_u64(&rec, "thread_bits", t->thread_bits);
+    record_u64(&rec, "package_shift", t->package_shift);
+    record_str(&rec, "source", t->source);
+    record_array_begin(&rec, "places");
+    for (uint32_t i = 0; i < count; i++) {
+        struct topo_place p = topo_place_of(t, ids[i]);
+        record_array_u64(&rec, p.package);
+        record_array_u64(&rec, p.core);
+        record_array_u64(&rec, p.thread);
+    }
+    record_array_end(&rec);
+    struct topo_summary s;
+    topo_summarise(t, ids, count, scratch, &s);
+    record_u64(&rec, "cpus", s.cpus);
+    record_u64(&rec, "packages", s.packages);
+    record_u64(&rec, "cores", s.cores);
+    record_u64(&rec, "cores_per_package_min", s.cores_per_package_min);
+    record_u64(&rec, "cores_per_package_max", s.cores_per_package_max);
+    record_u64(&rec, "threads_per_core_min", s.threads_per_core_min);
+    record_u64(&rec, "threads_per_core_max", s.threads_per_core_max);
+}
+
+const char *shim_topo_extended(const uint32_t *regs, uint32_t levels, const uint32_t *ids, uint32_t count)
+{
+    struct topo_level l[TOPO_MAX_LEVELS];
+    if (levels > TOPO_MAX_LEVELS)
+        levels = TOPO_MAX_LEVELS;
+    for (uint32_t i = 0; i < levels; i++)
+        l[i] = (struct topo_level){.eax = regs[2 * i], .ecx = regs[2 * i + 1]};
+    struct topo_shifts t;
+    bool ok = topo_from_extended(l, levels, "CPUID 0Bh", &t);
+    record_begin(&rec, "topo");
+    topo_record(&t, ok, ids, count);
+    return finish();
+}
+
+const char *shim_topo_amd(uint32_t e8_ecx, bool have_1e, uint32_t e1e_ebx, const uint32_t *ids, uint32_t count)
+{
+    struct topo_shifts t;
+    bool ok = topo_from_amd(e8_ecx, have_1e, e1e_ebx, &t);
+    record_begin(&rec, "topo");
+    topo_record(&t, ok, ids, count);
+    return finish();
+}
