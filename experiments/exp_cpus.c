@@ -41,6 +41,7 @@
 #include "../lib/cpus_analysis.h"
 #include "../lib/format.h"
 #include "../lib/stats.h"
+#include "../lib/string.h"
 #include "../lib/tsc_sync.h"
 #include "experiment.h"
 
@@ -498,6 +499,39 @@ static void skew_measure(struct sync_row *row)
                    (long long)cpus_st.skew_moved, (long long)cpus_st.skew_ticks);
 }
 
+/* --- topology --- */
+
+#define LEAF_TOPO_V2 0x1Fu
+#define LEAF_TOPO 0x0Bu
+#define LEAF_AMD_SIZE 0x80000008u
+#define LEAF_AMD_TOPO 0x8000001Eu
+
+/* The boot CPU's answer: leaf 1Fh where it says something, else 0Bh, else
+   AMD's leaves. Every CPU of a package answers the same shifts. */
+static void topology_read(struct topo_shifts *t)
+{
+    const struct cpu_info *ci = &boot_cpu.info;
+    static const uint32_t leaves[] = {LEAF_TOPO_V2, LEAF_TOPO};
+    static const char *const names[] = {"CPUID 1Fh", "CPUID 0Bh"};
+    *t = (struct topo_shifts){0};
+    for (int k = 0; k < 2; k++) {
+        if (ci->max_leaf < leaves[k])
+            continue;
+        struct topo_level l[TOPO_MAX_LEVELS];
+        for (uint32_t i = 0; i < TOPO_MAX_LEVELS; i++) {
+            struct cpuid_regs r = cpuid(leaves[k], i);
+            l[i] = (struct topo_level){.eax = r.eax, .ecx = r.ecx};
+        }
+        if (topo_from_extended(l, TOPO_MAX_LEVELS, names[k], t))
+            return;
+    }
+    bool amd = !strcmp(ci->vendor, "AuthenticAMD") || !strcmp(ci->vendor, "HygonGenuine");
+    if (amd && ci->max_ext_leaf >= LEAF_AMD_SIZE) {
+        bool have_1e = ci->max_ext_leaf >= LEAF_AMD_TOPO;
+        topo_from_amd(cpuid(LEAF_AMD_SIZE, 0).ecx, have_1e, have_1e ? cpuid(LEAF_AMD_TOPO, 0).ebx : 0, t);
+    }
+}
+
 /* --- measure --- */
 
 bool cpus_phase_over(void) { return rdtsc() - cpus_st.phase_start > ms_to_tsc(cpus_st.budget_ms); }
@@ -551,6 +585,7 @@ static void cpus_measure(const struct profile *p)
     cpus_st = (struct cpus_state){0};
     cpus_st.phase_start = rdtsc();
     skew_parse();
+    topology_read(&cpus_st.topo);
     smp_start();
     cpus_st.started = true;
     uint64_t mark = memory_mark(), t = rdtsc();

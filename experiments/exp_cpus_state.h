@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../kernel/percpu.h"
+#include "../lib/cpu_topology.h"
 #include "../lib/tsc_sync.h"
 
 /* Budgets: together under 1 s for 64 CPUs on hardware (15 ms each), plus
@@ -72,6 +73,7 @@ struct cpus_state {
     struct cpu_facts facts[PERCPU_MAX];
     struct sync_row rows[PERCPU_MAX];
     int row_count;
+    struct topo_shifts topo;           /* how APIC IDs group (the boot CPU's CPUID) */
     /* tsc_skew */
     bool skew_asked, skew_valid;
     uint32_t skew_cpu;

@@ -931,3 +931,61 @@ const char *shim_topo_amd(uint32_t e8_ecx, bool have_1e, uint32_t e1e_ebx, const
     topo_record(&t, ok, ids, count);
     return finish();
 }
+
+/* cpus_analysis.h, many CPUs: one row per AP, SHIM_SUM_ROW values each
+   (the tally's SHIM_CPUS_* layout first, then the warp comparisons, the
+   facts and the time bits); the median width, each row's flags, the worst
+   pair and the spread. */
+enum { SHIM_SUM_WARP_CROSS = SHIM_CPUS_ROW, SHIM_SUM_FACTS, SHIM_SUM_BITS, SHIM_SUM_ROW };
+
+const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits)
+{
+    static struct cpus_row_view v[256];
+    static uint64_t scratch[256];
+    if (n > 256)
+        n = 256;
+    for (uint32_t k = 0; k < n; k++) {
+        const int64_t *r = rows + (size_t)k * SHIM_SUM_ROW;
+        v[k] = (struct cpus_row_view){
+            .cpu = (int)r[SHIM_CPUS_CPU], .measured = r[SHIM_CPUS_MEASURED] != 0,
+            .first = {.exchanges = (uint32_t)r[SHIM_CPUS_EXCHANGES], .lo = r[SHIM_CPUS_LO], .hi = r[SHIM_CPUS_HI]},
+            .warp_done = r[SHIM_CPUS_WARP_DONE] != 0, .warps = (uint64_t)r[SHIM_CPUS_WARPS],
+            .warp_cross = (uint64_t)r[SHIM_SUM_WARP_CROSS], .rate_ok = r[SHIM_CPUS_RATE_OK] != 0,
+            .rate_mppm = r[SHIM_CPUS_RATE_MPPM], .rate_unc_mppm = (uint64_t)r[SHIM_CPUS_RATE_UNC_MPPM],
+            .facts_done = r[SHIM_SUM_FACTS] != 0, .time_bits = (uint32_t)r[SHIM_SUM_BITS]};
+    }
+    uint64_t median = cpus_median_width(v, n, scratch);
+    record_begin(&rec, "cpus_summary");
+    record_bool(&rec, "in_full", cpus_report_in_full(n + 1));
+    record_u64(&rec, "median_width", median);
+    record_array_begin(&rec, "flags");
+    for (uint32_t k = 0; k < n; k++)
+        record_array_u64(&rec, cpus_stands_out(&v[k], median, bsp_bits));
+    record_array_end(&rec);
+    struct cpus_pair p;
+    if (cpus_worst_pair(v, n, &p)) {
+        record_array_begin(&rec, "pair");
+        record_array_i64(&rec, p.a);
+        record_array_i64(&rec, p.b);
+        record_array_i64(&rec, p.lo);
+        record_array_i64(&rec, p.hi);
+        record_array_u64(&rec, p.worst);
+        record_array_end(&rec);
+    } else {
+        record_null(&rec, "pair");
+    }
+    struct cpus_spread s;
+    if (cpus_offset_spread(v, n, &s)) {
+        record_array_begin(&rec, "spread");
+        record_array_i64(&rec, s.mid_min);
+        record_array_i64(&rec, s.cpu_min);
+        record_array_i64(&rec, s.mid_max);
+        record_array_i64(&rec, s.cpu_max);
+        record_array_i64(&rec, s.lo_min);
+        record_array_i64(&rec, s.hi_max);
+        record_array_end(&rec);
+    } else {
+        record_null(&rec, "spread");
+    }
+    return finish();
+}
