@@ -698,8 +698,18 @@ void cpus_report(void)
     if (cpus_st.phase_cut)
         kprintf("  The experiment's %u ms time budget cut it short: CPUs after the budget were not measured\n", cpus_st.budget_ms);
     char p[CPUS_PARTS][FMT_FIXED_CHARS];
-    for (int i = 0; i < CPUS_PARTS; i++)
-        xs(p[i], xf_div(tsc_ticks_ns(cpus_st.part_ticks[i]), xf_from_u64(1000000)), 1);
+    static const char *const part_keys[CPUS_PARTS] = {"start_ms", "facts_ms", "first_ms", "warps_ms", "second_ms"};
+    struct record r;
+    record_begin(&r, "cpus_phase");
+    record_xf_fixed(&r, "ms", xf_div(tsc_ticks_ns(cpus_st.phase_ticks), xf_from_u64(1000000)), 1);
+    record_u64(&r, "budget_ms", cpus_st.budget_ms);
+    record_bool(&r, "cut", cpus_st.phase_cut);
+    for (int i = 0; i < CPUS_PARTS; i++) {
+        struct xf ms = xf_div(tsc_ticks_ns(cpus_st.part_ticks[i]), xf_from_u64(1000000));
+        xs(p[i], ms, 1);
+        record_xf_fixed(&r, part_keys[i], ms, 1);
+    }
+    emit(&r);
     kprintf("  The phase took %s ms (its time budget: %u ms): starting %s, facts %s,\n"
             "  offsets %s, warps %s, second offsets and rates %s ms\n",
             xs(a, xf_div(tsc_ticks_ns(cpus_st.phase_ticks), xf_from_u64(1000000)), 1), cpus_st.budget_ms, p[PART_START], p[PART_FACTS],

@@ -24,7 +24,7 @@
 #define KVM_WARP_MS 50
 #define RATE_WINDOW_MS 100
 #define PHASE_MS 3000          /* the most the whole experiment takes, */
-#define PHASE_MS_PER_AP 40     /* or this much per AP where that is more */
+#define PHASE_MS_PER_AP 60     /* or this much per AP where that is more */
 #define JOB_SLACK_MS 200       /* a job's wait beyond its own budget */
 
 /* The phase's parts, in order */
