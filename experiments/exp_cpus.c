@@ -543,7 +543,10 @@ static void measure_first(struct sync_row *row)
     uint64_t t = rdtsc();
     row->first_cut = exchange_with(row->index, &row->first, &row->first_mid_tsc);
     row->measured = row->first.exchanges > 0;
-    if (!row->measured)
+    const struct smp_cpu *c = smp_cpu_of(row->index);
+    if (!row->measured && c && c->lost)
+        fmt_format(row->why, sizeof row->why, "not measured: %s", c->never_woke ? "it never woke for a job" : "it stopped taking jobs");
+    else if (!row->measured)
         fmt_format(row->why, sizeof row->why, "no exchange completed (the CPU did not answer)");
     if (cpus_st.skew_valid && cpus_st.skew_cpu == (uint32_t)row->index && row->measured)
         skew_measure(row);

@@ -376,6 +376,7 @@ void smp_start(void)
     if (smp.tried)
         return;
     smp.tried = true;
+    smp.deaf_asked = cmdline_get_u64(&boot_cmdline, "smp_deaf", &smp.deaf_index);
     for (int i = 0; i < PERCPU_MAX; i++)
         smp.entry_of[i] = -1;
     smp.running = 1;
@@ -445,6 +446,8 @@ void smp_start(void)
    mailbox once more. */
 static void wake(int index)
 {
+    if (smp.deaf_asked && smp.deaf_index == (uint64_t)index)
+        return; /* smp_deaf=: a CPU that never wakes, on purpose */
     const struct smp_cpu *c = &smp.cpus[smp.entry_of[index]];
     lapic_send_ipi(&smp.lapic, c->apic_id, ICR_DELIVERY_FIXED | VEC_SMP_WAKE, us_to_tsc(IPI_SEND_US));
 }

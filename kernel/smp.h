@@ -51,6 +51,8 @@ struct smp_info {
     uint32_t running;                     /* CPUs with an index: boot CPU + APs started */
     int entry_of[PERCPU_MAX];             /* cpus[] entry of each index */
     uint64_t total_ticks;                 /* the whole start-up */
+    bool deaf_asked;                      /* smp_deaf=CPU: that AP is sent no wake-up IPI (a known answer) */
+    uint64_t deaf_index;
     const struct boot_info *boot;         /* smp_use(): the memory map */
     const struct acpi_info *acpi;         /* smp_use(): the MADT's processors */
 };

@@ -97,3 +97,18 @@ def test_32_cpus_are_about_as_sure_as_4(boot):
         if m32 <= WIDTH_GOAL * m4:
             return
     pytest.fail(f"median interval width (ticks) at -smp 4 and -smp 32, each attempt: {tries}")
+
+
+def test_a_cpu_that_never_wakes_is_reported_not_waited_for(boot):
+    # smp_deaf=2: CPU 2 gets no wake-up IPI and sleeps through its first job
+    b = cpu_run(boot, 4, append=f"{ONLY} smp_deaf=2", timeout=120)
+    assert b.status == 0, b.explain()
+    cpus = {c["index"]: c for c in records.of_type(b.records, "cpu") if c["index"] is not None}
+    assert not cpus[2]["started"] and "never woke" in cpus[2]["reason"], cpus[2]
+    assert all(cpus[i]["started"] for i in (0, 1, 3))
+    syncs = {s["cpu"]: s for s in records.of_type(b.records, "tsc_sync")}
+    assert syncs[2]["offset_lo_ticks"] is None and "never woke" in syncs[2]["reason"], syncs[2]
+    for i in (1, 3):
+        assert syncs[i]["offset_lo_ticks"] <= 0 <= syncs[i]["offset_hi_ticks"], syncs[i]
+    phase = records.one(b.records, "cpus_phase")
+    assert phase["ms"] <= phase["budget_ms"], phase
