@@ -112,3 +112,24 @@ def test_a_cpu_that_never_wakes_is_reported_not_waited_for(boot):
         assert syncs[i]["offset_lo_ticks"] <= 0 <= syncs[i]["offset_hi_ticks"], syncs[i]
     phase = records.one(b.records, "cpus_phase")
     assert phase["ms"] <= phase["budget_ms"], phase
+
+
+@pytest.mark.serial
+def test_kvm_x2apic_id_above_255(boot, kvm):
+    # QEMU gives IDs above 255 only with KVM's in-kernel APIC and an IOMMU
+    # doing interrupt remapping (under TCG QEMU 7.2 refuses: "current -smp
+    # configuration requires kernel irqchip and X2APIC API support"). Two
+    # sockets of 144 cores put socket 1's first core at APIC ID 256: the boot
+    # CPU plus that one, hot-plugged at start, keep the boot short.
+    b = cpu_run(boot, "1,sockets=2,cores=144,threads=1,maxcpus=288", accel="kvm", firmware="qboot",
+                machine="q35,kernel-irqchip=split", timeout=600,
+                extra=["-device", "intel-iommu,intremap=on,eim=on",
+                       "-device", "host-x86_64-cpu,socket-id=1,core-id=0,thread-id=0"])
+    assert b.status == 0, b.explain()
+    cpus = {c["apic_id"]: c for c in records.of_type(b.records, "cpu")}
+    high = cpus[256]
+    assert high["madt_type"] == 9 and high["started"] and high["x2apic"] and high["cpuid_apic_id"] == 256, high
+    assert high["package"] == 1 and high["core"] == 0
+    assert "x2APIC mode (switched: the MADT lists APIC IDs above 254)" in b.output
+    (s,) = records.of_type(b.records, "tsc_sync")
+    assert s["cpu"] == high["index"] and s["offset_lo_ticks"] <= 0 <= s["offset_hi_ticks"], s
