@@ -185,17 +185,22 @@ static bool wait_ready(volatile uint32_t *ready)
    on a host with fewer CPUs than the guest (an emulator on a small
    machine, an overcommitted cloud guest) a spinning AP takes the host CPU
    the boot CPU needs to send that request, and a round trip then lasts a
-   host time slice. How long "a while" is alternates: NAP_LONG_US after
-   an even request, so two CPUs that run side by side never nap between
-   requests, NAP_SHORT_US after an odd one, so two that share one host CPU
-   hand it over at once. A woken AP is a round trip that only widens its
-   own bound; the narrowest one decides the interval. */
+   host time slice. "A while" is NAP_LONG_US at first: two CPUs that run
+   side by side never wait that long, so they never nap (a napping thread
+   is one the host's scheduler may move onto the boot CPU's host CPU, and
+   two that spin are spread over two). Once the AP has waited that long it
+   naps after NAP_LONG_US and NAP_SHORT_US in turn (even and odd
+   requests): the long waits still catch a boot CPU that runs beside it
+   again, the short ones hand a shared host CPU over at once. A woken AP
+   is a round trip that only widens its own bound; the narrowest one
+   decides the interval. */
 #define NAP_SHORT_US 2
 #define NAP_LONG_US 1000
 static void exchange_ap(void *p)
 {
     struct exchange *x = p;
     uint64_t seen = 0, t0 = rdtsc(), last = t0;
+    bool crowded = false;
     x->ready = 1;
     for (uint32_t spins = 0;; spins++) {
         uint64_t r = x->req;
@@ -205,7 +210,8 @@ static void exchange_ap(void *p)
             cpu_relax();
             if ((spins & 1023) == 0 && rdtsc() - t0 > x->ap_limit_ticks)
                 return;
-            if ((spins & 63) == 0 && smp_nap_due(last, seen & 1 ? NAP_SHORT_US : NAP_LONG_US)) {
+            if ((spins & 63) == 0 && smp_nap_due(last, crowded && (seen & 1) ? NAP_SHORT_US : NAP_LONG_US)) {
+                crowded = true;
                 smp_nap(&x->napping, &x->req, seen);
                 last = rdtsc();
             }
@@ -341,6 +347,7 @@ static void warp_ap(void *p)
 {
     struct warp_side *s = p;
     uint64_t t0 = rdtsc(), last = t0, cross = 0;
+    bool crowded = false;
     wp.ready = 1;
     while (!wp.stop && s->rounds < 4ull * WARP_ROUNDS && rdtsc() - t0 < wp.ap_limit_ticks) {
         uint64_t seq = wp.bsp_seq;
@@ -349,7 +356,8 @@ static void warp_ap(void *p)
         if (s->cross != cross) {
             cross = s->cross;
             last = rdtsc();
-        } else if (smp_nap_due(last, s->rounds & 1 ? NAP_SHORT_US : NAP_LONG_US)) {
+        } else if (smp_nap_due(last, crowded && (s->rounds & 1) ? NAP_SHORT_US : NAP_LONG_US)) {
+            crowded = true;
             smp_nap(&wp.napping, &wp.bsp_seq, seq);
             last = rdtsc();
         }
