@@ -51,8 +51,12 @@ static void report_cpu_table(bool full)
     char a[FMT_FIXED_CHARS];
     const struct cpu_facts *bf = &cpus_st.facts[0];
     const struct topo_shifts *topo = &cpus_st.topo;
-    uint32_t shown = 0, hidden = 0, disabled = 0, running = 0;
+    uint32_t shown = 0, hidden = 0, disabled = 0, running = 0, disabled_all = 0;
     uint64_t p50_min = UINT64_MAX, p50_max = 0;
+    for (uint32_t e = 0; e < smp.count; e++)
+        disabled_all += !smp.cpus[e].enabled;
+    /* a MADT that lists every possible CPU (QEMU's maxcpus=) has many disabled entries: one line for them */
+    bool fold_disabled = !full || disabled_all > CPUS_FULL_REPORT_MAX;
     for (uint32_t e = 0; e < smp.count; e++) {
         const struct smp_cpu *c = &smp.cpus[e];
         const struct cpu_facts *f = c->index >= 0 ? &cpus_st.facts[c->index] : 0;
@@ -111,6 +115,8 @@ static void report_cpu_table(bool full)
             if (f->p50_ticks > p50_max)
                 p50_max = f->p50_ticks;
         }
+        if (fold_disabled && !c->enabled)
+            continue;
         if (!full && !entry_stands_out(c, f, bf)) {
             hidden++;
             continue;
@@ -147,6 +153,8 @@ static void report_cpu_table(bool full)
     if (shown)
         kprintf("  CPUID bits: 0x01 TSC, 0x02 RDTSCP, 0x04 invariant TSC, 0x08 TSC-deadline,\n"
                 "  0x10 TSC_ADJUST, 0x20 x2APIC; bits that differ from CPU 0's are a finding\n");
+    if (full && fold_disabled)
+        kprintf("  %u more MADT entries are disabled: left alone (each is a cpu record)\n", disabled_all);
     if (!full) {
         char b[FMT_FIXED_CHARS];
         kprintf("  %u CPUs answered, rdtsc p50 %s to %s ns; %u disabled MADT entries left alone\n", running,

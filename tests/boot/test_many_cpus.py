@@ -133,3 +133,13 @@ def test_kvm_x2apic_id_above_255(boot, kvm):
     assert "x2APIC mode (switched: the MADT lists APIC IDs above 254)" in b.output
     (s,) = records.of_type(b.records, "tsc_sync")
     assert s["cpu"] == high["index"] and s["offset_lo_ticks"] <= 0 <= s["offset_hi_ticks"], s
+
+
+def test_many_disabled_madt_entries_are_one_line(boot):
+    # QEMU lists every possible CPU (maxcpus) in the MADT, the absent ones disabled
+    b = cpu_run(boot, "2,maxcpus=20")
+    assert b.status == 0, b.explain()
+    cpus = records.of_type(b.records, "cpu")
+    assert len(cpus) == 20 and sum(c["started"] for c in cpus) == 2
+    assert "18 more MADT entries are disabled: left alone" in b.output
+    assert not [l for l in b.output.split("\n") if l.strip().startswith("disabled in the MADT")]  # not a line each
