@@ -21,11 +21,14 @@ VERSION_FILE := $(BUILD)/version.txt
 $(shell mkdir -p $(BUILD); if ! echo '$(VERSION)' | cmp -s - $(VERSION_FILE) 2>/dev/null; then echo '$(VERSION)' > $(VERSION_FILE); fi)
 
 KERNEL := $(BUILD)/clockbench.elf
+# The same kernel without the Multiboot 1 header, so that QEMU's -kernel takes
+# its PVH entry (Firecracker and Cloud Hypervisor take the PVH note of either).
+PVH_KERNEL := $(BUILD)/clockbench-pvh.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
-ASM_SRCS := boot/multiboot_header.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
+ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
 
 # The layers, each using only those below it (docs/architecture.md; a host
 # test reads the #include lines and keeps it so):
@@ -99,11 +102,13 @@ endif
 
 KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/fbcon_font.o
 
-.PHONY: os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+NETBOOT_CONFIG ?= netboot/machines.toml
+
+.PHONY: netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
-kernel: $(KERNEL)
+kernel: $(KERNEL) $(PVH_KERNEL)
 
 help:
 	@echo "make            build the kernel ($(KERNEL))"
@@ -111,6 +116,8 @@ help:
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
+	@echo "make netboot    a TFTP tree in $(BUILD)/netboot: BIOS (iPXE, GRUB) and UEFI (GRUB) PXE; NETBOOT_CONFIG=$(NETBOOT_CONFIG)"
+	@echo "make test-fleet 8 QEMU machines netbooted at once, captured (some through labgrid), flagged by clockbench fleet"
 	@echo "make test       host unit tests and QEMU boot tests"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
@@ -153,6 +160,14 @@ $(BUILD)/gen/fbcon_font.o: $(FONT_C) drivers/fbcon_font.h
 
 $(KERNEL): $(KERNEL_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
+
+PVH_OBJS := $(filter-out $(BUILD)/boot/multiboot_header.o,$(KERNEL_OBJS)) $(BUILD)/boot/multiboot_header_nomb1.o
+$(BUILD)/boot/multiboot_header_nomb1.o: boot/multiboot_header.asm boot/constants.inc Makefile | check-build-tools
+	@mkdir -p $(dir $@)
+	$(call say,AS,$< (no Multiboot 1))$(NASM) $(NASMFLAGS) -DNO_MULTIBOOT1 -MD $(@:.o=.d) -o $@ $<
+
+$(PVH_KERNEL): $(PVH_OBJS) linker.ld
+	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(PVH_OBJS)
 
 # The ISO: GRUB for both legacy BIOS (i386-pc) and UEFI (x86_64-efi) in one
 # hybrid image that can be written raw to a USB stick. The tests' copy boots
@@ -266,18 +281,24 @@ run-direct: deps $(KERNEL) $(HOST_TOOL)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-test: deps $(KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+
+netboot: $(KERNEL)
+	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot
+
+test-fleet: deps $(KERNEL)
+	CLOCKBENCH_FLEET=1 CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/fleet/test_fleet_boot.py
 
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
-test-matrix: deps $(KERNEL) $(TEST_ISO)
+test-matrix: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO)
 	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
 
 test-host: $(HOST_LIB)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
 
-test-boot: $(KERNEL) $(TEST_ISO) $(OS_BIN)
-	PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
+test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
+	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
 
 clean:
 	rm -rf $(BUILD)

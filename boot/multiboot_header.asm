@@ -1,4 +1,5 @@
-; Multiboot 1 and Multiboot 2 headers, both in the first 8 KiB of the image.
+; Multiboot 1 and Multiboot 2 headers, both in the first 8 KiB of the image
+; (the PVH entry's ELF note is boot/pvh.asm's).
 ; GRUB's multiboot2 command uses the second; QEMU's -kernel uses the first
 ; (QEMU direct boot knows only Multiboot 1 and, for ELF, only ELF32: the
 ; a.out-kludge address fields let it load this ELF64 file as a flat image).
@@ -30,6 +31,9 @@ mb2_header:
     dd 8
 mb2_header_end:
 
+; Left out of build/clockbench-pvh.elf (NO_MULTIBOOT1): QEMU's -kernel takes
+; Multiboot 1 whenever it finds this header, and the PVH note only without it.
+%ifndef NO_MULTIBOOT1
 align 4
 mb1_header:
     dd MB1_MAGIC
@@ -40,3 +44,4 @@ mb1_header:
     dd image_load_end   ; load_end_addr
     dd image_bss_end    ; bss_end_addr
     dd start32          ; entry_addr
+%endif

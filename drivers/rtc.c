@@ -44,6 +44,29 @@ static bool wait_uip_clear(uint64_t bound_tsc)
     return false;
 }
 
+bool rtc_catch_update_end(uint64_t bound_tsc, uint32_t max_reads, uint64_t *a, uint64_t *b)
+{
+    rtc_select(RTC_REG_A);
+    uint64_t before = rdtsc_begin(), start = before, set_from = 0;
+    bool seen_set = false;
+    for (uint32_t i = 0; i < max_reads; i++) {
+        uint8_t v = rtc_read_selected();
+        uint64_t after = rdtsc_end();
+        if (v & RTC_A_UIP) {
+            seen_set = true;
+            set_from = before;
+        } else if (seen_set) {
+            *a = set_from;
+            *b = after;
+            return true;
+        }
+        if (after - start > bound_tsc)
+            return false;
+        before = after;
+    }
+    return false;
+}
+
 bool rtc_read_time(const struct rtc *r, struct rtc_raw *out, uint64_t bound_tsc, char *why, unsigned why_len)
 {
     /* Linux's mc146818_get_time: wait out UIP, read, and read again if an

@@ -65,6 +65,13 @@ bool rtc_probe(struct rtc *r, char *why, unsigned why_len);
    never cleared or the fields never held still. */
 bool rtc_read_time(const struct rtc *r, struct rtc_raw *out, uint64_t bound_tsc, char *why, unsigned why_len);
 
+/* Waits for the end of the next update, UIP seen set and then clear, and
+   brackets its fall in TSC time: [*a, *b], from just before the last read
+   that saw UIP set to just after the first that saw it clear. Bounded by
+   bound_tsc ticks and max_reads reads, whatever the TSC's rate; false when
+   no update ended within them. */
+bool rtc_catch_update_end(uint64_t bound_tsc, uint32_t max_reads, uint64_t *a, uint64_t *b);
+
 /* Seconds, minutes and hours only: for right after an update ended, when
    nearly a second remains before the next (no waiting). */
 static inline void rtc_read_clock(const struct rtc *r, struct rtc_raw *out)

@@ -9,15 +9,26 @@
    is the median of the kept windows, and their spread must stay under
    0.5 %; otherwise the round is repeated with windows twice as long
    (three rounds at most: a virtual CPU that loses milliseconds at a time
-   needs longer windows). */
+   needs longer windows).
+
+   With no counter to measure against (no HPET, PM timer or PIT: hardware-
+   reduced ACPI, microVMs), the RTC's second edges calibrate it, the way
+   BSD's calibrate_clocks uses the RTC: CAL_RTC_SECONDS of updates timed by
+   their UIP fall, fitted, with the fit's uncertainty and the RTC crystal's
+   assumed tolerance. Failing an RTC, the CPU's or hypervisor's stated rate
+   (CPUID 15h/16h, 40000010h, kvmclock's scale) is used and called claimed;
+   an assumed 2 GHz only when none of these exists. */
 #include "../drivers/cpuinfo.h"
+#include "../drivers/rtc.h"
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
 #include "../kernel/discover.h"
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
+#include "../lib/pvclock.h"
 #include "../lib/record.h"
+#include "../lib/rtc_fit.h"
 #include "../lib/stats.h"
 #include "../lib/string.h"
 #include "experiment.h"
@@ -29,6 +40,10 @@
 #define CAL_AGREE_PPM 5000    /* a second reference must agree this well */
 #define CAL_CLAIM_PPM 20000   /* a claim further off than this is reported */
 #define CAL_MAX_TSC (1ull << 36) /* 14-70 s at 1-5 GHz: a reference that is not moving usefully */
+#define CAL_RTC_SECONDS 2         /* RTC seconds timed when nothing else is there: 3 edges */
+#define CAL_RTC_BOUND_TSC 15000000000ull /* one update's wait, 1.5 s even at 10 GHz: bounded whatever the rate */
+#define CAL_RTC_MAX_READS 50000000u      /* and in reads of register A (0.1 us each at the fastest) */
+#define CAL_RTC_CRYSTAL_PPM 100   /* the RTC crystal's tolerance, assumed as exp_rtc_report.c assumes it */
 
 struct calibration {
     int reference, second;
@@ -36,6 +51,13 @@ struct calibration {
     uint32_t kept, thrown, rounds, window_ms;
     uint64_t spread_ppm;
     bool ok, second_ok;
+    /* the RTC, when no counter could be a reference */
+    bool rtc_tried, rtc_ok;
+    char rtc_why[96];
+    struct rtc_fit rtc_fit;
+    uint64_t rtc_u_ppb;          /* the fit's uncertainty, parts per billion */
+    uint64_t claim_hz;           /* what was claimed, and by whom */
+    const char *claim_src;
 };
 static struct calibration cal;
 
@@ -119,7 +141,53 @@ static uint64_t claimed_tsc_hz(const char **source)
             *source = ci->claims[i].source;
             return ci->claims[i].hz;
         }
+    if (discovered.pv.kvmclock_on && discovered.pv.mul) {
+        *source = "kvmclock's scale";
+        return pvclock_tsc_hz(discovered.pv.mul, discovered.pv.shift);
+    }
     return 0;
+}
+
+/* The TSC against the RTC's second edges: the first update's end opens
+   the window (under QEMU the first after boot can come late: it is only
+   the start), then CAL_RTC_SECONDS more are timed and fitted. */
+static bool calibrate_against_rtc(struct calibration *st)
+{
+    struct rtc rtc;
+    st->rtc_tried = true;
+    if (!rtc_probe(&rtc, st->rtc_why, sizeof st->rtc_why))
+        return false;
+    struct rtc_edge e[CAL_RTC_SECONDS + 1];
+    uint64_t a, b;
+    if (!rtc_catch_update_end(CAL_RTC_BOUND_TSC, CAL_RTC_MAX_READS, &a, &b)) {
+        fmt_format(st->rtc_why, sizeof st->rtc_why, "no update of the RTC ended within 1.5 s");
+        return false;
+    }
+    for (int i = 0; i <= CAL_RTC_SECONDS; i++) {
+        if (!rtc_catch_update_end(CAL_RTC_BOUND_TSC, CAL_RTC_MAX_READS, &a, &b)) {
+            fmt_format(st->rtc_why, sizeof st->rtc_why, "the RTC stopped updating after %d second(s)", i);
+            return false;
+        }
+        struct rtc_raw raw;
+        rtc_read_clock(&rtc, &raw);
+        e[i] = (struct rtc_edge){a, b, 0};
+        if (!rtc_decode_clock(&raw, &e[i].seconds_of_day)) {
+            fmt_format(st->rtc_why, sizeof st->rtc_why, "the RTC's clock registers do not decode (seconds 0x%02x)", raw.sec);
+            return false;
+        }
+    }
+    /* consecutive updates are one RTC second apart: the first gap is the estimate the fit checks the rest by */
+    uint64_t first = rtc_tsc_mid(e[1].a, e[1].b) - rtc_tsc_mid(e[0].a, e[0].b);
+    rtc_fit_edges(e, CAL_RTC_SECONDS + 1, first, &st->rtc_fit);
+    if (!st->rtc_fit.fitted || st->rtc_fit.span_s < 1) {
+        fmt_format(st->rtc_why, sizeof st->rtc_why, "its edges did not fit (%u of %u used)", st->rtc_fit.used,
+                   st->rtc_fit.edges);
+        return false;
+    }
+    st->hz = (uint64_t)xf_to_fixed(st->rtc_fit.tsc_per_s, 0);
+    st->rtc_u_ppb = (uint64_t)xf_to_fixed(xf_mul(st->rtc_fit.uncertainty_rel, xf_from_u64(1000000000)), 0);
+    st->rtc_ok = st->hz > 1000000;
+    return st->rtc_ok;
 }
 
 static void calibrate_measure(const struct profile *p)
@@ -138,19 +206,27 @@ static void calibrate_measure(const struct profile *p)
             cal.second = order[i];
             cal.second_ok = calibrate_against(order[i], &cal.second_hz, 0);
         }
-    const char *claim_src = "";
-    uint64_t claim = claimed_tsc_hz(&claim_src);
+    cal.claim_hz = claimed_tsc_hz(&cal.claim_src);
+    /* no counter answered at all (not one that moved badly): the RTC */
+    if (!cal.ok && n == 0 && calibrate_against_rtc(&cal))
+        cal.ok = true;
     results.tsc_estimate_checked = cal.ok;
-    if (cal.ok) {
+    if (cal.rtc_ok) {
+        results.tsc_estimate_hz = cal.hz;
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source,
+                   "the RTC's second edges (+-%llu ppm, +-%u ppm its crystal)",
+                   (unsigned long long)(cal.rtc_u_ppb + 999) / 1000, CAL_RTC_CRYSTAL_PPM);
+    } else if (cal.ok) {
         results.tsc_estimate_hz = cal.hz;
         fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "%s", counters[cal.reference].name);
-    } else if (claim) {
-        results.tsc_estimate_hz = claim;
-        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "the %s claim (no reference held still)",
-                   claim_src);
+    } else if (cal.claim_hz) {
+        results.tsc_estimate_hz = cal.claim_hz;
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "claimed by %s (nothing to measure against)",
+                   cal.claim_src);
     } else {
         results.tsc_estimate_hz = 2000000000ull;
-        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "an assumed 2 GHz (no reference, no claim)");
+        fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source,
+                   "an assumed 2 GHz (no reference, no RTC, no claim)");
     }
     /* Until the drift experiment measures it, ns figures use the estimate. */
     results.tsc_hz = xf_from_u64(results.tsc_estimate_hz);
@@ -175,7 +251,24 @@ static void calibrate_report(void)
     record_u64(&r, "windows_kept", cal.kept);
     record_u64(&r, "windows_thrown", cal.thrown);
     record_u64(&r, "rounds", cal.rounds);
-    if (cal.ok) {
+    if (cal.rtc_tried) {
+        record_bool(&r, "rtc_ok", cal.rtc_ok);
+        record_str(&r, "rtc_reason", cal.rtc_ok ? 0 : cal.rtc_why);
+    }
+    if (cal.rtc_ok) {
+        record_u64(&r, "rtc_seconds", cal.rtc_fit.span_s);
+        record_fixed(&r, "rtc_uncertainty_ppm", (int64_t)cal.rtc_u_ppb, 3);
+        record_u64(&r, "rtc_crystal_ppm", CAL_RTC_CRYSTAL_PPM);
+        kprintf("  %llu Hz: %u RTC seconds timed by their update's end, +-%llu.%03llu ppm (the fit),\n"
+                "  +-%u ppm absolute (the RTC's crystal, assumed)\n",
+                (unsigned long long)cal.hz, cal.rtc_fit.span_s, (unsigned long long)(cal.rtc_u_ppb / 1000),
+                (unsigned long long)(cal.rtc_u_ppb % 1000), CAL_RTC_CRYSTAL_PPM);
+    } else if (cal.rtc_tried) {
+        kprintf("  no counter to measure against, and the RTC could not stand in: %s\n", cal.rtc_why);
+    }
+    if (!cal.ok)
+        kprintf("  the TSC rate is %s\n", results.tsc_estimate_source);
+    if (cal.ok && !cal.rtc_ok) {
         kprintf("  %llu Hz: median of %u windows of %u ms against %s (spread %llu ppm)\n",
                 (unsigned long long)cal.hz, cal.kept, cal.window_ms, counters[cal.reference].name,
                 (unsigned long long)cal.spread_ppm);
@@ -201,11 +294,10 @@ static void calibrate_report(void)
     } else if (cal.ok) {
         kprintf("  no second reference to check it against\n");
     }
-    const char *claim_src = "";
-    uint64_t claim = claimed_tsc_hz(&claim_src);
+    uint64_t claim = cal.claim_hz;
     if (claim && cal.ok) {
         int64_t d = ppm_between(cal.hz, claim);
-        kprintf("  %s claims %llu Hz: the estimate is %lld ppm from it\n", claim_src, (unsigned long long)claim, (long long)d);
+        kprintf("  %s claims %llu Hz: the estimate is %lld ppm from it\n", cal.claim_src, (unsigned long long)claim, (long long)d);
         if (d > CAL_CLAIM_PPM || d < -CAL_CLAIM_PPM)
             kprintf("  Note: the claim and the estimate disagree by over %d ppm; the drift\n"
                     "  experiment measures which is right\n",

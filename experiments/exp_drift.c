@@ -521,8 +521,9 @@ static void publish_tsc_rate(void)
         fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "nominal: %s", counters[COUNTER_TSC].nominal_source);
     } else {
         results.tsc_hz = xf_from_u64(results.tsc_estimate_hz);
-        fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "nominal: %s%s",
-                   results.tsc_estimate_checked ? "the quick estimate against " : "", results.tsc_estimate_source);
+        /* an estimate measured (against a counter or the RTC) is no nominal figure: it says what it rests on */
+        fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "%s%s",
+                   results.tsc_estimate_checked ? "the quick estimate against " : "nominal: ", results.tsc_estimate_source);
     }
 }
 

@@ -40,8 +40,11 @@ static void print_banner(void)
         kprintf("Hypervisor: \"%s\" (CPUID leaf 0x40000000, max leaf 0x%x)\n", ci->hv_vendor, ci->max_hv_leaf);
     else
         kprintf("Hypervisor: none reported (CPUID.1:ECX[31] clear)\n");
-    kprintf("Boot:       %s via Multiboot %d, command line \"%s\"\n", boot.loader[0] ? boot.loader : "unnamed loader",
-            boot.protocol, boot.cmdline);
+    if (boot.protocol == BOOT_PVH) /* the start_info names no loader */
+        kprintf("Boot:       PVH entry (start_info version %u), command line \"%s\"\n", boot.pvh_version, boot.cmdline);
+    else
+        kprintf("Boot:       %s via %s, command line \"%s\"\n", boot.loader[0] ? boot.loader : "unnamed loader",
+                bootinfo_protocol_name(boot.protocol), boot.cmdline);
     if (cs->serial)
         kprintf("Console:    serial port 0x%x at %u baud, screen %s\n", cs->serial_port, cs->serial_baud, cs->screen);
     else
@@ -56,7 +59,12 @@ static void print_banner(void)
     record_begin(&r, "machine");
     cpu_identity_record(&r, ci);
     record_str(&r, "loader", boot.loader);
-    record_u64(&r, "multiboot", (uint64_t)boot.protocol);
+    if (boot.protocol == BOOT_MULTIBOOT1 || boot.protocol == BOOT_MULTIBOOT2)
+        record_u64(&r, "multiboot", (uint64_t)boot.protocol);
+    else
+        record_null(&r, "multiboot");
+    record_str(&r, "boot_protocol", boot.protocol == BOOT_PVH ? "pvh" : boot.protocol == BOOT_MULTIBOOT2 ? "multiboot2"
+                                     : boot.protocol == BOOT_MULTIBOOT1 ? "multiboot1" : "unknown");
     record_str(&r, "cmdline", boot.cmdline);
     record_str(&r, "screen", cs->screen);
     if (cs->serial)

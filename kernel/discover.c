@@ -67,7 +67,7 @@ static void acpi_job_run(void *p)
     struct acpi_mapper m = {map_for_acpi, 0};
     maybe_inject_fault("acpi");
     acpi_discover(&m, bi->rsdp_new_present ? bi->rsdp_new : 0, bi->rsdp_new_len, bi->rsdp_old_present ? bi->rsdp_old : 0,
-                  &discovered.acpi);
+                  bi->protocol == BOOT_PVH ? ACPI_FROM_PVH : ACPI_FROM_MULTIBOOT2, &discovered.acpi);
 }
 
 /* --- TSC --- */

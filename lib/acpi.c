@@ -197,15 +197,25 @@ static const uint8_t *scan_rsdp(struct acpi_info *a, const struct acpi_mapper *m
     return 0;
 }
 
+/* What each handover is called: [from][0] the ACPI 2.0+ copy, [from][1] the 1.0 one. */
+static const char *const handover_names[][2] = {
+    [ACPI_FROM_MULTIBOOT2] = {"multiboot2 ACPI 2.0+ tag", "multiboot2 ACPI 1.0 tag"},
+    [ACPI_FROM_PVH] = {"PVH start_info RSDP (ACPI 2.0+)", "PVH start_info RSDP (ACPI 1.0)"},
+};
+static const char *const handover_where[][2] = {
+    [ACPI_FROM_MULTIBOOT2] = {"the multiboot2 ACPI 2.0+ tag", "the multiboot2 ACPI 1.0 tag"},
+    [ACPI_FROM_PVH] = {"the PVH start_info's RSDP (ACPI 2.0+)", "the PVH start_info's RSDP (ACPI 1.0)"},
+};
+
 static const uint8_t *find_rsdp(struct acpi_info *a, const struct acpi_mapper *m, const uint8_t *tag_new,
-                                uint32_t tag_new_len, const uint8_t *tag_old)
+                                uint32_t tag_new_len, const uint8_t *tag_old, enum acpi_handover from)
 {
-    if (tag_new && rsdp_valid(a, tag_new, tag_new_len, "the multiboot2 ACPI 2.0+ tag", false)) {
-        take_rsdp(a, tag_new, "multiboot2 ACPI 2.0+ tag", 0);
+    if (tag_new && rsdp_valid(a, tag_new, tag_new_len, handover_where[from][0], false)) {
+        take_rsdp(a, tag_new, handover_names[from][0], 0);
         return tag_new;
     }
-    if (tag_old && rsdp_valid(a, tag_old, RSDP_V1_LEN, "the multiboot2 ACPI 1.0 tag", false)) {
-        take_rsdp(a, tag_old, "multiboot2 ACPI 1.0 tag", 0);
+    if (tag_old && rsdp_valid(a, tag_old, RSDP_V1_LEN, handover_where[from][1], false)) {
+        take_rsdp(a, tag_old, handover_names[from][1], 0);
         return tag_old;
     }
     uint64_t at = 0;
@@ -396,10 +406,10 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
 }
 
 void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
-                   struct acpi_info *a)
+                   enum acpi_handover from, struct acpi_info *a)
 {
     *a = (struct acpi_info){0};
-    const uint8_t *rsdp = find_rsdp(a, m, tag_new, tag_new_len, tag_old);
+    const uint8_t *rsdp = find_rsdp(a, m, tag_new, tag_new_len, tag_old, from);
     if (!rsdp)
         return;
 

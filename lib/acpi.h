@@ -115,10 +115,14 @@ struct acpi_info {
     bool messages_dropped;
 };
 
-/* The RSDP candidates from the Multiboot 2 tags (NULL/0 when absent) are
+/* Who handed over the RSDP copies: a Multiboot 2 loader's tags, or the
+   address in a PVH start_info (copied by lib/bootinfo.c). */
+enum acpi_handover { ACPI_FROM_MULTIBOOT2, ACPI_FROM_PVH };
+
+/* The RSDP candidates the loader handed over (NULL/0 when absent) are
    tried first, then the EBDA, then the BIOS area. */
 void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
-                   struct acpi_info *out);
+                   enum acpi_handover from, struct acpi_info *out);
 
 /* Where ISA IRQ irq arrives: its global system interrupt, after any
    override, and whether it is active low or level triggered (ISA's default

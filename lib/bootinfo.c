@@ -1,6 +1,7 @@
-/* Multiboot information parsing: Multiboot Specification 0.6.96, 3.3
-   ("Boot information format") and Multiboot2 Specification 2.0, 3.6
-   ("Boot information"). */
+/* Boot information parsing: Multiboot Specification 0.6.96, 3.3
+   ("Boot information format"), Multiboot2 Specification 2.0, 3.6
+   ("Boot information"), and Xen's PVH boot ABI (docs/misc/pvh.pandoc;
+   struct hvm_start_info in xen/include/public/arch-x86/hvm/start_info.h). */
 #include "bootinfo.h"
 
 #include "format.h"
@@ -26,6 +27,21 @@
 #define MB2_TAG_FRAMEBUFFER 8
 #define MB2_TAG_ACPI_OLD 14
 #define MB2_TAG_ACPI_NEW 15
+
+/* hvm_start_info (version 0 ends at 40 bytes; version 1 adds the memory map) */
+#define PVH_OFF_MAGIC 0
+#define PVH_OFF_VERSION 4
+#define PVH_OFF_CMDLINE 24
+#define PVH_OFF_RSDP 32
+#define PVH_OFF_MEMMAP 40
+#define PVH_OFF_MEMMAP_ENTRIES 48
+#define PVH_MEMMAP_ENTRY_SIZE 24 /* addr u64, size u64, type u32, reserved u32 */
+#define PVH_MEMMAP_MAX_ENTRIES 4096 /* more is a corrupt count, not a machine */
+#define PVH_CMDLINE_MAX 4096
+/* The RSDP: revision at 15, length at 20 (ACPI 6.5, 5.2.5.3) */
+#define RSDP_OFF_REVISION 15
+#define RSDP_OFF_LENGTH 20
+#define RSDP_V1_SIZE 20
 
 static uint32_t ld32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32; }
@@ -185,16 +201,93 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
     return false;
 }
 
+/* The RSDP a PVH loader points at is copied as a Multiboot 2 loader would
+   hand it over, so discovery checks it the same way: ACPI 2.0+ (revision 2
+   or more, its own length up to 64 bytes) or 1.0 (20 bytes). */
+static void copy_rsdp(uintptr_t base, uint64_t addr, struct boot_info *bi)
+{
+    const uint8_t *r = at(base, addr);
+    if (r[RSDP_OFF_REVISION] >= 2) {
+        uint32_t len = ld32(r + RSDP_OFF_LENGTH);
+        if (len < RSDP_V1_SIZE || len > sizeof bi->rsdp_new)
+            len = RSDP_V1_SIZE + 16; /* a bad length: the 36 bytes ACPI 2.0 defines; the checksum will judge */
+        for (uint32_t i = 0; i < len; i++)
+            bi->rsdp_new[i] = r[i];
+        bi->rsdp_new_len = len;
+        bi->rsdp_new_present = true;
+    } else {
+        for (int i = 0; i < RSDP_V1_SIZE; i++)
+            bi->rsdp_old[i] = r[i];
+        bi->rsdp_old_present = true;
+    }
+}
+
+static bool parse_pvh(uintptr_t base, uint32_t addr, struct boot_info *bi)
+{
+    if (!addr) {
+        fmt_format(bi->error, sizeof bi->error, "PVH boot with no start_info (EBX is 0)");
+        return false;
+    }
+    const uint8_t *p = at(base, addr);
+    if (ld32(p + PVH_OFF_MAGIC) != PVH_BOOT_MAGIC) {
+        fmt_format(bi->error, sizeof bi->error, "PVH start_info magic is 0x%08x, not 0x%08x", ld32(p + PVH_OFF_MAGIC),
+                   PVH_BOOT_MAGIC);
+        return false;
+    }
+    bi->pvh_version = ld32(p + PVH_OFF_VERSION);
+    uint64_t cmdline = ld64(p + PVH_OFF_CMDLINE);
+    if (cmdline)
+        copy_string(bi->cmdline, sizeof bi->cmdline, at(base, cmdline), PVH_CMDLINE_MAX);
+    uint64_t rsdp = ld64(p + PVH_OFF_RSDP);
+    if (rsdp)
+        copy_rsdp(base, rsdp, bi);
+    if (bi->pvh_version < 1)
+        return true; /* version 0 has no memory map: the E820 of the firmware is not ours to read */
+    uint64_t map = ld64(p + PVH_OFF_MEMMAP);
+    uint32_t n = ld32(p + PVH_OFF_MEMMAP_ENTRIES);
+    if (n > PVH_MEMMAP_MAX_ENTRIES) {
+        fmt_format(bi->error, sizeof bi->error, "PVH memory map claims %u entries (at most %u taken)", n,
+                   PVH_MEMMAP_MAX_ENTRIES);
+        return false;
+    }
+    if (n && !map) {
+        fmt_format(bi->error, sizeof bi->error, "PVH memory map of %u entries at address 0", n);
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *e = at(base, map + (uint64_t)i * PVH_MEMMAP_ENTRY_SIZE);
+        /* types 1-5 are E820's, as in both Multiboot specs; Xen's 6 (disabled)
+           and 7 (persistent memory) are not RAM to use: reserved */
+        uint32_t type = ld32(e + 16);
+        add_region(bi, ld64(e), ld64(e + 8), type >= MEM_AVAILABLE && type <= MEM_BAD ? type : MEM_RESERVED);
+    }
+    return true;
+}
+
+const char *bootinfo_protocol_name(int protocol)
+{
+    switch (protocol) {
+    case BOOT_MULTIBOOT1: return "Multiboot 1";
+    case BOOT_MULTIBOOT2: return "Multiboot 2";
+    case BOOT_PVH: return "PVH";
+    }
+    return "an unknown protocol";
+}
+
 bool bootinfo_parse(uint32_t magic, uintptr_t mem_base, uint32_t info_addr, struct boot_info *bi)
 {
     *bi = (struct boot_info){0};
     if (magic == MB1_BOOT_MAGIC) {
-        bi->protocol = 1;
+        bi->protocol = BOOT_MULTIBOOT1;
         return parse_mb1(mem_base, info_addr, bi);
     }
     if (magic == MB2_BOOT_MAGIC) {
-        bi->protocol = 2;
+        bi->protocol = BOOT_MULTIBOOT2;
         return parse_mb2(mem_base, info_addr, bi);
+    }
+    if (magic == PVH_BOOT_MAGIC) {
+        bi->protocol = BOOT_PVH;
+        return parse_pvh(mem_base, info_addr, bi);
     }
     fmt_format(bi->error, sizeof bi->error, "unknown boot magic 0x%08x", magic);
     return false;

@@ -1,5 +1,5 @@
-/* What the boot loader told us, from Multiboot 1 or Multiboot 2 information,
-   in one loader-independent structure. Pure: it reads memory through a base
+/* What the boot loader told us, from Multiboot 1 or Multiboot 2 information
+   or Xen's PVH start_info, in one loader-independent structure. Pure: it reads memory through a base
    offset so the host tests can hand it crafted byte buffers. */
 #ifndef CLOCKBENCH_BOOTINFO_H
 #define CLOCKBENCH_BOOTINFO_H
@@ -9,6 +9,11 @@
 
 #define MB1_BOOT_MAGIC 0x2BADB002u
 #define MB2_BOOT_MAGIC 0x36D76289u
+/* A PVH boot has no register magic: boot/pvh.asm hands over the start_info
+   structure's own, XEN_HVM_START_MAGIC_VALUE (Xen public/arch-x86/hvm/start_info.h). */
+#define PVH_BOOT_MAGIC 0x336EC578u
+
+enum boot_protocol { BOOT_UNKNOWN = 0, BOOT_MULTIBOOT1 = 1, BOOT_MULTIBOOT2 = 2, BOOT_PVH = 3 };
 
 #define BOOTINFO_MAX_REGIONS 64
 #define BOOTINFO_MAX_INFO_BYTES (1u << 20) /* refuse a claimed info size above 1 MiB */
@@ -36,13 +41,15 @@ struct framebuffer_info {
 };
 
 struct boot_info {
-    int protocol; /* 1 or 2; 0 when the magic was not recognised */
+    int protocol; /* enum boot_protocol: Multiboot 1 or 2 (the number is the version), PVH */
+    uint32_t pvh_version; /* start_info's version (0 or 1) on a PVH boot */
     char cmdline[512];
     char loader[64];
     struct mem_region mem[BOOTINFO_MAX_REGIONS];
     int mem_count;
     bool mem_truncated;
-    /* ACPI RSDP copies from the Multiboot 2 tags (the loader found them, e.g. from EFI). */
+    /* ACPI RSDP copies from the Multiboot 2 tags (the loader found them, e.g.
+       from EFI), or from the address a PVH start_info gives. */
     bool rsdp_new_present, rsdp_old_present;
     uint8_t rsdp_new[64];
     uint32_t rsdp_new_len;
@@ -56,5 +63,7 @@ struct boot_info {
    bi->error set) when the magic is unknown or the structure is malformed;
    everything read before the problem is kept. */
 bool bootinfo_parse(uint32_t magic, uintptr_t mem_base, uint32_t info_addr, struct boot_info *bi);
+/* How the image was booted, for people: "Multiboot 1", "Multiboot 2", "PVH". */
+const char *bootinfo_protocol_name(int protocol);
 
 #endif

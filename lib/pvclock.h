@@ -49,6 +49,21 @@ static inline uint64_t pvclock_scale_delta(uint64_t delta, uint32_t mul, int8_t 
     return (uint64_t)(((unsigned __int128)delta * mul) >> 32);
 }
 
+/* The TSC rate kvmclock's scale states, in Hz, rounded down: one tick is
+   mul * 2^shift / 2^32 ns, so the rate is 10^9 * 2^32 / mul / 2^shift
+   (Linux's pvclock_tsc_khz does the same in kHz). 10^9 * 2^32 fits 64 bits,
+   so no 128-bit division (which the freestanding image lacks). 0 for mul 0
+   or a shift that leaves no rate. */
+static inline uint64_t pvclock_tsc_hz(uint32_t mul, int8_t shift)
+{
+    if (!mul || shift > 31 || shift < -31)
+        return 0;
+    uint64_t per_shift0 = (1000000000ull << 32) / mul;
+    if (shift >= 0)
+        return per_shift0 >> shift;
+    return per_shift0 > (~0ull >> -shift) ? 0 : per_shift0 << -shift;
+}
+
 /* ns from a consistent copy of the page and a TSC reading. */
 static inline uint64_t pvclock_ns(uint64_t tsc, uint64_t tsc_timestamp, uint64_t system_time, uint32_t mul, int8_t shift)
 {

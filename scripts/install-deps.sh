@@ -20,6 +20,7 @@ run_packages=(
   console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
+  ipxe-qemu                                              # the NICs' PXE ROMs: network boot (make netboot)
   python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/): venv, capture, plots
   python3-numpy                                          # the report's figures
   python3-rich                                           # the host tool's progress bar (clockbench run)
@@ -40,8 +41,10 @@ packages=("${run_packages[@]}")
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
 # allantools, for the report's Allan deviation. Its own needs (numpy, scipy,
-# matplotlib) come from Debian above, hence --no-deps.
-pip_packages=(allantools==2024.6)
+# matplotlib) come from Debian above, hence --no-deps. pyarrow, for
+# `clockbench export --format parquet` (no required dependency; 20.0.0 imports
+# beside Debian 12's NumPy 1.24, where 26.0.1 refuses it and asks for NumPy 2).
+pip_packages=(allantools==2024.6 pyarrow==20.0.0)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
   local need=() spec
@@ -89,6 +92,36 @@ install_lint() {
   printf '%s\n' "$pins" > "$lint_venv/pins.txt"
 }
 
+# labgrid (`clockbench lab`, docs/fleet.md; tests/host/test_lab.py runs its
+# coordinator and exporter on localhost), pinned with everything it needs, in a
+# venv of its own: its pinned pyserial fork and pytest must not reach the host
+# tool's. `make deps` only.
+labgrid_packages=(
+  labgrid==26.0.1 attrs==26.1.0 certifi==2026.10.19.post1 charset-normalizer==3.5.2 exceptiongroup==1.3.2
+  grpcio==1.85.3 grpcio-reflection==1.85.1 idna==3.20 iniconfig==2.3.1 Jinja2==3.1.6 MarkupSafe==3.0.4
+  packaging==26.3 pexpect==4.9.0 pluggy==1.7.0 protobuf==7.36.2 ptyprocess==0.7.0 Pygments==2.21.0
+  pyserial-labgrid==3.5.0.2 pytest==9.2.0 pyudev==0.24.5 pyusb==1.3.1 PyYAML==6.0.4 requests==2.34.2
+  typing_extensions==4.16.0 urllib3==2.8.0 xmodem==0.5.0
+)
+labgrid_venv="$(cd "$(dirname "$0")/.." && pwd)/build/labgrid-venv"
+install_labgrid() {
+  [ "$mode" = all ] || return 0
+  local pins
+  pins="$(printf '%s\n' "${labgrid_packages[@]}")"
+  [ "$(cat "$labgrid_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$labgrid_venv/bin/labgrid-coordinator" ] && return 0
+  echo "clockbench: installing labgrid into $labgrid_venv"
+  rm -rf "$labgrid_venv"
+  { python3 -m venv "$labgrid_venv" &&
+    PIP_ROOT_USER_ACTION=ignore "$labgrid_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      "${labgrid_packages[@]}" &&
+    "$labgrid_venv/bin/python" -m pip check >/dev/null; } || {
+    echo "clockbench: could not install labgrid into $labgrid_venv (offline?); clockbench lab and its tests need it" >&2
+    rm -rf "$labgrid_venv"
+    exit 1
+  }
+  printf '%s\n' "$pins" > "$labgrid_venv/pins.txt"
+}
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for tool in make gcc ld nasm grub-mkrescue xorriso mformat qemu-system-x86_64 python3; do
@@ -101,6 +134,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   fi
   install_pip
   install_lint
+  install_labgrid
   exit 0
 fi
 
@@ -108,7 +142,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]})) || { install_pip; install_lint; exit 0; }
+((${#missing[@]})) || { install_pip; install_lint; install_labgrid; exit 0; }
 
 echo "clockbench: installing Debian packages: ${missing[*]}"
 if [ "$(id -u)" -eq 0 ]; then
@@ -124,3 +158,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 install_pip
 install_lint
+install_labgrid

@@ -83,9 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct acpi_mapper mapper = {map, &m};
     static struct acpi_info info;
     if (flags & 2)
-        acpi_discover(&mapper, 0, 0, rsdp, &info);
+        acpi_discover(&mapper, 0, 0, rsdp, ACPI_FROM_MULTIBOOT2, &info);
     else
-        acpi_discover(&mapper, rsdp, sizeof rsdp, 0, &info);
+        acpi_discover(&mapper, rsdp, sizeof rsdp, 0, ACPI_FROM_MULTIBOOT2, &info);
     free(mem);
     return 0;
 }

@@ -52,6 +52,8 @@ const char *shim_bootinfo(uint32_t magic, const uint8_t *mem, uint32_t info_addr
     record_bool(&rec, "ok", ok);
     record_str(&rec, "error", bi.error);
     record_u64(&rec, "protocol", (uint64_t)bi.protocol);
+    record_u64(&rec, "pvh_version", bi.pvh_version);
+    record_str(&rec, "protocol_name", bootinfo_protocol_name(bi.protocol));
     record_str(&rec, "cmdline", bi.cmdline);
     record_str(&rec, "loader", bi.loader);
     record_bool(&rec, "mem_truncated", bi.mem_truncated);
@@ -146,7 +148,7 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     static struct acpi_info a;
     struct buffer_memory b = {mem, base, len};
     struct acpi_mapper m = {buffer_map, &b};
-    acpi_discover(&m, tag_new, tag_new_len, tag_old, &a);
+    acpi_discover(&m, tag_new, tag_new_len, tag_old, ACPI_FROM_MULTIBOOT2, &a);
     record_begin(&rec, "acpi");
     record_bool(&rec, "rsdp_found", a.rsdp_found);
     record_str(&rec, "rsdp_source", a.rsdp_found ? a.rsdp_source : 0);
@@ -874,6 +876,8 @@ const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ra
     rtc_vs_record(v, tolerance_ppm);
     return finish();
 }
+
+uint64_t shim_pvclock_tsc_hz(uint32_t mul, int8_t shift) { return pvclock_tsc_hz(mul, shift); }
 
 /* cpu_topology.h: the shifts from 0Bh/1Fh subleaves (eax, ecx pairs) or
    AMD's leaves (amd: e8_ecx, have_1e, e1e_ebx), each ID's place, and the

@@ -143,3 +143,89 @@ def test_mb2_huge_mmap_entry_size_is_rejected(lib):
 def test_unknown_magic(lib):
     r = parse(lib, 0x12345678, bytes(64), 0)
     assert not r["ok"] and r["protocol"] == 0 and "0x12345678" in r["error"]
+
+
+# Xen's PVH start_info (xen/include/public/arch-x86/hvm/start_info.h)
+PVH = 0x336EC578
+START = 0x40  # where the tests' start_info sits (EBX)
+
+
+def pvh_image(version=1, cmdline=b"profile=quick\0", rsdp=None, memmap=((0, 0x9FC00, 1), (0x100000, 0xFF00000, 1)),
+              entries=None, magic=PVH) -> bytes:
+    """A guest memory image: start_info at 0x40, the command line at 0x100,
+    the RSDP at 0x200, the memory map at 0x300, as a VMM lays them out."""
+    mem = bytearray(0x1000)
+    cmd_at = 0x100 if cmdline is not None else 0
+    rsdp_at = 0x200 if rsdp is not None else 0
+    map_at = 0x300 if memmap else 0
+    n = len(memmap) if entries is None else entries
+    struct.pack_into("<IIIIQQQ", mem, START, magic, version, 0, 0, 0, cmd_at, rsdp_at)
+    if version >= 1:
+        struct.pack_into("<QII", mem, START + 40, map_at, n, 0)
+    if cmdline is not None:
+        mem[cmd_at:cmd_at + len(cmdline)] = cmdline
+    if rsdp is not None:
+        mem[rsdp_at:rsdp_at + len(rsdp)] = rsdp
+    for i, (base, length, kind) in enumerate(memmap or ()):
+        struct.pack_into("<QQII", mem, map_at + 24 * i, base, length, kind, 0)
+    return bytes(mem)
+
+
+def rsdp(revision: int, length: int = 36) -> bytes:
+    raw = bytearray(b"RSD PTR " + bytes(28))
+    raw[15] = revision
+    struct.pack_into("<I", raw, 20, length)
+    return bytes(raw)
+
+
+def test_pvh_version_1_gives_command_line_memory_map_and_rsdp(lib):
+    r = parse(lib, PVH, pvh_image(rsdp=rsdp(2)), START)
+    assert r["ok"] and r["protocol"] == 3 and r["protocol_name"] == "PVH" and r["pvh_version"] == 1 and r["error"] == ""
+    assert r["cmdline"] == "profile=quick" and r["loader"] == ""
+    assert r["mem"] == [0, 0x9FC00, 1, 0x100000, 0xFF00000, 1]
+    assert r["rsdp_new"] and r["rsdp_new_len"] == 36 and not r["rsdp_old"]
+
+
+def test_pvh_acpi_1_rsdp_is_20_bytes(lib):
+    r = parse(lib, PVH, pvh_image(rsdp=rsdp(0)), START)
+    assert r["rsdp_old"] and not r["rsdp_new"] and r["rsdp_old_sig"] == "RSD PTR "
+
+
+def test_pvh_rsdp_with_a_wild_length_copies_acpi_2_size(lib):
+    r = parse(lib, PVH, pvh_image(rsdp=rsdp(2, length=0xFFFFFFFF)), START)
+    assert r["rsdp_new"] and r["rsdp_new_len"] == 36
+
+
+def test_pvh_version_0_has_no_memory_map(lib):
+    r = parse(lib, PVH, pvh_image(version=0), START)
+    assert r["ok"] and r["pvh_version"] == 0 and r["mem"] == [] and r["cmdline"] == "profile=quick"
+
+
+def test_pvh_without_command_line_or_acpi(lib):
+    r = parse(lib, PVH, pvh_image(cmdline=None), START)
+    assert r["ok"] and r["cmdline"] == "" and not r["rsdp_new"] and not r["rsdp_old"]
+
+
+def test_pvh_xen_memory_types_beyond_e820_are_reserved(lib):
+    r = parse(lib, PVH, pvh_image(memmap=((0, 0x1000, 6), (0x1000, 0x1000, 7), (0x2000, 0x1000, 3))), START)
+    assert r["mem"] == [0, 0x1000, 2, 0x1000, 0x1000, 2, 0x2000, 0x1000, 3]
+
+
+def test_pvh_memory_map_beyond_the_table_is_cut_and_said(lib):
+    r = parse(lib, PVH, pvh_image(memmap=[(i * 0x1000, 0x1000, 1) for i in range(70)]), START)
+    assert r["ok"] and r["mem_truncated"] and len(r["mem"]) == 64 * 3
+
+
+def test_pvh_absurd_entry_count_is_refused(lib):
+    r = parse(lib, PVH, pvh_image(entries=1_000_000), START)
+    assert not r["ok"] and "1000000 entries" in r["error"] and r["cmdline"] == "profile=quick"
+
+
+def test_pvh_wrong_magic_in_start_info_is_refused(lib):
+    r = parse(lib, PVH, pvh_image(magic=0x12345678), START)
+    assert not r["ok"] and "0x12345678" in r["error"]
+
+
+def test_pvh_with_no_start_info_is_refused(lib):
+    r = parse(lib, PVH, pvh_image(), 0)
+    assert not r["ok"] and "no start_info" in r["error"] and r["protocol_name"] == "PVH"

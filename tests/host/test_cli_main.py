@@ -101,7 +101,9 @@ def test_usage_errors_exit_64_not_2(capsys, argv):
 def test_default_paths_are_in_the_repository_whatever_the_folder(parser, tmp_path):
     cmds = subcommands(parser)
     defaults = {a.dest: a.default for a in cmds["run"]._actions}
-    assert defaults["kernel"] == str(ROOT / "build" / "clockbench.elf")
+    assert defaults["kernel"] is None  # chosen by --boot: the Multiboot kernel, or the PVH one
+    kernel_help = next(a.help for a in cmds["run"]._actions if a.dest == "kernel")
+    assert str(ROOT / "build" / "clockbench.elf") in kernel_help and str(ROOT / "build" / "clockbench-pvh.elf") in kernel_help
     assert defaults["iso"] == str(ROOT / "build" / "clockbench.iso")
     flash = {a.dest: a.default for a in cmds["flash"]._actions}
     assert flash["iso"] == str(ROOT / "build" / "clockbench.iso")

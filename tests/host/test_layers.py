@@ -174,9 +174,10 @@ def test_the_host_library_compiles_all_of_lib():
 # capturing; the command line on top. A module may import from its own
 # layer and those below.
 PY_LAYERS = [
-    {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs"},
-    {"plots", "os_side", "report", "compare", "ci_formats", "decode"},
-    {"qemu", "progress", "runs", "capture", "runner", "osvm", "flash", "screen", "bench"},
+    {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures"},
+    {"plots", "os_side", "report", "compare", "ci_formats", "decode", "store", "fleet"},
+    {"qemu", "progress", "runs", "capture", "runner", "osvm", "flash", "screen", "bench", "storecli", "multicapture",
+     "netboot", "lab"},
     {"__main__", "commands", "__init__"},
 ]
 TOOL = ROOT / "tools" / "clockbench"

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from . import ci_formats, errors, paths, runner, runs
+from . import ci_formats, errors, paths, runner, storecli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,12 +19,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Runs the command: a ToolError becomes its one-line message and its
-    exit status, Ctrl-C errors.INTERRUPTED, anything else errors.INTERNAL
+    """Runs the command, once its `check` (set beside `func` by commands whose
+    option values have ranges, or go together) has passed: a ToolError becomes
+    its one-line message and its exit status (a value out of range:
+    errors.USAGE), Ctrl-C errors.INTERRUPTED, anything else errors.INTERNAL
     (CLOCKBENCH_DEBUG=1 shows the traceback)."""
     import os
 
     try:
+        check = getattr(args, "check", None)
+        if check is not None:
+            check(args)
         return args.func(args)
     except errors.ToolError as e:
         print(f"clockbench {args.command}: {e}", file=sys.stderr)
@@ -44,6 +48,31 @@ def _dispatch(args: argparse.Namespace) -> int:
         return errors.INTERNAL
 
 
+def _capture(args) -> int:
+    """One plain port: capture.py as before; several, or NAME=PORT: multicapture.py."""
+    if len(args.port) == 1 and "=" not in args.port[0] and "," not in args.port[0]:
+        args.port = args.port[0]
+        return __import__("clockbench.capture", fromlist=["main"]).main(args)
+    return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
+
+
+def _lab(args) -> int:
+    """`clockbench lab PLACE...`: the places' consoles captured at once (multicapture.py, labgrid:PLACE)."""
+    import os
+
+    if args.coordinator:
+        os.environ["LG_COORDINATOR"] = args.coordinator
+    ports = []
+    for spec in args.places:  # PLACE[,firmware=...,boot=...]: what one place's machine is, for the store
+        place, *opts = spec.split(",")
+        given = {o.partition("=")[0] for o in opts}
+        opts += [f"{k}={v}" for k, v in (("firmware", args.firmware), ("boot", args.boot)) if v and k not in given]
+        ports.append(f"{place}=labgrid:{place}" + "".join("," + o for o in opts))
+    args.port = ports
+    args.baud = 115200
+    return __import__("clockbench.multicapture", fromlist=["main"]).main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _Parser(prog="clockbench", description=__doc__, epilog=errors.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=paths.version_text(),
@@ -51,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runner.add_parser(sub)
     __import__("clockbench.osvm", fromlist=["add_parser"]).add_parser(sub)
-    rs = sub.add_parser("runs", help="list the runs `clockbench run` kept (date, machine, verdict, duration, folder)")
-    rs.add_argument("--dir", default=paths.default(runs.RUNS), help="the runs folder (default: %(default)s)")
-    rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
-    rs.add_argument("--json", action="store_true", help="the runs' metadata as one JSON array")
-    rs.set_defaults(func=runs.main)
+    storecli.add_parsers(sub)
+    __import__("clockbench.netboot", fromlist=["add_parser"]).add_parser(sub)
+    __import__("clockbench.fleet", fromlist=["add_parser"]).add_parser(sub, storecli.add_store_argument)
     f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
     f.add_argument("--iso", default=paths.default(paths.ISO), help="the image to write (default: %(default)s)")
@@ -68,12 +95,39 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--text", help="the QR code's text, pasted ('-' reads standard input)")
     d.add_argument("--out", help="write the results here (default: standard output)")
     d.set_defaults(func=lambda a: __import__("clockbench.decode", fromlist=["main"]).main(a))
-    ca = sub.add_parser("capture", help="read a real machine's serial port into a log until the run ends")
-    ca.add_argument("port", help="e.g. /dev/ttyUSB0")
+    ca = sub.add_parser("capture", help="read real machines' serial ports into logs until their runs end (several at once)",
+                        description=__import__("clockbench.multicapture", fromlist=["__doc__"]).__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ca.add_argument("port", nargs="+", help="e.g. /dev/ttyUSB0, tcp:127.0.0.1:5000, labgrid:PLACE; several: "
+                    "[NAME=]PORT[,firmware=...,boot=...,mac=...], each to its own run")
+    ca.add_argument("--idle", type=float, metavar="SECONDS", help="end a machine's capture as incomplete when nothing new "
+                    "came for this long (it hangs); default: only --timeout")
+    ca.add_argument("--log-dir", help="with several ports: the folder for their logs, NAME.log each "
+                    "(default: build/captures/<UTC time>/)")
+    ca.add_argument("--every", type=float, default=5.0, help="with several ports and no terminal: seconds between "
+                    "progress lines (default: %(default)s)")
     ca.add_argument("--baud", type=int, default=115200, help="the serial port's rate; the image's default is %(default)s")
     ca.add_argument("--timeout", type=float, default=900, help="seconds to wait for the run to end (default: %(default)s)")
     ca.add_argument("--log", default="capture.log", help="where to write what was read (default: %(default)s, in the current folder)")
-    ca.set_defaults(func=lambda a: __import__("clockbench.capture", fromlist=["main"]).main(a))
+    ca.add_argument("--store", default=storecli.store_default(),
+                    help="add the run to this store of runs ('none': do not) (default: %(default)s)")
+    ca.add_argument("--name", help="the machine's name in the store (default: the port)")
+    ca.set_defaults(func=_capture)
+    lb = sub.add_parser("lab", help="run clockbench on labgrid places: power on, boot, read the console, store the run",
+                        description="Each place is acquired from labgrid's coordinator, powered on (it boots the image: "
+                        "netboot or a stick, as the lab is set up), its console read until the run ends, powered off and "
+                        "released; the runs go to the store. docs/fleet.md has the environment and the strategy.")
+    lb.add_argument("places", nargs="+", metavar="PLACE", help="a labgrid place (each gets a run of its own); "
+                    "PLACE,firmware=uefi,boot=netboot-uefi says what its machine is, for the store")
+    lb.add_argument("--coordinator", help="labgrid's coordinator HOST:PORT (default: LG_COORDINATOR, else 127.0.0.1:20408)")
+    lb.add_argument("--timeout", type=float, default=900, help="seconds for each run (default: %(default)s)")
+    lb.add_argument("--idle", type=float, metavar="SECONDS", help="a machine silent this long hangs: an incomplete run")
+    lb.add_argument("--log-dir", help="the folder for the logs, PLACE.log each (default: build/captures/<UTC time>/)")
+    lb.add_argument("--every", type=float, default=5.0, help="seconds between progress lines without a terminal")
+    lb.add_argument("--firmware", help="the machines' firmware, for the store (bios, uefi), where a place does not say")
+    lb.add_argument("--boot", help="how they boot, for the store (e.g. netboot-bios), where a place does not say")
+    lb.add_argument("--store", default=storecli.store_default(), help="the store of runs (default: %(default)s)")
+    lb.set_defaults(func=_lab, source="lab")
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
                                     "log), or a tool error (64 and up): see `clockbench --help`.")

@@ -7,6 +7,7 @@ without one (docs/output.md, "Exit statuses of the host tool")."""
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
 from pathlib import Path
@@ -17,19 +18,83 @@ from .errors import CannotWrite, MissingTool, NoInput
 END_MARKERS = (b'"type":"qr"', b"run ended:")
 
 
-def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> tuple[bool, str]:
-    """Returns (complete, why it stopped); the log file holds every byte read.
-    MissingTool without pyserial, NoInput for a port that cannot be opened
-    (no log is written then), CannotWrite for a log that cannot be."""
+class TcpPort:
+    """A serial console on the network (QEMU's -serial tcp:..., ser2net's raw
+    mode, a console server), read in bulk: read(n) returns what has come, at
+    most n bytes, after at most half a second. Not pyserial's socket://,
+    whose read drops the bytes of a read in progress when the other end
+    closes."""
+
+    def __init__(self, host: str, port: int, connect_s: float = 10.0):
+        deadline = time.monotonic() + connect_s
+        while True:  # a machine just powered on opens its console a moment later
+            try:
+                self.sock = socket.create_connection((host, port), timeout=connect_s)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.sock.settimeout(0.5)
+
+    def read(self, n: int) -> bytes:
+        try:
+            data = self.sock.recv(n)
+        except socket.timeout:
+            return b""
+        if not data:
+            raise ConnectionResetError("the console's connection was closed")
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def tcp_address(port: str) -> tuple[str, int]:
+    host, _, number = port[4:].rpartition(":")
+    if not host or not number.isdigit():
+        raise NoInput(f"{port}: not tcp:HOST:PORT; no log written")
+    return host, int(number)
+
+
+def open_port(port: str, baud: int):
+    """An open port with read(n) (at most n bytes, waiting at most half a
+    second) and close(): a serial device, tcp:HOST:PORT, or labgrid:PLACE
+    (lab.py: the place's console, read through labgrid). NoInput when it
+    cannot be opened, MissingTool without pyserial."""
+    if port.startswith("labgrid:"):
+        from . import lab
+
+        return lab.open_console(port[len("labgrid:"):])
+    if port.startswith("tcp:"):
+        try:
+            return TcpPort(*tcp_address(port))
+        except OSError as e:
+            raise NoInput(f"cannot open {port}: {e.strerror or e}; no log written") from None
     try:
         import serial
     except ImportError:
         raise MissingTool("pyserial is not installed (Debian: python3-serial; `make deps`)") from None
-
     try:
-        dev = serial.Serial(port, baud, timeout=0.5)
+        return serial.Serial(port, baud, timeout=0.5)
     except (serial.SerialException, OSError, ValueError) as e:
         raise NoInput(f"cannot open {port}: {e}; no log written") from None
+
+
+def capture(port: str, baud: int, timeout: float, log: Path, progress=print, idle: float | None = None,
+            stop=None, dev=None) -> tuple[bool, str]:
+    """Returns (complete, why it stopped); the log file holds every byte read.
+    MissingTool without pyserial, NoInput for a port that cannot be opened
+    (no log is written then), CannotWrite for a log that cannot be. `idle`
+    ends it when nothing came for that long (a machine that hangs), `stop`
+    (a threading.Event) when it is set; `dev` is a port already open."""
+    try:
+        import serial
+        port_errors: tuple = (serial.SerialException, OSError)
+    except ImportError:
+        port_errors = (OSError,)
+    if dev is None:
+        dev = open_port(port, baud)
     try:
         out = log.open("wb")
     except OSError as e:
@@ -40,11 +105,16 @@ def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> 
     last_report = 0.0
     seen_end = None
     why = f"no summary within {timeout:.0f} s"
+    last_data = start
     with out:
         try:
             while time.monotonic() - start < timeout:
+                if stop is not None and stop.is_set():
+                    why = "stopped"
+                    break
                 chunk = dev.read(4096)
                 if chunk:
+                    last_data = time.monotonic()
                     out.write(chunk)
                     out.flush()
                     data += chunk
@@ -53,13 +123,16 @@ def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> 
                 if seen_end is not None and time.monotonic() - seen_end > 1.0 and not chunk:
                     why = "the run ended"
                     break
+                if idle is not None and seen_end is None and time.monotonic() - last_data > idle:
+                    why = f"nothing new for {idle:.0f} s: the machine hangs"
+                    break
                 if time.monotonic() - last_report > 2.0:
                     last_report = time.monotonic()
                     text = data.decode("utf-8", "replace")
                     sections = [l for l in text.split("\n") if l.startswith("==")]
                     progress(f"  {len(data) / 1024:.0f} KiB read, {text.count(records.PREFIX)} records"
                              + (f", at {sections[-1].strip('= ')}" if sections else ""))
-        except (serial.SerialException, OSError) as e:
+        except port_errors as e:
             why = f"the port went away ({e})"
         except KeyboardInterrupt:
             why = INTERRUPTED
@@ -70,6 +143,20 @@ def capture(port: str, baud: int, timeout: float, log: Path, progress=print) -> 
 
 
 INTERRUPTED = "interrupted (Ctrl-C)"
+
+
+def store_capture(args, log: Path, why: str, complete: bool, say=None, **meta) -> None:
+    """The store hook: the captured log, as a run of the machine the port
+    reaches (--name, else the port)."""
+    where = getattr(args, "store", None)
+    if not where or where == "none":
+        return
+    from . import store
+
+    text = log.read_bytes().decode("utf-8", "replace") if log.is_file() else ""
+    meta = {"log_path": str(log), "reason": None if complete else why, **meta}
+    store.record(where, text, getattr(args, "name", None) or args.port, "capture", meta,
+                 say=say or (lambda s: print(f"clockbench capture: {s}")))
 
 
 def main(args) -> int:
@@ -84,7 +171,7 @@ def main(args) -> int:
     except OSError as e:
         raise CannotWrite(f"cannot create {log.parent}: {e.strerror or e}") from None
     print(f"clockbench capture: reading {args.port} at {args.baud} baud into {log} (timeout {args.timeout:.0f} s)")
-    complete, why = capture(args.port, args.baud, args.timeout, log)
+    complete, why = capture(args.port, args.baud, args.timeout, log, idle=getattr(args, "idle", None))
     size = log.stat().st_size if log.exists() else 0
     if size == 0:
         log.unlink(missing_ok=True)
@@ -94,6 +181,7 @@ def main(args) -> int:
     print(f"clockbench capture: {why}; {size} bytes kept in {log}")
     if why == INTERRUPTED:
         return errors.INTERRUPTED
+    store_capture(args, log, why, complete)
     try:
         res = results.load_path(log)
     except errors.BadInput as e:

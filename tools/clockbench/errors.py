@@ -25,10 +25,12 @@ MISSING_TOOL = 69  # a program or library the command needs is not installed
 INTERNAL = 70  # a bug in the tool itself
 QEMU_FAILED = 71  # QEMU could not be started, or stopped before the image ran
 CANNOT_WRITE = 73  # an output file or folder cannot be written
+STORE_BUSY = 75  # the store of runs is locked by another process beyond the wait (EX_TEMPFAIL: try again)
+STORE_CORRUPT = 76  # the store of runs is damaged, or not a SQLite file
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 TOOL_STATUSES = {
-    USAGE: "bad command line (unknown option, missing argument)",
+    USAGE: "bad command line (unknown option, missing argument, a value out of its range)",
     BAD_INPUT: "bad input: empty, binary, not a clockbench log or results, bad QR text",
     NO_INPUT: "input missing or unreadable: no such file, a folder, a port that won't open",
     NEWER_SCHEMA: "a log or results file newer than this tool: refused",
@@ -36,6 +38,8 @@ TOOL_STATUSES = {
     INTERNAL: "an internal error of the tool (a bug; CLOCKBENCH_DEBUG=1 for the traceback)",
     QEMU_FAILED: "QEMU failed to start",
     CANNOT_WRITE: "an output file or folder cannot be written",
+    STORE_BUSY: "the store of runs is locked by another process (waited; try again)",
+    STORE_CORRUPT: "the store of runs is damaged or not a SQLite file: nothing was changed",
     INTERRUPTED: "interrupted (Ctrl-C); what was read is kept",
 }
 

@@ -37,9 +37,6 @@ DEFAULT_TIMEOUT_S = 300
 LAST_LINES = 8
 
 
-PVM_MODULE = "/sys/module/kvm_pvm"  # the PVM hypervisor's module (../shared/PLATFORM.md)
-
-
 def _say(text: str) -> None:
     print(f"clockbench os-vm: {text}", flush=True)
 
@@ -168,6 +165,12 @@ def kernel_cmdline(program_args: str) -> str:
     return " ".join([CMDLINE, "--", *quoted]) if quoted else CMDLINE
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """The machine's options, as `run` checks them, and the time bound."""
+    runner.check_machine_arguments(args)
+    runner.check_timeout(args)
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     o = sub.add_parser("os-vm", help="boot Debian's Linux in the same QEMU machine, with build/os/clockbench-os as init",
                        description="Boots Debian's Linux kernel (linux-image-amd64, fetched with apt once and kept in "
@@ -181,12 +184,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
     o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
     o.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help="stop after this many seconds (default: %(default)g; Linux under TCG reaches init in about 5 s, "
+                   help="stop after this many seconds, above 0 (default: %(default)g; Linux under TCG reaches init in about 5 s, "
                    "under nested KVM it can take minutes)")
     o.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
                    "the log keeps them either way")
     o.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
-    o.set_defaults(func=cmd_os_vm)
+    o.set_defaults(func=cmd_os_vm, check=check_arguments)
     return o
 
 
@@ -236,13 +239,7 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
                           cpu=args.cpu, smp=args.smp, memory=args.memory, append=cmdline,
                           extra=["-initrd", str(cpio), *(args.qemu_arg or [])])
     try:
-        if cfg.accel == "auto" and Path(PVM_MODULE).exists():
-            # the image is small enough to run emulated instruction by
-            # instruction; a Linux boot is not (minutes, or never)
-            accel, why = "tcg", ("TCG, because this machine's KVM is PVM (kvm_pvm), which emulates every instruction of a "
-                                 "guest that is not PVM-aware, and Linux does not boot that way in minutes (--accel kvm to try)")
-        else:
-            accel, why = qemu.resolve_accel(cfg.accel)
+        accel, why = qemu.resolve_accel(cfg.accel)  # under PVM, auto is TCG: Linux does not boot there in minutes
         cfg.accel = accel
         command = qemu.build_command(cfg, accel)
     except RuntimeError as e:

@@ -13,6 +13,7 @@ ROOT = PACKAGE.parents[1]
 BUILD = ROOT / "build"
 
 KERNEL = BUILD / "clockbench.elf"
+PVH_KERNEL = BUILD / "clockbench-pvh.elf"  # no Multiboot 1 header: QEMU -kernel takes its PVH entry
 ISO = BUILD / "clockbench.iso"
 RUN_LOG = BUILD / "run.log"
 VERSION_FILE = BUILD / "version.txt"

@@ -50,17 +50,30 @@ KVM_CPU = "host,migratable=no,+invtsc,-arch-capabilities"
 TCG_CPU = "max"
 
 
-def kvm_usable() -> tuple[bool, str]:
-    """Whether /dev/kvm can be opened read-write, and if not, why."""
-    path = "/dev/kvm"
+KVM_DEVICE = "/dev/kvm"
+# The PVM hypervisor's module (../shared/PLATFORM.md): a KVM that runs a guest
+# which is not PVM-aware, like the image or Debian's Linux, by emulating every
+# instruction, about a million a second, far slower than TCG.
+PVM_MODULE = "/sys/module/kvm_pvm"
+
+
+def kvm_usable(device: str | None = None) -> tuple[bool, str]:
+    """Whether the KVM device (KVM_DEVICE) can be opened read-write, and if not, why."""
+    path = device or KVM_DEVICE
     if not os.path.exists(path):
-        return False, "/dev/kvm does not exist (no KVM in this kernel or machine)"
+        return False, f"{path} does not exist (no KVM in this kernel or machine)"
     try:
         fd = os.open(path, os.O_RDWR)
     except OSError as e:
-        return False, f"/dev/kvm cannot be opened: {e.strerror}"
+        return False, f"{path} cannot be opened: {e.strerror}"
     os.close(fd)
-    return True, "/dev/kvm is usable"
+    return True, f"{path} is usable"
+
+
+def kvm_emulates_everything(pvm_module: str | None = None) -> bool:
+    """Whether this machine's KVM is PVM (its module, PVM_MODULE, is loaded):
+    it emulates every instruction of a guest that is not PVM-aware."""
+    return os.path.exists(pvm_module or PVM_MODULE)
 
 
 def find_ovmf() -> str | None:
@@ -167,7 +180,8 @@ class Injection:
 
 @dataclass
 class QemuConfig:
-    boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
+    boot: str = "direct"  # "direct" (-kernel, Multiboot 1), "pvh" (-kernel, the PVH entry: give the PVH kernel),
+    # "iso" (GRUB from a CD) or "disk" (GRUB from a written stick)
     kernel: Path = Path("build/clockbench.elf")
     iso: Path = Path("build/clockbench.iso")
     disk: Path = Path("build/stick.img")  # a raw disk image, for boot="disk"
@@ -184,20 +198,38 @@ class QemuConfig:
     debug_exit: bool = True  # without it the image halts and leaves its screen, as on hardware
     extra: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)  # "pause" faults get a monitor socket of their own if none is given
+    # boot="netboot": PXE from QEMU's own TFTP server (user-mode networking,
+    # restricted: the guest reaches nothing beyond it) on an e1000
+    tftp: Path | None = None  # the TFTP tree (`make netboot`)
+    bootfile: str = ""  # its bootfile, relative to the tree (netboot.BOOTFILES)
+    mac: str | None = None  # the NIC's MAC address, which picks the command line in the tree
+    serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
 
 
-def resolve_accel(accel: str) -> tuple[str, str]:
-    """Returns ("kvm"|"tcg", why)."""
-    ok, why = kvm_usable()
+def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None = None) -> tuple[str, str]:
+    """The accelerator to use, "kvm" or "tcg", and why, in words that follow
+    "under". The one place "auto" is decided, for `run`, `os-vm` and the
+    tests: KVM when it is usable and runs the guest's instructions itself;
+    TCG when there is no usable KVM, or when KVM is PVM (kvm_pvm), which
+    emulates every instruction and is tens of times slower than TCG here
+    (../shared/PLATFORM.md: a quick run of the ISO 5 s under TCG, 220 s under
+    it). "kvm" and "tcg" are taken as asked. device and pvm_module stand in
+    for /dev/kvm and /sys/module/kvm_pvm in tests."""
     if accel == "tcg":
         return "tcg", "TCG (software emulation) as asked"
+    ok, why = kvm_usable(device)
     if accel == "kvm":
         if not ok:
             raise RuntimeError(f"KVM was asked for but {why}")
         return "kvm", "KVM as asked"
-    if ok:
-        return "kvm", "KVM, because /dev/kvm is usable"
-    return "tcg", f"TCG (software emulation), because {why}"
+    if accel != "auto":
+        raise RuntimeError(f"unknown accelerator {accel!r}: auto, kvm or tcg")
+    if not ok:
+        return "tcg", f"TCG (software emulation), because {why}"
+    if kvm_emulates_everything(pvm_module):
+        return "tcg", ("TCG (software emulation), not KVM: this machine's KVM is PVM (kvm_pvm), which emulates every "
+                       "instruction, tens of times slower than TCG (--accel kvm to use it anyway)")
+    return "kvm", f"KVM, because {why}"
 
 
 def build_command(cfg: QemuConfig, accel: str) -> list[str]:
@@ -207,7 +239,10 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
     cmd += ["-no-reboot"]
     if cfg.debug_exit:
         cmd += ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
-    cmd += ["-serial", "stdio" if cfg.serial else "none"]
+    if cfg.serial_tcp is not None:
+        cmd += ["-serial", f"tcp:127.0.0.1:{cfg.serial_tcp},server=on,wait=on"]
+    else:
+        cmd += ["-serial", "stdio" if cfg.serial else "none"]
     cmd += ["-monitor", f"unix:{cfg.monitor_socket},server,nowait" if cfg.monitor_socket else "none"]
     if not cfg.display:
         cmd += ["-display", "none"]
@@ -217,12 +252,12 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
             raise RuntimeError("UEFI firmware not found: install the 'ovmf' package")
         cmd += ["-bios", ovmf]
     elif cfg.firmware == "qboot":
-        if cfg.boot != "direct":
-            raise RuntimeError("qboot boots only a kernel given with -kernel (boot=direct)")
+        if cfg.boot not in ("direct", "pvh"):
+            raise RuntimeError("qboot boots only a kernel given with -kernel (boot=direct or pvh)")
         cmd += ["-bios", QBOOT]
     elif cfg.firmware != "bios":
         raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi or qboot")
-    if cfg.boot == "direct":
+    if cfg.boot in ("direct", "pvh"):
         cmd += ["-kernel", str(cfg.kernel)]
         if cfg.append:
             cmd += ["-append", cfg.append]
@@ -230,8 +265,17 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
             cmd += ["-smbios", smbios_cmdline(cfg.append)]
+    elif cfg.boot == "netboot":
+        if cfg.tftp is None or not cfg.bootfile:
+            raise RuntimeError("a netboot needs the TFTP tree and its bootfile (`make netboot`)")
+        if any(c in str(cfg.tftp) + cfg.bootfile for c in ", "):
+            raise RuntimeError(f"a TFTP tree or bootfile with a comma or space cannot be handed to QEMU: {cfg.tftp}, {cfg.bootfile}")
+        nic = "e1000,netdev=n0" + (f",mac={cfg.mac}" if cfg.mac else "")
+        cmd += ["-netdev", f"user,id=n0,restrict=on,tftp={cfg.tftp},bootfile={cfg.bootfile}", "-device", nic, "-boot", "n"]
+        if cfg.append:
+            raise RuntimeError("a netbooted machine's command line comes from the TFTP tree's machines file, not append")
     else:
-        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, iso or disk")
+        raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, pvh, iso, disk or netboot")
     return cmd + list(cfg.extra)
 
 
@@ -258,6 +302,14 @@ class RunResult:
     timeout_s: float | None = None  # the bound applied: the timeout asked for plus the faults' durations
     pid: int | None = None  # QEMU's process id (gone by the time run() returns)
     interrupted: bool = False  # stopped from outside (Ctrl-C, run()'s stop event) before the image ended
+    emulation_failed: str | None = None  # KVM could not emulate an instruction: QEMU paused the guest for good
+
+    @property
+    def never_started(self) -> bool:
+        """QEMU ended with an error of its own before the serial port said
+        anything: bad options, no memory for the guest, no firmware."""
+        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
+                and not self.emulation_failed and self.qemu_exit not in (None, 0))
 
     @property
     def exit_code(self) -> int:
@@ -269,6 +321,9 @@ class RunResult:
         return self.status if self.status is not None else EXIT_NO_VERDICT
 
     def describe(self) -> str:
+        if self.emulation_failed:
+            return (f"no verdict: KVM could not emulate an instruction and QEMU paused the guest for good "
+                    f"({self.emulation_failed}); --accel tcg runs it" + self._fault_note())
         if self.interrupted:
             return f"interrupted after {self.seconds:.0f} s, before the image ended; QEMU stopped" + self._fault_note()
         if self.timed_out:
@@ -279,6 +334,26 @@ class RunResult:
 
     def _fault_note(self) -> str:
         return "".join(f"\n  fault: {i.describe()}" for i in self.injections)
+
+
+class _EmulationWatch:
+    """QEMU's stderr, watched for "KVM internal error": an instruction KVM
+    could not emulate (x87 in OVMF under a PVM KVM, say) leaves the guest
+    paused with QEMU alive, and no status can ever come."""
+
+    def __init__(self):
+        self.failed = threading.Event()
+        self.line: str | None = None
+        self.text = ""
+
+    def feed(self, chunk: bytes) -> None:
+        if self.failed.is_set():
+            return
+        self.text = (self.text + chunk.decode("utf-8", "replace"))[-4096:]
+        m = re.search(r"KVM internal error[^\n]*", self.text)
+        if m:
+            self.line = m.group(0).strip()
+            self.failed.set()
 
 
 def status_from_exit(code: int) -> int | None:
@@ -536,6 +611,8 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
     chunks: list[bytes] = []
     errs: list[bytes] = []
 
+    emulation = _EmulationWatch()
+
     def pump(stream, sink, live, watch):
         for chunk in iter(lambda: stream.read1(4096), b""):
             sink.append(chunk)
@@ -546,7 +623,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
 
     readers = [
         threading.Thread(target=pump, args=(proc.stdout, chunks, echo, triggers.feed if cfg.faults else None), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, errs, None, None), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True),
     ]
     for t in readers:
         t.start()
@@ -562,6 +639,9 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
                 break
             except subprocess.TimeoutExpired:
                 if injector.stuck.is_set():
+                    break
+                if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
+                    injector.ending_reason = "KVM could not emulate an instruction"
                     break
                 if stop is not None and stop.is_set():
                     interrupted = True
@@ -597,6 +677,7 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
         timeout_s=bound,
         pid=proc.pid,
         interrupted=interrupted,
+        emulation_failed=emulation.line,
     )
 
 

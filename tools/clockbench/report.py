@@ -449,7 +449,7 @@ def machine_rows(res: dict) -> list[tuple[str, str]]:
     rows = [("CPU", f"{m.get('brand', '?')} ({m.get('vendor', '?')}"
              + (f", family {m['family']}, model {m.get('model')}, stepping {m.get('stepping')})" if "family" in m else ")")),
             ("hypervisor", str(m["hypervisor"]) if m.get("hypervisor") else ("none" if m.get("hypervisor", 0) is None else "unknown")),
-            ("boot", f"{m.get('loader', '?')} via Multiboot {m.get('multiboot', '?')}" if "loader" in m else "unknown"),
+            ("boot", boot_line(m)),
             ("command line", str(m.get("cmdline", ""))),
             ("console", f"serial {m.get('serial_port', '?')}, screen {m.get('screen', '?')}" if "screen" in m else "unknown"),
             ("profile", f"{prof.get('name', '?')}" + (f": {prof['drift_ms']} ms of drift, {prof.get('hwlat_ms', '?')} ms of stolen-time scan"
@@ -569,6 +569,16 @@ def page_title(res: dict, date: str | None) -> str:
     hv = m.get("hypervisor")
     what = f"{who} under {hv}" if hv else who
     return f"clockbench: {what}" + (f", {date}" if date else "")
+
+
+def boot_line(m: dict) -> str:
+    """How the image was booted, from the machine record: the loader and
+    the protocol (Multiboot 1 or 2, or the PVH entry, which names no loader)."""
+    if m.get("boot_protocol") == "pvh":
+        return "PVH entry"
+    if "loader" not in m:
+        return "unknown"
+    return f"{m.get('loader') or 'unnamed loader'} via Multiboot {m.get('multiboot', '?')}"
 
 
 def _full_text(res: dict) -> str:

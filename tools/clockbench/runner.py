@@ -7,16 +7,32 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
+import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from . import ci_formats, errors, paths, progress, qemu, runs
+from . import ci_formats, errors, paths, progress, qemu, runs, store
 
 PROFILES = ("quick", "standard", "soak")
 # Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
 PROFILE_SECONDS = {"quick": (2, 0.5), "standard": (60, 5), "soak": (300, 30)}
+# duration= as the image takes it (kernel/profile.c, kernel/cmdline.c): a
+# whole number of seconds, decimal or 0x hexadecimal, from 1 to 86400.
+DURATION_MIN_S, DURATION_MAX_S = 1, 86400
+# The most CPUs each QEMU machine type takes without extra devices (QEMU 7.2:
+# more than 255 APIC IDs need an IOMMU with interrupt remapping); the image
+# itself starts up to 64 of them (PERCPU_MAX in kernel/percpu.h) and says so.
+SMP_MAX = {"q35": 255, "pc": 255, "microvm": 255}
+# Guest memory, QEMU -m's syntax (a number, MiB unless a suffix says
+# otherwise): at least what every boot path needs (under TCG here OVMF failed
+# to boot the ISO with 48 MiB and booted it with 56; SeaBIOS and GRUB needed
+# 8, the direct boot 4), at most what QEMU's default 40-bit physical address
+# space holds. Whether the host can back it is QEMU's to say.
+MEMORY_MIN_MIB, MEMORY_MAX_MIB = 64, 1024 * 1024
+MEMORY_SUFFIX_MIB = {"": 1, "b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
 # The time bound: this much for booting (GRUB under nested KVM takes tens of
 # seconds, a TCG run's fixed phases a minute or two) and the fixed phases,
 # plus the timed windows, which may run WINDOW_CAP_FACTOR times as long (and
@@ -26,14 +42,24 @@ WINDOW_CAP_FACTOR = 3
 PRE_IMAGE_LINES = 20  # shown when the image never started
 
 
+def parse_duration(value: str) -> int | None:
+    """A duration= value as the image reads it (kernel/cmdline.c
+    cmdline_parse_u64, then the range in kernel/profile.c), or None where
+    the image would ignore it."""
+    m = re.fullmatch(r"0[xX]([0-9a-fA-F]+)|([0-9]+)", value)
+    if not m:
+        return None
+    seconds = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    return seconds if DURATION_MIN_S <= seconds <= DURATION_MAX_S else None
+
+
 def timed_seconds(cmdline: str) -> tuple[float, float]:
     """The drift window and stolen-time scan, in seconds, that a kernel
-    command line asks for, decided as kernel/profile.c decides: a valid
-    duration= wins, then profile=, else quick."""
+    command line asks for, decided as kernel/profile.c decides: the last
+    duration=, if valid, wins, then the last profile=, else quick."""
     words = dict(w.split("=", 1) if "=" in w else (w, "") for w in cmdline.split())
-    dur = words.get("duration", "")
-    if dur.isdigit() and 1 <= int(dur) <= 86400:
-        s = int(dur)
+    s = parse_duration(words.get("duration", ""))
+    if s is not None:
         return float(s), min(s / 10, 30.0)
     drift, hwlat = PROFILE_SECONDS.get(words.get("profile", "quick"), PROFILE_SECONDS["quick"])
     return float(drift), float(hwlat)
@@ -47,12 +73,98 @@ def default_timeout(cmdline: str) -> float:
 
 
 def kernel_cmdline(args: argparse.Namespace) -> str:
+    """The image's command line: --append's words, then profile= and
+    duration=. A duration equal to the profile's own drift window adds
+    nothing (check_run_arguments refuses any other): the profile alone
+    keeps its sample counts, where duration= would take quick's."""
+    duration = args.duration
+    if args.profile and duration is not None and duration == PROFILE_SECONDS[args.profile][0]:
+        duration = None
     words = [w for w in (args.append, f"profile={args.profile}" if args.profile else "",
-                         f"duration={args.duration}" if args.duration else "") if w]
+                         f"duration={duration}" if duration is not None else "") if w]
     if not words and args.boot == "iso":
         # the menu's default entry, chosen by the tool: GRUB draws no menu
         words = ["profile=quick"]
     return " ".join(words)
+
+
+# --- the options' values, checked before anything starts ---------------------
+# One place for every range: a value outside it is a usage error (exit 64),
+# one line naming the option and what it allows, and no QEMU is started.
+
+def memory_mib(value: str) -> float | None:
+    """QEMU -m's size (a number, MiB unless a suffix B, K, M, G or T says
+    otherwise) in MiB, or None when it is not one."""
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([bkmgtBKMGT]?)", value)
+    return float(m.group(1)) * MEMORY_SUFFIX_MIB[m.group(2).lower()] if m else None
+
+
+def _usage(option: str, value, allowed: str) -> errors.UsageError:
+    return errors.UsageError(f"{option} {value}: {allowed}")
+
+
+def check_machine_arguments(args: argparse.Namespace) -> None:
+    """The QEMU machine's numeric options (add_machine_arguments), for `run`
+    and `os-vm` alike."""
+    top = SMP_MAX[args.machine]
+    if not 1 <= args.smp <= top:
+        raise _usage("--smp", args.smp, f"the number of CPUs must be from 1 to {top} (machine {args.machine})")
+    mib = memory_mib(args.memory)
+    if mib is None or not MEMORY_MIN_MIB <= mib <= MEMORY_MAX_MIB:
+        raise _usage("--memory", args.memory, f"guest memory must be from {MEMORY_MIN_MIB}M to {MEMORY_MAX_MIB // 1024**2}T "
+                     "(a number of MiB, or with a suffix K, M, G or T, as QEMU -m takes it)")
+
+
+def check_timeout(args: argparse.Namespace) -> None:
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise _usage("--timeout", f"{args.timeout:g}", "the time bound must be a number of seconds above 0")
+
+
+def check_run_arguments(args: argparse.Namespace) -> None:
+    """Every value of `run`'s options, and how they go together: the
+    profile and the duration, whether from --profile and --duration or from
+    profile= and duration= words in --append, must be ones the image takes
+    (it would otherwise ignore them with a note and run quick) and must not
+    disagree (the image would keep the duration and drop the profile)."""
+    check_machine_arguments(args)
+    check_timeout(args)
+    if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
+        raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
+    if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
+        raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
+    durations: list[tuple[str, int]] = []  # (the option as written, seconds)
+    profiles: list[tuple[str, str]] = []  # (the option as written, the profile)
+    for word in args.append.split():
+        key, _, value = word.partition("=")
+        if key == "duration":
+            seconds = parse_duration(value)
+            if seconds is None:
+                raise _usage("--append", word, f"duration= must be a whole number of seconds from {DURATION_MIN_S} "
+                             f"to {DURATION_MAX_S}")
+            durations.append((f"--append {word}", seconds))
+        elif key == "profile":
+            if value not in PROFILES:
+                raise _usage("--append", word, f"profile= must be {', '.join(PROFILES[:-1])} or {PROFILES[-1]}")
+            profiles.append((f"--append {word}", value))
+    if args.duration is not None:
+        if not DURATION_MIN_S <= args.duration <= DURATION_MAX_S:
+            raise _usage("--duration", args.duration, f"seconds of drift measurement must be from {DURATION_MIN_S} "
+                         f"to {DURATION_MAX_S} (the image's limit)")
+        durations.append((f"--duration {args.duration}", args.duration))
+    if args.profile:
+        profiles.append((f"--profile {args.profile}", args.profile))
+    for given, what in ((profiles, f"one profile ({', '.join(PROFILES)})"),
+                        (durations, f"one duration, from {DURATION_MIN_S} to {DURATION_MAX_S} s")):
+        other = next((g for g in given if g[1] != given[0][1]), None)
+        if other:
+            raise errors.UsageError(f"{given[0][0]} and {other[0]} disagree: give {what}")
+    if profiles and durations:
+        (dur, seconds), (prof, name) = durations[0], profiles[0]
+        own = PROFILE_SECONDS[name][0]
+        if seconds != own:
+            raise errors.UsageError(f"{dur} and {prof} disagree: the {name} profile measures drift for {own} s, so the "
+                                    f"duration must be {own} or left out (a duration alone runs quick's sample counts "
+                                    "with that window)")
 
 
 def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> None:
@@ -60,11 +172,16 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> Non
     both halves of a comparison can be booted on the same virtual hardware."""
     p.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios", help=f"{firmware_help} (default: %(default)s)")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
-                   help="KVM, TCG (emulation), or KVM when /dev/kvm is usable (default: %(default)s)")
-    p.add_argument("--machine", choices=["q35", "pc"], default="q35", help="QEMU machine type (default: %(default)s)")
+                   help="KVM, TCG (emulation), or auto: KVM when /dev/kvm is usable and runs the guest itself, TCG "
+                   "otherwise, and on a PVM KVM (kvm_pvm), which emulates every instruction (default: %(default)s)")
+    p.add_argument("--machine", choices=["q35", "pc", "microvm"], default="q35",
+                   help="QEMU machine type; microvm (no PCI, no legacy timers unless asked) boots only a kernel given to "
+                   "QEMU: --boot direct or pvh (default: %(default)s)")
     p.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
-    p.add_argument("--smp", type=int, default=1, help="CPUs (default: %(default)s)")
-    p.add_argument("--memory", default="256M", help="guest memory, QEMU -m (default: %(default)s)")
+    p.add_argument("--smp", type=int, default=1, help=f"CPUs, from 1 to {SMP_MAX['q35']}; the image starts up to 64 "
+                   "(default: %(default)s)")
+    p.add_argument("--memory", default="256M", help=f"guest memory as QEMU -m takes it (MiB, or a suffix K, M, G, T), "
+                   f"from {MEMORY_MIN_MIB}M to {MEMORY_MAX_MIB // 1024**2}T (default: %(default)s)")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -73,19 +190,22 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
                        "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
                        f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
-    r.add_argument("--boot", choices=["iso", "direct"], default="iso",
+    r.add_argument("--boot", choices=["iso", "direct", "pvh"], default="iso",
                    help="iso: GRUB from the ISO, Multiboot 2 (the tool picks the entry, no menu is shown); "
-                   "direct: QEMU -kernel, Multiboot 1, the fast path (default: %(default)s)")
-    r.add_argument("--kernel", default=paths.default(paths.KERNEL), help="the kernel, for --boot direct (default: %(default)s)")
+                   "direct: QEMU -kernel, Multiboot 1, the fast path; pvh: QEMU -kernel through the PVH entry, as "
+                   "Firecracker and Cloud Hypervisor boot it (default: %(default)s)")
+    r.add_argument("--kernel", help=f"the kernel, for --boot direct (default: {paths.default(paths.KERNEL)}) or pvh "
+                   f"(default: {paths.default(paths.PVH_KERNEL)})")
     r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
     add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only)")
     r.add_argument("--append", default="", help="more kernel command line words, key=value (docs/output.md); "
                    "for an ISO boot the tool hands them to GRUB")
     r.add_argument("--profile", choices=PROFILES, help="quick (2 s of drift), standard (60 s) or soak (5 min); default quick")
-    r.add_argument("--duration", type=int, metavar="SECONDS", help="seconds of drift measurement (overrides --profile)")
+    r.add_argument("--duration", type=int, metavar="SECONDS", help=f"seconds of drift measurement, from {DURATION_MIN_S} to "
+                   f"{DURATION_MAX_S}, with quick's sample counts; with --profile, only that profile's own window")
     r.add_argument("--display", action="store_true", help="open a QEMU window as well")
     r.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help=f"stop the run after this many seconds (default: {BOOT_AND_FIXED_S} s for booting and the fixed "
+                   help=f"stop the run after this many seconds, above 0 (default: {BOOT_AND_FIXED_S} s for booting and the fixed "
                    f"phases, plus {WINDOW_CAP_FACTOR}x the timed windows the profile or duration asks for, plus 10 s)")
     r.add_argument("--runs-dir", default=paths.default(runs.RUNS),
                    help="keep the run in a new folder here; its parent gets run.log, a link to the newest log "
@@ -96,8 +216,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "the log keeps them either way")
     r.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
     r.add_argument("--no-report", action="store_true", help="do not write results JSON, plots and HTML")
+    r.add_argument("--store", default=str(store.DEFAULT),
+                   help="add the run to this store of runs ('none': do not) (default: %(default)s)")
+    r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
 
 
@@ -111,7 +234,8 @@ def _say(text: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cmdline = kernel_cmdline(args)
-    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(args.kernel), iso=Path(args.iso), firmware=args.firmware,
+    kernel = args.kernel or paths.default(paths.PVH_KERNEL if args.boot == "pvh" else paths.KERNEL)
+    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(kernel), iso=Path(args.iso), firmware=args.firmware,
                           accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp, memory=args.memory,
                           append=cmdline, display=args.display, extra=args.qemu_arg or [])
     image = cfg.iso if cfg.boot == "iso" else cfg.kernel
@@ -147,7 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg.boot == "iso" and accel == "kvm":
         _say("note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path")
 
-    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot != "direct")
+    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot not in ("direct", "pvh"))
     stop = threading.Event()
     old = None
     if threading.current_thread() is threading.main_thread():
@@ -188,6 +312,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.stderr.strip():
         sys.stderr.write(result.stderr)
 
+    if result.never_started:
+        failure = errors.QemuFailed(f"QEMU exited {result.qemu_exit} before the image started: "
+                                    f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
+        meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(failure))
+        runs.write_metadata(run_dir, meta)
+        raise failure
     meta.update(runs.from_log(result.output))
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
@@ -200,6 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print()
     if result.interrupted:
         runs.write_metadata(run_dir, meta)
+        _store(args, meta, log, result.output)
         _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped. The partial log ({len(result.output)} "
              f"characters) is in {runs.shown(log)}")
         return result.exit_code
@@ -232,4 +363,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"report in {runs.shown(report_dir)}/report.html")
     if latest:
         _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+    _store(args, meta, log, result.output)
     return result.exit_code
+
+
+def _store(args, meta: dict, log: Path, output: str) -> None:
+    """The store hook (store.py): the run's log and what the metadata knows."""
+    where = getattr(args, "store", None)
+    if not where or where == "none":
+        return
+    from . import storecli
+
+    store.record(where, output, args.name or storecli.qemu_machine(meta), "run", storecli.meta_of_run(meta, log),
+                 say=lambda s: _say(s))

@@ -1,0 +1,159 @@
+"""A run's key figures, from its parsed records (results.py): what the store
+of runs keeps per run and `clockbench fleet` compares across machines. Each
+figure is one row: a name, a value, its uncertainty where the image states
+one, a unit, and what it was measured against. The record names and keys are
+docs/output.md's ("Machine records"); a figure whose record is missing is
+simply absent (a run without a second CPU has no cross-CPU offset)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import records
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # e.g. "tsc_hz", "rate_ppm:acpi_pm", "read_p50_ns:hpet"
+    value: float
+    uncertainty: float | None = None
+    unit: str = ""
+    detail: str = ""  # what it is relative to, or where it came from
+
+
+def _num(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _dict(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v) -> list[dict]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def tsc_claim(claims: list[dict]) -> dict | None:
+    """The TSC rate the CPU or hypervisor states: CPUID 0x15 (with 0x16),
+    the hypervisor's 0x40000010, Hyper-V's MSR, in that order of trust."""
+    order = ("cpuid.15h", "cpuid.15h+16h", "cpuid.40000010h", "hv.msr.40000022")
+    tsc = [c for c in claims if c.get("what") == "tsc" and _num(c.get("hz"))]
+    tsc.sort(key=lambda c: order.index(c["source"]) if c.get("source") in order else len(order))
+    return tsc[0] if tsc else None
+
+
+def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
+    """The figures of one run. `res` is results.from_log's structure;
+    `raw` the log's records (records.parse_log), for the records results.py
+    does not gather (freq_claim, tsc_sync, timer_choice, drift_window,
+    discontinuity)."""
+    raw = raw or []
+    out: list[Figure] = []
+    add = lambda *a, **k: out.append(Figure(*a, **k))  # noqa: E731
+    prof = _dict(res.get("profile"))
+    freqs = _list(res.get("frequency"))
+    tsc_hz = _num(prof.get("tsc_hz"))
+    tsc_fit = next((f for f in freqs if f.get("counter") == "tsc" and isinstance(prof.get("tsc_hz_source"), str)
+                    and f.get("reference") and f["reference"] in prof["tsc_hz_source"]), None)
+    if tsc_hz is not None:
+        u = _num(tsc_fit.get("uncertainty_ppm")) if tsc_fit else None
+        add("tsc_hz", tsc_hz, u * tsc_hz * 1e-6 if u is not None else None, "Hz", str(prof.get("tsc_hz_source") or ""))
+    claim = tsc_claim(records.of_type(raw, "freq_claim"))
+    if claim:
+        add("tsc_claim_hz", float(claim["hz"]), None, "Hz", str(claim.get("source")))
+        if tsc_hz is not None and prof.get("tsc_measured"):
+            ppm = (tsc_hz / claim["hz"] - 1) * 1e6
+            u = _num(tsc_fit.get("uncertainty_ppm")) if tsc_fit else None
+            add("tsc_vs_claim_ppm", ppm, u, "ppm", f"measured against {tsc_fit.get('reference') if tsc_fit else '?'}, "
+                f"claimed by {claim.get('source')}")
+    crystal = [c for c in records.of_type(raw, "freq_claim") if c.get("what") == "crystal" and _num(c.get("hz"))]
+    if crystal:
+        add("crystal_claim_hz", float(crystal[0]["hz"]), None, "Hz", str(crystal[0].get("source")))
+    # every counter's rate: the TSC against each reference, the others against the best one
+    worst_crystal = None
+    for f in freqs:
+        c, ref = f.get("counter"), f.get("reference")
+        hz, u = _num(f.get("hz")), _num(f.get("uncertainty_ppm"))
+        if not isinstance(c, str) or hz is None:
+            continue
+        add(f"rate_hz:{c}/{ref}", hz, u * hz * 1e-6 if u is not None else None, "Hz", f"{c} against {ref}")
+        ppm = _num(f.get("ppm_vs_nominal"))
+        if ppm is not None:
+            add(f"rate_ppm:{c}/{ref}", ppm, u, "ppm", f"{c} against {ref}, from its nominal rate")
+            if c != "tsc" and (worst_crystal is None or abs(ppm) > abs(worst_crystal[0])):
+                worst_crystal = (ppm, u, f"{c} against {ref}")
+    if worst_crystal:
+        add("crystal_ppm", worst_crystal[0], worst_crystal[1], "ppm",
+            f"the counter furthest from its nominal rate: {worst_crystal[2]}")
+    for name, lat in sorted(_dict(res.get("latency")).items()):
+        p50 = _num(_dict(lat).get("p50_ns"))
+        if p50 is not None:
+            add(f"read_p50_ns:{name}", p50, None, "ns", "one read, p50")
+    # the TSC across CPUs: the worst bound on any CPU's offset from the boot CPU's
+    sync = records.of_type(raw, "tsc_sync")
+    worst = proven = None
+    warps = 0
+    for s in sync:
+        lo, hi = _num(s.get("offset_lo_ns")), _num(s.get("offset_hi_ns"))
+        if lo is not None and hi is not None:
+            w = max(abs(lo), abs(hi))
+            worst = w if worst is None else max(worst, w)
+            # the least offset the interval proves: 0 when it holds 0
+            p = 0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
+            proven = p if proven is None else max(proven, p)
+        warps += int(_num(s.get("warps")) or 0)
+    if worst is not None:
+        add("cpu_offset_worst_ns", worst, None, "ns", f"the widest bound on a CPU's TSC offset from CPU 0's, {len(sync)} CPU(s)")
+        add("cpu_offset_proven_ns", proven, None, "ns", "the largest offset from CPU 0's TSC the bounds prove (0: every "
+            "interval holds 0)")
+    if sync:
+        add("cpu_warps", float(warps), None, "", "cross-CPU readings that went back")
+    cpus = [c for c in records.of_type(raw, "cpu") if c.get("started")]
+    if cpus:
+        add("cpus", float(len(cpus)), None, "", "CPUs started")
+    # timer lateness: the timer the image chose, at 100 us ahead
+    choice = (records.of_type(raw, "timer_choice") or [None])[0]
+    if choice and _num(choice.get("p99_ns")) is not None:
+        add("timer_p50_ns", float(choice.get("p50_ns") or 0), None, "ns", f"{choice.get('timer')} {choice.get('wait')}, 100 us ahead")
+        add("timer_p99_ns", float(choice["p99_ns"]), None, "ns", f"{choice.get('timer')} {choice.get('wait')}, 100 us ahead")
+    # time stolen: the longest gap in the tight loop, and the drift window's time away
+    hw = _dict(res.get("hwlat"))
+    if _num(hw.get("max_gap_ns")) is not None:
+        add("stolen_max_ns", float(hw["max_gap_ns"]), None, "ns", "the longest gap in the stolen-time scan")
+        add("stolen_total_ns", float(hw.get("total_gap_ns") or 0), None, "ns", f"over {hw.get('window_s')} s scanned")
+    dw = (records.of_type(raw, "drift_window") or [None])[0]
+    if dw and _num(dw.get("away_s")) is not None:
+        add("away_s", float(dw["away_s"]), None, "s", "time the drift loop was away (gaps of 10 ms or more)")
+    # the longest single gap in the drift window (the CPU away: both clocks ran on)
+    gaps = [abs(_num(d.get("tsc_ns")) or 0.0) for d in records.of_type(raw, "discontinuity") if d.get("kind") == "gap"]
+    if dw is not None:
+        add("gap_max_ns", max(gaps, default=0.0), None, "ns", "the longest gap in the drift window, where the CPU was away")
+    # a clock that stood still, jumped or went back: the drift window's events other than gaps
+    # ("too long to unwrap" is a gap longer than a reference can count: the PIT's 55 ms)
+    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")]
+    if dw is not None or cuts:
+        add("discontinuities", float(len(cuts)), None, "", "drift-window events where a clock stood still, jumped or went back")
+
+        def disagreement(d: dict) -> float:
+            """How far the two clocks disagree across the event (a residual step: its size)."""
+            tsc, ref = _num(d.get("tsc_ns")), _num(d.get("counter_ns"))
+            if d.get("kind") == "residual step":
+                return abs(ref or 0.0)
+            return abs((tsc or 0.0) - (ref or 0.0))
+
+        big = max(cuts, key=disagreement) if cuts else None
+        add("cut_max_ns", disagreement(big) if big else 0.0, None, "ns",
+            f"the largest such disagreement: {big.get('reference')} {big.get('kind')} at {big.get('at_s')} s" if big else "none")
+    stalls = [(float(m["longest_stall_ns"]), name) for name, m in _dict(res.get("monotonicity")).items()
+              if isinstance(m, dict) and _num(m.get("longest_stall_ns")) is not None]
+    if stalls:
+        ns, name = max(stalls)
+        add("stall_max_ns", ns, None, "ns", f"the longest a counter stood still while the TSC ran ({name})")
+    s = _dict(res.get("summary"))
+    for k in ("pass", "fail", "skip"):
+        if _num(s.get(k)) is not None:
+            add(f"checks_{k}", float(s[k]), None, "", "")
+    return out
