@@ -3,8 +3,8 @@
    irq_dispatch. Interrupts stay off (IF = 0) for the whole run except
    inside the timer-latency experiment, which sets up the controllers with
    irq_setup() first. The counts are the boot CPU's; an AP takes interrupts only
-   in a job that arms them, and its wake-up IPI while it sleeps between jobs
-   (smp.h). */
+   in a job that arms them, and its wake-up IPI while it sleeps (between
+   jobs, or napping inside one: smp.h). */
 #ifndef CLOCKBENCH_INTERRUPTS_H
 #define CLOCKBENCH_INTERRUPTS_H
 

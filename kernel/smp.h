@@ -5,9 +5,9 @@
    interrupts on, and the boot CPU wakes it with a fixed IPI, VEC_SMP_WAKE,
    when it posts one: only the CPUs being measured run, which matters where
    the virtual CPUs outnumber the host's (an emulator, an overcommitted
-   guest). Jobs run with interrupts off. Each running CPU has an index (its
-   per-CPU slot, percpu.h): 0 is the boot CPU, the APs follow in MADT
-   order. */
+   guest). Jobs run with interrupts off, except while they nap (smp_nap).
+   Each running CPU has an index (its per-CPU slot, percpu.h): 0 is the
+   boot CPU, the APs follow in MADT order. */
 #ifndef CLOCKBENCH_SMP_H
 #define CLOCKBENCH_SMP_H
 
