@@ -189,13 +189,19 @@ static bool wait_ready(volatile uint32_t *ready)
    side by side never wait that long, so they never nap (a napping thread
    is one the host's scheduler may move onto the boot CPU's host CPU, and
    two that spin are spread over two). Once the AP has waited that long it
-   naps after NAP_LONG_US and NAP_SHORT_US in turn (even and odd
-   requests): the long waits still catch a boot CPU that runs beside it
-   again, the short ones hand a shared host CPU over at once. A woken AP
+   naps after NAP_SHORT_US, which hands a shared host CPU over at once,
+   but after NAP_LONG_US every NAP_LONG_EVERY requests, which catches a
+   boot CPU that runs beside it again. A woken AP
    is a round trip that only widens its own bound; the narrowest one
    decides the interval. */
 #define NAP_SHORT_US 2
 #define NAP_LONG_US 1000
+#define NAP_LONG_EVERY 8
+
+static inline uint32_t nap_after_us(bool crowded, uint64_t round)
+{
+    return crowded && round % NAP_LONG_EVERY ? NAP_SHORT_US : NAP_LONG_US;
+}
 static void exchange_ap(void *p)
 {
     struct exchange *x = p;
@@ -210,7 +216,7 @@ static void exchange_ap(void *p)
             cpu_relax();
             if ((spins & 1023) == 0 && rdtsc() - t0 > x->ap_limit_ticks)
                 return;
-            if ((spins & 63) == 0 && smp_nap_due(last, crowded && (seen & 1) ? NAP_SHORT_US : NAP_LONG_US)) {
+            if ((spins & 63) == 0 && smp_nap_due(last, nap_after_us(crowded, seen))) {
                 crowded = true;
                 smp_nap(&x->napping, &x->req, seen);
                 last = rdtsc();
@@ -356,7 +362,7 @@ static void warp_ap(void *p)
         if (s->cross != cross) {
             cross = s->cross;
             last = rdtsc();
-        } else if (smp_nap_due(last, crowded && (s->rounds & 1) ? NAP_SHORT_US : NAP_LONG_US)) {
+        } else if (smp_nap_due(last, nap_after_us(crowded, s->rounds))) {
             crowded = true;
             smp_nap(&wp.napping, &wp.bsp_seq, seq);
             last = rdtsc();
