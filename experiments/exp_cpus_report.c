@@ -337,7 +337,7 @@ static void report_packages(const uint32_t *flags)
         bool any = false;
         uint64_t widest = 0, warps = 0;
         int widest_cpu = -1;
-        if (topo_place_of(topo, smp_cpu_of(0)->apic_id).package == pkg) {
+        if (smp_cpu_of(0) && topo_place_of(topo, smp_cpu_of(0)->apic_id).package == pkg) {
             cpus++;
             any = true;
         }
