@@ -304,7 +304,7 @@ static const char *odd_text(char *b, size_t n, uint32_t f)
                                         "no rate",      "warps",             "warps not tested", "CPUID bits differ"};
     size_t len = 0;
     b[0] = '\0';
-    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    for (unsigned i = 0; i < sizeof names / sizeof names[0] && len + 1 < n; i++)
         if (f & (1u << i))
             len += (size_t)fmt_format(b + len, n - len, "%s%s", len ? ", " : "", names[i]);
     return b;
