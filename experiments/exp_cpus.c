@@ -159,7 +159,9 @@ struct exchange {
     volatile uint32_t napping;                           /* the AP sleeps until woken (smp_nap) */
     uint64_t ap_limit_ticks;
 };
-static struct exchange xc;
+/* One per AP: an AP that was given up on (smp_wait timed out) and runs on
+   later writes only its own, never the next AP's exchanges. */
+static struct exchange xcs[PERCPU_MAX];
 
 /* The AP takes a job when it next polls its mailbox, which under a
    hypervisor can be a scheduling quantum away: the timed part starts when
@@ -233,37 +235,38 @@ static void exchange_ap(void *p)
 }
 
 /* The boot CPU, after changing what the AP waits on: wake it if it naps. */
-static inline void exchange_nudge(int index)
+static inline void exchange_nudge(struct exchange *x, int index)
 {
     cpu_store_load_fence();
-    if (xc.napping)
+    if (x->napping)
         smp_wake(index);
 }
 
-static void exchange_stop(int index)
+static void exchange_stop(struct exchange *x, int index)
 {
-    xc.stop = 1;
-    xc.req = xc.req + 1; /* a change the napping AP looks for */
-    exchange_nudge(index);
+    x->stop = 1;
+    x->req = x->req + 1; /* a change the napping AP looks for */
+    exchange_nudge(x, index);
 }
 
 /* The boot CPU's side, with the AP running exchange_ap. Returns whether
    the time budget cut it short of EXCHANGES. */
 static bool exchange_with(int index, struct tsc_offset *o, uint64_t *mid_tsc)
 {
+    struct exchange *x = &xcs[index];
     tsc_offset_init(o);
-    xc.req = 0;
-    xc.ack = 0;
-    xc.stop = 0;
-    xc.ready = 0;
-    xc.napping = 0;
+    x->req = 0;
+    x->ack = 0;
+    x->stop = 0;
+    x->ready = 0;
+    x->napping = 0;
     uint64_t budget = ms_to_tsc(EXCHANGE_MS);
-    xc.ap_limit_ticks = 2 * ms_to_tsc(EXCHANGE_CAP_MS) + ms_to_tsc(JOB_SLACK_MS);
-    if (!smp_post(index, exchange_ap, &xc))
+    x->ap_limit_ticks = 2 * ms_to_tsc(EXCHANGE_CAP_MS) + ms_to_tsc(JOB_SLACK_MS);
+    if (!smp_post(index, exchange_ap, x))
         return false;
-    if (!wait_ready(&xc.ready)) {
-        exchange_stop(index);
-        smp_wait(index, xc.ap_limit_ticks, 0, 0);
+    if (!wait_ready(&x->ready)) {
+        exchange_stop(x, index);
+        smp_wait(index, x->ap_limit_ticks, 0, 0);
         return false;
     }
     uint64_t start = rdtsc();
@@ -271,27 +274,27 @@ static bool exchange_with(int index, struct tsc_offset *o, uint64_t *mid_tsc)
     uint64_t cap = ms_to_tsc(EXCHANGE_CAP_MS);
     for (uint64_t i = 1; i <= EXCHANGES; i++) {
         uint64_t before = ordered_rdtsc();
-        xc.req = i;
-        exchange_nudge(index);
+        x->req = i;
+        exchange_nudge(x, index);
         uint32_t spins = 0;
-        while (xc.ack != i) {
+        while (x->ack != i) {
             cpu_relax();
             if ((++spins & 255) == 0 && rdtsc() - start > cap)
                 break;
         }
-        if (xc.ack != i) {
+        if (x->ack != i) {
             cut = true;
             break;
         }
         uint64_t after = rdtsc_lfence();
-        tsc_offset_add(o, before, xc.theirs, after);
+        tsc_offset_add(o, before, x->theirs, after);
         if (i < EXCHANGES && ((after - start > budget && i >= EXCHANGES_MIN) || after - start > cap)) {
             cut = true;
             break;
         }
     }
     uint64_t end = rdtsc();
-    exchange_stop(index);
+    exchange_stop(x, index);
     *mid_tsc = start + (end - start) / 2;
     smp_wait(index, ms_to_tsc(JOB_SLACK_MS), 0, 0);
     return cut;
@@ -310,31 +313,33 @@ struct warp {
     volatile uint32_t napping;
     uint64_t ap_limit_ticks;
 };
-static struct warp wp;
+static struct warp wps[PERCPU_MAX]; /* one per AP, as the exchanges */
 
 struct warp_side {
+    struct warp *w;
     uint32_t me;
     uint64_t rounds, cross, warps, max_warp;
     bool lock_timeout;
 };
-static struct warp_side warp_ap_side;
+static struct warp_side warp_ap_sides[PERCPU_MAX];
 
 /* One turn: take the lock, read the TSC after the other CPU's last store,
    compare with it. False when the lock could not be had within limit. */
 static inline bool warp_turn(struct warp_side *s, uint64_t t0, uint64_t limit)
 {
+    struct warp *w = s->w;
     uint32_t spins = 0;
-    while (__atomic_exchange_n(&wp.lock, 1, __ATOMIC_ACQUIRE)) {
+    while (__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) {
         cpu_relax();
-        if ((++spins & 255) == 0 && (rdtsc() - t0 > limit || wp.stop))
+        if ((++spins & 255) == 0 && (rdtsc() - t0 > limit || w->stop))
             return false;
     }
-    uint64_t prev = wp.last;
-    uint32_t who = wp.owner;
-    uint64_t now = wp.kvmclock ? kvmclock_read(kvm_page_of(s->me)) : ordered_rdtsc();
-    wp.last = now;
-    wp.owner = s->me;
-    __atomic_store_n(&wp.lock, 0, __ATOMIC_RELEASE);
+    uint64_t prev = w->last;
+    uint32_t who = w->owner;
+    uint64_t now = w->kvmclock ? kvmclock_read(kvm_page_of(s->me)) : ordered_rdtsc();
+    w->last = now;
+    w->owner = s->me;
+    __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
     s->rounds++;
     if (who != s->me && who != NONE_OWNER) {
         s->cross++;
@@ -352,56 +357,59 @@ static inline bool warp_turn(struct warp_side *s, uint64_t t0, uint64_t limit)
 static void warp_ap(void *p)
 {
     struct warp_side *s = p;
+    struct warp *w = s->w;
     uint64_t t0 = rdtsc(), last = t0, cross = 0;
     bool crowded = false;
-    wp.ready = 1;
-    while (!wp.stop && s->rounds < 4ull * WARP_ROUNDS && rdtsc() - t0 < wp.ap_limit_ticks) {
-        uint64_t seq = wp.bsp_seq;
-        if (!warp_turn(s, t0, wp.ap_limit_ticks))
+    w->ready = 1;
+    while (!w->stop && s->rounds < 4ull * WARP_ROUNDS && rdtsc() - t0 < w->ap_limit_ticks) {
+        uint64_t seq = w->bsp_seq;
+        if (!warp_turn(s, t0, w->ap_limit_ticks))
             break;
         if (s->cross != cross) {
             cross = s->cross;
             last = rdtsc();
         } else if (smp_nap_due(last, nap_after_us(crowded, s->rounds))) {
             crowded = true;
-            smp_nap(&wp.napping, &wp.bsp_seq, seq);
+            smp_nap(&w->napping, &w->bsp_seq, seq);
             last = rdtsc();
         }
     }
 }
 
-static inline void warp_nudge(int index)
+static inline void warp_nudge(struct warp *w, int index)
 {
-    wp.bsp_seq = wp.bsp_seq + 1;
+    w->bsp_seq = w->bsp_seq + 1;
     cpu_store_load_fence();
-    if (wp.napping)
+    if (w->napping)
         smp_wake(index);
 }
 
 static void warp_with(struct sync_row *row, bool kvmclock)
 {
-    wp.kvmclock = kvmclock;
-    wp.lock = 0;
-    wp.owner = NONE_OWNER;
-    wp.last = 0;
-    wp.stop = 0;
-    wp.ready = 0;
-    wp.napping = 0;
-    wp.bsp_seq = 0;
+    struct warp *w = &wps[row->index];
+    struct warp_side *aps = &warp_ap_sides[row->index];
+    w->kvmclock = kvmclock;
+    w->lock = 0;
+    w->owner = NONE_OWNER;
+    w->last = 0;
+    w->stop = 0;
+    w->ready = 0;
+    w->napping = 0;
+    w->bsp_seq = 0;
     /* kvmclock gets longer: each reading is a page read and a scaled TSC,
        and under a hypervisor the lock passes slowly */
     uint64_t budget = ms_to_tsc(kvmclock ? KVM_WARP_MS : WARP_MS), cap = ms_to_tsc(WARP_CAP_MS);
-    wp.ap_limit_ticks = 2 * cap + ms_to_tsc(JOB_SLACK_MS);
-    warp_ap_side = (struct warp_side){.me = (uint32_t)row->index};
-    if (!smp_post(row->index, warp_ap, &warp_ap_side))
+    w->ap_limit_ticks = 2 * cap + ms_to_tsc(JOB_SLACK_MS);
+    *aps = (struct warp_side){.w = w, .me = (uint32_t)row->index};
+    if (!smp_post(row->index, warp_ap, aps))
         return;
-    if (!wait_ready(&wp.ready)) {
-        wp.stop = 1;
-        warp_nudge(row->index);
-        smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + wp.ap_limit_ticks, 0, 0);
+    if (!wait_ready(&w->ready)) {
+        w->stop = 1;
+        warp_nudge(w, row->index);
+        smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + w->ap_limit_ticks, 0, 0);
         return;
     }
-    struct warp_side me = {.me = 0};
+    struct warp_side me = {.w = w, .me = 0};
     uint64_t t0 = rdtsc();
     /* past the budget only until the lock has passed between them
        WARP_CROSS_MIN times: where the two share a host CPU with others,
@@ -416,26 +424,26 @@ static void warp_with(struct sync_row *row, bool kvmclock)
             row->warp_cut = true;
             break;
         }
-        warp_nudge(row->index);
+        warp_nudge(w, row->index);
     }
-    wp.stop = 1;
-    warp_nudge(row->index);
+    w->stop = 1;
+    warp_nudge(w, row->index);
     if (!smp_wait(row->index, ms_to_tsc(JOB_SLACK_MS) + cap, 0, 0))
         return;
     if (kvmclock) {
         row->kvm_done = true;
         row->kvm_cut = row->warp_cut;
-        row->kvm_cross = me.cross + warp_ap_side.cross;
-        row->kvm_warps = me.warps + warp_ap_side.warps;
-        row->kvm_max_warp_ns = me.max_warp > warp_ap_side.max_warp ? me.max_warp : warp_ap_side.max_warp;
+        row->kvm_cross = me.cross + aps->cross;
+        row->kvm_warps = me.warps + aps->warps;
+        row->kvm_max_warp_ns = me.max_warp > aps->max_warp ? me.max_warp : aps->max_warp;
         return;
     }
     row->warp_done = true;
     row->warp_rounds_bsp = me.rounds;
-    row->warp_rounds_ap = warp_ap_side.rounds;
-    row->warp_cross = me.cross + warp_ap_side.cross;
-    row->warps = me.warps + warp_ap_side.warps;
-    row->max_warp = me.max_warp > warp_ap_side.max_warp ? me.max_warp : warp_ap_side.max_warp;
+    row->warp_rounds_ap = aps->rounds;
+    row->warp_cross = me.cross + aps->cross;
+    row->warps = me.warps + aps->warps;
+    row->max_warp = me.max_warp > aps->max_warp ? me.max_warp : aps->max_warp;
 }
 
 /* --- the known answer --- */
@@ -606,6 +614,7 @@ static void cpus_measure(const struct profile *p)
     smp_start();
     cpus_st.started = true;
     uint64_t mark = memory_mark(), t = rdtsc();
+    bool facts_late = false;
     cpus_st.part_ticks[PART_START] = t - cpus_st.phase_start;
 
     /* facts on every running CPU, the boot CPU's here */
@@ -622,8 +631,10 @@ static void cpus_measure(const struct profile *p)
         bool faulted = false;
         if (i == 0)
             faulted = !probe_run(facts_job, f, &fault);
-        else if (!smp_run(i, facts_job, f, ms_to_tsc(JOB_SLACK_MS), &faulted, &fault))
+        else if (!smp_run(i, facts_job, f, ms_to_tsc(JOB_SLACK_MS), &faulted, &fault)) {
             fmt_format(f->fault, sizeof f->fault, "the job did not finish within %u ms", JOB_SLACK_MS);
+            facts_late = true;
+        }
         if (faulted) {
             f->faulted = true;
             f->done = false;
@@ -637,7 +648,10 @@ static void cpus_measure(const struct profile *p)
         }
         f->costs = 0;
     }
-    memory_release(mark);
+    /* a CPU given up on may still finish its job later, writing its
+       samples: their memory is not handed to anything else */
+    if (!facts_late)
+        memory_release(mark);
     cpus_st.part_ticks[PART_FACTS] = rdtsc() - t;
 
     /* One AP after another: its first set of exchanges, its warp tests,
