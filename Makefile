@@ -41,7 +41,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exception
 #                 summary screen and kmain
 LOGIC_SRCS := lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
 	lib/timer_analysis.c lib/timer_deadline.c \
-	lib/cpus_analysis.c lib/drift_analysis.c \
+	lib/cpus_analysis.c lib/drift_analysis.c lib/cpu_topology.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
 	lib/latency.c lib/deadline_errata.c lib/os_choice.c lib/rtc_fit.c lib/counters.c
 

@@ -133,8 +133,14 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 }
 
 static inline void cpu_relax(void) { __asm__ volatile("pause"); }
+/* Orders this CPU's earlier stores before its later loads (SDM vol. 3A, 9.2.3.4). */
+static inline void cpu_store_load_fence(void) { __asm__ volatile("mfence" ::: "memory"); }
 static inline void interrupts_off(void) { __asm__ volatile("cli" ::: "memory"); }
 static inline void cpu_halt(void) { __asm__ volatile("hlt"); }
+/* Halts until an interrupt, then turns interrupts off again. STI holds
+   interrupts off for one more instruction (SDM vol. 2B, STI), so one that
+   is already pending wakes the HLT instead of being taken before it. */
+static inline void cpu_halt_for_interrupt(void) { __asm__ volatile("sti; hlt; cli" ::: "memory"); }
 static inline void invlpg(uint64_t addr) { __asm__ volatile("invlpg (%0)" ::"r"(addr) : "memory"); }
 static inline uint64_t read_cr2(void)
 {

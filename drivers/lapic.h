@@ -29,6 +29,7 @@
 #define LAPIC_ICR_LOW                0x300
 #define LAPIC_ICR_HIGH               0x310
 #define   ICR_VECTOR_MASK            0xFFu
+#define   ICR_DELIVERY_FIXED         (0u << 8)
 #define   ICR_DELIVERY_INIT          (5u << 8)
 #define   ICR_DELIVERY_STARTUP       (6u << 8)
 #define   ICR_PENDING                (1u << 12)     /* xAPIC only: send pending */

@@ -7,20 +7,28 @@
 #include <stdint.h>
 
 #include "../kernel/percpu.h"
+#include "../lib/cpu_topology.h"
 #include "../lib/tsc_sync.h"
 
 /* Budgets: together under 1 s for 64 CPUs on hardware (15 ms each), plus
-   the rate window. */
+   the rate window. Under an emulator an AP takes longer (the exchanges and
+   the lock pass slowly): PHASE_MS_PER_AP keeps 128 CPUs inside the budget. */
 #define EXCHANGES 1000
 #define EXCHANGE_MS 3
 #define EXCHANGES_MIN 16       /* taken even past EXCHANGE_MS, up to EXCHANGE_CAP_MS: an */
 #define EXCHANGE_CAP_MS 60     /* emulator may hand the host CPU over only every few ms */
 #define WARP_ROUNDS 100000
 #define WARP_MS 5
+#define WARP_CROSS_MIN 4       /* taken even past WARP_MS, up to WARP_CAP_MS */
+#define WARP_CAP_MS 30
 #define KVM_WARP_MS 50
 #define RATE_WINDOW_MS 100
-#define PHASE_MS 3000          /* the most the whole experiment takes */
+#define PHASE_MS 3000          /* the most the whole experiment takes, */
+#define PHASE_MS_PER_AP 60     /* or this much per AP where that is more */
 #define JOB_SLACK_MS 200       /* a job's wait beyond its own budget */
+
+/* The phase's parts, in order */
+enum { PART_START, PART_FACTS, PART_FIRST, PART_WARPS, PART_SECOND, CPUS_PARTS };
 
 struct cpu_facts {
     bool done, faulted;
@@ -52,16 +60,20 @@ struct sync_row {
     uint64_t rate_unc_mppm;
     const char *rate_why;
     bool measured;
+    bool second_done;                        /* its second set was taken or given up */
     char why[96];
 };
 
 struct cpus_state {
     bool started;
     uint64_t phase_start, phase_ticks;
+    uint32_t budget_ms;                /* PHASE_MS, or PHASE_MS_PER_AP per AP */
+    uint64_t part_ticks[CPUS_PARTS];   /* where the phase's time went */
     bool phase_cut;
     struct cpu_facts facts[PERCPU_MAX];
     struct sync_row rows[PERCPU_MAX];
     int row_count;
+    struct topo_shifts topo;           /* how APIC IDs group (the boot CPU's CPUID) */
     /* tsc_skew */
     bool skew_asked, skew_valid;
     uint32_t skew_cpu;

@@ -28,6 +28,11 @@ void irq_expect(uint8_t vector, bool on) { expected[vector] = on; }
 void irq_dispatch(uint64_t vector, uint64_t entry_tsc)
 {
     vector &= 0xFF;
+    if (vector == VEC_SMP_WAKE) {
+        /* an AP woken for a job (smp.c), not counted: the counts are the boot CPU's */
+        lapic_eoi(&smp.lapic);
+        return;
+    }
     irq.entry_tsc[vector] = entry_tsc;
     irq.count[vector]++;
     irq.total++;

@@ -2,8 +2,9 @@
    has a stub (boot/irq.asm) that reads the TSC first and then calls
    irq_dispatch. Interrupts stay off (IF = 0) for the whole run except
    inside the timer-latency experiment, which sets up the controllers with
-   irq_setup() first. The state is the boot CPU's: APs never enable
-   interrupts. */
+   irq_setup() first. The counts are the boot CPU's; an AP takes interrupts only
+   in a job that arms them, and its wake-up IPI while it sleeps (between
+   jobs, or napping inside one: smp.h). */
 #ifndef CLOCKBENCH_INTERRUPTS_H
 #define CLOCKBENCH_INTERRUPTS_H
 
@@ -12,7 +13,8 @@
 
 /* The vectors clockbench uses. The 8259s are moved to 0x20-0x2F, out of
    the exception range, and masked. Vectors 0xF0 and above hold the
-   spurious vector (also in smp.c). */
+   spurious vector (also in smp.c) and the APs' wake-up IPI (VEC_SMP_WAKE,
+   smp.h). */
 #define VEC_PIC_BASE        0x20
 #define VEC_TIMER_LAPIC     0x40   /* the local APIC timer, one-shot or TSC-deadline */
 #define VEC_TIMER_HPET      0x41   /* HPET comparator 0 */

@@ -2,15 +2,14 @@
    code on another (the armed probe, for now). Each CPU's GS base points at
    its own struct percpu (IA32_GS_BASE, Intel SDM vol. 3A, 3.4.4 / AMD APM
    vol. 2, 4.5.3), whose first field points back at itself, so this_cpu()
-   is one load whatever CPU runs it. Only the boot CPU runs today; an
-   application processor sets its GS base to its own slot before running
-   any shared code. */
+   is one load whatever CPU runs it. An application processor sets its GS
+   base to its own slot before running any shared code. */
 #ifndef CLOCKBENCH_PERCPU_H
 #define CLOCKBENCH_PERCPU_H
 
 #include <stdint.h>
 
-#define PERCPU_MAX 64
+#define PERCPU_MAX 256   /* as many as lib/acpi.h's ACPI_MAX_CPUS keeps */
 #define MSR_GS_BASE 0xC0000101u
 
 struct probe_jmp;

@@ -21,6 +21,7 @@ struct smp_info smp;
 #define SIPI_DELAY_US 200
 #define AP_ALIVE_US 200000
 #define IPI_SEND_US 10000
+#define WAKE_RESEND_US 10000         /* a job not taken by then gets another wake-up IPI */
 #define SPIN_CAP 100000000u
 
 #define CPUID1_EDX_APIC (1u << 9)
@@ -70,7 +71,7 @@ _Static_assert(__builtin_offsetof(struct trampoline_params, stage) + TRAMP_PARAM
 /* One cache line each, so that one CPU polling its mailbox does not slow
    another's. */
 struct mailbox {
-    volatile uint64_t posted, finished;   /* job sequence numbers */
+    volatile uint64_t posted, taken, finished;   /* job sequence numbers */
     smp_job volatile fn;
     void *volatile arg;
     volatile bool faulted, park, running;
@@ -92,21 +93,28 @@ static void delay_us(uint64_t us)
 /* --- the AP side --- */
 
 /* Where every AP goes from the trampoline: its own per-CPU slot first (the
-   probe machinery reads it), then jobs until it is parked. */
+   probe machinery reads it), then jobs until it is parked. Between jobs it
+   sleeps: the boot CPU's wake-up IPI (or any interrupt) ends the HLT, and
+   it looks at its mailbox again. Its APIC comes out of INIT software-
+   disabled (SDM 11.4.7.2), which would hold back the fixed IPI: enable it,
+   accepting every vector (TPR 0). */
 __attribute__((noreturn)) static void ap_main(uint64_t index)
 {
     percpu_init((uint32_t)index);
     struct mailbox *mb = &mailbox[index];
-    if (smp.lapic.x2apic && !(rdmsr(MSR_APIC_BASE) & APIC_BASE_EXTD)) {
-        /* All CPUs use one APIC mode (SDM 11.12.5). */
-        struct lapic l = smp.lapic;
-        lapic_enable_x2apic(&l);
-    }
+    struct lapic l = smp.lapic;
+    if (l.x2apic && !(rdmsr(MSR_APIC_BASE) & APIC_BASE_EXTD))
+        lapic_enable_x2apic(&l); /* all CPUs use one APIC mode (SDM 11.12.5) */
+    uint32_t svr = lapic_read(&l, LAPIC_SVR);
+    lapic_write(&l, LAPIC_SVR, (svr & ~LAPIC_SVR_VECTOR_MASK) | LAPIC_SVR_ENABLE | SVR_SPURIOUS_VECTOR);
+    lapic_write(&l, LAPIC_TPR, 0);
     mb->running = true;
     for (;;) {
+        interrupts_off();
         while (mb->posted == mb->finished)
-            cpu_relax();
+            cpu_halt_for_interrupt();
         uint64_t seq = mb->posted;
+        mb->taken = seq;
         barrier();
         if (mb->park) {
             mb->finished = seq;
@@ -166,12 +174,25 @@ struct apic_job {
 
 static void read_apic_base(void *p) { ((struct apic_job *)p)->apic_base = rdmsr(MSR_APIC_BASE); }
 
+/* Whether the MADT enables a CPU whose APIC ID only x2APIC mode can
+   address (above 254; 0xFF is the xAPIC broadcast, SDM 11.12.1). */
+static bool madt_needs_x2apic(void)
+{
+    if (!smp.acpi)
+        return false;
+    for (uint32_t i = 0; i < smp.acpi->cpu_count; i++)
+        if (smp.acpi->cpus[i].enabled && smp.acpi->cpus[i].apic_id > XAPIC_MAX_ID)
+            return true;
+    return false;
+}
+
 static void bsp_apic_setup(void *unused)
 {
     (void)unused;
     struct lapic *l = &smp.lapic;
-    if (!l->x2apic && cmdline_get(&boot_cmdline, "x2apic") &&
-        (boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC)) {
+    bool asked = cmdline_get(&boot_cmdline, "x2apic") != 0;
+    smp.x2apic_needed = madt_needs_x2apic();
+    if (!l->x2apic && (asked || smp.x2apic_needed) && (boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC)) {
         lapic_enable_x2apic(l);
         smp.x2apic_by_us = true;
     }
@@ -355,6 +376,7 @@ void smp_start(void)
     if (smp.tried)
         return;
     smp.tried = true;
+    smp.deaf_asked = cmdline_get_u64(&boot_cmdline, "smp_deaf", &smp.deaf_index);
     for (int i = 0; i < PERCPU_MAX; i++)
         smp.entry_of[i] = -1;
     smp.running = 1;
@@ -392,7 +414,8 @@ void smp_start(void)
         if (c->is_bsp || !c->enabled)
             continue;
         if (!smp.lapic.x2apic && c->apic_id > XAPIC_MAX_ID) {
-            fmt_format(c->reason, sizeof c->reason, "APIC ID %u needs x2APIC mode, which this CPU is not in", c->apic_id);
+            fmt_format(c->reason, sizeof c->reason, "APIC ID %u needs x2APIC mode, which this CPU %s", c->apic_id,
+                       boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC ? "is not in" : "does not have (CPUID.1:ECX[21] clear)");
             continue;
         }
         if (next >= PERCPU_MAX) {
@@ -418,6 +441,34 @@ void smp_start(void)
     smp.total_ticks = rdtsc() - t0;
 }
 
+/* The wake-up IPI: a fixed interrupt, so it ends an HLT with interrupts
+   on; a CPU that is awake takes it when it next waits, and looks at its
+   mailbox once more. */
+static void wake(int index)
+{
+    if (smp.deaf_asked && smp.deaf_index == (uint64_t)index)
+        return; /* smp_deaf=: a CPU that never wakes, on purpose */
+    const struct smp_cpu *c = &smp.cpus[smp.entry_of[index]];
+    lapic_send_ipi(&smp.lapic, c->apic_id, ICR_DELIVERY_FIXED | VEC_SMP_WAKE, us_to_tsc(IPI_SEND_US));
+}
+
+void smp_wake(int index)
+{
+    if (index > 0 && index < PERCPU_MAX && smp.entry_of[index] >= 0)
+        wake(index);
+}
+
+bool smp_nap_due(uint64_t last_seen_tsc, uint32_t spin_us) { return rdtsc() - last_seen_tsc > us_to_tsc(spin_us); }
+
+void smp_nap(volatile uint32_t *napping, const volatile uint64_t *word, uint64_t seen)
+{
+    *napping = 1;
+    cpu_store_load_fence();
+    if (*word == seen)
+        cpu_halt_for_interrupt();
+    *napping = 0;
+}
+
 static struct mailbox *usable(int index)
 {
     if (index <= 0 || index >= PERCPU_MAX || smp.entry_of[index] < 0)
@@ -437,6 +488,7 @@ bool smp_post(int index, smp_job fn, void *arg)
     mb->faulted = false;
     barrier();
     mb->posted = mb->finished + 1;
+    wake(index);
     return true;
 }
 
@@ -445,16 +497,28 @@ bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_faul
     struct mailbox *mb = usable(index);
     if (!mb)
         return false;
-    uint64_t t0 = rdtsc();
+    uint64_t t0 = rdtsc(), resend = us_to_tsc(WAKE_RESEND_US), last = t0;
     for (uint32_t i = 0; i < SPIN_CAP && mb->finished != mb->posted; i++) {
-        if (rdtsc() - t0 > budget_ticks)
+        uint64_t now = rdtsc();
+        if (now - t0 > budget_ticks)
             break;
+        if (now - last > resend) {
+            /* not taken: in case the first IPI was lost; taken: a job
+               that naps (smp_nap) looks at its stop flag again */
+            wake(index);
+            last = now;
+        }
         cpu_relax();
     }
     if (mb->finished != mb->posted) {
         struct smp_cpu *c = &smp.cpus[smp.entry_of[index]];
         c->lost = true;
-        fmt_format(c->reason, sizeof c->reason, "a job did not finish within its time budget; no more jobs sent to it");
+        c->never_woke = mb->taken != mb->posted;
+        if (c->never_woke)
+            fmt_format(c->reason, sizeof c->reason,
+                       "it never woke for a job (asleep in HLT through the wake-up IPIs); no more jobs sent to it");
+        else
+            fmt_format(c->reason, sizeof c->reason, "a job did not finish within its time budget; no more jobs sent to it");
         return false;
     }
     barrier();
@@ -479,6 +543,7 @@ void smp_park_all(void)
         mb->park = true;
         barrier();
         mb->posted = mb->finished + 1;
+        wake(i);
     }
 }
 

@@ -89,3 +89,111 @@ enum cpus_outcome cpus_outcome(const struct cpus_tally *t, const struct tsc_offs
 }
 
 bool cpus_pairs_listed(uint32_t aps) { return aps >= 2 && aps <= CPUS_PAIRS_MAX_CPUS - 1; }
+
+bool cpus_report_in_full(uint32_t cpus) { return cpus <= CPUS_FULL_REPORT_MAX; }
+
+static uint64_t width(const struct tsc_offset *o) { return (uint64_t)o->hi - (uint64_t)o->lo; }
+
+uint64_t cpus_median_width(const struct cpus_row_view *rows, uint32_t n, uint64_t *scratch)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!rows[i].measured || !tsc_offset_consistent(&rows[i].first))
+            continue;
+        uint64_t w = width(&rows[i].first);
+        uint32_t j = m++;
+        for (; j > 0 && scratch[j - 1] > w; j--)
+            scratch[j] = scratch[j - 1];
+        scratch[j] = w;
+    }
+    return m ? scratch[m / 2] : 0;
+}
+
+uint32_t cpus_stands_out(const struct cpus_row_view *r, uint64_t median_width, uint32_t bsp_time_bits)
+{
+    uint32_t f = 0;
+    if (r->facts_done && r->time_bits != bsp_time_bits)
+        f |= CPUS_ODD_CPUID;
+    if (!r->measured)
+        return f | CPUS_ODD_UNMEASURED;
+    if (!tsc_offset_consistent(&r->first) || !tsc_offset_contains(&r->first, 0))
+        f |= CPUS_ODD_OFFSET;
+    else if (median_width && width(&r->first) / CPUS_WIDE_FACTOR > median_width)
+        f |= CPUS_ODD_WIDE;
+    if (!r->rate_ok)
+        f |= CPUS_ODD_NO_RATE;
+    else if ((__int128)r->rate_mppm - r->rate_unc_mppm > 0 || (__int128)r->rate_mppm + r->rate_unc_mppm < 0)
+        f |= CPUS_ODD_RATE;
+    if (r->warp_done && r->warps)
+        f |= CPUS_ODD_WARPS;
+    if (!r->warp_done || !r->warp_cross)
+        f |= CPUS_ODD_NO_WARP_TEST;
+    return f;
+}
+
+/* Row i's interval, CPU 0's being [0, 0] (i == n). */
+static bool interval_of(const struct cpus_row_view *rows, uint32_t n, uint32_t i, struct tsc_offset *o, int *cpu)
+{
+    if (i == n) {
+        *o = (struct tsc_offset){.exchanges = 1, .lo = 0, .hi = 0};
+        *cpu = 0;
+        return true;
+    }
+    if (!rows[i].measured || !tsc_offset_consistent(&rows[i].first))
+        return false;
+    *o = rows[i].first;
+    *cpu = rows[i].cpu;
+    return true;
+}
+
+bool cpus_worst_pair(const struct cpus_row_view *rows, uint32_t n, struct cpus_pair *p)
+{
+    bool found = false;
+    *p = (struct cpus_pair){.a = -1, .b = -1};
+    for (uint32_t i = 0; i <= n; i++) {
+        struct tsc_offset oi;
+        int ci;
+        if (!interval_of(rows, n, i, &oi, &ci))
+            continue;
+        for (uint32_t j = i + 1; j <= n; j++) {
+            struct tsc_offset oj;
+            int cj;
+            int64_t lo, hi;
+            if (!interval_of(rows, n, j, &oj, &cj) || !tsc_offset_between(&oi, &oj, &lo, &hi))
+                continue;
+            struct tsc_offset d = {.exchanges = 1, .lo = lo, .hi = hi};
+            uint64_t w = tsc_offset_worst(&d);
+            if (!found || w > p->worst) {
+                *p = (struct cpus_pair){.a = ci, .b = cj, .lo = lo, .hi = hi, .worst = w};
+                found = true;
+            }
+        }
+    }
+    return found;
+}
+
+bool cpus_offset_spread(const struct cpus_row_view *rows, uint32_t n, struct cpus_spread *s)
+{
+    *s = (struct cpus_spread){.cpu_min = 0, .cpu_max = 0};
+    bool any = false;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct tsc_offset *o = &rows[i].first;
+        if (!rows[i].measured || !tsc_offset_consistent(o))
+            continue;
+        int64_t mid = tsc_offset_mid(o);
+        any = true;
+        if (mid < s->mid_min) {
+            s->mid_min = mid;
+            s->cpu_min = rows[i].cpu;
+        }
+        if (mid > s->mid_max) {
+            s->mid_max = mid;
+            s->cpu_max = rows[i].cpu;
+        }
+        if (o->lo < s->lo_min)
+            s->lo_min = o->lo;
+        if (o->hi > s->hi_max)
+            s->hi_max = o->hi;
+    }
+    return any;
+}

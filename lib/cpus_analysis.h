@@ -80,6 +80,64 @@ enum cpus_outcome {
    interval (0 when there is none), worst_bound_ns its worst_ticks in ns. */
 enum cpus_outcome cpus_outcome(const struct cpus_tally *t, const struct tsc_offset *worst_first, struct xf worst_bound_ns);
 
+/* --- many CPUs: a summary and the CPUs that stand out --- */
+
+/* Up to this many CPUs the report shows every CPU; beyond, a summary and
+   the exceptions (the records keep every CPU either way). */
+#define CPUS_FULL_REPORT_MAX 8
+bool cpus_report_in_full(uint32_t cpus);
+
+/* One AP's figures, as the summary weighs them. */
+struct cpus_row_view {
+    int cpu;
+    bool measured;                 /* at least one exchange */
+    struct tsc_offset first;
+    bool warp_done;
+    uint64_t warps, warp_cross;
+    bool rate_ok;
+    int64_t rate_mppm;
+    uint64_t rate_unc_mppm;
+    bool facts_done;
+    uint32_t time_bits;
+};
+
+/* Why an AP stands out (any of these); 0 when it does not. */
+#define CPUS_ODD_UNMEASURED (1u << 0)  /* no exchange: no offset */
+#define CPUS_ODD_OFFSET (1u << 1)      /* its interval excludes 0 (or is empty) */
+#define CPUS_ODD_WIDE (1u << 2)        /* its interval is over CPUS_WIDE_FACTOR times the median width */
+#define CPUS_ODD_RATE (1u << 3)        /* its rate's interval excludes 0 */
+#define CPUS_ODD_NO_RATE (1u << 4)     /* measured, but no rate */
+#define CPUS_ODD_WARPS (1u << 5)       /* readings went back across CPUs */
+#define CPUS_ODD_NO_WARP_TEST (1u << 6) /* measured, but the lock never passed between them */
+#define CPUS_ODD_CPUID (1u << 7)       /* its CPUID time bits differ from CPU 0's */
+#define CPUS_WIDE_FACTOR 10
+
+/* The median width (hi - lo) of the consistent intervals among n rows, 0
+   when there is none; scratch holds n values. */
+uint64_t cpus_median_width(const struct cpus_row_view *rows, uint32_t n, uint64_t *scratch);
+uint32_t cpus_stands_out(const struct cpus_row_view *r, uint64_t median_width, uint32_t bsp_time_bits);
+
+/* The pair of CPUs (CPU 0 among them, its offset [0, 0]) whose difference
+   the intervals bound least tightly: the one with the largest |offset|
+   their derived interval (tsc_offset_between) allows. a - b lies in
+   [lo, hi]. False with fewer than one consistent interval. */
+struct cpus_pair {
+    int a, b;
+    int64_t lo, hi;
+    uint64_t worst;
+};
+bool cpus_worst_pair(const struct cpus_row_view *rows, uint32_t n, struct cpus_pair *p);
+
+/* The spread of the offsets: the lowest and highest midpoint (and whose),
+   and the lowest lo and highest hi, CPU 0's 0 included. False with no
+   consistent interval. */
+struct cpus_spread {
+    int64_t mid_min, mid_max;
+    int cpu_min, cpu_max;
+    int64_t lo_min, hi_max;
+};
+bool cpus_offset_spread(const struct cpus_row_view *rows, uint32_t n, struct cpus_spread *s);
+
 /* Every pair of APs is listed only up to this many CPUs in all. */
 #define CPUS_PAIRS_MAX_CPUS 8
 

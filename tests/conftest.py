@@ -55,3 +55,8 @@ def kvm():
     if not ok:
         pytest.skip(f"KVM unusable: {why}")
     return True
+
+
+def pytest_configure(config):
+    # timing-sensitive boots (many CPUs on a small host): run them one at a time
+    config.addinivalue_line("markers", "serial: a timing-sensitive boot test; run it alone, not beside other boots")

@@ -996,3 +996,118 @@ const char *shim_drift_keep_narrow(int64_t *x, int64_t *yv, uint32_t *sg, const 
         record_u64(&rec, "min_width", min_width);
     return finish();
 }
+
+/* cpu_topology.h: the shifts from 0Bh/1Fh subleaves (eax, ecx pairs) or
+   AMD's leaves (amd: e8_ecx, have_1e, e1e_ebx), each ID's place, and the
+   groups they fall into */
+#include "../../lib/cpu_topology.h"
+
+static void topo_record(const struct topo_shifts *t, bool ok, const uint32_t *ids, uint32_t count)
+{
+    static uint32_t scratch[1024];
+    if (count > 1024)
+        count = 1024;
+    record_bool(&rec, "ok", ok);
+    record_bool(&rec, "valid", t->valid);
+    record_u64(&rec, "thread_bits", t->thread_bits);
+    record_u64(&rec, "package_shift", t->package_shift);
+    record_str(&rec, "source", t->source);
+    record_array_begin(&rec, "places");
+    for (uint32_t i = 0; i < count; i++) {
+        struct topo_place p = topo_place_of(t, ids[i]);
+        record_array_u64(&rec, p.package);
+        record_array_u64(&rec, p.core);
+        record_array_u64(&rec, p.thread);
+    }
+    record_array_end(&rec);
+    struct topo_summary s;
+    topo_summarise(t, ids, count, scratch, &s);
+    record_u64(&rec, "cpus", s.cpus);
+    record_u64(&rec, "packages", s.packages);
+    record_u64(&rec, "cores", s.cores);
+    record_u64(&rec, "cores_per_package_min", s.cores_per_package_min);
+    record_u64(&rec, "cores_per_package_max", s.cores_per_package_max);
+    record_u64(&rec, "threads_per_core_min", s.threads_per_core_min);
+    record_u64(&rec, "threads_per_core_max", s.threads_per_core_max);
+}
+
+const char *shim_topo_extended(const uint32_t *regs, uint32_t levels, const uint32_t *ids, uint32_t count)
+{
+    struct topo_level l[TOPO_MAX_LEVELS];
+    if (levels > TOPO_MAX_LEVELS)
+        levels = TOPO_MAX_LEVELS;
+    for (uint32_t i = 0; i < levels; i++)
+        l[i] = (struct topo_level){.eax = regs[2 * i], .ecx = regs[2 * i + 1]};
+    struct topo_shifts t;
+    bool ok = topo_from_extended(l, levels, "CPUID 0Bh", &t);
+    record_begin(&rec, "topo");
+    topo_record(&t, ok, ids, count);
+    return finish();
+}
+
+const char *shim_topo_amd(uint32_t e8_ecx, bool have_1e, uint32_t e1e_ebx, const uint32_t *ids, uint32_t count)
+{
+    struct topo_shifts t;
+    bool ok = topo_from_amd(e8_ecx, have_1e, e1e_ebx, &t);
+    record_begin(&rec, "topo");
+    topo_record(&t, ok, ids, count);
+    return finish();
+}
+
+/* cpus_analysis.h, many CPUs: one row per AP, SHIM_SUM_ROW values each
+   (the tally's SHIM_CPUS_* layout first, then the warp comparisons, the
+   facts and the time bits); the median width, each row's flags, the worst
+   pair and the spread. */
+enum { SHIM_SUM_WARP_CROSS = SHIM_CPUS_ROW, SHIM_SUM_FACTS, SHIM_SUM_BITS, SHIM_SUM_ROW };
+
+const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits)
+{
+    static struct cpus_row_view v[256];
+    static uint64_t scratch[256];
+    if (n > 256)
+        n = 256;
+    for (uint32_t k = 0; k < n; k++) {
+        const int64_t *r = rows + (size_t)k * SHIM_SUM_ROW;
+        v[k] = (struct cpus_row_view){
+            .cpu = (int)r[SHIM_CPUS_CPU], .measured = r[SHIM_CPUS_MEASURED] != 0,
+            .first = {.exchanges = (uint32_t)r[SHIM_CPUS_EXCHANGES], .lo = r[SHIM_CPUS_LO], .hi = r[SHIM_CPUS_HI]},
+            .warp_done = r[SHIM_CPUS_WARP_DONE] != 0, .warps = (uint64_t)r[SHIM_CPUS_WARPS],
+            .warp_cross = (uint64_t)r[SHIM_SUM_WARP_CROSS], .rate_ok = r[SHIM_CPUS_RATE_OK] != 0,
+            .rate_mppm = r[SHIM_CPUS_RATE_MPPM], .rate_unc_mppm = (uint64_t)r[SHIM_CPUS_RATE_UNC_MPPM],
+            .facts_done = r[SHIM_SUM_FACTS] != 0, .time_bits = (uint32_t)r[SHIM_SUM_BITS]};
+    }
+    uint64_t median = cpus_median_width(v, n, scratch);
+    record_begin(&rec, "cpus_summary");
+    record_bool(&rec, "in_full", cpus_report_in_full(n + 1));
+    record_u64(&rec, "median_width", median);
+    record_array_begin(&rec, "flags");
+    for (uint32_t k = 0; k < n; k++)
+        record_array_u64(&rec, cpus_stands_out(&v[k], median, bsp_bits));
+    record_array_end(&rec);
+    struct cpus_pair p;
+    if (cpus_worst_pair(v, n, &p)) {
+        record_array_begin(&rec, "pair");
+        record_array_i64(&rec, p.a);
+        record_array_i64(&rec, p.b);
+        record_array_i64(&rec, p.lo);
+        record_array_i64(&rec, p.hi);
+        record_array_u64(&rec, p.worst);
+        record_array_end(&rec);
+    } else {
+        record_null(&rec, "pair");
+    }
+    struct cpus_spread s;
+    if (cpus_offset_spread(v, n, &s)) {
+        record_array_begin(&rec, "spread");
+        record_array_i64(&rec, s.mid_min);
+        record_array_i64(&rec, s.cpu_min);
+        record_array_i64(&rec, s.mid_max);
+        record_array_i64(&rec, s.cpu_max);
+        record_array_i64(&rec, s.lo_min);
+        record_array_i64(&rec, s.hi_max);
+        record_array_end(&rec);
+    } else {
+        record_null(&rec, "spread");
+    }
+    return finish();
+}
