@@ -313,6 +313,13 @@ EFIAPI efi_status efi_main(efi_handle image, struct efi_system_table *system_tab
     uint64_t payload_bytes = (uint64_t)(payload_end - payload_start);
     if (payload_bytes != KERNEL_LOAD_END - KERNEL_IMAGE_START)
         return fail("the payload is not the kernel this entry was built for", EFI_LOAD_ERROR);
+    /* start64 loads a 4-level PML4; under 5-level paging (CR4.LA57, which
+       long mode cannot clear) that CR3 would map nothing we meant: refuse
+       here, while the firmware can still say so (Intel SDM vol. 3A, 4.5). */
+    uint64_t cr4;
+    __asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+    if (cr4 & (1ull << 12))
+        return fail("the firmware runs with 5-level paging (CR4.LA57), which this kernel does not set up", EFI_UNSUPPORTED);
 
     /* The kernel at its link address (linker.ld), bss included. Loader
        code, not data: firmware that maps data pages no-execute (EDK2's
@@ -379,15 +386,18 @@ EFIAPI efi_status efi_main(efi_handle image, struct efi_system_table *system_tab
         uint32_t desc_version = 0;
         s = bs->get_memory_map(&map_size, (struct efi_memory_descriptor *)(uintptr_t)map_addr, &key, &desc_size,
                                &desc_version);
+        /* after one failed ExitBootServices only GetMemoryMap, ExitBootServices
+           and the allocation services may be called (UEFI 2.10, 7.4.6): no
+           console and no Stall then, so a failure returns its status unsaid */
         if (s != EFI_SUCCESS)
-            return fail("GetMemoryMap failed", s);
+            return tries ? s : fail("GetMemoryMap failed", s);
         if (!add_mmap_tag(&in, (const uint8_t *)(uintptr_t)map_addr, map_size, desc_size, before_map))
-            return fail("the memory map does not fit the boot information", EFI_BUFFER_TOO_SMALL);
+            return tries ? EFI_BUFFER_TOO_SMALL : fail("the memory map does not fit the boot information", EFI_BUFFER_TOO_SMALL);
         s = bs->exit_boot_services(image, key);
         if (s == EFI_SUCCESS)
             break;
         if (s != EFI_INVALID_PARAMETER || tries + 1 == MAX_EXIT_TRIES)
-            return fail("ExitBootServices failed", s);
+            return s;
     }
 
     /* No boot services from here: into the kernel, never to return. */

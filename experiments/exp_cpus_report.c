@@ -95,6 +95,7 @@ static void report_cpu_table(bool full)
                 record_null(&r, "tsc_aux");
             record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(f->p50_ticks), 1);
             record_u64(&r, "read_p50_ticks", f->p50_ticks);
+            record_bool(&r, "read_below_step", stats_below_step(f->p50_ticks, results.tsc_step_ticks));
             record_hex(&r, "cpuid_time_bits", f->time_bits);
             record_u64(&r, "cpuid_apic_id", f->apic_id_cpuid);
             record_u64(&r, "start_ticks", c->start_ticks);
@@ -144,7 +145,10 @@ static void report_cpu_table(bool full)
             fmt_format(aux, sizeof aux, "%u", f->tsc_aux);
         else
             fmt_format(aux, sizeof aux, "-");
-        fmt_format(cost, sizeof cost, "%s ns", ns_cell(a, tsc_ticks_ns(f->p50_ticks)));
+        if (stats_below_step(f->p50_ticks, results.tsc_step_ticks))
+            fmt_format(cost, sizeof cost, "<%s ns", ns_cell(a, tsc_ticks_ns(results.tsc_step_ticks)));
+        else
+            fmt_format(cost, sizeof cost, "%s ns", ns_cell(a, tsc_ticks_ns(f->p50_ticks)));
         kprintf("  %-3s %5u %5u %-6s %-10s %10s %7s %10s  0x%02x%s\n", idx, c->apic_id, c->uid, mode_name(f), state, adj, aux,
                 cost, f->time_bits, c->index == 0 ? "" : f->time_bits == bf->time_bits ? " same" : " DIFFERS");
         if (f->apic_id_cpuid != c->apic_id)

@@ -28,7 +28,6 @@
 
 #define BATCH_K 64
 #define BATCH_REPS 100
-#define STEP_READS 1024           /* back-to-back TSC reads for its least difference and their divisor */
 #define STAIR_REPS 32             /* the least of this many brackets per stair (drivers/cpu.h) */
 
 struct cost {
@@ -40,29 +39,18 @@ struct cost {
     struct xf batch_ticks;        /* per read */
 };
 static struct cost costs[TARGET_COUNT];
-/* The TSC's own step, ticks (0 when not measured): from the staircase,
-   with the least back-to-back difference and the divisor of them all. */
-static uint64_t tsc_step, tsc_least, tsc_gcd;
+/* The TSC's own step, ticks (0 when not measured), by the staircase: the
+   least bracketed time of j dependent additions, for every j. (Back-to-back
+   differences, which the sequential experiment reports, are RDTSC's own
+   latency where the TSC is coarse, and cannot tell it.) */
+static uint64_t tsc_step;
 
-/* Back-to-back reads, nothing between them; then the staircase: the
-   least bracketed time of j dependent additions, for every j. */
 static void measure_tsc_step(void)
 {
-    uint64_t mark = memory_mark();
-    uint64_t *d = memory_alloc(STEP_READS * sizeof *d);
-    if (!d)
-        return;
-    uint64_t prev = rdtsc();
-    for (uint32_t i = 0; i < STEP_READS; i++) {
-        uint64_t now = rdtsc();
-        d[i] = now - prev;
-        prev = now;
-    }
-    stats_step(d, STEP_READS, &tsc_least, &tsc_gcd);
     uint64_t mins[TSC_STAIR_MAX];
     tsc_staircase(mins, TSC_STAIR_MAX, STAIR_REPS);
     tsc_step = stats_staircase_step(mins, TSC_STAIR_MAX);
-    memory_release(mark);
+    results.tsc_step_ticks = tsc_step;
 }
 
 /* n reads, each alone between brackets, each after an empty bracket (the
@@ -132,6 +120,7 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
     c->measured = got > 0;
     results.target[t].cost_done = c->measured;
     results.target[t].p50_ticks = c->latency.p50;
+    results.target[t].below_step = stats_below_step(c->latency.p50, tsc_step);
     if (!target_is_tsc(t))
         return;
     uint64_t best = ~0ull, best_empty = ~0ull;
@@ -147,10 +136,6 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
     int64_t net = (int64_t)best - (int64_t)best_empty;
     c->batch_done = true;
     c->batch_ticks = xf_div(xf_from_i64(net > 0 ? net : 0), xf_from_u64(BATCH_K));
-    /* what the verdict and the other experiments quote as a read's cost:
-       the batch's, where single reads cannot resolve it */
-    if (stats_below_step(c->latency.p50, tsc_step))
-        results.target[t].p50_ticks = (uint64_t)xf_to_fixed(c->batch_ticks, 0);
 }
 
 static void read_cost_measure(const struct profile *p)
@@ -188,9 +173,6 @@ static void read_cost_report(void)
     record_u64(&sr, "step_ticks", tsc_step);
     record_xf_fixed(&sr, "step_ns", step_ns, 3);
     record_u64(&sr, "staircase", TSC_STAIR_MAX);
-    record_u64(&sr, "reads", STEP_READS);
-    record_u64(&sr, "least_ticks", tsc_least);
-    record_u64(&sr, "gcd_ticks", tsc_gcd);
     record_u64(&sr, "few", STEP_FEW);
     emit(&sr);
     kprintf("  %-12s %8s %8s %8s %8s %8s %8s %8s\n", "", "min", "p50", "mean", "p99", "p99.9", "max", "stddev");
@@ -208,7 +190,7 @@ static void read_cost_report(void)
         const struct summary *s = &c->latency;
         struct xf v[7] = {tsc_ticks_ns(s->min), tsc_ticks_ns(s->p50), tsc_ticks_to_ns(s->mean), tsc_ticks_ns(s->p99),
                           tsc_ticks_ns(s->p999), tsc_ticks_ns(s->max), tsc_ticks_to_ns(s->stddev)};
-        bool below = stats_below_step(s->p50, tsc_step);
+        bool below = results.target[t].below_step;
         kprintf("  %-12s", name);
         if (below && c->batch_done)
             kprintf(" below the TSC's step (%s ns): %s ns a read by the batch\n", xs(b[0], step_ns, 1),

@@ -51,15 +51,19 @@ static void report_os_choice(const struct cpu_info *ci)
     record_i64(&r, "rating", c.rating);
     record_str(&r, "why", c.why);
     const struct target_findings *tf = c.counter >= 0 ? &results.target[target_of_counter(c.counter)] : 0;
-    if (tf && tf->cost_done)
+    if (tf && tf->cost_done) {
         record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(tf->p50_ticks), 1);
+        record_bool(&r, "read_below_step", tf->below_step);
+    }
     emit(&r);
     if (!c.clock) {
         kprintf("  An OS here: %s.\n", c.why);
         return;
     }
     kprintf("  An OS here: Linux would use %s (%s)", c.clock, c.why);
-    if (tf && tf->cost_done)
+    if (tf && tf->cost_done && tf->below_step)
+        kprintf("; a read costs less than the TSC's step here (%s ns)", xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1));
+    else if (tf && tf->cost_done)
         kprintf("; a read costs %s ns here", xs(a, tsc_ticks_ns(tf->p50_ticks), 1));
     kprintf(".\n");
 }
@@ -119,6 +123,8 @@ static void fill_input(int c, struct verdict_input *in)
     if (!ct->present)
         return;
     in->read_ns = tsc_ticks_ns(tf->p50_ticks);
+    in->read_below_step = tf->below_step;
+    in->tsc_step_ns = tsc_ticks_ns(results.tsc_step_ticks);
     in->repeats = tf->seq_done && tf->zero_deltas > 0;
     in->step_ns = c == COUNTER_TSC ? tsc_ticks_ns(tf->min_step) : counter_ticks_ns(c, xf_from_u64(tf->min_step));
     bool backward = tf->backward || (cf->drift_done && cf->backward);

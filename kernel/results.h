@@ -17,7 +17,8 @@
 
 struct target_findings {
     bool cost_done;
-    uint64_t p50_ticks;        /* read cost, TSC ticks: single reads, or a batch where those fall below the TSC's step */
+    uint64_t p50_ticks;        /* read cost, TSC ticks: the p50 of single bracketed reads */
+    bool below_step;           /* that p50 lies within STEP_FEW of the TSC's steps (tsc_step_ticks): no figure */
     bool seq_done;
     uint64_t seq_reads, zero_deltas, min_step, backward, largest_backward;
 };
@@ -34,6 +35,7 @@ struct counter_findings {
 struct results {
     const struct profile *profile;
     const char *secure_boot;        /* "on", "off" or "unknown": lib/bootinfo.h, bootinfo_secure_boot */
+    uint64_t tsc_step_ticks;        /* the TSC's own step (read_cost's staircase), 0 when not measured */
     bool tsc_usable;                /* the CPU advertises a TSC: every experiment times with it */
 
     /* calibrate: the estimate that sizes every phase */

@@ -75,6 +75,7 @@ struct mailbox {
     smp_job volatile fn;
     void *volatile arg;
     volatile bool faulted, park, running;
+    volatile bool napping;                       /* its job sleeps in smp_nap: the wake-up IPI is for it */
     struct probe_fault fault;
 } __attribute__((aligned(64)));
 static struct mailbox mailbox[PERCPU_MAX];
@@ -462,10 +463,13 @@ bool smp_nap_due(uint64_t last_seen_tsc, uint32_t spin_us) { return rdtsc() - la
 
 void smp_nap(volatile uint32_t *napping, const volatile uint64_t *word, uint64_t seen)
 {
+    struct mailbox *mb = &mailbox[this_cpu()->index];
     *napping = 1;
+    mb->napping = true;
     cpu_store_load_fence();
     if (*word == seen)
         cpu_halt_for_interrupt();
+    mb->napping = false;
     *napping = 0;
 }
 
@@ -498,13 +502,18 @@ bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_faul
     if (!mb)
         return false;
     uint64_t t0 = rdtsc(), resend = us_to_tsc(WAKE_RESEND_US), last = t0;
-    for (uint32_t i = 0; i < SPIN_CAP && mb->finished != mb->posted; i++) {
+    /* the TSC deadline ends the wait; the count only bounds it if the TSC
+       stood still. A PAUSE can take 140 cycles (Skylake on), so a fixed
+       SPIN_CAP would end a soak job's long budget early: scale it. */
+    uint64_t cap = budget_ticks / 64 > SPIN_CAP ? budget_ticks / 64 : SPIN_CAP;
+    for (uint64_t i = 0; i < cap && mb->finished != mb->posted; i++) {
         uint64_t now = rdtsc();
         if (now - t0 > budget_ticks)
             break;
-        if (now - last > resend) {
-            /* not taken: in case the first IPI was lost; taken: a job
-               that naps (smp_nap) looks at its stop flag again */
+        if (now - last > resend && (mb->taken != mb->posted || mb->napping)) {
+            /* not taken: in case the first IPI was lost; napping: a job
+               asleep in smp_nap looks at its stop flag again. A job that
+               runs with interrupts on (the timers') is left undisturbed. */
             wake(index);
             last = now;
         }

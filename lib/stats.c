@@ -124,18 +124,6 @@ uint64_t stats_gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-void stats_step(const uint64_t *deltas, size_t n, uint64_t *least, uint64_t *gcd)
-{
-    *least = *gcd = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!deltas[i])
-            continue;
-        if (!*least || deltas[i] < *least)
-            *least = deltas[i];
-        *gcd = stats_gcd(*gcd, deltas[i]);
-    }
-}
-
 uint64_t stats_staircase_step(const uint64_t *mins, size_t n)
 {
     uint64_t jumps[256], scratch[256];

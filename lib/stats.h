@@ -37,13 +37,6 @@ void stats_subtract(struct summary *s, uint64_t overhead);
 /* Greatest common divisor; gcd(0, b) = b. */
 uint64_t stats_gcd(uint64_t a, uint64_t b);
 
-/* A counter's own step from n differences of back-to-back reads: the least
-   non-zero one and the greatest common divisor of all of them (both 0 when
-   none moved). A TSC that advances by 24-25 ticks at a time (AMD hosts:
-   ../shared/PLATFORM.md) has least 24 and divisor 1; one kept in steps of
-   exactly 8 has divisor 8. */
-void stats_step(const uint64_t *deltas, size_t n, uint64_t *least, uint64_t *gcd);
-
 /* The TSC's step from a staircase: mins[j] is the least bracketed time of
    j dependent additions (one cycle each), j = 0..n-1. A TSC that counts
    every tick climbs by a tick or two a step of j; one that advances in

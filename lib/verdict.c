@@ -35,7 +35,12 @@ void verdict_make(const struct verdict_input *in, struct verdict_row *v)
     fmt_format(v->res, sizeof v->res, "-");
     if (in->measured) {
         struct xf res = in->repeats && xf_cmp(in->step_ns, in->read_ns) > 0 ? in->step_ns : in->read_ns;
-        xs(v->read, in->read_ns, 1);
+        if (in->read_below_step) {
+            char step[FMT_FIXED_CHARS];
+            fmt_format(v->read, sizeof v->read, "<%s", xs(step, in->tsc_step_ns, 1));
+        } else {
+            xs(v->read, in->read_ns, 1);
+        }
         xs(v->res, res, 1);
         v->read_ns_x10 = xf_to_fixed(in->read_ns, 1);
         v->res_ns_x10 = xf_to_fixed(res, 1);

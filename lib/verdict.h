@@ -19,6 +19,8 @@ struct verdict_input {
     const char *absent_reason;
     bool measured;                  /* the read cost was measured (read_ns holds it) */
     struct xf read_ns;              /* p50 */
+    bool read_below_step;           /* the p50 lies within a few of the TSC's steps: shown as "<step", not as a cost */
+    struct xf tsc_step_ns;          /* that step, when read_below_step */
     bool repeats;                   /* consecutive reads saw the same value */
     struct xf step_ns;              /* the smallest step, when it repeats */
     enum mono_state mono;

@@ -7,14 +7,15 @@ are the ones it was given."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
 from clockbench import records
-from conftest import BUILD, KERNEL
 
-PVH_KERNEL = BUILD / "clockbench-pvh.elf"
+PVH_KERNEL = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build")) / "clockbench-pvh.elf"
 ONLY = "only=read_cost marker=pvh-7"  # the banner, discovery and one experiment: enough to see what was handed over
 
 

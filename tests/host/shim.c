@@ -886,14 +886,10 @@ const char *shim_rtc_counter_vs(struct xf ppm_ref, struct xf u_ref, struct xf ra
 
 uint64_t shim_pvclock_tsc_hz(uint32_t mul, int8_t shift) { return pvclock_tsc_hz(mul, shift); }
 
-/* lib/stats.c: a counter's step from back-to-back differences and from a staircase. */
+/* lib/stats.c: the TSC's step from a staircase. */
 const char *shim_stats_step(const uint64_t *v, uint32_t n)
 {
-    uint64_t least, gcd;
-    stats_step(v, n, &least, &gcd);
     record_begin(&rec, "step");
-    record_u64(&rec, "least", least);
-    record_u64(&rec, "gcd", gcd);
     record_u64(&rec, "staircase", stats_staircase_step(v, n));
     return finish();
 }
