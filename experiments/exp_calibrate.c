@@ -41,9 +41,8 @@
 #define CAL_CLAIM_PPM 20000   /* a claim further off than this is reported */
 #define CAL_MAX_TSC (1ull << 36) /* 14-70 s at 1-5 GHz: a reference that is not moving usefully */
 #define CAL_RTC_SECONDS 2         /* RTC seconds timed when nothing else is there: 3 edges */
-#define CAL_RTC_BOUND_TSC 15000000000ull /* one update's wait, 1.5 s even at 10 GHz: bounded whatever the rate */
-#define CAL_RTC_MAX_READS 50000000u      /* and in reads of register A (0.1 us each at the fastest) */
-#define CAL_RTC_CRYSTAL_PPM 100   /* the RTC crystal's tolerance, assumed as exp_rtc_report.c assumes it */
+#define CAL_RTC_BOUND_TSC 30000000000ull /* one update's wait, 3 s even at 10 GHz (a missed UIP pulse costs a second): bounded whatever the rate */
+#define CAL_RTC_MAX_READS 500000000u     /* and in reads of register A: seconds at the fastest emulated port read */
 
 struct calibration {
     int reference, second;
@@ -160,7 +159,8 @@ static bool calibrate_against_rtc(struct calibration *st)
     struct rtc_edge e[CAL_RTC_SECONDS + 1];
     uint64_t a, b;
     if (!rtc_catch_update_end(CAL_RTC_BOUND_TSC, CAL_RTC_MAX_READS, &a, &b)) {
-        fmt_format(st->rtc_why, sizeof st->rtc_why, "no update of the RTC ended within 1.5 s");
+        fmt_format(st->rtc_why, sizeof st->rtc_why, "no update of the RTC ended within its bound (%llu TSC ticks, %u reads)",
+                   (unsigned long long)CAL_RTC_BOUND_TSC, CAL_RTC_MAX_READS);
         return false;
     }
     for (int i = 0; i <= CAL_RTC_SECONDS; i++) {
@@ -176,8 +176,15 @@ static bool calibrate_against_rtc(struct calibration *st)
             return false;
         }
     }
-    /* consecutive updates are one RTC second apart: the first gap is the estimate the fit checks the rest by */
-    uint64_t first = rtc_tsc_mid(e[1].a, e[1].b) - rtc_tsc_mid(e[0].a, e[0].b);
+    /* the first gap over the RTC seconds it spans (more than one when the
+       poll missed an update's UIP pulse: a vCPU away for 244 us) is the
+       estimate the fit judges the rest by */
+    uint32_t first_s = rtc_seconds_between(e[0].seconds_of_day, e[1].seconds_of_day);
+    if (!first_s) {
+        fmt_format(st->rtc_why, sizeof st->rtc_why, "two updates ended with the same seconds (0x%02x)", e[1].seconds_of_day % 60);
+        return false;
+    }
+    uint64_t first = (rtc_tsc_mid(e[1].a, e[1].b) - rtc_tsc_mid(e[0].a, e[0].b)) / first_s;
     rtc_fit_edges(e, CAL_RTC_SECONDS + 1, first, &st->rtc_fit);
     if (!st->rtc_fit.fitted || st->rtc_fit.span_s < 1) {
         fmt_format(st->rtc_why, sizeof st->rtc_why, "its edges did not fit (%u of %u used)", st->rtc_fit.used,
@@ -215,7 +222,7 @@ static void calibrate_measure(const struct profile *p)
         results.tsc_estimate_hz = cal.hz;
         fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source,
                    "the RTC's second edges (+-%llu ppm, +-%u ppm its crystal)",
-                   (unsigned long long)(cal.rtc_u_ppb + 999) / 1000, CAL_RTC_CRYSTAL_PPM);
+                   (unsigned long long)(cal.rtc_u_ppb + 999) / 1000, RTC_TOLERANCE_PPM);
     } else if (cal.ok) {
         results.tsc_estimate_hz = cal.hz;
         fmt_format(results.tsc_estimate_source, sizeof results.tsc_estimate_source, "%s", counters[cal.reference].name);
@@ -258,11 +265,11 @@ static void calibrate_report(void)
     if (cal.rtc_ok) {
         record_u64(&r, "rtc_seconds", cal.rtc_fit.span_s);
         record_fixed(&r, "rtc_uncertainty_ppm", (int64_t)cal.rtc_u_ppb, 3);
-        record_u64(&r, "rtc_crystal_ppm", CAL_RTC_CRYSTAL_PPM);
+        record_u64(&r, "rtc_crystal_ppm", RTC_TOLERANCE_PPM);
         kprintf("  %llu Hz: %u RTC seconds timed by their update's end, +-%llu.%03llu ppm (the fit),\n"
                 "  +-%u ppm absolute (the RTC's crystal, assumed)\n",
                 (unsigned long long)cal.hz, cal.rtc_fit.span_s, (unsigned long long)(cal.rtc_u_ppb / 1000),
-                (unsigned long long)(cal.rtc_u_ppb % 1000), CAL_RTC_CRYSTAL_PPM);
+                (unsigned long long)(cal.rtc_u_ppb % 1000), RTC_TOLERANCE_PPM);
     } else if (cal.rtc_tried) {
         kprintf("  no counter to measure against, and the RTC could not stand in: %s\n", cal.rtc_why);
     }

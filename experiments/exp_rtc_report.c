@@ -11,8 +11,6 @@
 #include "../lib/rtc_fit.h"
 #include "../lib/xf.h"
 
-#define RTC_TOLERANCE_PPM 100    /* assumed for the check: a watch crystal is typically +-20 ppm at 25 C, more hot or cold and aged */
-#define RTC_TYPICAL_PPM 20
 #define COARSE_SPAN_S 10         /* under this the figure is coarse */
 
 static bool stuck(const struct rtc_run *run)

@@ -37,6 +37,11 @@ struct rtc_edge {
 };
 
 #define RTC_DAY_S 86400u
+/* The RTC crystal's tolerance, assumed (no part states one): a watch crystal
+   is typically +-20 ppm at 25 C, more hot or cold and aged. The check of the
+   TSC against the RTC and the calibration by the RTC both use it. */
+#define RTC_TOLERANCE_PPM 100
+#define RTC_TYPICAL_PPM 20
 /* The RTC seconds from one edge to the next: their clock readings' difference
    modulo a day. */
 static inline uint32_t rtc_seconds_between(uint32_t from_sod, uint32_t to_sod)

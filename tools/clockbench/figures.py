@@ -58,7 +58,7 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     tsc_hz = _num(prof.get("tsc_hz"))
     tsc_fit = next((f for f in freqs if f.get("counter") == "tsc" and isinstance(prof.get("tsc_hz_source"), str)
                     and f.get("reference") and f["reference"] in prof["tsc_hz_source"]), None)
-    if tsc_hz is not None:
+    if tsc_hz is not None and prof.get("tsc_measured"):  # a claimed, estimated or assumed rate is no figure to compare
         u = _num(tsc_fit.get("uncertainty_ppm")) if tsc_fit else None
         add("tsc_hz", tsc_hz, u * tsc_hz * 1e-6 if u is not None else None, "Hz", str(prof.get("tsc_hz_source") or ""))
     claim = tsc_claim(records.of_type(raw, "freq_claim"))

@@ -24,7 +24,7 @@ PROFILE_SECONDS = {"quick": (2, 0.5), "standard": (60, 5), "soak": (300, 30)}
 DURATION_MIN_S, DURATION_MAX_S = 1, 86400
 # The most CPUs each QEMU machine type takes without extra devices (QEMU 7.2:
 # more than 255 APIC IDs need an IOMMU with interrupt remapping); the image
-# itself starts up to 64 of them (PERCPU_MAX in kernel/percpu.h) and says so.
+# itself starts up to 256 of them (PERCPU_MAX in kernel/percpu.h) and says so.
 SMP_MAX = {"q35": 255, "pc": 255, "microvm": 255}
 # Guest memory, QEMU -m's syntax (a number, MiB unless a suffix says
 # otherwise): at least what every boot path needs (under TCG here OVMF failed
@@ -130,6 +130,8 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     check_timeout(args)
     if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
+    if args.boot == "pvh" and args.firmware == "uefi":
+        raise _usage("--firmware", args.firmware, "QEMU's -kernel takes a PVH kernel under SeaBIOS or qboot, not OVMF")
     if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
         raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
     durations: list[tuple[str, int]] = []  # (the option as written, seconds)
@@ -178,7 +180,7 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> Non
                    help="QEMU machine type; microvm (no PCI, no legacy timers unless asked) boots only a kernel given to "
                    "QEMU: --boot direct or pvh (default: %(default)s)")
     p.add_argument("--cpu", default=None, help="QEMU -cpu model (default: host under KVM, max under TCG)")
-    p.add_argument("--smp", type=int, default=1, help=f"CPUs, from 1 to {SMP_MAX['q35']}; the image starts up to 64 "
+    p.add_argument("--smp", type=int, default=1, help=f"CPUs, from 1 to {SMP_MAX['q35']}; the image starts all of them "
                    "(default: %(default)s)")
     p.add_argument("--memory", default="256M", help=f"guest memory as QEMU -m takes it (MiB, or a suffix K, M, G, T), "
                    f"from {MEMORY_MIN_MIB}M to {MEMORY_MAX_MIB // 1024**2}T (default: %(default)s)")

@@ -271,11 +271,13 @@ class Store:
         ids = [r["id"] for r in rows]
         figs: dict[int, dict] = {i: {} for i in ids}
         checks: dict[int, list] = {i: [] for i in ids}
-        if ids:
-            marks = ",".join("?" * len(ids))
-            for f in self._query(f"SELECT * FROM figures WHERE run_id IN ({marks})", ids):
+        # every figure and check, filtered here: one bound parameter a run
+        # would pass SQLite's limit (999 before 3.32) on a store of many runs
+        for f in self._query("SELECT * FROM figures"):
+            if f["run_id"] in figs:
                 figs[f["run_id"]][f["name"]] = figures.Figure(f["name"], f["value"], f["uncertainty"], f["unit"] or "", f["detail"] or "")
-            for c in self._query(f"SELECT * FROM checks WHERE run_id IN ({marks}) ORDER BY rowid", ids):
+        for c in self._query("SELECT * FROM checks ORDER BY rowid"):
+            if c["run_id"] in checks:
                 checks[c["run_id"]].append({"name": c["name"], "result": c["result"], "detail": c["detail"]})
         return [Run(dict(r), figs[r["id"]], checks[r["id"]]) for r in rows]
 
