@@ -181,7 +181,7 @@ static void report_instant(int id, const struct timer_result *t, struct record *
         break;
     }
     if (id != TIMER_DEADLINE)
-        kprintf("    %s; margin +%s ppm (3 sigma): instant +- %s ns\n", phase,
+        kprintf("    %s; margin +%s ppm: instant +- %s ns\n", phase,
                 xs(tick, timer_margin_ppm(t->per_tsc_u), 0), ru);
     if (id != TIMER_DEADLINE)
         record_xf_fixed(r, "tick_ns", tick_ns, 3);
@@ -490,8 +490,9 @@ static void report_away(void)
             kprintf("  %llu wait(s) saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->ref_stop_max)), xf_from_u64(1000000)), 1));
         if (st->between_stops)
-            kprintf("  It stood still %llu time(s) between events, the longest %s ms: no\n"
-                    "  figure holds that.\n", (unsigned long long)st->between_stops,
+            kprintf("  Between events, %llu stretch(es) in which the TSC ran over 1 ms more\n"
+                    "  than the %s (a pause, or a read of it held up), the longest %s ms:\n"
+                    "  no figure holds them.\n", (unsigned long long)st->between_stops, counters[st->ref_counter].name,
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->between_stop_max)), xf_from_u64(1000000)), 1));
     } else
         kprintf("  Time away: no second clock to check the waits against.\n");
@@ -525,8 +526,8 @@ void timers_report(void)
             "  measures, with no OS in between. \"phase <= x ns\": how much of each\n"
             "  figure may be that tick's phase and the arming's own time (the\n"
             "  median event's; \"one\" the widest). The count is pushed late by\n"
-            "  the rate's margin, so a rate error cannot fire it early; \"+-\": how\n"
-            "  far that uncertainty moves the instant.\n"
+            "  the rate's margin (3 sigma), so a rate error cannot fire it early;\n"
+            "  \"+-\": how far that uncertainty moves the instant.\n"
             "  busy = spinning with interrupts on; hlt and mwait = idle. Figures in\n"
             "  microseconds.\n");
     report_rates();

@@ -30,6 +30,7 @@
 #define MSI_ADDRESS_BASE 0xFEE00000ull /* SDM vol. 3A, 11.11.1 */
 #define   MSI_DEST_SHIFT 12
 #define CPUID1_ECX_MONITOR (1u << 3)
+#define RATE_TOL_ESTIMATED_PPM 300000 /* as kernel/results.c allows an unchecked TSC estimate */
 #define MSR_BIOS_SIGN_ID 0x8Bu         /* microcode revision in bits 63:32 after CPUID(1) */
 
 /* I/O APIC state: found through the MADT */
@@ -61,6 +62,11 @@ bool timers_rate_against_tsc(int counter, struct xf *ratio, struct xf *u, struct
         return false;
     struct unwrap_params up;
     unwrap_params_of(counter, &up);
+    /* a rate only estimated at start-up (the APIC timer's, 10 ms against a
+       reference: "not stated") cannot judge a step to 1 %: judge it only
+       for what no rate explains */
+    if (!strncmp(counters[counter].nominal_source, "not stated", 10) && up.rate_tol_ppm < RATE_TOL_ESTIMATED_PPM)
+        up.rate_tol_ppm = RATE_TOL_ESTIMATED_PPM;
     uint64_t gap = ms_to_tsc(1);
     *w = (struct timers_window){.measured = true};
     bool ok = false;
