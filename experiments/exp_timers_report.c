@@ -349,13 +349,18 @@ static void report_choice(void)
         fmt_format(tail_what, sizeof tail_what, "the max of %u", c->came);
     else
         fmt_format(tail_what, sizeof tail_what, "p99");
-    fmt_format(results.timer_choice, sizeof results.timer_choice,
-               "%s, waiting %s: %s us late (p50), %s us (%s) at 100 us ahead, up to %s ns of its tick's phase besides", timer_name[best],
-               best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, tail), tail_what, q);
+    char phase[64] = "";
+    if (c->width_max)
+        fmt_format(phase, sizeof phase, ", up to %s ns of its tick's phase besides", q);
+    fmt_format(results.timer_choice, sizeof results.timer_choice, "%s, waiting %s: %s us late (p50), %s us (%s) at 100 us ahead%s",
+               timer_name[best], best_w ? st->wait[best_w].name : "busy (spinning)", us_cell(a, c->s.p50), us_cell(b, tail), tail_what,
+               phase);
     kprintf("\n  Verdict: for precise events here use %s, waiting %s:\n"
-            "  at 100 us ahead the handler runs %s us late (p50), %s us (%s),\n"
-            "  with up to %s ns of its tick's phase besides\n",
-            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, tail), tail_what, q);
+            "  at 100 us ahead the handler runs %s us late (p50), %s us (%s)%s\n",
+            timer_name[best], best_w ? st->wait[best_w].name : "busy", us_cell(a, c->s.p50), us_cell(b, tail), tail_what,
+            c->width_max ? "," : "");
+    if (c->width_max)
+        kprintf("  with up to %s ns of its tick's phase besides\n", q);
     record_str(&r, "timer", timer_name[best]);
     record_str(&r, "wait", st->wait[best_w].name);
     record_u64(&r, "delay_ns", timer_delay_ns[di]);

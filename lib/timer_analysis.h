@@ -114,7 +114,9 @@ unsigned timer_waits_build(bool monitor, uint32_t max_leaf, uint32_t leaf5_edx, 
 int timer_hpet_gsi(uint32_t caps, const struct acpi_info *a, uint32_t pins_of[ACPI_MAX_IOAPICS], uint32_t *gsi, uint32_t *pin);
 /* The watchdog for an idle wait on timer id: another usable timer whose busy
    waits all came, never one that shares its vector (shared: the HPET and
-   the PIT share one pin). -1 when none. */
+   the PIT share one pin): for the APIC timers the PIT, else the HPET; for
+   the HPET and PIT the APIC timer one-shot, else TSC-deadline, else the
+   other. -1 when none. */
 int timer_watchdog_for(const struct timer_result t[TIMER_COUNT], int id, bool shared);
 
 /* --- how many events a cell takes, and what its tail is --- */

@@ -223,8 +223,9 @@ def test_hpet_route_avoids_isa_inputs_it_must_not_take(t):
 
 
 @pytest.mark.parametrize("id_, usable, clean, shared, want", [
-    (LAPIC, 0b1111, 0b1111, False, HPET),
-    (DEADLINE, 0b1111, 0b1011, False, PIT),  # the HPET lost an event busy: not fit
+    (LAPIC, 0b1111, 0b1111, False, PIT),      # the PIT first: KVM emulates it in the kernel
+    (DEADLINE, 0b1111, 0b0111, False, HPET),  # the PIT lost an event busy: not fit
+    (LAPIC, 0b0111, 0b0111, False, HPET),     # no PIT
     (LAPIC, 0b0011, 0b0011, False, -1),
     (HPET, 0b1111, 0b1111, False, LAPIC),
     (HPET, 0b1110, 0b1110, False, DEADLINE),
@@ -232,7 +233,8 @@ def test_hpet_route_avoids_isa_inputs_it_must_not_take(t):
     (PIT, 0b1100, 0b1100, True, -1),          # sharing a pin: never each other's watchdog
     (HPET, 0b1100, 0b1100, True, -1),
     (HPET, 0b1101, 0b1101, True, LAPIC),
-    (LAPIC, 0b1101, 0b1101, True, HPET),      # the APIC timer may still use either
+    (LAPIC, 0b1101, 0b1101, True, PIT),       # the APIC timer may still use either
+    (LAPIC, 0b0101, 0b0101, True, HPET),
 ])
 def test_watchdog(t, id_, usable, clean, shared, want):
     assert t.shim_timer_watchdog(id_, usable, clean, shared) == want
