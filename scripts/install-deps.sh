@@ -10,6 +10,7 @@ packages=(
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   python3 python3-pytest python3-numpy python3-hypothesis  # the runner and the tests
+  python3-pytest-xdist                                   # the tests on every core (make test)
   python3-venv python3-serial python3-matplotlib         # the host tool (tools/): venv, capture, plots
   python3-rich                                           # the host tool's progress bar (clockbench run)
   python3-jinja2 python3-scipy python3-pip               # the HTML report: templates; allantools' needs; pip for it
