@@ -185,14 +185,17 @@ def near(value: float, target: float, tolerance: float) -> bool:
     return abs(value - target) <= tolerance * target
 
 
-def assert_located(d: dict, b, inj: qemu.Injection):
+def located(d: dict, b, inj: qemu.Injection) -> bool:
     """In the window, and when the fault was, give or take a second: the window
     began about when its phase record reached the host (the fault's trigger),
     and the TSC ran through the fault, so the event spans from stop_sent_s to
     stop_sent_s + stopped_s of window time; at_s may name either end."""
     window = window_start(b)["window_ms"] / 1000
-    assert 0 < d["at_s"] < window, (d, window)
-    assert inj.stop_sent_s - 1.0 < d["at_s"] < inj.stop_sent_s + inj.stopped_s + 1.0, (d, inj.describe())
+    return 0 < d["at_s"] < window and inj.stop_sent_s - 1.0 < d["at_s"] < inj.stop_sent_s + inj.stopped_s + 1.0
+
+
+def assert_located(d: dict, b, inj: qemu.Injection):
+    assert located(d, b, inj), (d, window_start(b)["window_ms"], inj.describe())
 
 
 # a. undisturbed baselines
@@ -270,11 +273,13 @@ def test_sigstop_is_reported_as_a_gap(run):
     # the host's sleep overshoots most, relatively, in the shortest stall
     tolerance = 0.5 if case.stall_s < 1 else 0.2
     found = discontinuities(b)
-    stall = [d for d in found if near(d["tsc_ns"] / 1e9, inj.stopped_s, tolerance)]
-    assert stall, (f"no discontinuity with tsc_ns within {tolerance:.0%} of the {inj.stopped_s:.3f} s stall",
+    # a busy host takes the CPU from QEMU now and then, for 10-100 ms: gaps of
+    # their own anywhere in the window, one as long as a short stall at times.
+    # The stall's events are those of its length when it was.
+    stall = [d for d in found if near(d["tsc_ns"] / 1e9, inj.stopped_s, tolerance) and located(d, b, inj)]
+    assert stall, (f"no discontinuity with tsc_ns within {tolerance:.0%} of the {inj.stopped_s:.3f} s stall, when it was",
                    found, inj.describe())
     for d in stall:
-        assert_located(d, b, inj)
         # the whole machine stopped and every clock ran on: nothing stood still or jumped
         assert d["kind"] in EVERY_CLOCK_RAN, d
     # the 64-bit HPET can always tell how far it ran, and it ran as far as the TSC
