@@ -367,8 +367,28 @@ run-direct: deps $(KERNEL) $(HOST_TOOL)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
+# The suite runs in two phases (tests/conftest.py): first the tests marked
+# `timed` (they time something, or stop QEMU from outside), one at a time, so
+# that no other QEMU of ours shares the CPU with them; then the rest, on
+# TEST_JOBS cores (pytest-xdist). Each QEMU configuration boots once for
+# both phases (BOOT_CACHE): a run the timed phase made alone is read again
+# by the other tests that ask for it. Each phase lists its 15 slowest tests.
+TEST_JOBS ?= 2
+BOOT_CACHE := $(BUILD)/test-boots
+PYTEST := CLOCKBENCH_BOOT_CACHE=$(BOOT_CACHE) CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q --durations=15
+# $(1): the folders to test. Status 5 (nothing collected in a phase) is no failure.
+define test_phases
+	@rm -rf $(BOOT_CACHE)
+	@status=0; \
+	echo "== timed tests, one at a time"; \
+	$(PYTEST) -p no:xdist -m timed $(1) || [ $$? -eq 5 ] || status=1; \
+	echo "== the other tests, on $(TEST_JOBS) cores"; \
+	$(PYTEST) -n $(TEST_JOBS) -m "not timed" $(1) || [ $$? -eq 5 ] || status=1; \
+	rm -rf $(BOOT_CACHE); exit $$status
+endef
+
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
-	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests
+	$(call test_phases,tests)
 
 netboot: $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot
@@ -381,10 +401,10 @@ test-matrix: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO)
 	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
 
 test-host: $(HOST_LIB)
-	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/host
+	$(call test_phases,tests/host)
 
 test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
-	CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot
+	$(call test_phases,tests/boot)
 
 clean:
 	rm -rf $(BUILD)

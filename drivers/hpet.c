@@ -113,13 +113,24 @@ void hpet_test_comparator(const struct hpet *h, uint64_t ahead, struct hpet_comp
     if (!h->t0_periodic_capable || !r->matched)
         return;
     /* Periodic: VAL_SET lets the comparator write set the period
-       accumulator (HPET 1.0a, 2.3.9.2.2). */
+       accumulator (HPET 1.0a, 2.3.9.2.2), the second write the period.
+       QEMU's model (hw/timer/hpet.c) takes the first value as the period
+       too until the second write comes: a match in between, when the CPU
+       is taken away for longer than `ahead` (a loaded host), moves the
+       comparator on by that value, seconds away, and no period comes. A
+       comparator more than two periods ahead is set again (3 tries), the
+       status of that early match cleared. */
     r->periodic_tested = true;
     r->period_asked_ticks = ahead;
-    uint64_t start = (hpet_counter(h) + ahead) & mask;
-    hpet_write64(h, HPET_TIMER_CONF(0), conf | HPET_TN_TYPE_PERIODIC | HPET_TN_VAL_SET);
-    hpet_write64(h, HPET_TIMER_COMPARATOR(0), start);
-    hpet_write64(h, HPET_TIMER_COMPARATOR(0), ahead);
+    for (int try = 0; try < 3; try++) {
+        uint64_t start = (hpet_counter(h) + ahead) & mask;
+        hpet_write64(h, HPET_TIMER_CONF(0), conf | HPET_TN_TYPE_PERIODIC | HPET_TN_VAL_SET);
+        hpet_write64(h, HPET_TIMER_COMPARATOR(0), start);
+        hpet_write64(h, HPET_TIMER_COMPARATOR(0), ahead);
+        if (((hpet_read64(h, HPET_TIMER_COMPARATOR(0)) - hpet_counter(h)) & mask) <= 2 * ahead)
+            break;
+        hpet_write64(h, HPET_GINTR_STA, 1);
+    }
     uint64_t first = 0, last = 0;
     const uint32_t want = 5;
     while (r->periods_seen <= want) {

@@ -51,7 +51,8 @@ static void discontinuity_records(const struct series *s)
         emit(&r);
     }
     if (s->t.event_count > DRIFT_EVENTS_KEPT)
-        kprintf("    and %u more, not listed (the first %d are)\n", s->t.event_count - DRIFT_EVENTS_KEPT, DRIFT_EVENTS_KEPT);
+        kprintf("    and %u more, not listed: those that cut the fit come first, then\n"
+                "    the longest gaps\n", s->t.event_count - DRIFT_EVENTS_KEPT);
 }
 
 static void frequency_record(const char *counter, const char *reference, struct xf hz, bool has_nominal, struct xf ppm,

@@ -28,12 +28,27 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
     t->seg = 0;
 }
 
+/* On a loaded host the loop is away for 10 ms or more many times a second:
+   the first such gaps must not crowd out a later stall, the finding the
+   window is there to report. */
 void drift_track_event(struct drift_track *t, enum drift_event_kind k, uint64_t at, uint64_t tsc_ticks, bool known,
                        int64_t counter_ticks)
 {
-    if (t->event_count < DRIFT_EVENTS_KEPT)
-        t->events[t->event_count] = (struct drift_event){k, at, tsc_ticks, known, counter_ticks};
+    uint32_t n = t->event_count < DRIFT_EVENTS_KEPT ? t->event_count : DRIFT_EVENTS_KEPT;
     t->event_count++;
+    if (n == DRIFT_EVENTS_KEPT) {
+        uint32_t shortest = DRIFT_EVENTS_KEPT; /* the shortest gap kept: the first to give way */
+        for (uint32_t i = 0; i < n; i++)
+            if (t->events[i].kind == EV_GAP &&
+                (shortest == DRIFT_EVENTS_KEPT || t->events[i].tsc_ticks < t->events[shortest].tsc_ticks))
+                shortest = i;
+        if (shortest == DRIFT_EVENTS_KEPT || (k == EV_GAP && tsc_ticks <= t->events[shortest].tsc_ticks))
+            return;
+        for (uint32_t i = shortest; i + 1 < n; i++)
+            t->events[i] = t->events[i + 1];
+        n--;
+    }
+    t->events[n] = (struct drift_event){k, at, tsc_ticks, known, counter_ticks};
 }
 
 void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b, uint64_t start, uint64_t gap_tsc,

@@ -46,7 +46,7 @@ struct drift_track {
 
     uint64_t reads, wraps, stalls, longest_stall_tsc, backward, largest_backward, gaps, tsc_back;
     uint64_t away_tsc;       /* time the loop was away (gaps) */
-    uint32_t event_count;    /* may exceed DRIFT_EVENTS_KEPT: only the first are kept */
+    uint32_t event_count;    /* may exceed DRIFT_EVENTS_KEPT: drift_track_event says which are kept */
     struct drift_event events[DRIFT_EVENTS_KEPT];
 };
 
@@ -72,7 +72,10 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
 void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b, uint64_t start, uint64_t gap_tsc,
                       uint64_t stall_tsc);
 
-/* Keeps an event (the first DRIFT_EVENTS_KEPT), counts every one. */
+/* Counts every event and keeps DRIFT_EVENTS_KEPT, in time order: every one
+   that cuts the fit (only kept events cut) before any gap, then the longest
+   gaps; a full list gives up its shortest gap for a longer one or for an
+   event of another kind. */
 void drift_track_event(struct drift_track *t, enum drift_event_kind k, uint64_t at, uint64_t tsc_ticks, bool known,
                        int64_t counter_ticks);
 

@@ -29,6 +29,7 @@ run_packages=(
 )
 test_packages=(
   python3-pytest python3-hypothesis                      # the tests
+  python3-pytest-xdist                                   # the tests on every core (make test)
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)

@@ -1,8 +1,25 @@
-"""Shared fixtures: where the build products are, and one way to boot them."""
+"""Shared fixtures: where the build products are, and one way to boot them.
+
+Boots are shared. The `boot` fixture runs each QEMU configuration once and
+hands the same run to every test that asks for it again: in this process,
+and, when CLOCKBENCH_BOOT_CACHE names a folder (`make test` sets it), in
+every other pytest process of the same `make test` too (the xdist workers,
+and the two phases below), one boot per QEMU command line.
+
+`make test` runs the suite in two phases (README, "How `make test` runs"):
+- the tests marked `timed`, one at a time: they time something, or stop
+  QEMU from outside, and must not share the CPU with another QEMU;
+- then everything else on every core (pytest-xdist), reading the timed
+  phase's boots where they ask for the same configuration.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -16,6 +33,14 @@ from clockbench import qemu, records  # noqa: E402
 
 KERNEL = BUILD / "clockbench.elf"
 TEST_ISO = BUILD / "test" / "clockbench.iso"  # menu timeout 0
+BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
+
+TIMED = ("timed: times something or stops QEMU from outside, so it must not share the CPU with another QEMU: "
+         "`make test` runs these one at a time, before the rest")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", TIMED)
 
 
 class Boot:
@@ -39,12 +64,67 @@ class Boot:
         return f"{' '.join(self.result.command)}\n{self.result.describe()}\n--- serial ---\n{self.output[-6000:]}\n--- stderr ---\n{self.result.stderr[-2000:]}"
 
 
+def boot_key(cfg: qemu.QemuConfig) -> str:
+    """What makes two boots the same run: the QEMU command line, the faults
+    applied to it, and the files it boots as they are now."""
+    accel, _ = qemu.resolve_accel(cfg.accel)
+    files = {"direct": [cfg.kernel], "iso": [cfg.iso], "disk": [cfg.disk]}.get(cfg.boot, [])
+    stamps = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            stamps.append([str(f), st.st_size, st.st_mtime_ns])
+        except OSError:
+            stamps.append([str(f), None, None])
+    what = {"command": qemu.build_command(cfg, accel), "faults": [repr(f) for f in cfg.faults], "files": stamps}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class BootCache:
+    """Runs each configuration once. A run is handed again to a caller whose
+    time bound it would have met the same way: one that ended within the
+    bound, or one cut short by the same bound; otherwise it runs again."""
+
+    def __init__(self, folder: str | None):
+        self.folder = Path(folder) if folder else None
+        self.runs: dict[str, qemu.RunResult] = {}
+        if self.folder:
+            self.folder.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def usable(r: qemu.RunResult | None, timeout: float, cfg: qemu.QemuConfig) -> bool:
+        bound = timeout + sum(f.duration_s for f in cfg.faults)
+        return r is not None and (r.timeout_s == bound if r.timed_out else r.seconds <= bound)
+
+    def run(self, cfg: qemu.QemuConfig, timeout: float) -> qemu.RunResult:
+        key = boot_key(cfg)
+        if self.usable(self.runs.get(key), timeout, cfg):
+            return self.runs[key]
+        if not self.folder:
+            self.runs[key] = qemu.run(cfg, timeout=timeout)
+            return self.runs[key]
+        # one process boots it; any other that wants it meanwhile waits for it
+        with open(self.folder / f"{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            path = self.folder / f"{key}.pickle"
+            r = pickle.loads(path.read_bytes()) if path.exists() else None
+            if not self.usable(r, timeout, cfg):
+                r = qemu.run(cfg, timeout=timeout)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(pickle.dumps(r))
+                tmp.replace(path)
+        self.runs[key] = r
+        return r
+
+
 @pytest.fixture(scope="session")
 def boot():
+    cache = BootCache(BOOT_CACHE)
+
     def _boot(timeout: float = 120, **kw) -> Boot:
         kw.setdefault("kernel", KERNEL)
         kw.setdefault("iso", TEST_ISO)
-        return Boot(qemu.run(qemu.QemuConfig(**kw), timeout=timeout))
+        return Boot(cache.run(qemu.QemuConfig(**kw), timeout))
 
     return _boot
 
@@ -56,7 +136,3 @@ def kvm():
         pytest.skip(f"KVM unusable: {why}")
     return True
 
-
-def pytest_configure(config):
-    # timing-sensitive boots (many CPUs on a small host): run them one at a time
-    config.addinivalue_line("markers", "serial: a timing-sensitive boot test; run it alone, not beside other boots")

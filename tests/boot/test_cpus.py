@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+import boots
 from clockbench import records
 
 ONLY = "only=cpus"
@@ -61,7 +62,10 @@ def test_one_cpu_skips_the_comparison(boot):
     assert ";smp=1,1,-,-,-;" in records.one(b.records, "qr")["payload"]
 
 
-@pytest.mark.parametrize("n", [2, 4, 8])
+# Eight virtual CPUs need both of our machines' cores and all of the
+# experiment's 3 s budget (3.2 s seen alone): beside another QEMU the budget
+# runs out before every CPU's warp test.
+@pytest.mark.parametrize("n", [2, 4, pytest.param(8, marks=pytest.mark.timed)])
 def test_every_cpu_starts_and_the_tsc_agrees(boot, n):
     b = cpu_run(boot, n)
     cpus, _ = assert_all_started_and_in_sync(b, n)
@@ -132,7 +136,8 @@ def test_kvm_two_cpus(boot, kvm):
 
 
 def test_kvm_x2apic_mode(boot, kvm):
-    b = cpu_run(boot, 2, accel="kvm", firmware="qboot", append=f"{ONLY} x2apic=on", timeout=240)
+    # with the timers too (only=timers,cpus): tests/boot/test_timers.py and test_pvclock.py read the same run
+    b = boot(**boots.KVM_X2APIC)
     cpus, _ = assert_all_started_and_in_sync(b, 2)
     assert all(c["x2apic"] for c in cpus), cpus
     assert "x2APIC mode (switched by x2apic=on)" in b.output

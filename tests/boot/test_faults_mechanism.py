@@ -22,6 +22,8 @@ import pytest
 
 from clockbench import qemu
 
+pytestmark = pytest.mark.timed  # QEMU stopped from outside, the stops timed by the host
+
 # The line that starts the drift window: the record of the rewritten engine,
 # or the report line of the engine before it.
 DRIFT_START = r'"type":"phase".*"experiment":"drift".*"event":"start"|frequency and drift: '

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import boots
 from clockbench import records
 
 PASSED, FAILED, NOTHING_RAN, CRASHED = 0, 1, 2, 3
@@ -56,7 +57,7 @@ def test_direct_boot_reads_cpuid_of_the_named_model(boot):
 
 
 def test_direct_boot_under_kvm_sees_the_host_cpu(boot, kvm):
-    b = boot(boot="direct", accel="kvm", firmware="qboot", timeout=120)
+    b = boot(**boots.KVM_Q35)
     assert_complete_run(b)
     m = records.one(b.records, "machine")
     assert m["hypervisor"] == "KVMKVMKVM"

@@ -34,6 +34,7 @@ def assert_references_agree(b, a, c):
     assert abs(diff_ppm) <= 3 * math.hypot(ua, uc) + 0.001, (a, ha, ua, c, hc, uc)
 
 
+@pytest.mark.timed
 def test_hpet_halt_is_a_discontinuity_and_bends_nothing(boot):
     b = boot(boot="direct", accel="tcg", append="duration=3 only=drift inject=hpet_halt:300@1", timeout=120)
     assert b.status == 0 and not fails(b), b.explain()
@@ -52,6 +53,7 @@ def test_hpet_halt_is_a_discontinuity_and_bends_nothing(boot):
     assert not mono["stuck"] and mono["backward"] == 0, mono
 
 
+@pytest.mark.timed
 def test_tsc_jump_is_seen_by_every_reference(boot, kvm):
     b = boot(boot="direct", accel="kvm", firmware="qboot", append="duration=3 only=drift inject=tsc_jump:500@1", timeout=300)
     assert b.status == 0 and not fails(b), b.explain()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+import boots
 from clockbench import records
 
 QEMU_HPET_BASE = "0xfed00000"
@@ -30,7 +31,8 @@ def checks(b, result):
     [("q35", "bios", "direct"), ("pc", "bios", "direct"), ("q35", "uefi", "iso"), ("pc", "uefi", "iso")],
 )
 def test_inventory_matches_acpi_and_qemu(boot, machine, firmware, boot_path):
-    b = boot(boot=boot_path, firmware=firmware, machine=machine, accel="tcg", timeout=180)
+    # q35 by SeaBIOS and direct boot is boots.TCG_Q35, which other modules read too
+    b = boot(boot=boot_path, firmware=firmware, machine=machine, accel="tcg", timeout=300)
     assert b.status == 0, b.explain()
     acpi = records.one(b.records, "acpi")
     assert acpi["rsdp_found"] and acpi["tables"] >= 4
@@ -105,7 +107,7 @@ def test_safe_mode_leaves_hpet_and_pit_alone(boot):
 
 
 def test_kvm_reports_hypervisor_and_its_tsc_claim(boot, kvm):
-    b = boot(boot="direct", accel="kvm", firmware="qboot", append="skip=timers,cpus,stolen", timeout=120)
+    b = boot(**boots.KVM_Q35)
     assert b.status == 0, b.explain()
     m = records.one(b.records, "machine")
     assert m["hypervisor"] == "KVMKVMKVM"

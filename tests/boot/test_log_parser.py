@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import boots
 from clockbench import records
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -18,7 +19,7 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 @pytest.fixture(scope="module")
 def real_log(boot):
-    b = boot(boot="direct", accel="tcg", timeout=120)
+    b = boot(**boots.TCG_Q35)
     assert b.status == 0, b.explain()
     return b.result.output
 

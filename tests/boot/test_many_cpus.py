@@ -5,7 +5,7 @@ report summarises and lists only what stands out, full detail staying in the
 records (experiments/exp_cpus*.c, kernel/smp.c, lib/cpus_analysis.c).
 
 Boots use only=cpus. These are timing-sensitive (the host's two cores are
-shared with the vCPUs and with whatever else runs): marked serial.
+shared with the vCPUs and with whatever else runs): marked timed (`make test` runs those one at a time).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def widths(syncs):
     return [s["offset_hi_ticks"] - s["offset_lo_ticks"] for s in syncs]
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.parametrize("n", [16, 32, 64, 128])
 def test_every_ap_is_measured_inside_the_budget(boot, n):
     b = cpu_run(boot, n)
@@ -75,7 +75,7 @@ def test_every_ap_is_measured_inside_the_budget(boot, n):
     assert len(table_rows) <= 16, table_rows  # only the CPUs that stand out, not a table of n rows
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 def test_topology_groups_by_package(boot):
     b = cpu_run(boot, "16,sockets=2,cores=4,threads=2")
     assert_every_ap_measured(b, 16)
@@ -85,7 +85,7 @@ def test_topology_groups_by_package(boot):
     assert len(b.lines("    package ")) == 2
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 def test_32_cpus_are_about_as_sure_as_4(boot):
     # The waiting CPUs sleep, so only the two CPUs compared take the host's
     # cores: the median interval at -smp 32 is within WIDTH_GOAL of -smp 4's.
@@ -116,7 +116,7 @@ def test_a_cpu_that_never_wakes_is_reported_not_waited_for(boot):
     assert phase["ms"] <= phase["budget_ms"], phase
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 def test_kvm_x2apic_id_above_255(boot, kvm):
     # QEMU gives IDs above 255 only with KVM's in-kernel APIC and an IOMMU
     # doing interrupt remapping (under TCG QEMU 7.2 refuses: "current -smp

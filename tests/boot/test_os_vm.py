@@ -15,6 +15,8 @@ import pytest
 
 from clockbench import qemu, records
 
+pytestmark = pytest.mark.timed  # Linux's clocks measured, rates against known answers
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
 PROGRAM = BUILD / "os" / "clockbench-os"

@@ -1,14 +1,16 @@
 """Paravirtual clocks: kvmclock under KVM (on and off), Hyper-V's reference
 counter and TSC page (QEMU's hv-time under KVM), absent under TCG; and the
-clocksource Linux would pick from what was found."""
+clocksource Linux would pick from what was found. kvmclock's figures are
+read from the shared KVM runs of tests/boot/boots.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+import boots
+from clockbench import qemu, records
 
-KVM_CPU = "host,migratable=no,+invtsc,-arch-capabilities"
+KVM_CPU = qemu.KVM_CPU
 
 
 def counter(b, name):
@@ -22,7 +24,7 @@ def freq(b, name):
 @pytest.fixture(scope="module")
 def kvm_run(boot, kvm):
     # what kvmclock's figures need: read cost, sequential reads, the drift window
-    b = boot(boot="direct", accel="kvm", cpu=KVM_CPU, append="skip=cpu_speed,hpet_comparator,timers,cpus,rtc,stolen", timeout=400)
+    b = boot(**boots.KVM_Q35)
     assert b.status == 0, b.explain()
     return b
 
@@ -41,6 +43,7 @@ def test_kvmclock_is_found_and_measured_like_every_counter(kvm_run):
     assert mono["backward"] == 0, mono
 
 
+@pytest.mark.timed
 def test_kvmclock_runs_at_1ghz_against_the_hpet(kvm_run):
     # kvmclock is the host's TSC scaled to ns; the HPET is QEMU's host clock:
     # they agree to the host's own TSC calibration, a few ppm
@@ -56,22 +59,23 @@ def test_with_an_invariant_tsc_linux_would_use_the_tsc(kvm_run):
 
 
 def test_without_an_invariant_tsc_linux_would_use_kvm_clock(boot, kvm):
-    b = boot(boot="direct", accel="kvm", cpu="host,migratable=no,-invtsc,-arch-capabilities", append="only=cpu_speed",
-             timeout=400)
+    b = boot(boot="direct", accel="kvm", firmware="qboot", cpu="host,migratable=no,-invtsc,-arch-capabilities",
+             append="only=cpu_speed", timeout=400)
     assert b.status == 0, b.explain()
     c = records.one(b.records, "os_choice")
     assert c["clocksource"] == "kvm-clock" and c["rating"] == 400, c
 
 
 def test_kvmclock_off(boot, kvm):
-    b = boot(boot="direct", accel="kvm", cpu=KVM_CPU + ",-kvmclock", append="only=cpu_speed", timeout=400)
+    b = boot(boot="direct", accel="kvm", firmware="qboot", cpu=KVM_CPU + ",-kvmclock", append="only=cpu_speed", timeout=400)
     assert b.status == 0, b.explain()
     c = counter(b, "kvmclock")
     assert not c["present"] and "does not offer kvmclock" in c["reason"], c
 
 
 def test_hyperv_reference_counter_and_page(boot, kvm):
-    b = boot(boot="direct", accel="kvm", cpu=KVM_CPU + ",hv-time,hv-frequencies", append="only=read_cost", timeout=400)
+    b = boot(boot="direct", accel="kvm", firmware="qboot", cpu=KVM_CPU + ",hv-time,hv-frequencies", append="only=read_cost",
+             timeout=400)
     if b.status is None and "kvm_buf_set_msrs" in b.result.stderr:
         # QEMU asserts when the host's KVM refuses the Hyper-V MSRs it sets up
         # (seen under the PVM KVM of our CI): no Hyper-V guest can run here
@@ -90,7 +94,7 @@ def test_hyperv_reference_counter_and_page(boot, kvm):
 
 
 def test_tcg_has_no_paravirtual_clock(boot):
-    b = boot(boot="direct", accel="tcg", append="only=cpu_speed", timeout=300)
+    b = boot(**boots.TCG_Q35)
     assert b.status == 0, b.explain()
     for name in ("kvmclock", "hv_ref_counter", "hv_ref_page"):
         c = counter(b, name)
@@ -99,8 +103,8 @@ def test_tcg_has_no_paravirtual_clock(boot):
 
 def test_kvmclock_across_cpus(boot, kvm):
     # kvm-unit-tests' kvmclock test: every CPU reads its own page; no reading
-    # may go back across CPUs
-    b = boot(boot="direct", accel="kvm", cpu=KVM_CPU, smp=2, append="only=cpus", timeout=400)
+    # may go back across CPUs (the two CPUs are in x2APIC mode: no matter here)
+    b = boot(**boots.KVM_X2APIC)
     assert b.status == 0, b.explain()
     [sync] = records.of_type(b.records, "tsc_sync")
     assert sync["kvmclock_warps"] == 0, sync

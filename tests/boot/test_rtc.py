@@ -18,6 +18,8 @@ import pytest
 
 from clockbench import records
 
+pytestmark = pytest.mark.timed  # the RTC's seconds timed by the TSC, known answers
+
 
 def rtc(b):
     return records.one(b.records, "rtc")

@@ -6,8 +6,10 @@ frequency it states still agrees with an undisturbed run's within the
 uncertainty it states itself. The faults (qemu.Fault) and what each does to
 the guest's clocks (PLATFORM.md):
 
-- SIGSTOP of QEMU, under TCG or KVM: QEMU stops, the host's clocks run on, so
-  every guest clock has moved ahead alike on resumption: a "gap".
+- SIGSTOP of QEMU: QEMU stops, the host's clocks run on, so every guest clock
+  has moved ahead alike on resumption: a "gap". It does the same under KVM
+  (the guest's TSC is the host's, QEMU's HPET and PM timer follow the host's
+  clock), so it runs under TCG only.
 - a monitor pause under KVM: the guest's TSC runs on while QEMU's HPET and
   PM timer stand still: "reference stood still".
 - a monitor pause under TCG: every guest clock stops with the VM, but not to
@@ -26,7 +28,10 @@ The records they rely on (docs/output.md):
   check, summary
 
 Every run is a direct boot; the undisturbed baselines and each disturbed run
-are booted once per module and shared by the tests that read them.
+are booted once and shared by the tests that read them. The KVM runs are
+the shared KVM runs of tests/boot/boots.py: KVM_Q35 (every experiment, a 4 s
+window) undisturbed, and KVM_PAUSED, paused once while the timers are
+measured and once in the drift window, the one these tests read.
 """
 
 from __future__ import annotations
@@ -37,9 +42,12 @@ from fractions import Fraction
 
 import pytest
 
+import boots
 from clockbench import qemu, records
 
-PHASE_START = r'"type":"phase".*"experiment":"drift".*"event":"start"'
+pytestmark = pytest.mark.timed  # each run is a measurement, stopped from outside
+
+PHASE_START = boots.PHASE_START
 WINDOW_S = 4  # drift window of the baselines and of runs whose stall leaves time enough after it
 DELAY_S = 1.0  # from the phase record to the fault: about a second into the window
 AFTER_S = 2  # a SIGSTOP's stall counts in the window's time: this much window is left after it
@@ -79,19 +87,19 @@ class Case:
         return f"{self.accel}-{self.kind}-{self.stall_s:g}s" if self.kind else f"{self.accel}-undisturbed"
 
     def boot_args(self) -> dict:
-        # the timers are not what these runs test, and under this KVM they cost ~20 s a boot
-        kw = {"boot": "direct", "accel": self.accel, "append": f"duration={self.window_s} skip=timers"}
         if self.accel == "kvm":
-            kw.update(firmware="qboot", timeout=300)
-        else:
-            kw.update(timeout=60 + 2 * self.window_s)
+            assert self.kind in (None, "pause") and self.window_s == WINDOW_S, self
+            return dict(boots.KVM_PAUSED if self.kind else boots.KVM_Q35)
+        # the timers are not what these runs test
+        kw = {"boot": "direct", "accel": self.accel, "append": f"duration={self.window_s} skip=timers",
+              "timeout": 60 + 2 * self.window_s}
         if self.kind:
             kw["faults"] = [qemu.Fault(self.kind, PHASE_START, delay_s=DELAY_S, duration_s=self.stall_s)]
         return kw
 
 
 BASELINES = [Case("tcg"), Case("kvm")]
-SIGSTOPS = [Case(accel, "sigstop", s) for accel in ("tcg", "kvm") for s in (0.1, 1.0, 5.0)]
+SIGSTOPS = [Case("tcg", "sigstop", s) for s in (0.1, 1.0, 5.0)]
 PAUSES = [Case("tcg", "pause", 1.0), Case("kvm", "pause", 1.0)]
 
 
@@ -101,15 +109,8 @@ def ids(cases):
 
 @pytest.fixture(scope="module")
 def booted(boot):
-    """Boots each case once, however many tests read it."""
-    done = {}
-
-    def get(case: Case):
-        if case not in done:
-            done[case] = boot(**case.boot_args())
-        return done[case]
-
-    return get
+    """Each case's run, booted once however many tests read it (the boot fixture shares it)."""
+    return lambda case: boot(**case.boot_args())
 
 
 @pytest.fixture
@@ -137,8 +138,8 @@ def window_start(b) -> dict:
 
 
 def injection(case: Case, b) -> qemu.Injection:
-    """The run's one fault, which must have gone as asked."""
-    [inj] = b.result.injections
+    """The run's fault in the drift window, which must have gone as asked."""
+    inj = boots.injection(b, PHASE_START)
     assert inj.trigger_s is not None, f"no drift phase record (/{PHASE_START}/), so nothing was injected\n{b.explain()}"
     assert inj.injected and inj.error is None and inj.cut_short is None, f"{inj.describe()}\n{b.explain()}"
     assert abs(inj.stopped_s - case.stall_s) < 0.1 + 0.1 * case.stall_s, inj.describe()
@@ -184,14 +185,17 @@ def near(value: float, target: float, tolerance: float) -> bool:
     return abs(value - target) <= tolerance * target
 
 
-def assert_located(d: dict, b, inj: qemu.Injection):
+def located(d: dict, b, inj: qemu.Injection) -> bool:
     """In the window, and when the fault was, give or take a second: the window
     began about when its phase record reached the host (the fault's trigger),
     and the TSC ran through the fault, so the event spans from stop_sent_s to
     stop_sent_s + stopped_s of window time; at_s may name either end."""
     window = window_start(b)["window_ms"] / 1000
-    assert 0 < d["at_s"] < window, (d, window)
-    assert inj.stop_sent_s - 1.0 < d["at_s"] < inj.stop_sent_s + inj.stopped_s + 1.0, (d, inj.describe())
+    return 0 < d["at_s"] < window and inj.stop_sent_s - 1.0 < d["at_s"] < inj.stop_sent_s + inj.stopped_s + 1.0
+
+
+def assert_located(d: dict, b, inj: qemu.Injection):
+    assert located(d, b, inj), (d, window_start(b)["window_ms"], inj.describe())
 
 
 # a. undisturbed baselines
@@ -269,11 +273,13 @@ def test_sigstop_is_reported_as_a_gap(run):
     # the host's sleep overshoots most, relatively, in the shortest stall
     tolerance = 0.5 if case.stall_s < 1 else 0.2
     found = discontinuities(b)
-    stall = [d for d in found if near(d["tsc_ns"] / 1e9, inj.stopped_s, tolerance)]
-    assert stall, (f"no discontinuity with tsc_ns within {tolerance:.0%} of the {inj.stopped_s:.3f} s stall",
+    # a busy host takes the CPU from QEMU now and then, for 10-100 ms: gaps of
+    # their own anywhere in the window, one as long as a short stall at times.
+    # The stall's events are those of its length when it was.
+    stall = [d for d in found if near(d["tsc_ns"] / 1e9, inj.stopped_s, tolerance) and located(d, b, inj)]
+    assert stall, (f"no discontinuity with tsc_ns within {tolerance:.0%} of the {inj.stopped_s:.3f} s stall, when it was",
                    found, inj.describe())
     for d in stall:
-        assert_located(d, b, inj)
         # the whole machine stopped and every clock ran on: nothing stood still or jumped
         assert d["kind"] in EVERY_CLOCK_RAN, d
     # the 64-bit HPET can always tell how far it ran, and it ran as far as the TSC

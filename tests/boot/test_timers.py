@@ -8,13 +8,20 @@ APIC (arch/x86/kvm/lapic.h, APIC_BUS_CYCLE_NS = 1) counts one tick per
 nanosecond: 1 GHz at divide by 1 on both. Both run from the same host clock
 as QEMU's HPET, so against the HPET the ratio is exact and only our
 measurement's own uncertainty separates it from 1 GHz.
+
+KVM shows what TCG cannot: the TSC-deadline timer, x2APIC mode, a pause
+while the TSC runs on, KVM's in-kernel PIT; those checks read the shared KVM
+runs of tests/boot/boots.py. Every test here times interrupts.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+import boots
+from clockbench import qemu, records
+
+pytestmark = pytest.mark.timed
 
 APIC_HZ = 1_000_000_000
 DELAYS = {1000, 10000, 100000, 1000000}
@@ -150,7 +157,7 @@ def test_safe_mode_leaves_hpet_and_pit_alone(boot):
 
 @pytest.fixture(scope="module")
 def kvm_q35(boot, kvm):
-    b = boot(boot="direct", accel="kvm", append="only=timers", timeout=400)
+    b = boot(**boots.KVM_Q35)
     assert b.status == 0, b.explain()
     return b
 
@@ -167,12 +174,12 @@ def test_kvm_apic_timer_runs_at_1ghz(kvm_q35):
 
 # Pauses from outside while the timers are measured: a late interrupt is
 # late, never early and never lost, and the run still passes.
-TIMERS_START = r'"type":"progress".*"phase":"timers"'
+TIMERS_START = boots.TIMERS_START
 
 
 def assert_pause_handled(b, stall_s):
     assert b.status == 0, b.explain()
-    [inj] = b.result.injections
+    inj = boots.injection(b, TIMERS_START)
     assert inj.trigger_s is not None and inj.stopped_s and inj.stopped_s > 0.5 * stall_s, inj.describe()
     for r in records.of_type(b.records, "timer_latency"):
         assert r["early"] == 0 and r["lost"] == 0, r
@@ -180,8 +187,6 @@ def assert_pause_handled(b, stall_s):
 
 
 def test_sigstop_during_the_timers(boot):
-    from clockbench import qemu
-
     stall_s = 1.5
     b = boot(boot="direct", accel="tcg", append="only=timers", timeout=300,
              faults=[qemu.Fault("sigstop", TIMERS_START, delay_s=0.3, duration_s=stall_s)])
@@ -189,12 +194,9 @@ def test_sigstop_during_the_timers(boot):
 
 
 def test_kvm_pause_during_the_timers(boot, kvm):
-    from clockbench import qemu
-
-    stall_s = 1.0
-    b = boot(boot="direct", accel="kvm", append="only=timers", timeout=400,
-             faults=[qemu.Fault("pause", TIMERS_START, delay_s=0.3, duration_s=stall_s)])
-    assert_pause_handled(b, stall_s)
+    # the run's second pause, in the drift window, is tests/boot/test_stalls.py's
+    b = boot(**boots.KVM_PAUSED)
+    assert_pause_handled(b, boots.injection(b, TIMERS_START).fault.duration_s)
 
 
 def test_every_cpu_measures_its_own_apic_timer(boot):
@@ -210,8 +212,8 @@ def test_every_cpu_measures_its_own_apic_timer(boot):
 
 
 def test_kvm_every_cpu_in_x2apic_mode(boot, kvm):
-    # one boot for two things: x2APIC mode (registers are MSRs) and the APs
-    b = boot(boot="direct", accel="kvm", smp=2, append="only=timers x2apic=on", timeout=400)
+    # x2APIC mode (registers are MSRs) and the APs, in the run tests/boot/test_cpus.py reads too
+    b = boot(**boots.KVM_X2APIC)
     assert b.status == 0, b.explain()
     assert "x2APIC MSR" in records.one(b.records, "counter", name="lapic")["access"]
     for name in ("lapic", "tsc_deadline"):
@@ -230,7 +232,7 @@ def test_pc_hpet_shares_the_pit_pin(boot, accel):
     # replacement for its own cells, the PIT has it back for its cells, and
     # neither is the other's watchdog
     if accel == "kvm":
-        ok, why = __import__("clockbench.qemu", fromlist=["kvm_usable"]).kvm_usable()
+        ok, why = qemu.kvm_usable()
         if not ok:
             pytest.skip(f"KVM unusable: {why}")
     b = boot(boot="direct", accel=accel, machine="pc", append="only=timers", timeout=400)

@@ -28,6 +28,8 @@ import pytest
 
 from clockbench import qemu, records
 
+pytestmark = pytest.mark.timed  # stopped from outside, and lateness measured
+
 TIMERS_START = r'"type":"progress".*"phase":"timers"'
 IDLE_START = r'"type":"progress".*"phase":"timers","percent":[1-9]'
 

@@ -302,3 +302,24 @@ def test_keep_narrow_limit_for_a_three_tick_bracket(da):
     # narrowest width 3: limit max(6, 3 + 4) = 7
     rec, x, _, _ = keep(da, [4, 8, 9])
     assert rec["min_width"] == 3 and x == [0, 10]
+
+
+def test_a_long_gap_after_many_short_ones_is_kept(da):
+    """The SIGSTOP flake: on a loaded host the loop is away 10 ms and more
+    many times a second; 40 such gaps came before the 5 s stop, and only the
+    first 32 events were kept, so the stop went unreported. Now a full list
+    gives up its shortest gap for a longer one."""
+    reads, t = [], 0
+    for i in range(40):  # 40 short gaps of 12-13 ms
+        reads += steady(t, 3)
+        t = reads[-1][1] + 12_000_000 + i * 10_000
+    reads += steady(t, 3)
+    t = reads[-1][1] + 5_000_000_000  # the 5 s stop, every clock running on
+    reads += steady(t, 3)
+    rec, _ = track(da, reads)
+    evs = events(rec, da)
+    assert rec["event_count"] == 41 and len(evs) == EVENTS_KEPT
+    assert max(e["tsc"] for e in evs) >= 5_000_000_000, "the long stop was crowded out"
+    assert [e["at"] for e in evs] == sorted(e["at"] for e in evs), "kept in time order"
+    shortest_kept = min(e["tsc"] for e in evs)
+    assert shortest_kept >= 12_000_000 + 8 * 10_000 - 3 * 1000, "the shortest gaps gave way first"

@@ -1,0 +1,46 @@
+"""QEMU configurations whose one run several test modules read.
+
+The `boot` fixture (tests/conftest.py) runs each configuration once per
+`make test` however many tests ask for it, so a check that can read one of
+these runs costs no boot of its own. KVM is dear on our machines (its
+/dev/kvm emulates every instruction: a quick run takes a minute or more,
+PLATFORM.md), so KVM boots only for what only KVM shows (kvmclock, a pause
+while the TSC runs on, TSC-deadline, x2APIC, the Hyper-V page, the host's
+own CPU and its TSC claim), and each KVM run serves every check that can
+read it; the rest runs under TCG.
+"""
+
+from __future__ import annotations
+
+from clockbench import qemu
+
+# the drift window opens; the timer interrupts begin
+PHASE_START = r'"type":"phase".*"experiment":"drift".*"event":"start"'
+TIMERS_START = r'"type":"progress".*"phase":"timers"'
+
+# Every experiment, under TCG: the known answers of the measurement engine,
+# the inventory of QEMU's q35, the log parser's real log.
+TCG_Q35 = dict(boot="direct", accel="tcg", timeout=300)
+
+# Every experiment under KVM, with the 4 s drift window of the stall tests'
+# baselines (tests/boot/test_stalls.py): the host's CPU and its TSC claim,
+# kvmclock, TSC-deadline and every other timer, the undisturbed KVM run.
+KVM_Q35 = dict(boot="direct", accel="kvm", firmware="qboot", append="duration=4", timeout=500)
+
+# The timers and the drift window of KVM_Q35, paused twice from QEMU's
+# monitor, 1 s each, the guest's TSC running on while QEMU's HPET and PM
+# timer stand still: once while the timers are measured, once in the window.
+KVM_PAUSED = dict(KVM_Q35, append="duration=4 only=timers,drift",
+                  faults=[qemu.Fault("pause", TIMERS_START, delay_s=0.3, duration_s=1.0),
+                          qemu.Fault("pause", PHASE_START, delay_s=1.0, duration_s=1.0)])
+
+# Two CPUs in x2APIC mode under KVM (QEMU's TCG has no x2APIC): both CPUs
+# started and their TSCs compared, kvmclock across them, each CPU's own
+# APIC and TSC-deadline timers through MSRs.
+KVM_X2APIC = dict(boot="direct", accel="kvm", firmware="qboot", smp=2, append="only=timers,cpus x2apic=on", timeout=400)
+
+
+def injection(b, trigger: str) -> qemu.Injection:
+    """The run's one fault started by `trigger`."""
+    [inj] = [i for i in b.result.injections if i.fault.trigger == trigger]
+    return inj
