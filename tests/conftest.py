@@ -25,14 +25,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
+from buildpaths import BUILD, KERNEL, ROOT, TEST_ISO  # noqa: E402,F401  (tests/ is on the path: this file's folder)
+
 sys.path.insert(0, str(ROOT / "tools"))
 
 from clockbench import qemu, records  # noqa: E402
 
-KERNEL = BUILD / "clockbench.elf"
-TEST_ISO = BUILD / "test" / "clockbench.iso"  # menu timeout 0
 BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
 
 TIMED = ("timed: times something or stops QEMU from outside, so it must not share the CPU with another QEMU: "

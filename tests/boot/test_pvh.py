@@ -7,15 +7,13 @@ are the ones it was given."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from clockbench import records
 
-PVH_KERNEL = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build")) / "clockbench-pvh.elf"
+from buildpaths import PVH_KERNEL
 ONLY = "only=read_cost marker=pvh-7"  # the banner, discovery and one experiment: enough to see what was handed over
 
 

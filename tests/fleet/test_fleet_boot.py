@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import KERNEL, ROOT
+from buildpaths import KERNEL, ROOT
 from clockbench import netboot, qemu, store
 from clockbench.fleet import BY_KEY
 from labsetup import Lab, free_port

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from conftest import KERNEL, ROOT
+from buildpaths import KERNEL, ROOT
 from clockbench import qemu, store
 from labsetup import Lab
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import KERNEL
+from buildpaths import KERNEL
 from clockbench import netboot, records
 
 MACHINES = """

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 
-from conftest import KERNEL, ROOT
+from buildpaths import KERNEL, ROOT
 from clockbench import store
 
 

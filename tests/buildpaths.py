@@ -1,0 +1,14 @@
+"""Where the build products are, for every test folder: one module with a
+name of its own, since each folder's conftest.py is imported as `conftest`
+and a test cannot tell which one it would get."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
+KERNEL = BUILD / "clockbench.elf"
+PVH_KERNEL = BUILD / "clockbench-pvh.elf"  # no Multiboot 1 header: QEMU's -kernel takes its PVH entry
+TEST_ISO = BUILD / "test" / "clockbench.iso"  # menu timeout 0
