@@ -167,7 +167,8 @@ def markdown(res: dict) -> str:
         for name, r in lat.items():
             r = r if isinstance(r, dict) else {}
             step = reso.get(name) if isinstance(reso.get(name), dict) else {}
-            out.append(f"| {_md(name)} | {_ns(r.get('p50_ns'))} | {_ns(r.get('p99_ns'))} | {_ns(step.get('min_step_ns'))} |")
+            p50 = "below the TSC's step" if r.get("below_step") else _ns(r.get("p50_ns"))
+            out.append(f"| {_md(name)} | {p50} | {_ns(r.get('p99_ns'))} | {_ns(step.get('min_step_ns'))} |")
         out.append("")
     if cs:
         out += [f"<details><summary>All {len(cs)} checks</summary>", "", "| result | check | detail |", "| --- | --- | --- |"]

@@ -44,9 +44,12 @@ def _dict(v) -> dict:
 
 
 def _p50(res: dict) -> dict[str, float]:
-    """Read target -> p50 ns: each target once (the TSC is its rdtsc read)."""
+    """Read target -> p50 ns: each target once (the TSC is its rdtsc read).
+    A p50 below the TSC's step is no figure (docs/output.md, below_step):
+    left out, so that no ratio is drawn from it."""
     lat = _dict(res.get("latency"))
-    return {name: r["p50_ns"] for name, r in lat.items() if isinstance(name, str) and _num(_dict(r).get("p50_ns"))}
+    return {name: r["p50_ns"] for name, r in lat.items()
+            if isinstance(name, str) and _num(_dict(r).get("p50_ns")) and not _dict(r).get("below_step")}
 
 
 def _hz(res: dict):

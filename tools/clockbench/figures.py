@@ -90,7 +90,7 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             f"the counter furthest from its nominal rate: {worst_crystal[2]}")
     for name, lat in sorted(_dict(res.get("latency")).items()):
         p50 = _num(_dict(lat).get("p50_ns"))
-        if p50 is not None:
+        if p50 is not None and not _dict(lat).get("below_step"):  # below the TSC's step: no figure to compare
             add(f"read_p50_ns:{name}", p50, None, "ns", "one read, p50")
     # the TSC across CPUs: the worst bound on any CPU's offset from the boot CPU's
     sync = records.of_type(raw, "tsc_sync")
