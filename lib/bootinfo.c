@@ -60,6 +60,18 @@ static void add_region(struct boot_info *bi, uint64_t base, uint64_t length, uin
     bi->mem_count++;
 }
 
+/* Direct RGB colour info, the same six bytes in both specifications:
+   red, green and blue field positions and sizes. */
+static void parse_fb_colours(struct framebuffer_info *fb, const uint8_t *c)
+{
+    fb->red_pos = c[0];
+    fb->red_size = c[1];
+    fb->green_pos = c[2];
+    fb->green_size = c[3];
+    fb->blue_pos = c[4];
+    fb->blue_size = c[5];
+}
+
 static void parse_fb_common(struct framebuffer_info *fb, const uint8_t *p)
 {
     /* addr u64, pitch, width, height u32, bpp u8, type u8, then colour info */
@@ -103,13 +115,7 @@ static bool parse_mb1(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
     }
     if (flags & MB1_INFO_FRAMEBUFFER) {
         parse_fb_common(&bi->fb, info + MB1_OFF_FB_ADDR);
-        const uint8_t *c = info + MB1_OFF_FB_ADDR + 22;
-        bi->fb.red_pos = c[0];
-        bi->fb.red_size = c[1];
-        bi->fb.green_pos = c[2];
-        bi->fb.green_size = c[3];
-        bi->fb.blue_pos = c[4];
-        bi->fb.blue_size = c[5];
+        parse_fb_colours(&bi->fb, info + MB1_OFF_FB_ADDR + 22);
     }
     return true;
 }
@@ -157,15 +163,8 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
         case MB2_TAG_FRAMEBUFFER:
             if (body_len >= 22) {
                 parse_fb_common(&bi->fb, body);
-                if (bi->fb.type == 1 && body_len >= 30) {
-                    const uint8_t *c = body + 24;
-                    bi->fb.red_pos = c[0];
-                    bi->fb.red_size = c[1];
-                    bi->fb.green_pos = c[2];
-                    bi->fb.green_size = c[3];
-                    bi->fb.blue_pos = c[4];
-                    bi->fb.blue_size = c[5];
-                }
+                if (bi->fb.type == 1 && body_len >= 30)
+                    parse_fb_colours(&bi->fb, body + 24);
             }
             break;
         case MB2_TAG_ACPI_OLD:
