@@ -21,13 +21,22 @@ static void discontinuity_records(const struct series *s)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     const char *name = counters[s->counter].name;
+    /* each reading is known only to lie within its bracket of two TSC reads;
+       the midpoint stands for it, so a read that moves within its bracket
+       (an emulator's lock taken before the clock is read rather than after)
+       shifts the residuals by up to half the bracket with no clock stepping */
+    struct xf half_ns = tsc_ticks_ns(s->min_width / 2);
     for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
         const struct drift_event *ev = &s->t.events[e];
         struct xf at_s = tsc_ticks_s(ev->at_tsc);
         struct xf tsc_ns = tsc_ticks_ns(ev->tsc_ticks);
         struct xf cnt_ns = counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks));
         struct xf tsc_us = xf_div(tsc_ns, xf_from_u64(1000)), cnt_us = xf_div(cnt_ns, xf_from_u64(1000));
-        if (ev->kind == EV_RESIDUAL_STEP)
+        if (ev->kind == EV_RESIDUAL_STEP && xf_cmp(xf_abs(cnt_ns), half_ns) <= 0)
+            kprintf("    at %s s: a step of %s us in %s's residuals, within its reads'\n"
+                    "      brackets (+-%s us): the reads' timing may have moved, not a clock\n",
+                    xs(a, at_s, 3), xs(b, cnt_us, 3), name, xs(c, xf_div(half_ns, xf_from_u64(1000)), 3));
+        else if (ev->kind == EV_RESIDUAL_STEP)
             kprintf("    at %s s: a step of %s us in %s's residuals\n", xs(a, at_s, 3), xs(b, cnt_us, 3), name);
         else if (ev->kind == EV_TSC_BACK)
             kprintf("    at %s s: the TSC went back %s us\n", xs(a, at_s, 3), xs(b, tsc_us, 1));
@@ -48,6 +57,7 @@ static void discontinuity_records(const struct series *s)
             record_xf_fixed(&r, "counter_ns", cnt_ns, 1);
         else
             record_null(&r, "counter_ns");
+        record_xf_fixed(&r, "bracket_half_ns", half_ns, 1);
         emit(&r);
     }
     if (s->t.event_count > DRIFT_EVENTS_KEPT)

@@ -54,7 +54,7 @@ AFTER_S = 2  # a SIGSTOP's stall counts in the window's time: this much window i
 
 FREQUENCY_KEYS = {"type", "counter", "reference", "hz", "ppm_vs_nominal", "stderr_ppm", "uncertainty_ppm",
                   "absolute_uncertainty_ppm", "window_s", "samples", "segments"}
-DISCONTINUITY_KEYS = {"type", "counter", "reference", "at_s", "tsc_ns", "counter_ns", "kind"}
+DISCONTINUITY_KEYS = {"type", "counter", "reference", "at_s", "tsc_ns", "counter_ns", "kind", "bracket_half_ns"}
 KINDS = {"gap", "reference stood still", "reference jumped", "reference went back", "tsc went back", "too long to unwrap",
          "residual step"}
 EVERY_CLOCK_RAN = {"gap", "too long to unwrap"}  # what a stall of the whole machine may be called
@@ -236,10 +236,18 @@ def test_baseline_known_answers_lie_within_the_stated_uncertainty(run):
 @pytest.mark.parametrize("run", BASELINES, ids=ids(BASELINES), indirect=True)
 def test_baseline_has_no_false_discontinuity(run):
     # an undisturbed run can still lose the CPU to the host for a moment, but
-    # every clock runs on meanwhile: nothing else may be reported
+    # every clock runs on meanwhile. The one other thing it may show is a
+    # residual step no larger than the reads' own timing can make, and then
+    # the record must say so: under TCG the HPET's reads take QEMU's lock
+    # before or after its clock is read, and the level of a 4 s fit moved by
+    # 30-40 ns (3-4 HPET ticks, in 270 ns brackets) in 1 of 8 runs here
     _, b, _ = run
-    wrong = [d for d in discontinuities(b) if d["kind"] not in EVERY_CLOCK_RAN]
+    wrong = [d for d in discontinuities(b) if d["kind"] not in EVERY_CLOCK_RAN
+             and not (d["kind"] == "residual step" and abs(d["counter_ns"]) <= d["bracket_half_ns"])]
     assert not wrong, wrong
+    for d in discontinuities(b):
+        if d["kind"] == "residual step":
+            assert "the reads' timing may have moved, not a clock" in b.output, d
 
 
 # b, c. stalls and pauses mid-window
