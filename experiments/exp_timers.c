@@ -314,6 +314,19 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         }
         away = was_away;
+        uint64_t bound_at = deadline + bound_after, ended = rdtsc();
+        if (!came && (int64_t)(ended - bound_at) > (int64_t)gap_ticks) {
+            /* the wait ended more than a gap past its bound: the machine was
+               away. A stop while arming leaves a bound already passed when
+               the wait begins; one while halted wakes this CPU to every due
+               timer at once, the watchdog's perhaps first. Either way this
+               interrupt may be on its way: one more busy wait, as long */
+            static const struct timer_wait busy = {.name = "busy"};
+            bool again_away = false;
+            away = true;
+            gap_max = ended - bound_at > gap_max ? ended - bound_at : gap_max;
+            came = wait_for(vec, before, &busy, ended + bound_after, &again_away, &gap_max);
+        }
         if (wd >= 0)
             timers_disarm(wd);
         /* an arming that took over 1 ms by the TSC was a stop too: the

@@ -21,6 +21,9 @@
 #include "exp_timers_state.h"
 
 #define PIT_IRQ 0
+#define PIT_PROBE_COUNT 1193    /* about 1 ms of the PIT's 1.193182 MHz */
+#define PIT_PROBE_WAIT_MS 20    /* of the loop's own time: time away does not count */
+#define PIT_FALLBACK_GSI 2      /* where boards without an IRQ 0 override wire it anyway */
 #define HPET_TN_INT_ROUTE_SHIFT 9
 #define HPET_TN_INT_ROUTE_MASK 0x1Full
 #define HPET_TN_FSB_EN (1ull << 14)
@@ -303,6 +306,28 @@ static void setup_hpet(void)
     }
 }
 
+/* Whether channel 0 reaches VEC_TIMER_PIT through the route just set: one
+   count of about 1 ms, waited for up to PIT_PROBE_WAIT_MS of this loop's
+   own time (a stop of the machine meanwhile does not count). */
+static bool pit_reaches_vector(void)
+{
+    irq_expect(VEC_TIMER_PIT, true);
+    uint64_t before = irq.count[VEC_TIMER_PIT], bound = ms_to_tsc(PIT_PROBE_WAIT_MS), gap = ms_to_tsc(1);
+    outb(PIT_COMMAND, PIT_SELECT_CH0 | PIT_ACCESS_LOHI | PIT_MODE_TERMINAL);
+    outb(PIT_CH0_DATA, (uint8_t)PIT_PROBE_COUNT);
+    outb(PIT_CH0_DATA, (uint8_t)(PIT_PROBE_COUNT >> 8));
+    irq_enable();
+    for (uint64_t last = rdtsc(), waited = 0; irq.count[VEC_TIMER_PIT] == before && waited < bound;) {
+        uint64_t now = rdtsc();
+        waited += now - last < gap ? now - last : 0;
+        last = now;
+        cpu_relax();
+    }
+    irq_disable();
+    timers_disarm(TIMER_PIT);
+    return irq.count[VEC_TIMER_PIT] != before;
+}
+
 static void setup_pit(bool have_ioapic, const char *ioapic_why)
 {
     struct timer_result *t = &timers_state.timer[TIMER_PIT];
@@ -331,8 +356,41 @@ static void setup_pit(bool have_ioapic, const char *ioapic_why)
         cpu_relax();
     timers_disarm(TIMER_PIT);
     ioapic_route(&ioapics[pit_ioapic], pit_pin, VEC_TIMER_PIT, smp.bsp_apic_id, pit_level, pit_active_low, false);
-    fmt_format(t->route, sizeof t->route, "IRQ 0 -> GSI %u (I/O APIC %d pin %u), vector 0x%x, %s", gsi, pit_ioapic, pit_pin,
-               VEC_TIMER_PIT, pit_level ? "level" : "edge");
+    const char *moved = "";
+    if (!pit_reaches_vector()) {
+        /* An IRQ 0 with no override in the MADT is GSI 0 by the ACPI
+           specification (5.2.12.5), yet QEMU's microvm, for one, wires the
+           PIT to I/O APIC input 2 as a PC does and states no override: try
+           GSI 2 before giving up, as Linux's check_timer() does */
+        int first_ioapic = pit_ioapic;
+        uint32_t first_pin = pit_pin, pin2;
+        int ioapic2 = gsi == PIT_IRQ ? acpi_ioapic_of_gsi(&discovered.acpi, PIT_FALLBACK_GSI, ioapic_pins, &pin2) : -1;
+        ioapic_mask(&ioapics[first_ioapic], first_pin);
+        bool found = false;
+        if (ioapic2 >= 0) {
+            pit_ioapic = ioapic2;
+            pit_pin = pin2;
+            pit_level = pit_active_low = false; /* ISA: edge, active high */
+            ioapic_route(&ioapics[pit_ioapic], pit_pin, VEC_TIMER_PIT, smp.bsp_apic_id, false, false, false);
+            found = pit_reaches_vector();
+            if (!found)
+                ioapic_mask(&ioapics[pit_ioapic], pit_pin);
+        }
+        if (!found) {
+            pit_ioapic = -1;
+            fmt_format(t->why, sizeof t->why, "IRQ 0 never came in a %u ms probe at GSI %u%s", PIT_PROBE_WAIT_MS, gsi,
+                       ioapic2 >= 0 ? " nor at GSI 2" : "");
+            return;
+        }
+        gsi = PIT_FALLBACK_GSI;
+        if (hpet_legacy) { /* legacy replacement drives the PIT's wire */
+            hpet_ioapic = pit_ioapic;
+            hpet_pin = pit_pin;
+        }
+        moved = "; the MADT says GSI 0 (no override), where it never came";
+    }
+    fmt_format(t->route, sizeof t->route, "IRQ 0 -> GSI %u (I/O APIC %d pin %u), vector 0x%x, %s%s", gsi, pit_ioapic, pit_pin,
+               VEC_TIMER_PIT, pit_level ? "level" : "edge", moved);
     /* the counter is channel 2: the same input clock as channel 0 */
     if (timers_rate_against_tsc(COUNTER_PIT, &t->per_tsc, &t->per_tsc_u, &timers_state.window[TIMER_PIT]))
         t->usable = t->rate_known = true;

@@ -50,7 +50,7 @@ struct timer_cell {
 struct timer_result {
     bool usable;
     char why[128];                   /* why not measured */
-    char route[96];                  /* how its interrupt reaches the CPU */
+    char route[160];                 /* how its interrupt reaches the CPU */
     struct xf per_tsc;               /* its ticks per TSC tick (LAPIC, HPET, PIT) */
     struct xf per_tsc_u;             /* relative uncertainty of that */
     bool rate_known;

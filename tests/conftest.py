@@ -66,7 +66,7 @@ def boot_key(cfg: qemu.QemuConfig) -> str:
     """What makes two boots the same run: the QEMU command line, the faults
     applied to it, and the files it boots as they are now."""
     accel, _ = qemu.resolve_accel(cfg.accel)
-    files = {"direct": [cfg.kernel], "iso": [cfg.iso], "disk": [cfg.disk]}.get(cfg.boot, [])
+    files = {"direct": [cfg.kernel], "pvh": [cfg.kernel], "iso": [cfg.iso], "disk": [cfg.disk]}.get(cfg.boot, [])
     stamps = []
     for f in files:
         try:

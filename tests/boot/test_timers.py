@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 import boots
+from buildpaths import PVH_KERNEL
 from clockbench import qemu, records
 
 pytestmark = pytest.mark.timed
@@ -241,3 +242,19 @@ def test_pc_hpet_shares_the_pit_pin(boot, accel):
     assert "legacy replacement" in route and "shared with the PIT" in route, route
     for name in ("lapic", "hpet", "pit"):
         assert_measured_on_time(b, name)
+
+
+def test_microvm_pit_found_at_gsi_2_though_the_madt_says_0(boot):
+    """QEMU's microvm wires the PIT to I/O APIC input 2, as a PC does, but its
+    MADT states no IRQ 0 override, so by the ACPI specification IRQ 0 is GSI
+    0, where nothing comes. The timers try GSI 2 before giving up (Linux's
+    check_timer does the same) and measure the PIT there; the route says
+    where it was found and why."""
+    b = boot(boot="pvh", kernel=PVH_KERNEL, accel="tcg", machine="microvm", extra=["-machine", "microvm,acpi=on,pit=on,rtc=on"],
+             append="only=timers", timeout=300)
+    assert b.status == 0, b.explain()
+    t = timer(b, "pit")
+    assert "IRQ 0 -> GSI 2" in t["route"] and "the MADT says GSI 0 (no override), where it never came" in t["route"], t
+    assert_measured_on_time(b, "pit")
+    check = records.one(b.records, "check", name="timer interrupts: pit")
+    assert check["result"] == "PASS", check
