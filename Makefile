@@ -204,11 +204,17 @@ $(BUILD)/efi/stub.o: efi/stub.c $(BUILD)/gen/kernel_layout.h Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(EFI_CFLAGS) -c -o $@ $<
 
+# the image's own freestanding string functions: the compiler may call
+# memset and memcpy for struct copies and zeroing
+$(BUILD)/efi/string.o: lib/string.c lib/string.h Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)$(CC) $(EFI_CFLAGS) -c -o $@ $<
+
 $(BUILD)/efi/payload.o: efi/payload.S $(BUILD)/efi/clockbench.bin $(BUILD)/efi/sbat.csv
 	$(call say,AS,$<)$(CC) -c -Wa,-I$(BUILD)/efi -o $@ $<
 
-$(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o efi/stub.lds
-	$(call say,LD,$@)$(LD) -shared -Bsymbolic -nostdlib -z noexecstack -T efi/stub.lds -o $@ $(BUILD)/efi/stub.o $(BUILD)/efi/payload.o
+$(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/string.o $(BUILD)/efi/payload.o efi/stub.lds
+	$(call say,LD,$@)$(LD) -shared -Bsymbolic -nostdlib -z noexecstack -T efi/stub.lds -o $@ $(BUILD)/efi/stub.o $(BUILD)/efi/string.o $(BUILD)/efi/payload.o
 	@if readelf -rW $@ | grep -q 'R_X86_64'; then echo "error: the EFI entry needs relocations (an absolute address in efi/stub.c):"; readelf -rW $@; rm -f $@; exit 1; fi
 
 $(EFI): $(BUILD)/efi/stub.so

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../lib/bootinfo.h"
+#include "../lib/string.h"
 #include "efi.h"
 #include <kernel_layout.h> /* generated in build/gen/ from the kernel's symbols: KERNEL_IMAGE_START, ... */
 
@@ -43,24 +44,6 @@ static const struct efi_guid shim_lock_guid = {0x605dab50, 0xe046, 0x4300, {0xab
 
 static struct efi_system_table *st;
 static struct efi_boot_services *bs;
-
-/* The compiler may emit calls to these for struct copies and zeroing. */
-void *memset(void *d, int c, size_t n)
-{
-    uint8_t *p = d;
-    while (n--)
-        *p++ = (uint8_t)c;
-    return d;
-}
-
-void *memcpy(void *d, const void *s, size_t n)
-{
-    uint8_t *p = d;
-    const uint8_t *q = s;
-    while (n--)
-        *p++ = *q++;
-    return d;
-}
 
 static bool guid_eq(const struct efi_guid *a, const struct efi_guid *b)
 {

@@ -160,6 +160,11 @@ struct ref_reading {
     uint64_t v, a, b;
     bool valid;
 };
+/* The reference's last reading after a wait, kept from cell to cell (and
+   wait to wait) on one CPU, so that a pause between two cells is seen as
+   one between events; forgotten when the cells move to another CPU, whose
+   TSC need not agree. */
+static struct ref_reading ref_prev;
 
 /* TSC ticks the reference stood still while the TSC ran between a reading
    v0 at [a0, b0] and v1 at [a1, b1] (unwrapped by lib/unwrap.h; a step too
@@ -266,7 +271,6 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         c->rate_u = timer_fire_rate_u(count, tsc_per_tick, timers[id].per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
     uint32_t early = 0;
     struct armed armed = {0}, wd_armed = {0};
-    struct ref_reading prev = {0};
     uint32_t in_a_row = 0, n = 0;
     uint64_t start = rdtsc();
     lapic_mode(id);
@@ -277,12 +281,12 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         if (wd >= 0)
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         uint64_t ra0 = 0, rb0 = 0, rv0 = have_ref ? read_bracketed(&ref_src, &ra0, &rb0) : 0;
-        if (have_ref && prev.valid) {
+        if (have_ref && ref_prev.valid) {
             /* between events too, the reads' own brackets included (a pause
                lands where the CPU leaves the guest: often at an HPET access,
                the watchdog's or these reads): it touches no event's figure,
                but it is said */
-            uint64_t still = ref_still(prev.v, 0, prev.a, rv0, rb0, 0);
+            uint64_t still = ref_still(ref_prev.v, 0, ref_prev.a, rv0, rb0, 0);
             if (still > gap_ticks) {
                 timers_state.between_stops++;
                 timers_state.between_stop_max = still > timers_state.between_stop_max ? still : timers_state.between_stop_max;
@@ -349,7 +353,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
                 timers_state.ref_stops++;
                 timers_state.ref_stop_max = still > timers_state.ref_stop_max ? still : timers_state.ref_stop_max;
             }
-            prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
+            ref_prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
         }
         if (!came) {
             timers_disarm(id);
@@ -456,6 +460,7 @@ static void ap_timer_job(void *p)
 {
     struct ap_job *j = p;
     struct timers_ap_row *row = &timers_state.ap[j->index];
+    ref_prev.valid = false; /* another CPU's TSC */
     struct timer_result *timers = timers_state.timer;
     const struct lapic *l = &smp.lapic; /* the same mode on every CPU; the registers are this CPU's */
     uint32_t svr = lapic_read(l, LAPIC_SVR);
@@ -512,6 +517,7 @@ static void measure_aps(const struct profile *p)
         bool job_faulted = false;
         struct probe_fault f;
         bool done = smp_run((int)i, ap_timer_job, &j, job_budget, &job_faulted, &f);
+        ref_prev.valid = false;
         timers_route_to(smp.bsp_apic_id);
         if (!done)
             fmt_format(row->why, sizeof row->why, "its job did not finish in time: the CPU is left behind");
@@ -531,6 +537,7 @@ static void timers_measure(const struct profile *p)
     uint64_t phase_start = rdtsc();
     st->ref_counter = -1;
     st->fault_where = "";
+    ref_prev = (struct ref_reading){0};
     const char *why = "";
     if (!irq_setup(&why)) {
         st->skipped_all = true;

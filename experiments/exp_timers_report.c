@@ -495,9 +495,9 @@ static void report_away(void)
             kprintf("  %llu wait(s) saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->ref_stop_max)), xf_from_u64(1000000)), 1));
         if (st->between_stops)
-            kprintf("  Between events, %llu stretch(es) in which the TSC ran over 1 ms more\n"
-                    "  than the %s (a pause, or a read of it held up), the longest %s ms:\n"
-                    "  no figure holds them.\n", (unsigned long long)st->between_stops, counters[st->ref_counter].name,
+            kprintf("  Between events and cells, %llu stretch(es) in which the TSC ran over\n"
+                    "  1 ms more than the %s (a pause, or a read of it held up), the longest\n"
+                    "  %s ms: no figure holds them.\n", (unsigned long long)st->between_stops, counters[st->ref_counter].name,
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->between_stop_max)), xf_from_u64(1000000)), 1));
     } else
         kprintf("  Time away: no second clock to check the waits against.\n");

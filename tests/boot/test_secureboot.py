@@ -232,3 +232,22 @@ def test_f_mokmanager_enrols_the_stick_certificate_then_the_stick_boots(sb, tmp_
     # after the reboot: the same store, now with our certificate in MokList
     r = qemu.run(sb_config(vars_path), timeout=BOOT_S)
     assert_verdict(r, "on")
+
+
+def test_g_clockbench_run_boots_the_stick_with_secure_boot_on(sb, tmp_path):
+    """`clockbench run --firmware uefi-secboot`: the tool makes the firmware's
+    variable store in the run's folder (Microsoft's keys, the ISO's own
+    certificate in MokList, read off the ISO), says so, and the image's
+    report says Secure Boot on."""
+    runs_dir = tmp_path / "runs"
+    r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--firmware", "uefi-secboot", "--iso", str(TEST_ISO),
+                        "--accel", "tcg", "--append", QUICK, "--runs-dir", str(runs_dir), "--store", "none", "--no-report",
+                        "--timeout", str(BOOT_S)], capture_output=True, text=True, timeout=BOOT_S + 60,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    explain = r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode in (0, 1), explain  # a verdict, as assert_verdict allows
+    assert "Secure Boot on; the firmware holds Microsoft's keys" in r.stdout and "in shim's MokList" in r.stdout, explain
+    [run] = [p for p in runs_dir.iterdir() if p.is_dir()]
+    assert (run / "OVMF_VARS.fd").stat().st_size == Path(qemu.OVMF_VARS_MS).stat().st_size
+    assert (run / secureboot.CERT_DER_NAME).read_bytes() == (TEST_KEY / secureboot.CERT_DER_NAME).read_bytes()
+    assert machine((run / "run.log").read_text())["secure_boot"] == "on", explain

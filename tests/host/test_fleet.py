@@ -38,7 +38,8 @@ def edit(text: str, change) -> str:
 
 def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, stall_ms: float | None = None,
             offset_ns: float | None = None, fail: bool = False, timer_p50_us: float | None = None,
-            claim_ppm: float = 0.0, crystal_ppm: float | None = None, base: Path = TCG) -> str:
+            claim_ppm: float = 0.0, crystal_ppm: float | None = None, tsc_u_ppm: float | None = None,
+            base: Path = TCG) -> str:
     """One machine's log: the fixture with a tiny jitter of its own (so the
     MAD is not 0) and, where asked, a fault of known size."""
     jitter = ((i * 37) % 7 - 3) * 0.02  # ppm, -0.06..0.06
@@ -50,6 +51,8 @@ def machine(i: int, *, tsc_ppm: float = 0.0, stolen_ms: float | None = None, sta
             r["tsc_hz"] *= 1 + (tsc_ppm + jitter) * 1e-6
         elif t == "frequency" and r["counter"] == "tsc":
             r["hz"] *= 1 + (tsc_ppm + jitter) * 1e-6
+            if tsc_u_ppm is not None:
+                r["uncertainty_ppm"] = tsc_u_ppm
         elif t == "freq_claim" and r.get("what") == "tsc":
             r["hz"] = round(r["hz"] / (1 + claim_ppm * 1e-6))  # the TSC then runs claim_ppm fast of its claim
         elif t == "frequency" and r["counter"] == "acpi_pm" and crystal_ppm is not None:
@@ -198,6 +201,24 @@ def test_html_page_loads_in_chromium_with_its_plots(fleet_store, tmp_path, capsy
     images = data("images").split(",")
     assert len(images) >= 3 and set(images) == {"ok"}
     assert data("outliers") == "6"
+
+
+def test_a_figure_within_its_own_stated_uncertainty_is_not_flagged(tmp_path):
+    """Two TSCs 80 ppm fast of their group: one whose run states 40 ppm of
+    uncertainty (a short window on a disturbed host: 80 ppm is 2 of them,
+    which it cannot tell from nothing) and one stating 5 ppm. Only the second
+    is an outlier, and the threshold says why."""
+    db = tmp_path / "s.db"
+    with store.open_store(db) as st:
+        for i in range(6):
+            st.add_log(machine(i), f"m{i}", "capture", meta={"firmware": "bios"})
+        st.add_log(machine(7, tsc_ppm=80.0, tsc_u_ppm=40.0), "unsure", "capture", meta={"firmware": "bios"})
+        st.add_log(machine(8, tsc_ppm=80.0, tsc_u_ppm=5.0), "sure", "capture", meta={"firmware": "bios"})
+    with store.open_store(db) as st:
+        groups = fleet.analyse(st.runs())
+    flags = {r.machine: {f.metric for f in r.flags} for g in groups for r in g.rows if r.flags}
+    assert flags == {"sure": {"tsc_mhz"}}, flags
+    assert f"beyond {fleet.U_K} u" in fleet.threshold_text()
 
 
 def test_a_tsc_off_its_claim_and_a_crystal_off(tmp_path):

@@ -198,6 +198,9 @@ BAD = [
     (["--append", "duration=10", "--duration", "20"], ["--append duration=10 and --duration 20 disagree"]),
     (["--append", "profile=standard", "--duration", "10"], ["--duration 10 and --append profile=standard disagree"]),
     (["--firmware", "qboot"], ["--firmware qboot", "--boot direct"]),
+    (["--firmware", "uefi-secboot", "--boot", "direct"], ["--firmware uefi-secboot", "with --boot iso on the q35 machine"]),
+    (["--firmware", "uefi-secboot", "--machine", "pc"], ["--firmware uefi-secboot", "with --boot iso on the q35 machine"]),
+    (["--firmware", "uefi", "--secure-boot-vars", "vars.fd"], ["--secure-boot-vars vars.fd", "for --firmware uefi-secboot"]),
 ]
 
 

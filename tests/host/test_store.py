@@ -304,3 +304,11 @@ def test_gaps_stalls_and_events_known_answers():
     assert f["away_s"].value == 0.5
     none = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), recs[:4])}
     assert none["cut_max_ns"].value == 0 and none["discontinuities"].value == 0
+    # a residual step within half its reads' bracket may be their timing, not a clock: no event here
+    within = recs[:4] + [{"type": "discontinuity", "reference": "hpet", "kind": "residual step", "at_s": 2.6, "tsc_ns": 0,
+                          "counter_ns": -40.0, "bracket_half_ns": 135.2}]
+    f = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), within)}
+    assert f["discontinuities"].value == 0 and f["cut_max_ns"].value == 0
+    beyond = within[:4] + [{**within[4], "counter_ns": -400.0}]
+    f = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), beyond)}
+    assert f["discontinuities"].value == 1 and f["cut_max_ns"].value == 400.0

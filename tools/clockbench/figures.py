@@ -45,6 +45,13 @@ def tsc_claim(claims: list[dict]) -> dict | None:
     return tsc[0] if tsc else None
 
 
+def _within_bracket(d: dict) -> bool:
+    """A residual step the image says its reads' timing could make
+    (docs/output.md, `discontinuity`'s `bracket_half_ns`)."""
+    size, half = _num(d.get("counter_ns")), _num(d.get("bracket_half_ns"))
+    return d.get("kind") == "residual step" and size is not None and half is not None and abs(size) <= half
+
+
 def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     """The figures of one run. `res` is results.from_log's structure;
     `raw` the log's records (records.parse_log), for the records results.py
@@ -133,7 +140,9 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
         add("gap_max_ns", max(gaps, default=0.0), None, "ns", "the longest gap in the drift window, where the CPU was away")
     # a clock that stood still, jumped or went back: the drift window's events other than gaps
     # ("too long to unwrap" is a gap longer than a reference can count: the PIT's 55 ms)
-    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")]
+    # (a residual step no larger than half its reads' bracket may be the reads' timing, not a clock: not counted)
+    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")
+            and not _within_bracket(d)]
     if dw is not None or cuts:
         add("discontinuities", float(len(cuts)), None, "", "drift-window events where a clock stood still, jumped or went back")
 

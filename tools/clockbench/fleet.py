@@ -14,7 +14,11 @@ compared with the whole fleet when a group has fewer than MIN_GROUP
 machines; the TSC's rate only ever within its group. A failed check or a run
 that did not pass is flagged whatever the group, and so is a figure past an
 absolute limit (a TSC off its claim by more than 100 ppm, a crystal off its
-nominal rate by more than the HPET's 500 ppm)."""
+nominal rate by more than the HPET's 500 ppm). A figure that states its own
+uncertainty u (the TSC's rate, its offset from its claim, a crystal's) is
+flagged only when it is also more than U_K x u from the median or past the
+absolute limit: a short or disturbed run whose figure cannot tell is not an
+outlier, however far its value lies."""
 
 from __future__ import annotations
 
@@ -34,11 +38,23 @@ from . import errors, store
 K = 3.5
 MAD_SCALE = 1.4826
 MIN_GROUP = 3
+U_K = 3  # standard uncertainties a figure must lie beyond, as the image's own checks ask
 
 
 def _fig(run: store.Run, name: str, scale: float = 1.0) -> float | None:
     f = run.figures.get(name)
     return f.value * scale if f is not None else None
+
+
+def _u(run: store.Run, name: str, relative_ppm: bool = False) -> float | None:
+    """A figure's stated standard uncertainty, in its unit (relative_ppm: in
+    ppm of its value), or None when it states none."""
+    f = run.figures.get(name)
+    if f is None or f.uncertainty is None:
+        return None
+    if relative_ppm:
+        return f.uncertainty / f.value * 1e6 if f.value else None
+    return f.uncertainty
 
 
 def _stolen_ms(run: store.Run) -> float | None:
@@ -65,15 +81,16 @@ class Metric:
     fleet_fallback: bool = True  # compared with the whole fleet when the group is small
     absolute: float | None = None  # |x| beyond this is flagged whatever the others do
     relative_to_median: bool = False  # deviations in ppm of the median (the TSC's rate)
+    uncertainty: Callable[[store.Run], float | None] | None = None  # the figure's own, in the deviations' unit
 
 
 METRICS = [
     Metric("tsc_mhz", "TSC MHz", "TSC rate far from its group's", "ppm", lambda r: _fig(r, "tsc_hz", 1e-6), 10.0,
-           high_only=False, fleet_fallback=False, relative_to_median=True),
+           high_only=False, fleet_fallback=False, relative_to_median=True, uncertainty=lambda r: _u(r, "tsc_hz", True)),
     Metric("tsc_claim_ppm", "vs claim ppm", "TSC far from its claim", "ppm", lambda r: _fig(r, "tsc_vs_claim_ppm"), 10.0,
-           high_only=False, absolute=100.0),
+           high_only=False, absolute=100.0, uncertainty=lambda r: _u(r, "tsc_vs_claim_ppm")),
     Metric("crystal_ppm", "crystal ppm", "a crystal off its nominal rate", "ppm", lambda r: _fig(r, "crystal_ppm"), 10.0,
-           high_only=False, absolute=500.0),
+           high_only=False, absolute=500.0, uncertainty=lambda r: _u(r, "crystal_ppm")),
     Metric("offset_us", "CPU offset us", "cross-CPU TSC offset", "us", lambda r: _fig(r, "cpu_offset_proven_ns", 1e-3), 1.0),
     # the median lateness: a p99 of 32 interrupts is one interrupt, which on a shared host
     # measures the host's scheduler more than the machine
@@ -90,7 +107,8 @@ def threshold_text() -> str:
     floors = ", ".join(f"{m.key} {m.floor:g} {m.unit}" for m in METRICS)
     return (f"outlier: |x - median| > max({K:g} x {MAD_SCALE} x MAD, floor) within the group (CPU and firmware; "
             f"the whole fleet for all but the TSC rate when a group has under {MIN_GROUP} machines); floors: {floors}; "
-            "absolute limits: TSC vs claim 100 ppm, crystal 500 ppm; any failed check or run that did not pass")
+            f"absolute limits: TSC vs claim 100 ppm, crystal 500 ppm; a figure that states its uncertainty u only when "
+            f"also beyond {U_K} u; any failed check or run that did not pass")
 
 
 @dataclass
@@ -165,6 +183,13 @@ def _deviations(metric: Metric, vals: list[float], median: float) -> list[float]
     return [v - median for v in vals]
 
 
+def _within_its_uncertainty(metric: Metric, row: Row, distance: float) -> bool:
+    """Whether the row's figure lies within U_K of its own stated standard
+    uncertainties of what it is compared with (the median, or the limit)."""
+    u = metric.uncertainty(row.run) if metric.uncertainty else None
+    return u is not None and distance <= U_K * u
+
+
 def analyse(runs: list[store.Run]) -> list[Group]:
     rows = [Row(r, {m.key: m.get(r) for m in METRICS}) for r in runs]
     groups: dict[tuple, list[Row]] = {}
@@ -192,13 +217,16 @@ def analyse(runs: list[store.Run]) -> list[Group]:
                 for r in members:
                     x = r.values[m.key]
                     dev = _deviations(m, [x], med)[0]
+                    if _within_its_uncertainty(m, r, abs(dev)):
+                        continue
                     if (dev > limit) or (not m.high_only and dev < -limit):
                         r.flags.append(Flag(m.key, m.what, dev if m.relative_to_median else x,
                                             None if m.relative_to_median else med, mad, limit, m.unit, against))
             if m.absolute is not None:
                 for r in members:
                     x = r.values[m.key]
-                    if abs(x) > m.absolute and not any(f.metric == m.key for f in r.flags):
+                    if abs(x) > m.absolute and not _within_its_uncertainty(m, r, abs(x) - m.absolute) \
+                            and not any(f.metric == m.key for f in r.flags):
                         r.flags.append(Flag(m.key, m.what, x, None, None, m.absolute, m.unit, "absolute"))
         for r in g.rows:
             failed = [c["name"] for c in r.run.checks if c["result"] == "FAIL"]
@@ -260,7 +288,7 @@ def as_text(groups: list[Group], all_runs: bool) -> str:
 def as_json(groups: list[Group], all_runs: bool) -> dict:
     return {
         "format": "clockbench-fleet", "version": 1, "rows": "runs" if all_runs else "latest run per machine",
-        "threshold": {"k": K, "mad_scale": MAD_SCALE, "min_group": MIN_GROUP, "text": threshold_text(),
+        "threshold": {"k": K, "mad_scale": MAD_SCALE, "min_group": MIN_GROUP, "u_k": U_K, "text": threshold_text(),
                       "floors": {m.key: {"floor": m.floor, "unit": m.unit, "absolute": m.absolute} for m in METRICS}},
         "groups": [{
             "cpu_vendor": g.key[0], "cpu_brand": g.key[1], "family_model_stepping": g.key[2], "firmware": g.key[3],

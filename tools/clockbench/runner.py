@@ -9,12 +9,13 @@ import argparse
 import datetime as dt
 import math
 import re
+import shutil
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from . import ci_formats, errors, paths, progress, qemu, runs, store
+from . import ci_formats, errors, paths, progress, qemu, runs, secureboot, store
 
 PROFILES = ("quick", "standard", "soak")
 # Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
@@ -132,6 +133,11 @@ def check_run_arguments(args: argparse.Namespace) -> None:
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
     if args.boot == "pvh" and args.firmware == "uefi":
         raise _usage("--firmware", args.firmware, "QEMU's -kernel takes a PVH kernel under SeaBIOS or qboot, not OVMF")
+    if args.firmware == "uefi-secboot" and (args.boot != "iso" or args.machine != "q35"):
+        raise _usage("--firmware", args.firmware, "Secure Boot starts the ISO's signed shim, GRUB and kernel: with --boot iso "
+                     "on the q35 machine (OVMF's Secure Boot build needs its SMM)")
+    if getattr(args, "secure_boot_vars", None) and args.firmware != "uefi-secboot":
+        raise _usage("--secure-boot-vars", args.secure_boot_vars, "a variable store is for --firmware uefi-secboot")
     if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
         raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
     durations: list[tuple[str, int]] = []  # (the option as written, seconds)
@@ -169,10 +175,10 @@ def check_run_arguments(args: argparse.Namespace) -> None:
                                     "with that window)")
 
 
-def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str) -> None:
+def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str, firmwares=("bios", "uefi", "qboot")) -> None:
     """The QEMU machine's options, the same for `run` and `os-vm`, so that
     both halves of a comparison can be booted on the same virtual hardware."""
-    p.add_argument("--firmware", choices=["bios", "uefi", "qboot"], default="bios", help=f"{firmware_help} (default: %(default)s)")
+    p.add_argument("--firmware", choices=list(firmwares), default="bios", help=f"{firmware_help} (default: %(default)s)")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
                    help="KVM, TCG (emulation), or auto: KVM when /dev/kvm is usable and runs the guest itself, TCG "
                    "otherwise, and on a PVM KVM (kvm_pvm), which emulates every instruction (default: %(default)s)")
@@ -199,7 +205,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--kernel", help=f"the kernel, for --boot direct (default: {paths.default(paths.KERNEL)}) or pvh "
                    f"(default: {paths.default(paths.PVH_KERNEL)})")
     r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
-    add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI) or qboot (direct boot only)")
+    add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI), OVMF's Secure Boot build with Secure Boot on "
+                          "(uefi-secboot: the ISO on q35, as a retail PC with Microsoft's keys; see --secure-boot-vars) "
+                          "or qboot (direct boot only)", firmwares=("bios", "uefi", "uefi-secboot", "qboot"))
+    r.add_argument("--secure-boot-vars", metavar="FILE",
+                   help="with --firmware uefi-secboot: OVMF's variable store to start from (copied into the run's folder, "
+                   "never written). Default: Microsoft's keys (OVMF_VARS_4M.ms.fd) with the ISO's own certificate "
+                   "(/clockbench.cer on it) enrolled in shim's MokList, as MokManager leaves a PC after the first boot")
     r.add_argument("--append", default="", help="more kernel command line words, key=value (docs/output.md); "
                    "for an ISO boot the tool hands them to GRUB")
     r.add_argument("--profile", choices=PROFILES, help="quick (2 s of drift), standard (60 s) or soak (5 min); default quick")
@@ -234,6 +246,22 @@ def _say(text: str) -> None:
     print(f"clockbench: {text}", flush=True)
 
 
+def secure_boot_vars(given: str | None, iso: Path, run_dir: Path) -> tuple[Path, str]:
+    """OVMF's variable store for a Secure Boot run, in the run's folder (the
+    firmware writes it), and what it holds, in words."""
+    out = run_dir / "OVMF_VARS.fd"
+    if given:
+        if not Path(given).is_file():
+            raise errors.NoInput(f"{given}: no such file (--secure-boot-vars)")
+        shutil.copyfile(given, out)
+        return out, f"the variable store {given} (a copy in the run's folder)"
+    der = run_dir / secureboot.CERT_DER_NAME
+    subject = secureboot.iso_certificate(iso, der)
+    secureboot.make_vars(out, der, mok=True, pydeps=paths.BUILD / "pydeps")
+    return out, (f"Microsoft's keys, as a retail PC, and the ISO's certificate ({subject}) in shim's MokList, "
+                 "as MokManager leaves it after the first boot")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     cmdline = kernel_cmdline(args)
     kernel = args.kernel or paths.default(paths.PVH_KERNEL if args.boot == "pvh" else paths.KERNEL)
@@ -243,6 +271,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     image = cfg.iso if cfg.boot == "iso" else cfg.kernel
     if not image.is_file():
         raise errors.NoInput(f"{image}: no such file (`make {'iso' if cfg.boot == 'iso' else 'kernel'}` builds it)")
+    secure = cfg.firmware == "uefi-secboot"
+    if secure:
+        for f in (qemu.OVMF_SECBOOT_CODE, qemu.OVMF_VARS_MS):
+            if not Path(f).is_file():
+                raise errors.MissingTool(f"Secure Boot firmware {f} not found: install the 'ovmf' package (`make deps`)")
+        cfg.uefi_vars = Path(qemu.OVMF_VARS_MS)  # for the command's checks; the run's own copy replaces it below
     try:
         accel, why = qemu.resolve_accel(cfg.accel)
         cfg.accel = accel
@@ -252,6 +286,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None else default_timeout(cmdline)
 
     run_dir = runs.new_run_dir(Path(args.runs_dir))
+    if secure:
+        cfg.uefi_vars, keys = secure_boot_vars(args.secure_boot_vars, cfg.iso, run_dir)
+        command = qemu.build_command(cfg, accel)
     log = run_dir / runs.LOG
     meta = {
         "format": runs.FORMAT, "version": runs.FORMAT_VERSION, "started": _now(), "ended": None,
@@ -267,6 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs.write_metadata(run_dir, meta)
 
     _say(f"booting {cfg.boot} boot ({image}), firmware {cfg.firmware}, machine {cfg.machine} under {why}")
+    if secure:
+        _say(f"Secure Boot on; the firmware holds {keys}")
     if cmdline:
         _say(f"kernel command line \"{cmdline}\"" + (" (handed to GRUB, which shows no menu)" if cfg.boot == "iso" else ""))
     _say(f"keeping the run in {runs.shown(run_dir)}/; time bound {timeout:.0f} s; Ctrl-C stops it")

@@ -290,6 +290,51 @@ def make_esp(out: Path, grub_efi: Path, kernel_efi: Path, cert_der: Path, shim_d
     os.replace(tmp, out)
 
 
+ESP_FILES = {"BOOTX64.EFI": "::/EFI/BOOT/BOOTX64.EFI", "mmx64.efi": "::/EFI/BOOT/mmx64.efi",
+             "grubx64.efi": "::/EFI/BOOT/grubx64.efi", "clockbench.efi": "::/EFI/BOOT/clockbench.efi",
+             "clockbench.cer": "::/clockbench.cer"}
+
+
+def _esp_files(iso: Path, folder: Path, names) -> None:
+    """Copies the named files (ESP_FILES) out of the ISO's EFI system partition into folder."""
+    for tool in ("xorriso", "mcopy"):
+        if not shutil.which(tool):
+            raise errors.MissingTool(f"{tool} is not installed (`make deps`): it reads the ISO's EFI system partition")
+    esp = folder / "efi.img"
+    r = subprocess.run(["xorriso", "-osirrox", "on", "-indev", str(iso), "-extract", "/efi.img", str(esp)],
+                       capture_output=True, text=True)
+    if r.returncode or not esp.is_file():
+        raise errors.BadInput(f"{iso} has no EFI system partition (/efi.img): not a clockbench ISO (`make iso`)")
+    for name in names:
+        src = ESP_FILES[name]
+        r = subprocess.run(["mcopy", "-n", "-i", str(esp), src, str(folder / name)], capture_output=True, text=True)
+        if r.returncode:
+            raise errors.BadInput(f"{iso}: its EFI system partition has no {src[3:]}: rebuild it (`make iso`)")
+
+
+def _iso_cert(iso: Path, der_path: Path):
+    x509, _, _, _ = _crypto()
+    try:
+        cert = x509.load_der_x509_certificate(der_path.read_bytes())
+    except ValueError:
+        raise errors.BadInput(f"{iso}: /clockbench.cer on it is not a DER certificate") from None
+    check_cert_use(cert, f"{iso}:/clockbench.cer")
+    return cert
+
+
+def iso_certificate(iso: Path, out_der: Path) -> str:
+    """The certificate on the ISO (/clockbench.cer, the one its GRUB and
+    kernel are signed with), checked and written to out_der in DER form.
+    Returns its subject."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="clockbench-esp-") as d:
+        _esp_files(iso, Path(d), ["clockbench.cer"])
+        cert = _iso_cert(iso, Path(d) / "clockbench.cer")
+        shutil.copyfile(Path(d) / "clockbench.cer", out_der)
+        return cert.subject.rfc4514_string()
+
+
 def check_iso(iso: Path) -> str:
     """Before a stick is written: the ISO's EFI system partition is a
     Secure Boot one (shim, MokManager, GRUB, the kernel, the certificate),
@@ -297,29 +342,12 @@ def check_iso(iso: Path) -> str:
     verify against it. Returns the certificate's subject."""
     import tempfile
 
-    x509, _, serialization, _ = _crypto()
-    for tool in ("xorriso", "mcopy", "sbverify"):
-        if not shutil.which(tool):
-            raise errors.MissingTool(f"{tool} is not installed (`make deps`): it checks the stick's signatures")
+    _, _, serialization, _ = _crypto()
+    if not shutil.which("sbverify"):
+        raise errors.MissingTool("sbverify is not installed (`make deps`): it checks the stick's signatures")
     with tempfile.TemporaryDirectory(prefix="clockbench-esp-") as d:
-        esp = Path(d) / "efi.img"
-        r = subprocess.run(["xorriso", "-osirrox", "on", "-indev", str(iso), "-extract", "/efi.img", str(esp)],
-                           capture_output=True, text=True)
-        if r.returncode or not esp.is_file():
-            raise errors.BadInput(f"{iso} has no EFI system partition (/efi.img): not a clockbench ISO (`make iso`)")
-        files = {"BOOTX64.EFI": "::/EFI/BOOT/BOOTX64.EFI", "mmx64.efi": "::/EFI/BOOT/mmx64.efi",
-                 "grubx64.efi": "::/EFI/BOOT/grubx64.efi", "clockbench.efi": "::/EFI/BOOT/clockbench.efi",
-                 "clockbench.cer": "::/clockbench.cer"}
-        for name, src in files.items():
-            r = subprocess.run(["mcopy", "-n", "-i", str(esp), src, str(Path(d) / name)], capture_output=True, text=True)
-            if r.returncode:
-                raise errors.BadInput(f"{iso}: its EFI system partition has no {src[3:]}: rebuild it (`make iso`)")
-        der = (Path(d) / "clockbench.cer").read_bytes()
-        try:
-            cert = x509.load_der_x509_certificate(der)
-        except ValueError:
-            raise errors.BadInput(f"{iso}: /clockbench.cer on it is not a DER certificate") from None
-        check_cert_use(cert, f"{iso}:/clockbench.cer")
+        _esp_files(iso, Path(d), ESP_FILES)
+        cert = _iso_cert(iso, Path(d) / "clockbench.cer")
         pem = Path(d) / "cert.pem"
         pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         for name in ("grubx64.efi", "clockbench.efi"):
