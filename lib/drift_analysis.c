@@ -20,6 +20,7 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
     t->lc_value = t->cur_value = v;
     t->lc_a = a;
     t->lc_b = t->last_b = b;
+    t->last_a = a;
     t->lc_y = 0;
     t->narrow_w = b - a;
     t->limit_tsc = unwrap_limit_tsc(&t->up);
@@ -60,6 +61,13 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
     if (away) {
         t->gaps++;
         t->away_tsc += b - t->last_b;
+        if (!t->gap_pending) {
+            /* the gap's own span starts at the reading before it, whatever
+               its width: a second's gap needs no narrow bracket to be told,
+               and the last narrow reading may be long before it */
+            t->gap_from_mid = drift_mid(t->last_a, t->last_b);
+            t->gap_from_y = t->y;
+        }
         t->gap_pending = true;
     }
     if (v != t->cur_value) {
@@ -78,7 +86,7 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
             /* a gap is told from narrow readings either side of it: one
                inside a wide bracket could have been read before the gap */
             if (t->gap_pending && narrow) {
-                drift_track_event(t, EV_GAP, at, tsc_ticks, true, (int64_t)st.advance);
+                drift_track_event(t, EV_GAP, at, drift_mid(a, b) - t->gap_from_mid, true, (int64_t)(t->y - t->gap_from_y));
                 t->gap_pending = false;
             }
             break;
@@ -132,6 +140,7 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
                 t->longest_stall_tsc = t->still_tsc;
         }
     }
+    t->last_a = a;
     t->last_b = b;
 }
 

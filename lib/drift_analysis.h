@@ -38,7 +38,8 @@ struct drift_track {
     struct unwrap_params up;
     /* the last change of value, and the last read */
     uint64_t lc_value, lc_a, lc_b, lc_y;   /* the reference reading: the last narrow one */
-    uint64_t cur_value, last_b, still_tsc; /* the last value seen, and when */
+    uint64_t cur_value, last_a, last_b, still_tsc; /* the last value seen, and when */
+    uint64_t gap_from_mid, gap_from_y;     /* the last reading before a pending gap: its bracket's midpoint, its count */
     uint64_t narrow_w, limit_tsc;          /* narrowest bracket so far; how long a step can unwrap */
     bool in_stall, gap_pending;
     uint64_t y;              /* counter ticks since the window began, unwrapped */
@@ -63,7 +64,9 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
 
 /* Judges one more reading v in [a, b] (start: the window's first TSC
    value). The loop was away when more than gap_tsc passed since the
-   previous reading's end: a gap, reported from the next narrow change. A
+   previous reading's end: a gap, reported from the next narrow change and
+   measured from the reading just before it (not from the last narrow one,
+   which a loaded host can leave far behind). A
    counter unchanged for more than stall_tsc while the loop ran is in a
    stall (t->in_stall) until its value changes. A change is judged against
    the last narrow reading (a pause inside a bracket widens it and hides
