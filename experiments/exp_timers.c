@@ -41,6 +41,7 @@
 
 #define MAX_EVENTS 1024             /* per cell, at most (soak) */
 #define LOST_IN_A_ROW 3             /* a cell stops after this many never came */
+#define TIMERS_AWAY_LATE_MS 10      /* a wait ending this far past its bound or watchdog: the machine was away */
 #define PIT_WATCHDOG_MAX 60000      /* PIT ticks: channel 0 counts 16 bits */
 
 struct timers_state timers_state;
@@ -150,6 +151,7 @@ static inline void monitor(const volatile void *p)
 }
 
 static uint64_t gap_ticks, away_cap_ticks; /* what counts as time away from a busy wait, and its most */
+static uint64_t away_late_ticks;           /* a wait that ends this far past what should have ended it was away */
 /* the second clock every wait is checked against (the best reference:
    under KVM a pause stops QEMU's HPET and PM timer, the TSC runs on) */
 static struct read_src ref_src;
@@ -160,11 +162,12 @@ struct ref_reading {
     uint64_t v, a, b;
     bool valid;
 };
-/* The reference's last reading after a wait, kept from cell to cell (and
-   wait to wait) on one CPU, so that a pause between two cells is seen as
-   one between events; forgotten when the cells move to another CPU, whose
-   TSC need not agree. */
-static struct ref_reading ref_prev;
+/* The boot CPU's last reading of the reference after a wait, kept from
+   cell to cell and wait to wait, so that a pause between two cells is seen
+   as one between events. Each other CPU keeps its own in its job (its TSC
+   need not agree, and a CPU left behind by its job's time limit must not
+   write the boot CPU's). */
+static struct ref_reading bsp_ref_prev;
 
 /* TSC ticks the reference stood still while the TSC ran between a reading
    v0 at [a0, b0] and v1 at [a1, b1] (unwrapped by lib/unwrap.h; a step too
@@ -245,14 +248,14 @@ static int watchdog_for(int id) { return timer_watchdog_for(timers_state.timer, 
 /* One cell: events of timer id armed di ahead (count: its ticks for that),
    waiting in the wi-th way, into *c. */
 static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks, uint64_t count,
-                          struct timer_cell *c)
+                          struct timer_cell *c, struct ref_reading *ref_prev)
 {
     const struct timer_result *timers = timers_state.timer;
     const struct timer_wait *w = &timers_state.wait[wi];
     uint8_t vec = timer_vector[id];
     uint64_t bound_after = timer_bound_ticks(delay_ticks[di], ms_to_tsc(TIMERS_BOUND_MIN_MS));
     int wd = (w->hlt || w->mwait) ? watchdog_for(id) : -1;
-    uint64_t wd_ticks = 0;
+    uint64_t wd_ticks = 0, wd_span = 0;
     if (wd >= 0) {
         /* past the whole bound, or as far as the watchdog can count (the
            PIT: 16 bits); an idle wait re-arms it each time it fires first */
@@ -262,6 +265,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
             span = span < most ? span : most;
         }
         wd_ticks = wd == TIMER_DEADLINE ? span : timer_ticks_for(timers[wd].per_tsc, timers[wd].per_tsc_u, span);
+        wd_span = span;
     }
     timers_route_shared_pin(id, wd);
     *c = (struct timer_cell){.ran = true};
@@ -281,12 +285,12 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
         if (wd >= 0)
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         uint64_t ra0 = 0, rb0 = 0, rv0 = have_ref ? read_bracketed(&ref_src, &ra0, &rb0) : 0;
-        if (have_ref && ref_prev.valid) {
+        if (have_ref && ref_prev->valid) {
             /* between events too, the reads' own brackets included (a pause
                lands where the CPU leaves the guest: often at an HPET access,
                the watchdog's or these reads): it touches no event's figure,
                but it is said */
-            uint64_t still = ref_still(ref_prev.v, 0, ref_prev.a, rv0, rb0, 0);
+            uint64_t still = ref_still(ref_prev->v, 0, ref_prev->a, rv0, rb0, 0);
             if (still > gap_ticks) {
                 timers_state.between_stops++;
                 timers_state.between_stop_max = still > timers_state.between_stop_max ? still : timers_state.between_stop_max;
@@ -318,18 +322,33 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
         }
         away = was_away;
-        uint64_t bound_at = deadline + bound_after, ended = rdtsc();
-        if (!came && (int64_t)(ended - bound_at) > (int64_t)gap_ticks) {
-            /* the wait ended more than a gap past its bound: the machine was
-               away. A stop while arming leaves a bound already passed when
-               the wait begins; one while halted wakes this CPU to every due
-               timer at once, the watchdog's perhaps first. Either way this
-               interrupt may be on its way: one more busy wait, as long */
+        /* what should have ended the wait, and when: its bound, or for an
+           idle wait the watchdog last armed, if that is due later (the PIT
+           counts 50 ms at most and is re-armed each time it fires first) */
+        uint64_t due = deadline + bound_after, ended = rdtsc();
+        if (wd >= 0 && wd_armed.t1 + wd_span > due)
+            due = wd_armed.t1 + wd_span;
+        /* (a busy wait that saw the TSC step has moved its bound out by
+           the step, and is marked away already) */
+        if (!came && !was_away && (int64_t)(ended - due) > (int64_t)away_late_ticks) {
+            /* the wait ended well past what should have ended it: the
+               machine was away. A stop while arming leaves a bound already
+               passed when the wait begins; one while halted wakes this CPU
+               to every due timer at once, the watchdog's perhaps first.
+               Either way this interrupt may be on its way: one more busy
+               wait, as long as the bound */
             static const struct timer_wait busy = {.name = "busy"};
+            uint64_t again = ended + bound_after;
             bool again_away = false;
             away = true;
-            gap_max = ended - bound_at > gap_max ? ended - bound_at : gap_max;
-            came = wait_for(vec, before, &busy, ended + bound_after, &again_away, &gap_max);
+            gap_max = ended - due > gap_max ? ended - due : gap_max;
+            for (;;) {
+                came = wait_for(vec, before, &busy, again, &again_away, &gap_max);
+                if (!came || !stray(id))
+                    break;
+                c->stray++;
+                before = irq.count[vec];
+            }
         }
         if (wd >= 0)
             timers_disarm(wd);
@@ -353,7 +372,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
                 timers_state.ref_stops++;
                 timers_state.ref_stop_max = still > timers_state.ref_stop_max ? still : timers_state.ref_stop_max;
             }
-            ref_prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
+            *ref_prev = (struct ref_reading){.v = rv1, .a = ra1, .b = rb1, .valid = true};
         }
         if (!came) {
             timers_disarm(id);
@@ -405,7 +424,7 @@ static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t
     uint32_t n;
     uint64_t budget;
     timer_cell_plan(events, budget_ticks, timer_main_cell(&timers_state.wait[wi], di), MAX_EVENTS, &n, &budget);
-    run_cell_into(id, wi, di, n, budget, t->count[di], &t->cell[wi][di]);
+    run_cell_into(id, wi, di, n, budget, t->count[di], &t->cell[wi][di], &bsp_ref_prev);
 }
 
 struct wait_job {
@@ -460,7 +479,7 @@ static void ap_timer_job(void *p)
 {
     struct ap_job *j = p;
     struct timers_ap_row *row = &timers_state.ap[j->index];
-    ref_prev.valid = false; /* another CPU's TSC */
+    struct ref_reading ref_prev = {0}; /* this CPU's own (bsp_ref_prev) */
     struct timer_result *timers = timers_state.timer;
     const struct lapic *l = &smp.lapic; /* the same mode on every CPU; the registers are this CPU's */
     uint32_t svr = lapic_read(l, LAPIC_SVR);
@@ -483,7 +502,7 @@ static void ap_timer_job(void *p)
             for (unsigned di = 0; di < TIMER_DELAYS; di++) {
                 uint64_t count = id == TIMER_DEADLINE ? delay_ticks[di]
                                                       : timer_ticks_for(timers[TIMER_LAPIC].per_tsc, timers[TIMER_LAPIC].per_tsc_u, delay_ticks[di]);
-                run_cell_into(id, wi, di, j->events, j->budget, count, &row->cell[t][wi][di]);
+                run_cell_into(id, wi, di, j->events, j->budget, count, &row->cell[t][wi][di], &ref_prev);
             }
             timers_disarm(id);
         }
@@ -517,7 +536,6 @@ static void measure_aps(const struct profile *p)
         bool job_faulted = false;
         struct probe_fault f;
         bool done = smp_run((int)i, ap_timer_job, &j, job_budget, &job_faulted, &f);
-        ref_prev.valid = false;
         timers_route_to(smp.bsp_apic_id);
         if (!done)
             fmt_format(row->why, sizeof row->why, "its job did not finish in time: the CPU is left behind");
@@ -537,7 +555,7 @@ static void timers_measure(const struct profile *p)
     uint64_t phase_start = rdtsc();
     st->ref_counter = -1;
     st->fault_where = "";
-    ref_prev = (struct ref_reading){0};
+    bsp_ref_prev = (struct ref_reading){0};
     const char *why = "";
     if (!irq_setup(&why)) {
         st->skipped_all = true;
@@ -548,6 +566,7 @@ static void timers_measure(const struct profile *p)
         delay_ticks[di] = timer_delay_ticks(results.tsc_estimate_hz, timer_delay_ns[di]);
     gap_ticks = ms_to_tsc(1);
     away_cap_ticks = ms_to_tsc(10000);
+    away_late_ticks = ms_to_tsc(TIMERS_AWAY_LATE_MS);
     timers_setup(&boot_cpu.info);
     have_ref = st->ref_counter >= 0 && counter_source(st->ref_counter, &ref_src);
     if (have_ref)

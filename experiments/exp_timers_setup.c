@@ -23,6 +23,7 @@
 #define PIT_IRQ 0
 #define PIT_PROBE_COUNT 1193    /* about 1 ms of the PIT's 1.193182 MHz */
 #define PIT_PROBE_WAIT_MS 20    /* of the loop's own time: time away does not count */
+#define PIT_PROBE_MOST_MS 2000  /* and 2 s by the TSC in all, whatever the loop sees */
 #define PIT_FALLBACK_GSI 2      /* where boards without an IRQ 0 override wire it anyway */
 #define HPET_TN_INT_ROUTE_SHIFT 9
 #define HPET_TN_INT_ROUTE_MASK 0x1Full
@@ -317,7 +318,8 @@ static bool pit_reaches_vector(void)
     outb(PIT_CH0_DATA, (uint8_t)PIT_PROBE_COUNT);
     outb(PIT_CH0_DATA, (uint8_t)(PIT_PROBE_COUNT >> 8));
     irq_enable();
-    for (uint64_t last = rdtsc(), waited = 0; irq.count[VEC_TIMER_PIT] == before && waited < bound;) {
+    uint64_t first = rdtsc(), most = ms_to_tsc(PIT_PROBE_MOST_MS);
+    for (uint64_t last = first, waited = 0; irq.count[VEC_TIMER_PIT] == before && waited < bound && last - first < most;) {
         uint64_t now = rdtsc();
         waited += now - last < gap ? now - last : 0;
         last = now;
@@ -386,6 +388,9 @@ static void setup_pit(bool have_ioapic, const char *ioapic_why)
         if (hpet_legacy) { /* legacy replacement drives the PIT's wire */
             hpet_ioapic = pit_ioapic;
             hpet_pin = pit_pin;
+            fmt_format(timers_state.timer[TIMER_HPET].route, sizeof timers_state.timer[TIMER_HPET].route,
+                       "legacy replacement: IRQ 0 (I/O APIC %d pin %u, GSI 2: none came at the MADT's GSI 0), vector 0x%x, "
+                       "edge; shared with the PIT", pit_ioapic, pit_pin, VEC_TIMER_HPET);
         }
         moved = "; the MADT says GSI 0 (no override), where it never came";
     }

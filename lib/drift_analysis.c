@@ -61,11 +61,19 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
     if (away) {
         t->gaps++;
         t->away_tsc += b - t->last_b;
+        uint64_t last_mid = drift_mid(t->last_a, t->last_b);
+        if (t->gap_pending && t->last_b - t->last_a < gap_tsc / 2) {
+            /* another gap before the last one was told: that one ends at the
+               narrow reading between them, and this one starts there */
+            drift_track_event(t, EV_GAP, last_mid - start, last_mid - t->gap_from_mid, true,
+                              (int64_t)(t->y - t->gap_from_y));
+            t->gap_pending = false;
+        }
         if (!t->gap_pending) {
             /* the gap's own span starts at the reading before it, whatever
                its width: a second's gap needs no narrow bracket to be told,
                and the last narrow reading may be long before it */
-            t->gap_from_mid = drift_mid(t->last_a, t->last_b);
+            t->gap_from_mid = last_mid;
             t->gap_from_y = t->y;
         }
         t->gap_pending = true;
@@ -83,9 +91,11 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
             if (v < t->cur_value)
                 t->wraps++;
             t->y = t->lc_y + st.advance;
-            /* a gap is told from narrow readings either side of it: one
-               inside a wide bracket could have been read before the gap */
-            if (t->gap_pending && narrow) {
+            /* a gap is told from readings either side of it whose brackets
+               are under half a gap wide: one that holds the gap could have
+               been read before it. Their width is nothing beside a gap's
+               length, so they need not be narrow as the fit's samples are */
+            if (t->gap_pending && width < gap_tsc / 2) {
                 drift_track_event(t, EV_GAP, at, drift_mid(a, b) - t->gap_from_mid, true, (int64_t)(t->y - t->gap_from_y));
                 t->gap_pending = false;
             }

@@ -64,9 +64,10 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
 
 /* Judges one more reading v in [a, b] (start: the window's first TSC
    value). The loop was away when more than gap_tsc passed since the
-   previous reading's end: a gap, reported from the next narrow change and
-   measured from the reading just before it (not from the last narrow one,
-   which a loaded host can leave far behind). A
+   previous reading's end: a gap, measured from the reading just before it
+   to the next change read in a bracket under half a gap wide (not from the
+   last narrow reading, which a loaded host can leave far behind); a second
+   gap before the first was told closes it at the reading between them. A
    counter unchanged for more than stall_tsc while the loop ran is in a
    stall (t->in_stall) until its value changes. A change is judged against
    the last narrow reading (a pause inside a bracket widens it and hides

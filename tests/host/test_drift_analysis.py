@@ -293,19 +293,45 @@ def test_sub_len_is_a_second_until_there_are_too_many(da):
     assert da.drift_sub_len(300 * one_s, one_s, 64) == 300 * one_s // 64 + 1
 
 
-def test_gap_is_told_only_from_a_narrow_reading(da):
-    # after the loop was away, the first change comes in a wide bracket (500 ticks, more than 3 x 20 + 16):
-    # it could have been read before the gap, so the gap waits for the next narrow reading
+def test_gap_is_told_from_the_first_reading_whose_bracket_cannot_hold_it(da):
+    # after the loop was away, the first change comes in a bracket of 500
+    # ticks: wider than the fit's samples (3 x 20 + 16) but nothing beside a
+    # 10 ms gap, and it begins after the gap: the gap is told from it, and
+    # measured from the reading just before the gap (at 9000)
     reads = steady(0, 10)
     t = 50_000_000
     reads.append((t // TICK, t, t + 500))
     reads += steady(t + 1000, 3)
     rec, per = track(da, reads)
     [ev] = events(rec, da)
-    assert ev["kind"] == "gap" and ev["at"] == t + 1000 + 10
-    # judged from the last narrow reading before it (9000), not from the wide one
-    assert ev["tsc"] == t + 1000 - 9000
+    assert ev["kind"] == "gap" and ev["at"] == t + 250
+    assert ev["tsc"] == (t + 250) - (9000 + 10)
     assert {p[1] for p in per} == {0}
+    # a bracket that holds the gap (it began before it) could have been read
+    # before it: the gap waits for the next reading that cannot
+    reads = steady(0, 10)
+    reads.append((t // TICK, 9100, t + 500))
+    reads += steady(t + 1000, 3)
+    rec, _ = track(da, reads)
+    [ev] = events(rec, da)
+    assert ev["kind"] == "gap" and ev["at"] == t + 1000 + 10
+    assert ev["tsc"] == (t + 1000 + 10) - (9000 + 10)
+
+
+def test_two_gaps_with_wide_readings_between_are_told_apart(da):
+    # a short gap (20 ms), wide readings for 300 ms (2,000 ticks each: no
+    # narrow change), then the loop away 1 s: two gaps, each its own length,
+    # not one spanning both (the drift window's stall, reported 1.3 s long)
+    reads = steady(0, 10)
+    wide = steady(9000 + 20_000_000, 300, every=1_000_000, width=2000)
+    last = wide[-1][1]
+    after = steady(last + 1_000_000_000, 10)
+    rec, _ = track(da, reads + wide + after)
+    short, stall = events(rec, da)
+    assert short["kind"] == stall["kind"] == "gap"
+    assert short["tsc"] == (wide[0][1] + 1000) - (9000 + 10)
+    assert stall["tsc"] == (after[0][1] + 10) - (last + 1000) == 1_000_000_000 - 990
+    assert stall["counter"] == after[0][0] - wide[-1][0]
 
 
 @pytest.mark.parametrize("still, stalled", [(STALL, False), (STALL + 1, True)])

@@ -335,3 +335,26 @@ def test_generated_valid_values_are_no_usage_error(capsys, tmp_path, fake_qemu, 
     assert str(cfg.smp) == options["--smp"] and cfg.memory == options["--memory"]
     if boot == "iso":  # GRUB gets a command line (the SMBIOS string) and so boots at once, with no menu to wait for
         assert cfg.append.strip()
+
+
+def test_a_secure_boot_store_that_is_missing_or_the_wrong_size_is_refused_before_qemu(capsys, tmp_path, no_qemu):
+    r = _run(capsys, tmp_path, "--firmware", "uefi-secboot", "--secure-boot-vars", str(tmp_path / "none.fd"))
+    assert r.code == errors.NoInput.code and "none.fd: no such file (--secure-boot-vars)" in r.err, (r.code, r.err)
+    if Path(qemu.OVMF_VARS_MS).is_file():
+        small = tmp_path / "small.fd"
+        small.write_bytes(b"\0" * 4096)
+        r = _run(capsys, tmp_path, "--firmware", "uefi-secboot", "--secure-boot-vars", str(small))
+        assert r.code == errors.BadInput.code and "4096 bytes, not a store for OVMF's 4M Secure Boot build" in r.err, r.err
+    assert not no_qemu and not (tmp_path / "runs").exists()
+
+
+def test_an_iso_without_our_certificate_leaves_no_run_folder(capsys, tmp_path, fake_qemu):
+    # the fake ISO has no EFI system partition: refused with its reason, and nothing kept
+    r = _run(capsys, tmp_path, "--firmware", "uefi-secboot")
+    if not Path(qemu.OVMF_SECBOOT_CODE).is_file():
+        assert r.code == errors.MissingTool.code, r.err
+    else:
+        assert r.code in (errors.BadInput.code, errors.MissingTool.code), (r.code, r.err)
+        assert "EFI system partition" in r.err or "not installed" in r.err, r.err
+    assert not fake_qemu.configs
+    assert not any((tmp_path / "runs").glob("*/")), "no run folder is left for a run that never started"

@@ -45,7 +45,7 @@ def tsc_claim(claims: list[dict]) -> dict | None:
     return tsc[0] if tsc else None
 
 
-def _within_bracket(d: dict) -> bool:
+def within_bracket(d: dict) -> bool:
     """A residual step the image says its reads' timing could make
     (docs/output.md, `discontinuity`'s `bracket_half_ns`)."""
     size, half = _num(d.get("counter_ns")), _num(d.get("bracket_half_ns"))
@@ -142,7 +142,7 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     # ("too long to unwrap" is a gap longer than a reference can count: the PIT's 55 ms)
     # (a residual step no larger than half its reads' bracket may be the reads' timing, not a clock: not counted)
     cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")
-            and not _within_bracket(d)]
+            and not within_bracket(d)]
     if dw is not None or cuts:
         add("discontinuities", float(len(cuts)), None, "", "drift-window events where a clock stood still, jumped or went back")
 

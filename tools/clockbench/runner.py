@@ -136,8 +136,14 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     if args.firmware == "uefi-secboot" and (args.boot != "iso" or args.machine != "q35"):
         raise _usage("--firmware", args.firmware, "Secure Boot starts the ISO's signed shim, GRUB and kernel: with --boot iso "
                      "on the q35 machine (OVMF's Secure Boot build needs its SMM)")
-    if getattr(args, "secure_boot_vars", None) and args.firmware != "uefi-secboot":
-        raise _usage("--secure-boot-vars", args.secure_boot_vars, "a variable store is for --firmware uefi-secboot")
+    given_vars = getattr(args, "secure_boot_vars", None)
+    if given_vars and args.firmware != "uefi-secboot":
+        raise _usage("--secure-boot-vars", given_vars, "a variable store is for --firmware uefi-secboot")
+    if given_vars and not Path(given_vars).is_file():
+        raise errors.NoInput(f"{given_vars}: no such file (--secure-boot-vars)")
+    if given_vars and Path(qemu.OVMF_VARS_MS).is_file() and Path(given_vars).stat().st_size != Path(qemu.OVMF_VARS_MS).stat().st_size:
+        raise errors.BadInput(f"{given_vars}: {Path(given_vars).stat().st_size} bytes, not a store for OVMF's 4M Secure Boot "
+                              f"build ({qemu.OVMF_VARS_MS} has {Path(qemu.OVMF_VARS_MS).stat().st_size})")
     if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
         raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
     durations: list[tuple[str, int]] = []  # (the option as written, seconds)
@@ -287,7 +293,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     run_dir = runs.new_run_dir(Path(args.runs_dir))
     if secure:
-        cfg.uefi_vars, keys = secure_boot_vars(args.secure_boot_vars, cfg.iso, run_dir)
+        try:
+            cfg.uefi_vars, keys = secure_boot_vars(args.secure_boot_vars, cfg.iso, run_dir)
+        except errors.ToolError:
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: no folder is kept
+            raise
         command = qemu.build_command(cfg, accel)
     log = run_dir / runs.LOG
     meta = {
