@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import errors
+from . import errors, vmrun
 
 DEBUG_EXIT_BASE = 0x10
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed"}
@@ -621,78 +621,49 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
     cmd = build_command(cfg, accel)
     bound = timeout + sum(f.duration_s for f in cfg.faults)
     triggers = _Triggers(cfg.faults)
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    chunks: list[bytes] = []
-    errs: list[bytes] = []
-
     emulation = _EmulationWatch()
+    held: dict = {}
 
-    def pump(stream, sink, live, watch):
-        for chunk in iter(lambda: stream.read1(4096), b""):
-            sink.append(chunk)
-            if watch:
-                watch(chunk)
-            if live:
-                live(chunk.decode("utf-8", "replace"))
+    def started(proc: subprocess.Popen, start: float) -> None:
+        held["injector"] = injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
+        if cfg.faults:
+            injector.thread.start()
 
-    readers = [
-        threading.Thread(target=pump, args=(proc.stdout, chunks, echo, triggers.feed if cfg.faults else None), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True),
-    ]
-    for t in readers:
-        t.start()
-    injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
-    if cfg.faults:
-        injector.thread.start()
-    timed_out = interrupted = False
-    try:
-        deadline = start + bound
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                if injector.stuck.is_set():
-                    break
-                if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
-                    injector.ending_reason = "KVM could not emulate an instruction"
-                    break
-                if stop is not None and stop.is_set():
-                    interrupted = True
-                    injector.ending_reason = "the run was interrupted"
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    injector.ending_reason = f"the run's time bound ({bound:g} s) ran out"
-                    break
-    finally:
+    def end_reason() -> str | None:
+        if held["injector"].stuck.is_set():
+            return "QEMU could not be resumed"
+        if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
+            return "KVM could not emulate an instruction"
+        return None
+
+    def ending(why: str) -> None:
+        injector = held.get("injector")
+        if injector is None:
+            return
+        if why != "it exited":
+            injector.ending_reason = why
         injector.ending.set()
         if injector.thread.is_alive():
             injector.thread.join(timeout=INJECTOR_JOIN_S)  # resumes a fault under way
-        if proc.poll() is None:
-            if any(f.kind == "sigstop" for f in cfg.faults):
-                proc.send_signal(signal.SIGCONT)  # whatever the injector managed
-            proc.kill()
-            proc.wait()
-    for t in readers:
-        t.join(timeout=5)
-    seconds = time.monotonic() - start
-    code = None if timed_out or interrupted else proc.returncode
+        if injector.proc.poll() is None and any(f.kind == "sigstop" for f in cfg.faults):
+            injector.proc.send_signal(signal.SIGCONT)  # whatever the injector managed
+
+    got = vmrun.run(cmd, bound, echo=echo, stop=stop, watch_out=triggers.feed if cfg.faults else None,
+                    watch_err=emulation.feed, started=started, end_reason=end_reason, ending=ending)
+    code = got.returncode
     return RunResult(
         command=cmd,
         accel=accel,
         qemu_exit=code,
         status=None if code is None else status_from_exit(code),
-        output=b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"),
-        stderr=b"".join(errs).decode("utf-8", "replace"),
-        seconds=seconds,
-        timed_out=timed_out,
-        injections=injector.injections,
+        output=got.output,
+        stderr=got.stderr,
+        seconds=got.seconds,
+        timed_out=got.timed_out,
+        injections=held["injector"].injections if "injector" in held else [],
         timeout_s=bound,
-        pid=proc.pid,
-        interrupted=interrupted,
+        pid=got.pid,
+        interrupted=got.interrupted,
         emulation_failed=emulation.line,
     )
 

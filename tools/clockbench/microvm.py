@@ -1,0 +1,304 @@
+"""Runs the image under a microVM monitor, Cloud Hypervisor or Firecracker,
+the way qemu.py runs it under QEMU: the PVH kernel, its command line, the
+serial port captured through vmrun (the one way every monitor is started,
+stopped and captured), the run's status.
+
+Each monitor has a module of its own that knows its command line
+(cloud_hypervisor.py, firecracker.py); this one does what they share.
+
+Neither monitor has QEMU's isa-debug-exit, so the status comes from the
+serial log: the first `summary` record's status (docs/output.md, "How a run
+ends"), or, for a run that crashed and printed none, the image's last line
+`clockbench: run ended: <status> (status <n>)`. The image powers the machine
+off after it; a monitor still running POWEROFF_GRACE_S after the summary is
+stopped, with a note, and the summary's status stands. A monitor that starts
+the image again after its summary (a second banner) is stopped at once, the
+log is cut where the second run began, and the first status stands, with a
+note. A monitor that dies before the summary leaves its partial log and
+status 4, no verdict, saying how it ended."""
+
+from __future__ import annotations
+
+import codecs
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import records, vmrun
+from .qemu import EXIT_INTERRUPTED, EXIT_NO_VERDICT, EXIT_TIMEOUT, STATUS_NAMES
+
+# After the summary the image prints one line and powers off: under this
+# machine's KVM, which emulates every instruction, that is well under a second.
+POWEROFF_GRACE_S = 5.0
+STATUS_CODES = {name: n for n, name in STATUS_NAMES.items()}
+# The image's last line (kernel/finish.c).
+RUN_ENDED = re.compile(r"clockbench: run ended: ([a-z ]+) \(status (\d)\)")
+VERSION_BOUND_S = 10.0
+VMM_NAMES = ("cloud-hypervisor", "firecracker")
+
+
+def module(vmm: str):
+    """The module that knows this monitor's command line: BINARY (its
+    program's name), command(cfg, binary, workdir), api_request(...)."""
+    from . import cloud_hypervisor, firecracker
+
+    return {"cloud-hypervisor": cloud_hypervisor, "firecracker": firecracker}[vmm]
+
+
+@dataclass
+class VmmConfig:
+    """One microVM: what both monitors take. The monitor-specific command
+    line is made by its module (module(vmm).command)."""
+
+    vmm: str  # "cloud-hypervisor" or "firecracker" (VMM_NAMES)
+    binary: Path | None = None  # the monitor's program; default: module(vmm).BINARY on PATH
+    kernel: Path = Path("build/clockbench-pvh.elf")  # the PVH kernel (its XEN_ELFNOTE_PHYS32_ENTRY note)
+    smp: int = 1
+    memory_mib: int = 256
+    append: str = ""  # the kernel command line
+    api_socket: Path | None = None  # open the monitor's API on this unix socket (snapshots, pause); None: no API
+    workdir: Path | None = None  # where a config file the monitor reads is written (default: a temporary folder)
+    grace_s: float = POWEROFF_GRACE_S
+
+
+@dataclass
+class VmmResult:
+    """One microVM run; the fields `clockbench run` and the tests read of a
+    qemu.RunResult have the same names and meanings here."""
+
+    vmm: str
+    command: list[str]
+    vmm_exit: int | None  # the monitor's exit status; None when it was stopped here
+    status: int | None  # the image's, from the serial log; None: no verdict
+    output: str
+    stderr: str  # the monitor's own log lines
+    seconds: float
+    timed_out: bool
+    timeout_s: float
+    pid: int | None = None
+    interrupted: bool = False
+    status_source: str | None = None  # "summary" (its record) or "run ended" (the image's last line)
+    powered_off: bool = False  # the monitor exited by itself after the image's verdict
+    notes: list[str] = field(default_factory=list)
+    config: dict | None = None  # the configuration file the monitor read (Firecracker), as written
+    injections: list = field(default_factory=list)  # none: faults are QEMU's (qemu.Fault)
+    emulation_failed: str | None = None
+
+    @property
+    def accel(self) -> str:
+        return "kvm"
+
+    @property
+    def never_started(self) -> bool:
+        """The monitor ended with an error of its own before the serial port said anything."""
+        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
+                and self.vmm_exit not in (None, 0))
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.timed_out:
+            return EXIT_TIMEOUT
+        return self.status if self.status is not None else EXIT_NO_VERDICT
+
+    def _how_it_ended(self) -> str:
+        if self.vmm_exit is None:
+            return f"{self.vmm} was stopped"
+        if self.vmm_exit < 0:
+            try:
+                name = signal.Signals(-self.vmm_exit).name
+            except ValueError:
+                name = f"signal {-self.vmm_exit}"
+            return f"{self.vmm} was killed by {name}"
+        return f"{self.vmm} exited {self.vmm_exit}"
+
+    def describe(self) -> str:
+        notes = "".join(f"\n  note: {n}" for n in self.notes)
+        if self.interrupted:
+            return f"interrupted after {self.seconds:.0f} s, before the image ended; {self.vmm} stopped" + notes
+        if self.timed_out:
+            return f"stopped after {self.seconds:.0f} s without a verdict" + notes
+        if self.status is not None:
+            return f"{STATUS_NAMES[self.status]} (from the log's {self.status_source}; {self._how_it_ended()})" + notes
+        return f"no verdict: {self._how_it_ended()} before the image reported" + notes
+
+
+class _Watch:
+    """The serial output, read line by line as it comes: when the image gave
+    its verdict (a summary record, or its last line), and whether a second
+    run began after it (the schema record, every run's first)."""
+
+    def __init__(self):
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.partial = ""
+        self.verdict_at: float | None = None  # time.monotonic() of the first verdict
+        self.restarted = threading.Event()
+
+    def feed(self, chunk: bytes) -> None:
+        now = time.monotonic()
+        text = self.partial + self.decoder.decode(chunk)
+        *lines, self.partial = text.split("\n")
+        for line in lines:
+            if self.verdict_at is None:
+                if '"type":"summary"' in line or RUN_ENDED.search(line):
+                    self.verdict_at = now
+            elif '"type":"schema"' in line:
+                self.restarted.set()
+
+
+def verdict_of(output: str) -> tuple[int | None, str | None, int]:
+    """The run's status from its serial log, where the status came from
+    ("summary" or "run ended"), and where the first run's output ends (a
+    second run, after a restart, begins there; len(output) when none)."""
+    clean = output.replace("\r", "")
+    lines = clean.split("\n")
+    status = source = None
+    end = len(output)
+    pos = 0
+    seen_verdict = False
+    for line in lines:
+        if seen_verdict and '"type":"schema"' in line:
+            end = pos
+            break
+        if status is None and records.PREFIX in line and '"type":"summary"' in line:
+            recs = records.parse_log(line).records
+            s = next((r.get("status") for r in recs if r["type"] == "summary"), None)
+            if isinstance(s, str) and s in STATUS_CODES:
+                status, source = STATUS_CODES[s], "summary"
+            seen_verdict = True
+        m = RUN_ENDED.search(line)
+        if m:
+            if status is None and m.group(1) in STATUS_CODES:
+                status, source = STATUS_CODES[m.group(1)], "run ended"
+            seen_verdict = True
+        pos += len(line) + 1
+    return status, source, min(end, len(clean))
+
+
+def version(binary: str) -> str | None:
+    """The first line of `BINARY --version`, or None when it does not answer."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=VERSION_BOUND_S).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def find_binary(vmm: str, given: str | Path | None) -> tuple[Path | None, str]:
+    """The monitor's program: `given`, else its name on PATH. Returns it and,
+    when it cannot be used, why (one phrase), else ""."""
+    name = module(vmm).BINARY
+    if given is None:
+        found = shutil.which(name)
+        if not found:
+            return None, f"{name} is not on PATH (give its path with --vmm-binary)"
+        return Path(found), ""
+    p = Path(given)
+    if not p.exists():
+        return None, f"{p}: no such file"
+    if not p.is_file() or not os.access(p, os.X_OK):
+        return None, f"{p}: not an executable file"
+    return p, ""
+
+
+def command(cfg: VmmConfig, workdir: Path) -> tuple[list[str], dict | None]:
+    """The monitor's command line (and the configuration file it reads, if
+    any, written into workdir)."""
+    binary, why = find_binary(cfg.vmm, cfg.binary)
+    if binary is None:
+        raise RuntimeError(why)
+    return module(cfg.vmm).command(cfg, str(binary), workdir)
+
+
+def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None = None, echo_err=None) -> VmmResult:
+    """Boots once; echo(text) gets the serial output as it arrives,
+    echo_err(text) the monitor's own log lines. Setting `stop` ends the
+    monitor and returns what it printed so far, with `interrupted` set."""
+    tmp = None
+    workdir = cfg.workdir
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="clockbench-vmm-")
+        workdir = Path(tmp)
+    try:
+        cmd, config = command(cfg, workdir)
+        watch = _Watch()
+
+        def end_reason() -> str | None:
+            if watch.restarted.is_set():
+                return "restarted"
+            if watch.verdict_at is not None and time.monotonic() - watch.verdict_at > cfg.grace_s:
+                return "no power-off"
+            return None
+
+        got = vmrun.run(cmd, timeout, echo=echo, echo_err=echo_err, stop=stop, watch_out=watch.feed,
+                        end_reason=end_reason)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    status, source, end = verdict_of(got.output)
+    output = got.output
+    notes = []
+    if got.ended_by == "restarted" or end < len(output.replace("\r", "")):
+        output = output.replace("\r", "")
+        notes.append(f"{cfg.vmm} started the image again after its verdict (a second banner); it was stopped, the first "
+                     f"run's status stands, and the {len(output) - end} characters of the second run are left out of the log")
+        output = output[:end]
+    elif got.ended_by == "no power-off":
+        notes.append(f"{cfg.vmm} did not power off within {cfg.grace_s:g} s of the image's verdict; it was stopped, "
+                     "and the verdict's status stands")
+    return VmmResult(vmm=cfg.vmm, command=cmd, vmm_exit=got.returncode, status=status, output=output, stderr=got.stderr,
+                     seconds=got.seconds, timed_out=got.timed_out, timeout_s=timeout, pid=got.pid,
+                     interrupted=got.interrupted, status_source=source,
+                     powered_off=got.returncode is not None and status is not None, notes=notes, config=config)
+
+
+API_BOUND_S = 10.0
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+def api_request(sock: Path, method: str, path: str, body: dict | None = None,
+                bound_s: float = API_BOUND_S) -> tuple[int, dict | str | None]:
+    """One request to a monitor's HTTP API on its unix socket (both speak
+    HTTP/1.1 there), waiting for the socket to appear for up to bound_s.
+    Returns the HTTP status and the answer (JSON decoded when it is JSON)."""
+    deadline = time.monotonic() + bound_s
+    while not Path(sock).exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the API socket {sock} did not appear within {bound_s:g} s")
+        time.sleep(0.02)
+    conn = _UnixHTTPConnection(Path(sock), timeout=max(0.1, deadline - time.monotonic()))
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", "Accept": "application/json"} if data is not None else {"Accept": "application/json"}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read().decode("utf-8", "replace")
+    except OSError as e:
+        raise RuntimeError(f"{method} {path} on {sock}: {e}") from None
+    finally:
+        conn.close()
+    try:
+        return resp.status, json.loads(raw) if raw.strip() else None
+    except json.JSONDecodeError:
+        return resp.status, raw

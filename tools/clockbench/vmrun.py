@@ -1,0 +1,102 @@
+"""One way to start, stop and capture a virtual machine monitor's process,
+for QEMU (qemu.py) and the microVM monitors (microvm.py) alike: the serial
+port on its standard output, echoed as it arrives; its own messages on
+standard error, kept apart; a time bound; a stop event (Ctrl-C); and a
+hook that may end it early for a reason of the caller's (QEMU's "KVM
+internal error", a microVM that printed its summary and did not power off).
+The monitor runs in a session of its own, so a Ctrl-C on the terminal
+reaches only the caller."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+POLL_S = 0.1  # how often the time bound, the stop event and the caller's hook are looked at
+READER_JOIN_S = 5.0
+
+
+@dataclass
+class Captured:
+    output: str  # standard output (the serial port), "\r\n" made "\n"
+    stderr: str
+    seconds: float
+    returncode: int | None  # None when the process was stopped here (time bound, stop event, the caller's hook)
+    timed_out: bool = False
+    interrupted: bool = False
+    ended_by: str | None = None  # the caller's reason, when its hook ended the process
+    pid: int | None = None
+
+
+def _pump(stream, sink: list[bytes], live: Callable[[str], None] | None, watch: Callable[[bytes], None] | None) -> None:
+    for chunk in iter(lambda: stream.read1(4096), b""):
+        sink.append(chunk)
+        if watch:
+            watch(chunk)
+        if live:
+            live(chunk.decode("utf-8", "replace"))
+
+
+def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = None,
+        echo_err: Callable[[str], None] | None = None, stop: threading.Event | None = None,
+        watch_out: Callable[[bytes], None] | None = None, watch_err: Callable[[bytes], None] | None = None,
+        started: Callable[[subprocess.Popen, float], None] | None = None,
+        end_reason: Callable[[], str | None] | None = None,
+        ending: Callable[[str], None] | None = None, cwd: str | None = None) -> Captured:
+    """Starts cmd and waits for it to exit, for `bound` seconds at most.
+    echo/echo_err get standard output/error as text as they arrive,
+    watch_out/watch_err the raw bytes. started(proc, start) is called once
+    the process runs (start: time.monotonic() just before it started).
+    end_reason() is asked every POLL_S: a string ends the process, and is
+    kept as ended_by. ending(why) is called before the process is killed
+    (or after it exited: why is then "it exited"), from here, so the caller
+    can undo what it did to it (resume a stopped QEMU)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, cwd=cwd)
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [threading.Thread(target=_pump, args=(proc.stdout, out, echo, watch_out), daemon=True),
+               threading.Thread(target=_pump, args=(proc.stderr, err, echo_err, watch_err), daemon=True)]
+    for t in readers:
+        t.start()
+    timed_out = interrupted = False
+    ended_by = None
+    why = "it exited"
+    try:
+        if started:
+            started(proc, start)
+        deadline = start + bound
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                ended_by = end_reason() if end_reason else None
+                if ended_by:
+                    why = ended_by
+                    break
+                if stop is not None and stop.is_set():
+                    interrupted, why = True, "the run was interrupted"
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out, why = True, f"the run's time bound ({bound:g} s) ran out"
+                    break
+    finally:
+        try:
+            if ending:
+                ending(why)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for t in readers:
+        t.join(timeout=READER_JOIN_S)
+    stopped = timed_out or interrupted or ended_by is not None
+    return Captured(output=b"".join(out).decode("utf-8", "replace").replace("\r\n", "\n"),
+                    stderr=b"".join(err).decode("utf-8", "replace"), seconds=time.monotonic() - start,
+                    returncode=None if stopped else proc.returncode, timed_out=timed_out, interrupted=interrupted,
+                    ended_by=ended_by, pid=proc.pid)
