@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import errors, vmrun
 
+QEMU_BINARY = "qemu-system-x86_64"
 DEBUG_EXIT_BASE = 0x10
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed"}
 # The runner's own exit codes beyond the image's 0-3.
@@ -209,6 +210,7 @@ class QemuConfig:
     bootfile: str = ""  # its bootfile, relative to the tree (netboot.BOOTFILES)
     mac: str | None = None  # the NIC's MAC address, which picks the command line in the tree
     serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
+    binary: str = QEMU_BINARY  # the program (`clockbench run --vmm qemu --vmm-binary PATH`)
 
 
 def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None = None) -> tuple[str, str]:
@@ -239,7 +241,7 @@ def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None 
 
 def build_command(cfg: QemuConfig, accel: str) -> list[str]:
     machine = cfg.machine + (",smm=on" if cfg.firmware == "uefi-secboot" else "")
-    cmd = ["qemu-system-x86_64", "-machine", machine, "-accel", accel]
+    cmd = [cfg.binary, "-machine", machine, "-accel", accel]
     cmd += ["-cpu", cfg.cpu or (KVM_CPU if accel == "kvm" else TCG_CPU)]
     cmd += ["-smp", str(cfg.smp), "-m", cfg.memory]
     cmd += ["-no-reboot"]
