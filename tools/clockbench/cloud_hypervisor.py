@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .vmrun import api_request
+
 BINARY = "cloud-hypervisor"
 API_PREFIX = "/api/v1/"
 
@@ -26,7 +28,5 @@ def command(cfg, binary: str, workdir: Path) -> tuple[list[str], None]:
 
 def api(sock: Path, action: str, body: dict | None = None) -> tuple[int, dict | str | None]:
     """One call of the REST API: action "vm.pause", "vm.resume", "vm.snapshot", "vm.info", "vmm.ping"..."""
-    from .microvm import api_request
-
     method = "GET" if action in ("vm.info", "vmm.ping", "vm.counters") else "PUT"
     return api_request(sock, method, API_PREFIX + action, body)

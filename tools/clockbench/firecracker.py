@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .vmrun import api_request
+
 BINARY = "firecracker"
 CONFIG = "firecracker.json"
 
@@ -38,6 +40,4 @@ def command(cfg, binary: str, workdir: Path) -> tuple[list[str], dict]:
 
 def api(sock: Path, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str | None]:
     """One call of the API: ("PATCH", "/vm", {"state": "Paused"}), ("PUT", "/snapshot/create", {...}), ("GET", "/")..."""
-    from .microvm import api_request
-
     return api_request(sock, method, path, body)

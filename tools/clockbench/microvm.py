@@ -20,13 +20,10 @@ status 4, no verdict, saying how it ended."""
 from __future__ import annotations
 
 import codecs
-import http.client
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -262,43 +259,3 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
                      interrupted=got.interrupted, status_source=source,
                      powered_off=got.returncode is not None and status is not None, notes=notes, config=config)
 
-
-API_BOUND_S = 10.0
-
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: Path, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = str(path)
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.unix_path)
-
-
-def api_request(sock: Path, method: str, path: str, body: dict | None = None,
-                bound_s: float = API_BOUND_S) -> tuple[int, dict | str | None]:
-    """One request to a monitor's HTTP API on its unix socket (both speak
-    HTTP/1.1 there), waiting for the socket to appear for up to bound_s.
-    Returns the HTTP status and the answer (JSON decoded when it is JSON)."""
-    deadline = time.monotonic() + bound_s
-    while not Path(sock).exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the API socket {sock} did not appear within {bound_s:g} s")
-        time.sleep(0.02)
-    conn = _UnixHTTPConnection(Path(sock), timeout=max(0.1, deadline - time.monotonic()))
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json", "Accept": "application/json"} if data is not None else {"Accept": "application/json"}
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        raw = resp.read().decode("utf-8", "replace")
-    except OSError as e:
-        raise RuntimeError(f"{method} {path} on {sock}: {e}") from None
-    finally:
-        conn.close()
-    try:
-        return resp.status, json.loads(raw) if raw.strip() else None
-    except json.JSONDecodeError:
-        return resp.status, raw

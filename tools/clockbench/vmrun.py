@@ -5,14 +5,19 @@ standard error, kept apart; a time bound; a stop event (Ctrl-C); and a
 hook that may end it early for a reason of the caller's (QEMU's "KVM
 internal error", a microVM that printed its summary and did not power off).
 The monitor runs in a session of its own, so a Ctrl-C on the terminal
-reaches only the caller."""
+reaches only the caller. api_request talks to a monitor's HTTP API on its
+unix socket (Cloud Hypervisor's and Firecracker's)."""
 
 from __future__ import annotations
 
+import http.client
+import json
+import socket
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 POLL_S = 0.1  # how often the time bound, the stop event and the caller's hook are looked at
@@ -100,3 +105,44 @@ def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = No
                     stderr=b"".join(err).decode("utf-8", "replace"), seconds=time.monotonic() - start,
                     returncode=None if stopped else proc.returncode, timed_out=timed_out, interrupted=interrupted,
                     ended_by=ended_by, pid=proc.pid)
+
+
+API_BOUND_S = 10.0
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+def api_request(sock: Path, method: str, path: str, body: dict | None = None,
+                bound_s: float = API_BOUND_S) -> tuple[int, dict | str | None]:
+    """One request to a monitor's HTTP API on its unix socket (both speak
+    HTTP/1.1 there), waiting for the socket to appear for up to bound_s.
+    Returns the HTTP status and the answer (JSON decoded when it is JSON)."""
+    deadline = time.monotonic() + bound_s
+    while not Path(sock).exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the API socket {sock} did not appear within {bound_s:g} s")
+        time.sleep(0.02)
+    conn = _UnixHTTPConnection(Path(sock), timeout=max(0.1, deadline - time.monotonic()))
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", "Accept": "application/json"} if data is not None else {"Accept": "application/json"}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read().decode("utf-8", "replace")
+    except OSError as e:
+        raise RuntimeError(f"{method} {path} on {sock}: {e}") from None
+    finally:
+        conn.close()
+    try:
+        return resp.status, json.loads(raw) if raw.strip() else None
+    except json.JSONDecodeError:
+        return resp.status, raw
