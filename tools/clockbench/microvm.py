@@ -40,6 +40,7 @@ POWEROFF_GRACE_S = 5.0
 STATUS_CODES = {name: n for n, name in STATUS_NAMES.items()}
 # The image's last line (kernel/finish.c).
 RUN_ENDED = re.compile(r"clockbench: run ended: ([a-z ]+) \(status (\d)\)")
+BANNER = re.compile(r"clockbench [^\s:]+: ")  # the banner's first line (experiments/main.c), "clockbench 9264863: time counters..."
 VERSION_BOUND_S = 10.0
 VMM_NAMES = ("cloud-hypervisor", "firecracker")
 
@@ -156,31 +157,34 @@ class _Watch:
 
 def verdict_of(output: str) -> tuple[int | None, str | None, int]:
     """The run's status from its serial log, where the status came from
-    ("summary" or "run ended"), and where the first run's output ends (a
-    second run, after a restart, begins there; len(output) when none)."""
+    ("summary" or "run ended"), and where the first run's output ends in
+    the log with "\r" removed: a second run, after a restart, begins at its
+    banner (the line `clockbench <build>: ...` before its schema record);
+    len of that log when there is none."""
     clean = output.replace("\r", "")
-    lines = clean.split("\n")
     status = source = None
-    end = len(output)
+    end = len(clean)
     pos = 0
-    seen_verdict = False
-    for line in lines:
-        if seen_verdict and '"type":"schema"' in line:
-            end = pos
+    verdict = False
+    banner = None  # where the last banner line since the verdict starts
+    for line in clean.split("\n"):
+        if verdict and BANNER.match(line):
+            banner = pos
+        if verdict and '"type":"schema"' in line:
+            end = banner if banner is not None else pos
             break
         if status is None and records.PREFIX in line and '"type":"summary"' in line:
-            recs = records.parse_log(line).records
-            s = next((r.get("status") for r in recs if r["type"] == "summary"), None)
+            s = next((r.get("status") for r in records.parse_log(line).records if r["type"] == "summary"), None)
             if isinstance(s, str) and s in STATUS_CODES:
                 status, source = STATUS_CODES[s], "summary"
-            seen_verdict = True
+            verdict = True
         m = RUN_ENDED.search(line)
         if m:
             if status is None and m.group(1) in STATUS_CODES:
                 status, source = STATUS_CODES[m.group(1)], "run ended"
-            seen_verdict = True
+            verdict = True
         pos += len(line) + 1
-    return status, source, min(end, len(clean))
+    return status, source, end
 
 
 def version(binary: str) -> str | None:
@@ -246,7 +250,7 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
     status, source, end = verdict_of(got.output)
     output = got.output
     notes = []
-    if got.ended_by == "restarted" or end < len(output.replace("\r", "")):
+    if end < len(output.replace("\r", "")):
         output = output.replace("\r", "")
         notes.append(f"{cfg.vmm} started the image again after its verdict (a second banner); it was stopped, the first "
                      f"run's status stands, and the {len(output) - end} characters of the second run are left out of the log")

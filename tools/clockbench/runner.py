@@ -131,6 +131,8 @@ def check_vmm_arguments(args: argparse.Namespace) -> None:
     QEMU, the PVH kernel under a microVM monitor). A monitor that cannot be
     found or run, or an option it has no use for, is a usage error."""
     vmm = getattr(args, "vmm", "qemu")
+    if vmm not in VMMS:
+        raise _usage("--vmm", vmm, f"the monitor must be {', '.join(VMMS[:-1])} or {VMMS[-1]}")
     if getattr(args, "boot", None) is None:
         args.boot = "iso" if vmm == "qemu" else "pvh"
     binary = getattr(args, "vmm_binary", None)
@@ -245,7 +247,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
                        "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
                        f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
-    r.add_argument("--vmm", choices=list(VMMS), default="qemu",
+    r.add_argument("--vmm", default="qemu", metavar="|".join(VMMS),
                    help="the virtual machine monitor: QEMU, or a microVM monitor (Cloud Hypervisor, Firecracker) that "
                    "boots the PVH kernel under KVM with --smp, --memory and the image's options; neither has QEMU's "
                    "isa-debug-exit, so the status comes from the summary on the serial log (default: %(default)s)")
@@ -324,7 +326,7 @@ def _microvm_config(args: argparse.Namespace, cmdline: str) -> microvm.VmmConfig
         raise errors.QemuFailed(f"{args.vmm} needs KVM, but {why}")
     binary, _ = microvm.find_binary(args.vmm, args.vmm_binary)
     return microvm.VmmConfig(vmm=args.vmm, binary=binary, kernel=kernel, smp=args.smp,
-                             memory_mib=int(memory_mib(args.memory)), append=cmdline)
+                             memory_mib=int(memory_mib(args.memory)), append=cmdline, grace_s=microvm.POWEROFF_GRACE_S)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
