@@ -10,8 +10,11 @@ Neither monitor has QEMU's isa-debug-exit, so the status comes from the
 serial log: the first `summary` record's status (docs/output.md, "How a run
 ends"), or, for a run that crashed and printed none, the image's last line
 `clockbench: run ended: <status> (status <n>)`. The image powers the machine
-off after it; a monitor still running POWEROFF_GRACE_S after the summary is
-stopped, with a note, and the summary's status stands. A monitor that starts
+off after it; a monitor still running once its serial port has been quiet
+for POWEROFF_GRACE_S after the summary is stopped, with a note, and the
+summary's status stands (quiet, not merely since the summary: under a KVM
+that emulates every instruction, on a loaded host, the lines after the
+summary took over 5 s to come). A monitor that starts
 the image again after its summary (a second banner) is stopped at once, the
 log is cut where the second run began, and the first status stands, with a
 note. A monitor that dies before the summary leaves its partial log and
@@ -34,8 +37,8 @@ from pathlib import Path
 from . import records, vmrun
 from .qemu import EXIT_INTERRUPTED, EXIT_NO_VERDICT, EXIT_TIMEOUT, STATUS_NAMES
 
-# After the summary the image prints one line and powers off: under this
-# machine's KVM, which emulates every instruction, that is well under a second.
+# After the summary the image prints its QR record and one line, then powers
+# off: a monitor whose serial port is quiet this long after them did not.
 POWEROFF_GRACE_S = 5.0
 STATUS_CODES = {name: n for n, name in STATUS_NAMES.items()}
 # The image's last line (kernel/finish.c).
@@ -141,10 +144,18 @@ class _Watch:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.partial = ""
         self.verdict_at: float | None = None  # time.monotonic() of the first verdict
+        self.last_output_at = time.monotonic()
         self.restarted = threading.Event()
 
+    def silent_since_verdict_s(self) -> float | None:
+        """How long the serial port has been quiet since the verdict and
+        whatever followed it; None before the verdict."""
+        if self.verdict_at is None:
+            return None
+        return time.monotonic() - max(self.verdict_at, self.last_output_at)
+
     def feed(self, chunk: bytes) -> None:
-        now = time.monotonic()
+        now = self.last_output_at = time.monotonic()
         text = self.partial + self.decoder.decode(chunk)
         *lines, self.partial = text.split("\n")
         for line in lines:
@@ -238,7 +249,8 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
         def end_reason() -> str | None:
             if watch.restarted.is_set():
                 return "restarted"
-            if watch.verdict_at is not None and time.monotonic() - watch.verdict_at > cfg.grace_s:
+            quiet = watch.silent_since_verdict_s()
+            if quiet is not None and quiet > cfg.grace_s:
                 return "no power-off"
             return None
 
@@ -256,8 +268,8 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
                      f"run's status stands, and the {len(output) - end} characters of the second run are left out of the log")
         output = output[:end]
     elif got.ended_by == "no power-off":
-        notes.append(f"{cfg.vmm} did not power off within {cfg.grace_s:g} s of the image's verdict; it was stopped, "
-                     "and the verdict's status stands")
+        notes.append(f"{cfg.vmm} did not power off: the serial port was quiet for {cfg.grace_s:g} s after the image's "
+                     "verdict; it was stopped, and the verdict's status stands")
     return VmmResult(vmm=cfg.vmm, command=cmd, vmm_exit=got.returncode, status=status, output=output, stderr=got.stderr,
                      seconds=got.seconds, timed_out=got.timed_out, timeout_s=timeout, pid=got.pid,
                      interrupted=got.interrupted, status_source=source,
