@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import records, vmrun
-from .qemu import EXIT_INTERRUPTED, EXIT_NO_VERDICT, EXIT_TIMEOUT, STATUS_NAMES
+from .qemu import STATUS_NAMES
 
 # After the summary the image prints its QR record and one line, then powers
 # off: a monitor whose serial port is quiet this long after them did not.
@@ -73,7 +73,7 @@ class VmmConfig:
 
 
 @dataclass
-class VmmResult:
+class VmmResult(vmrun.Ending):
     """One microVM run; the fields `clockbench run` and the tests read of a
     qemu.RunResult have the same names and meanings here."""
 
@@ -100,18 +100,8 @@ class VmmResult:
         return "kvm"
 
     @property
-    def never_started(self) -> bool:
-        """The monitor ended with an error of its own before the serial port said anything."""
-        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
-                and self.vmm_exit not in (None, 0))
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.timed_out:
-            return EXIT_TIMEOUT
-        return self.status if self.status is not None else EXIT_NO_VERDICT
+    def machine_exit(self) -> int | None:
+        return self.vmm_exit
 
     def _how_it_ended(self) -> str:
         if self.vmm_exit is None:

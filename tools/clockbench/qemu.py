@@ -33,8 +33,8 @@ QEMU_BINARY = "qemu-system-x86_64"
 DEBUG_EXIT_BASE = 0x10
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed"}
 # The runner's own exit codes beyond the image's 0-3.
-EXIT_NO_VERDICT = 4  # QEMU ended without the image reporting (reset, shutdown, QEMU error)
-EXIT_TIMEOUT = 5  # the run took longer than its bound and was stopped
+EXIT_NO_VERDICT = vmrun.EXIT_NO_VERDICT  # QEMU ended without the image reporting (reset, shutdown, QEMU error)
+EXIT_TIMEOUT = vmrun.EXIT_TIMEOUT  # the run took longer than its bound and was stopped
 EXIT_INTERRUPTED = errors.INTERRUPTED  # stopped by Ctrl-C (run()'s stop event)
 # A GRUB-booted image (boot "iso" or "disk") given a command line gets it in
 # this SMBIOS OEM string; iso/grub.cfg boots it at once, with no menu.
@@ -307,7 +307,7 @@ def smbios_cmdline(append: str) -> str:
 
 
 @dataclass
-class RunResult:
+class RunResult(vmrun.Ending):
     command: list[str]
     accel: str
     qemu_exit: int | None  # None when the run timed out
@@ -323,20 +323,8 @@ class RunResult:
     emulation_failed: str | None = None  # KVM could not emulate an instruction: QEMU paused the guest for good
 
     @property
-    def never_started(self) -> bool:
-        """QEMU ended with an error of its own before the serial port said
-        anything: bad options, no memory for the guest, no firmware."""
-        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
-                and not self.emulation_failed and self.qemu_exit not in (None, 0))
-
-    @property
-    def exit_code(self) -> int:
-        """The runner's exit code: the image's status, or EXIT_NO_VERDICT/EXIT_TIMEOUT/EXIT_INTERRUPTED."""
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.timed_out:
-            return EXIT_TIMEOUT
-        return self.status if self.status is not None else EXIT_NO_VERDICT
+    def machine_exit(self) -> int | None:
+        return self.qemu_exit
 
     def describe(self) -> str:
         if self.emulation_failed:

@@ -494,10 +494,9 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         sys.stderr.write(result.stderr)
     elif result.stderr.strip():
         _say(f"{name}'s own log: {len(result.stderr.splitlines())} lines in {runs.shown(run_dir / VMM_STDERR)}")
-    machine_exit = result.qemu_exit if name == "qemu" else result.vmm_exit
 
     if result.never_started:
-        failure = errors.QemuFailed(f"{what} exited {machine_exit} before the image started: "
+        failure = errors.QemuFailed(f"{what} exited {result.machine_exit} before the image started: "
                                     f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
         meta.update(ended=_now(), verdict=f"{what} failed", exit=failure.code, error=str(failure))
         runs.write_metadata(run_dir, meta)

@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from . import errors
+
+# The runner's exit codes beyond the image's 0-3 (docs/output.md, "How a run ends").
+EXIT_NO_VERDICT = 4  # the machine ended without the image reporting (reset, shutdown, a monitor's error)
+EXIT_TIMEOUT = 5  # the run took longer than its bound and was stopped
 POLL_S = 0.1  # how often the time bound, the stop event and the caller's hook are looked at
 READER_JOIN_S = 5.0
 
@@ -34,6 +39,28 @@ class Captured:
     interrupted: bool = False
     ended_by: str | None = None  # the caller's reason, when its hook ended the process
     pid: int | None = None
+
+
+class Ending:
+    """How a run ended, for qemu.RunResult and microvm.VmmResult alike (a
+    dataclass with output, status, timed_out, interrupted, emulation_failed
+    and a machine_exit: the monitor's exit status, None when stopped here)."""
+
+    @property
+    def never_started(self) -> bool:
+        """The monitor ended with an error of its own before the serial port
+        said anything: bad options, no memory for the guest, no firmware."""
+        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
+                and not self.emulation_failed and self.machine_exit not in (None, 0))
+
+    @property
+    def exit_code(self) -> int:
+        """The runner's exit code: the image's status, or EXIT_NO_VERDICT/EXIT_TIMEOUT/errors.INTERRUPTED."""
+        if self.interrupted:
+            return errors.INTERRUPTED
+        if self.timed_out:
+            return EXIT_TIMEOUT
+        return self.status if self.status is not None else EXIT_NO_VERDICT
 
 
 def _pump(stream, sink: list[bytes], live: Callable[[str], None] | None, watch: Callable[[bytes], None] | None) -> None:
