@@ -1,4 +1,5 @@
-"""`clockbench run`: boots the image in QEMU, shows its report on this
+"""`clockbench run`: boots the image in QEMU (or the PVH kernel under a
+microVM monitor, microvm.py), shows its report on this
 terminal with a progress bar (progress.py), keeps the run in a folder of its
 own with its metadata (runs.py), writes the report there, and exits with the
 image's status (docs/output.md)."""
@@ -242,8 +243,10 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str, firmwa
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    r = sub.add_parser("run", help="boot the image in QEMU and show its report; keep the run in a folder of its own",
-                       description="Boots the image in QEMU and shows its report here, with a progress bar on a terminal. "
+    r = sub.add_parser("run", help="boot the image in QEMU (or Cloud Hypervisor, Firecracker) and show its report; keep the "
+                       "run in a folder of its own",
+                       description="Boots the image in QEMU, or its PVH kernel in Cloud Hypervisor or Firecracker (--vmm), "
+                       "and shows its report here, with a progress bar on a terminal. "
                        "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
                        "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
                        f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
