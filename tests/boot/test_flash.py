@@ -159,6 +159,13 @@ def cli(*args, stdin=""):
                           env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=300)
 
 
+def test_a_missing_device_is_a_missing_input(tmp_path):
+    iso = tmp_path / "clockbench.iso"
+    iso.write_bytes(b"\xff" * 4096)
+    r = cli(str(tmp_path / "nosuch"), "--iso", str(iso), "--yes")
+    assert r.returncode == errors.NO_INPUT and "No such file" in r.stderr and "Traceback" not in r.stderr, r
+
+
 def test_the_command_refuses_a_file_and_leaves_it_alone(tmp_path):
     target = tmp_path / "disk.img"
     target.write_bytes(b"keep" * 1024)
@@ -188,8 +195,8 @@ def test_loop_device_is_written_verified_and_boots(loop_device, boot):
     dev, backing = loop_device
     r = cli(dev, "--iso", str(TEST_ISO), "--yes")
     assert r.returncode == errors.BAD_INPUT and "not a removable disk (--force to write anyway)" in r.stderr
-    r = cli(dev, "--iso", str(TEST_ISO), "--force")  # no --yes, no answer: nothing written
-    assert r.returncode == 1 and "not written" in r.stdout
+    r = cli(dev, "--iso", str(TEST_ISO), "--force")  # no --yes, no answer: nothing written, and no failed run's status
+    assert r.returncode == errors.DECLINED and "not written (declined)" in r.stdout
     assert backing.read_bytes()[:512] == bytes(512)
     r = cli(dev, "--iso", str(TEST_ISO), "--force", "--yes")
     assert r.returncode == 0, r.stderr

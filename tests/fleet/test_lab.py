@@ -23,7 +23,7 @@ def test_two_places_run_through_labgrid_into_the_store(tmp_path):
     lab = Lab(tmp_path, machines)
     try:
         db = tmp_path / "runs.db"
-        # "ghost" is no place the coordinator knows: it ends as an incomplete run, with the reason, and the others go on
+        # "ghost" is no place the coordinator knows: it ends as a run that did not run, with the reason, and the others go on
         r = subprocess.run([sys.executable, "-m", "clockbench", "lab", "qemu-1", "qemu-2", "ghost", "--coordinator", lab.address,
                             "--store", str(db), "--log-dir", str(tmp_path / "logs"), "--timeout", "240", "--idle", "60",
                             "--firmware", "bios", "--every", "2"],
@@ -32,7 +32,7 @@ def test_two_places_run_through_labgrid_into_the_store(tmp_path):
         with store.open_store(db) as st:
             rows = {x["machine"]: x for x in st.runs()}
         ghost = rows.pop("ghost")
-        assert ghost["status"] == "incomplete" and "cannot acquire place ghost" in ghost["reason"], ghost.row
+        assert ghost["status"] == store.DID_NOT_RUN and "cannot acquire place ghost" in ghost["reason"], ghost.row
         assert set(rows) == {"qemu-1", "qemu-2"}
         for name, row in rows.items():
             assert row["status"] == "passed" and row["source"] == "lab" and row["place"] == name, row.row

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clockbench import runner
+from clockbench import qemu, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
@@ -236,5 +236,7 @@ def test_the_kvm_step_opens_the_runners_kvm_and_says_when_it_cannot():
     for text in (gh, GITLAB.read_text()):
         # the check is the tool's own (qemu.kvm_usable): can /dev/kvm be opened read-write?
         assert "(exec 3<>/dev/kvm)" in text and "ACCEL=tcg" in text and "ACCEL=kvm" in text
+        # and, as qemu.resolve_accel("auto") does, a KVM that emulates every instruction is not used
+        assert f"[ -e {qemu.PVM_MODULE} ]" in text
         assert "the image runs under TCG" in text
     assert "::warning" in gh

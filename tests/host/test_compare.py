@@ -14,12 +14,13 @@ from cli_logs import EPYC, KVM, TCG, run_cli
 from clockbench import compare, records, results
 
 
-def made(hpet_ns: float, rdtsc_ns: float, tsc_hz: float, brand: str = "Brand A", hv=None, fms=(6, 85, 4)) -> dict:
-    """Results as `report` writes them, with only what compare reads."""
+def made(hpet_ns: float, rdtsc_ns: float, tsc_hz: float, brand: str = "Brand A", hv=None, fms=(6, 85, 4), **boot) -> dict:
+    """Results as `report` writes them, with only what compare reads (boot:
+    more of the machine record, such as its loader and firmware)."""
     res = results.from_log("\n".join("@cb " + json.dumps(r) for r in [
         {"type": "schema", "version": 1, "tool": "clockbench", "build": "t1"},
         {"type": "machine", "vendor": "GenuineIntel", "brand": brand, "family": fms[0], "model": fms[1], "stepping": fms[2],
-         "hypervisor": hv},
+         "hypervisor": hv, **boot},
         {"type": "profile", "name": "quick", "tsc_hz": tsc_hz, "tsc_hz_source": "measured against hpet"},
         {"type": "latency", "counter": "rdtsc", "p50_ns": rdtsc_ns},
         {"type": "latency", "counter": "hpet", "p50_ns": hpet_ns},
@@ -89,6 +90,20 @@ def test_several_runs_of_one_machine_give_mean_and_spread():
     sd_ppm = statistics.stdev([2e9, 2e9 + 2000, 2e9 + 4000]) / (2e9 + 2000) * 1e6
     assert row(rows, "TSC frequency")[-2] == f"2000002000 Hz ± {sd_ppm:.2f} ppm"
     assert row(rows, "hpet read p50")[:3] == ["100.0 ns 1.0x", "110.0 ns 1.1x", "120.0 ns 1.2x"]
+
+
+def test_a_bios_and_a_uefi_run_of_one_machine_are_two_columns_with_their_boot():
+    bios = made(100, 20, 2e9, loader="GRUB 2.06", multiboot=2, boot_protocol="multiboot2")
+    uefi = made(110, 20, 2e9, loader="clockbench EFI (GRUB 2.06)", multiboot=2, boot_protocol="multiboot2",
+                firmware_vendor="EDK II", secure_boot="off")
+    rows = compare.table([bios, uefi], ["bios", "uefi"])
+    assert rows[0] == ["", "bios", "uefi"]  # no mean over runs booted two ways
+    assert row(rows, "firmware") == ["not through UEFI", "UEFI, EDK II, Secure Boot off"]
+    assert row(rows, "boot") == ["GRUB 2.06 (multiboot2)", "clockbench EFI (GRUB 2.06) (multiboot2)"]
+    # the same two boots repeated are averaged each
+    rows = compare.table([bios, uefi, bios, uefi], ["b1", "u1", "b2", "u2"])
+    assert rows[0][-2:] == ["mean ± σ of 2 runs", "mean ± σ of 2 runs"]
+    assert row(rows, "firmware")[-2:] == ["not through UEFI", "UEFI, EDK II, Secure Boot off"]
 
 
 def test_no_spread_column_for_one_run_per_machine():

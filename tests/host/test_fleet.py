@@ -238,3 +238,44 @@ def test_a_tsc_off_its_claim_and_a_crystal_off(tmp_path):
                                                                     "kvm-crystal": {"crystal_ppm"}}
     assert flags["kvm-claim"][0].value == pytest.approx(150 + (-0.08), abs=0.2)
     assert flags["kvm-crystal"][0].value == 80.0
+
+
+def test_runs_that_did_not_run_and_os_logs_are_no_machine_rows(tmp_path, capsys):
+    """A typo'd place or a port that never opened left a run that never
+    reached the image; a clockbench-os log measures Linux, not the bare
+    machine: neither is a row, --check ignores them, the output says so."""
+    db = tmp_path / "s.db"
+    with store.open_store(db) as st:
+        st.add_log(machine(0), "m0", "capture", meta={"firmware": "bios", "started": "2026-11-24T09:00:00+00:00"})
+        # the same machine's newer run that never reached the image must not hide its real one
+        st.add_log("", "m0", "lab", meta={"reason": "cannot acquire place m0", "started": "2026-11-24T10:00:00+00:00"},
+                   incomplete_ok=True)
+        st.add_log("", "nosuchplace", "lab", meta={"reason": "cannot acquire place nosuchplace"}, incomplete_ok=True)
+        st.add_log((TCG.parent / "os-vm-tcg-q35.log").read_text(), "m0-linux", "import")
+    r = run_cli(capsys, "fleet", "--store", db, "--check")
+    assert r.code == 0, r
+    assert "1 machine in 1 group" in r.out and "Outliers: none" in r.out, r.out
+    assert "Left out: 2 runs that never reached the image (did not run); 1 clockbench-os log" in r.out, r.out
+    assert "nosuchplace" not in r.out and "m0-linux" not in r.out
+    assert re.search(r"^  m0 +2026-11-24 09:00:00 +passed", r.out, re.M), r.out
+    data = json.loads(run_cli(capsys, "fleet", "--store", db, "--json", "-").out)
+    assert [m["machine"] for g in data["groups"] for m in g["machines"]] == ["m0"] and len(data["left_out"]) == 2
+
+
+def test_fleet_wide_statistics_are_printed_once(fleet_store, capsys):
+    r = run_cli(capsys, "fleet", "--store", fleet_store)
+    # the EPYC group (1 machine) falls back to the whole fleet for all but the TSC rate: said once, at the top
+    assert r.out.count("Whole fleet") == 1 and r.out.count("stolen_ms median") == 2, r.out  # the fleet's and the big group's
+    assert "groups" in r.out.splitlines()[0] and "(fleet, n=" not in r.out
+
+
+def test_the_timer_p50_is_kept_without_a_p99(tmp_path):
+    def no_p99(rec):
+        if rec["type"] == "timer_choice":
+            rec["p99_ns"] = None
+        return rec
+    with store.open_store(tmp_path / "s.db") as st:
+        st.add_log(edit(TCG.read_text(), no_p99), "short", "import")
+        [run] = st.runs()
+    choice = [r for r in __import__("clockbench").records.parse_log(TCG.read_text()).records if r["type"] == "timer_choice"][0]
+    assert run.figures["timer_p50_ns"].value == choice["p50_ns"] and "timer_p99_ns" not in run.figures

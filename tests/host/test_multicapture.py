@@ -86,7 +86,9 @@ def test_several_machines_at_once_one_hangs_one_dies_one_never_answers(tmp_path,
     assert rows["good"]["status"] == "passed" and rows["good"]["firmware"] == "bios" and rows["good2"]["status"] == "passed"
     assert rows["hangs"]["status"] == "incomplete" and "nothing new for 3 s" in rows["hangs"]["reason"]
     assert rows["dies"]["status"] == "incomplete" and "went away" in rows["dies"]["reason"]
-    assert rows["nobody"]["status"] == "incomplete" and "cannot open" in rows["nobody"]["reason"]
+    # a port that never opened read no record: the run did not run, and no fleet row counts it
+    assert rows["nobody"]["status"] == store.DID_NOT_RUN and "cannot open" in rows["nobody"]["reason"]
+    assert rows["nobody"]["tool"] is None and rows["good"]["tool"] == "clockbench"
     assert rows["hangs"]["exit"] == 4
 
 

@@ -49,6 +49,9 @@ def test_the_shipped_machines_file_parses():
     ("[machines.\"52:54:00:00:00:01\"]\ngroup = \"nope\"", "no group"),
     ("[hosts]\n", "unknown table"),
     ("[default\n", "not valid TOML"),
+    # the words `run --append` refuses are refused here too, with the same reason
+    ("[default]\ncmdline = \"profile=quik\"", r"\[default\]: cmdline profile=quik: profile= must be quick, standard"),
+    ("[groups.a]\ncmdline = \"duration=abc\"", r"\[groups.a\]: cmdline duration=abc: duration= must be a whole number"),
 ])
 def test_bad_machines_files_are_bad_input(text, says):
     with pytest.raises(errors.BadInput, match=says):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import types
@@ -87,6 +89,15 @@ def test_a_new_key_is_private_and_never_printed(key_dir, capsys):
 def test_keys_new_refuses_to_replace_a_key(key_dir, capsys):
     code, _, err = cli(capsys, "keys", "--new", "--dir", str(key_dir))
     assert code == errors.CANNOT_WRITE and "already exists" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_hint_for_a_folder_with_no_key_works_as_printed(tmp_path, capsys):
+    d = tmp_path / "no key here"
+    code, _, err = cli(capsys, "keys", "--dir", str(d))
+    assert code == errors.NO_INPUT, err
+    hint = re.search(r"`clockbench (keys --new[^`]*)`", err).group(1)
+    assert cli(capsys, *shlex.split(hint))[0] == 0, hint  # run as printed, it makes the key where it was asked for
+    assert (d / secureboot.KEY_NAME).is_file()
 
 
 def test_keys_ensure_makes_one_only_when_absent(tmp_path, capsys):

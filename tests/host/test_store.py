@@ -239,16 +239,24 @@ def test_a_first_schema_store_is_migrated_and_keeps_its_runs(tmp_path):
     # a run written by the first schema's tool: no place, no MAC
     st = store.Store.__new__(store.Store)
     st.path, st.db = db, sqlite3.connect(str(db), isolation_level=None)
-    row = store.run_row(results.from_log(TCG.read_text()), TCG.read_text(), "old", "import", {})
-    row.pop("place"), row.pop("mac")
-    st._insert(row, [], [])
+    os_log = (TCG.parent / "os-vm-tcg-q35.log").read_text()
+    for text, name, res in ((TCG.read_text(), "old", results.from_log(TCG.read_text())), (os_log, "old-os", None),
+                            ("", "unreached", None)):
+        row = store.run_row(res, text, name, "import", {})
+        row.pop("place"), row.pop("mac"), row.pop("tool")
+        if name == "unreached":
+            row["status"] = "incomplete"  # as the first schema's tool stored a run that never reached the image
+        st._insert(row, [], [])
     st.db.close()
     with store.open_store(db) as st:
-        assert st.version == store.SCHEMA_VERSION == 2
-        [run] = st.runs()
-        assert run["machine"] == "old" and run["place"] is None
+        assert st.version == store.SCHEMA_VERSION == 3
+        got = {r["machine"]: r for r in st.runs()}
+        assert got["old"]["place"] is None
+        # migration 3 reads each old run's tool from its log; an empty one did not run
+        assert got["old"]["tool"] == "clockbench" and got["old-os"]["tool"] == store.OS_TOOL
+        assert got["unreached"]["tool"] is None and got["unreached"]["status"] == store.DID_NOT_RUN
         st.add_log(KVM.read_text(), "new", "lab", meta={"place": "rack1-slot3", "mac": "52:54:00:12:34:56"})
-        assert {r["machine"]: r["place"] for r in st.runs()} == {"old": None, "new": "rack1-slot3"}
+        assert {r["machine"]: r["place"] for r in st.runs() if r["machine"] in ("old", "new")} == {"old": None, "new": "rack1-slot3"}
 
 
 def test_csv_export(capsys, tmp_path):
@@ -312,3 +320,40 @@ def test_gaps_stalls_and_events_known_answers():
     beyond = within[:4] + [{**within[4], "counter_ns": -400.0}]
     f = {x.name: x for x in figures.derive(results.from_log(TCG.read_text()), beyond)}
     assert f["discontinuities"].value == 1 and f["cut_max_ns"].value == 400.0
+
+
+def test_runs_delete_and_a_machine_name_with_a_typo(capsys, tmp_path):
+    db = tmp_path / "s.db"
+    run_cli(capsys, "import", *IMAGE_LOGS, "--store", db)
+    # a typo names the store's machines and the nearest one, and is a usage error
+    r = run_cli(capsys, "runs", "--store", db, "--machine", "tcg-q53")
+    assert r.code == errors.USAGE and "did you mean 'tcg-q35'" in r.err and "holds 3 runs of 3 machines" in r.err, r
+    assert run_cli(capsys, "runs", "--store", db, "--machine", "tcg-q35").code == 0
+    # deleting: all or none
+    r = run_cli(capsys, "runs", "--store", db, "--delete", "2", "99")
+    assert r.code == errors.USAGE and "no run 99" in r.err and "runs 1-3" in r.err and "nothing was deleted" in r.err, r
+    r = run_cli(capsys, "runs", "--store", db, "--delete", "2")
+    assert r.code == 0 and "deleted run 2; 2 runs left" in r.out, r
+    with store.open_store(db) as st:
+        assert sorted(x["id"] for x in st.runs()) == [1, 3]
+        # its checks and figures went with it
+        assert st.db.execute("SELECT count(*) FROM figures WHERE run_id = 2").fetchone()[0] == 0
+        assert st.db.execute("SELECT count(*) FROM checks WHERE run_id = 2").fetchone()[0] == 0
+
+
+def test_a_bare_log_is_dated_by_its_rtc_record(capsys, tmp_path):
+    log = tmp_path / "bare.log"
+    log.write_bytes(TCG.read_bytes())
+    os.utime(log, (0, 0))  # the file's own time is 1970: not the run's
+    [rtc] = [r for r in records.parse_log(TCG.read_text()).records if r.get("type") == "rtc"]
+    run_cli(capsys, "import", log, "--store", tmp_path / "s.db")
+    with store.open_store(tmp_path / "s.db") as st:
+        [run] = st.runs()
+    assert run["started"] == f"{rtc['date']}T{rtc['time']}+00:00"
+
+
+def test_a_run_that_never_reached_the_image_did_not_run(tmp_path):
+    with store.open_store(tmp_path / "s.db") as st:
+        rid, _ = st.add_log("", "nosuchplace", "lab", meta={"reason": "cannot acquire place nosuchplace"}, incomplete_ok=True)
+        [run] = st.runs()
+    assert run["status"] == store.DID_NOT_RUN and run["tool"] is None and "nosuchplace" in run["reason"]

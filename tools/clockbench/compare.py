@@ -64,17 +64,41 @@ def _spread(values: list[float], unit: str, fmt: str) -> str:
     return f"{mean:{fmt}} {unit} ± {statistics.stdev(values):{fmt}} {unit}"
 
 
+def _boot(res: dict) -> str:
+    """How the image was started: its loader and protocol."""
+    m = _dict(res.get("machine"))
+    loader, proto = m.get("loader"), m.get("boot_protocol") or (f"multiboot{m['multiboot']}" if m.get("multiboot") else None)
+    return " ".join(str(x) for x in (loader or None, f"({proto})" if proto else None) if x) or "-"
+
+
+def _firmware(res: dict) -> str:
+    """What the image knows of the firmware: only its EFI entry reads it."""
+    m = _dict(res.get("machine"))
+    if m.get("firmware_vendor"):
+        return f"UEFI, {m['firmware_vendor']}" + (f", Secure Boot {m['secure_boot']}" if m.get("secure_boot") else "")
+    return "not through UEFI" if m else "-"
+
+
+def repeat_key(res: dict) -> tuple:
+    """Runs with the same key are repeats of one measurement: the same
+    machine, booted the same way, with the same profile. Only these are
+    averaged; a BIOS and a UEFI run of one machine are two columns, not a mean."""
+    return (*machine_key(res), _boot(res), _firmware(res), str(_dict(res.get("profile")).get("name")))
+
+
 def table(runs: list[dict], names: list[str]) -> list[list[str]]:
     """Rows of cells; the first row names the columns."""
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(runs):
-        groups.setdefault(machine_key(r), []).append(i)
+        groups.setdefault(repeat_key(r), []).append(i)
     multi = [idx for idx in groups.values() if len(idx) > 1]
     heads = list(names) + [f"mean ± σ of {len(idx)} runs" for idx in multi]
     rows = [["", *heads]]
     none = [""] * len(multi)
     rows.append(["machine", *[machine_of(r) for r in runs], *[machine_of(runs[idx[0]]) for idx in multi]])
     rows.append(["CPU (family.model.stepping)", *[cpu_of(r) for r in runs], *[cpu_of(runs[idx[0]]) for idx in multi]])
+    rows.append(["firmware", *[_firmware(r) for r in runs], *[_firmware(runs[idx[0]]) for idx in multi]])
+    rows.append(["boot", *[_boot(r) for r in runs], *[_boot(runs[idx[0]]) for idx in multi]])
     rows.append(["image build", *[str(r.get("build") or "-") for r in runs], *none])
     rows.append(["profile", *[str(_dict(r.get("profile")).get("name") or "-") for r in runs], *none])
     p50s = [_p50(r) for r in runs]

@@ -28,6 +28,7 @@ CANNOT_WRITE = 73  # an output file or folder cannot be written
 STORE_BUSY = 75  # the store of runs is locked by another process beyond the wait (EX_TEMPFAIL: try again)
 STORE_CORRUPT = 76  # the store of runs is damaged, or not a SQLite file
 BAD_KEY = 77  # a signing key or certificate that must not be used (EX_NOPERM's number)
+DECLINED = 79  # the user answered no at a prompt: nothing was done (no run failed)
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 TOOL_STATUSES = {
@@ -42,6 +43,7 @@ TOOL_STATUSES = {
     STORE_BUSY: "the store of runs is locked by another process (waited; try again)",
     STORE_CORRUPT: "the store of runs is damaged or not a SQLite file: nothing was changed",
     BAD_KEY: "a Secure Boot key or certificate that cannot be used: loose permissions, expired, not for code signing, not matching",
+    DECLINED: "declined at the prompt: nothing was done",
     INTERRUPTED: "interrupted (Ctrl-C); what was read is kept",
 }
 

@@ -36,6 +36,7 @@ class Target:
     removable: bool = False
     refusals: list[str] = field(default_factory=list)  # each one alone blocks the write
     warnings: list[str] = field(default_factory=list)  # block the write unless --force
+    missing: bool = False  # no such path: a missing input (66), not a refusal
 
 
 def _read(p: Path, default: str = "") -> str:
@@ -78,6 +79,7 @@ def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, d
         st = dev_stat(path)
     except OSError as e:
         t.refusals.append(f"{path}: {e.strerror}")
+        t.missing = isinstance(e, FileNotFoundError)
         return t
     if not stat.S_ISBLK(st.st_mode):
         t.refusals.append(f"{path} is not a block device (write the ISO to a whole disk such as /dev/sdX)")
@@ -161,6 +163,8 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
     if not image.is_file():
         raise errors.NoInput(f"{image} not found: run `make iso` first")
     t = check(args.device, sysfs=sysfs, dev_stat=dev_stat, proc=proc)
+    if t.missing:
+        raise errors.NoInput(t.refusals[0])
     why = list(t.refusals) + ([f"{w} (--force to write anyway)" for w in t.warnings] if not args.force else [])
     if why:
         for r in why[1:]:  # the weightiest reason, first found, comes last: on the error line
@@ -181,8 +185,8 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
         except EOFError:
             answer = ""
         if answer.strip() != "yes":
-            print("clockbench flash: not written")
-            return 1
+            print("clockbench flash: not written (declined)")
+            return errors.DECLINED
 
     def progress(done, total):
         print(f"\r  written {done / 1e6:6.1f} of {total / 1e6:.1f} MB", end="", flush=True)

@@ -259,20 +259,38 @@ def _cells(row: Row, g: Group) -> list[str]:
             ("OUTLIER: " + ", ".join(flagged)) if flagged else "ok"]
 
 
-def as_text(groups: list[Group], all_runs: bool) -> str:
-    lines = [f"clockbench fleet: {sum(len(g.rows) for g in groups)} {'runs' if all_runs else 'machines'} "
-             f"in {len(groups)} group(s)", threshold_text(), ""]
+def _stat_text(m: Metric, s: dict) -> str:
+    if m.relative_to_median:
+        return f"{m.key} median {s['median']:.6f} MHz, MAD {_n(s['mad'])} ppm, limit {_n(s['limit'])} ppm (n={s['n']})"
+    return f"{m.key} median {_n(s['median'])} MAD {_n(s['mad'])} limit {_n(s['limit'])} {m.unit} (n={s['n']})"
+
+
+def as_text(groups: list[Group], all_runs: bool, left_out: list[str] | None = None) -> str:
+    unit = "run" if all_runs else "machine"
+    lines = [f"clockbench fleet: {_count(sum(len(g.rows) for g in groups), unit)} in {_count(len(groups), 'group')}",
+             threshold_text()]
+    if left_out:
+        lines.append("Left out: " + "; ".join(left_out))
+    # a figure compared with the whole fleet has the same statistics in every
+    # group that falls back to it: said once, here
+    fleet_wide = {}
     for g in groups:
-        lines.append(f"== {g.title}: {len(g.rows)} {'runs' if all_runs else 'machines'}")
+        for m in METRICS:
+            s = g.stats[m.key]
+            if s.get("against") == "fleet" and s.get("median") is not None:
+                fleet_wide[m.key] = _stat_text(m, s)
+    if fleet_wide:
+        lines.append("Whole fleet (for groups under " f"{MIN_GROUP} {unit}s): " + "; ".join(fleet_wide.values()))
+    lines.append("")
+    for g in groups:
+        lines.append(f"== {g.title}: {_count(len(g.rows), unit)}")
         rows = [COLUMNS] + [_cells(r, g) for r in g.rows]
         widths = [max(len(x[i]) for x in rows) for i in range(len(COLUMNS))]
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in rows]
-        stat = [f"{m.key} median {s['median']:.6f} MHz, MAD {_n(s['mad'])} ppm, limit {_n(s['limit'])} ppm ({s['against']}, n={s['n']})"
-                if m.relative_to_median else
-                f"{m.key} median {_n(s['median'])} MAD {_n(s['mad'])} limit {_n(s['limit'])} {m.unit} ({s['against']}, n={s['n']})"
-                for m in METRICS if (s := g.stats[m.key]).get("median") is not None]
+        stat = [_stat_text(m, s) for m in METRICS
+                if (s := g.stats[m.key]).get("median") is not None and s.get("against") == "group"]
         if stat:
-            lines.append("  " + "; ".join(stat))
+            lines.append("  Group: " + "; ".join(stat))
         lines.append("")
     flagged = [(g, r) for g in groups for r in g.rows if r.flags]
     if flagged:
@@ -285,7 +303,7 @@ def as_text(groups: list[Group], all_runs: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(groups: list[Group], all_runs: bool) -> dict:
+def as_json(groups: list[Group], all_runs: bool, left_out: list[str] | None = None) -> dict:
     return {
         "format": "clockbench-fleet", "version": 1, "rows": "runs" if all_runs else "latest run per machine",
         "threshold": {"k": K, "mad_scale": MAD_SCALE, "min_group": MIN_GROUP, "u_k": U_K, "text": threshold_text(),
@@ -299,6 +317,7 @@ def as_json(groups: list[Group], all_runs: bool) -> dict:
                          for r in g.rows],
         } for g in groups],
         "outliers": sorted({r.machine for g in groups for r in g.rows if r.flags}),
+        "left_out": left_out or [],
     }
 
 
@@ -363,24 +382,57 @@ def plots(groups: list[Group]) -> list[dict]:
     return out
 
 
-def write_html(groups: list[Group], all_runs: bool, path: Path, source: str) -> None:
+def write_html(groups: list[Group], all_runs: bool, path: Path, source: str, left_out: list[str] | None = None) -> None:
     from .pages import environment
 
     page = environment().get_template("fleet.html.j2").render(
         title="clockbench fleet", source=source, threshold=threshold_text(), groups=groups, columns=COLUMNS,
-        cells=_cells, metrics=METRICS, fmt=_n, plots=plots(groups), all_runs=all_runs,
+        cells=_cells, metrics=METRICS, fmt=_n, plots=plots(groups), all_runs=all_runs, left_out=left_out or [],
         date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     path.write_text(page)
 
 
+def machine_runs(every: list[store.Run], all_runs: bool) -> tuple[list[store.Run], list[str]]:
+    """The runs that are a machine's rows (each machine's latest, or all of
+    them), and what was left out and why: a run that never reached the image
+    (status "did not run") is no measurement of its machine, and a
+    clockbench-os log measures Linux on the machine, not the machine bare."""
+    kept, left = [], {"did not run": 0, "OS-side": 0}
+    for r in every:
+        if r["status"] == store.DID_NOT_RUN:
+            left["did not run"] += 1
+        elif r.get("tool") == store.OS_TOOL:
+            left["OS-side"] += 1
+        else:
+            kept.append(r)
+    if not all_runs:
+        newest: dict[str, store.Run] = {}
+        for r in kept:  # oldest first: the last one seen is the newest
+            newest[r["machine"]] = r
+        kept = sorted(newest.values(), key=lambda r: (r["started"] or "", r["id"]))
+    notes = []
+    if left["did not run"]:
+        notes.append(f"{_count(left['did not run'], 'run')} that never reached the image (did not run)")
+    if left["OS-side"]:
+        notes.append(f"{_count(left['OS-side'], 'clockbench-os log')} (Linux on the machine: `clockbench report --os`)")
+    return kept, notes
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def main(args) -> int:
     with store.open_store(args.store, create=False) as st:
-        runs = st.runs(latest=not args.all)
-    if not runs:
+        every = st.runs(latest=False)
+    if not every:
         raise errors.NoInput(f"{args.store}: the store holds no runs (`clockbench run`, `capture`, `import`)")
+    runs, left_out = machine_runs(every, args.all)
+    if not runs:
+        raise errors.NoInput(f"{args.store}: no run of a bare machine to compare; left out: {'; '.join(left_out)}")
     groups = analyse(runs)
     if args.json:
-        text = json.dumps(as_json(groups, args.all), indent=1, default=str) + "\n"
+        text = json.dumps(as_json(groups, args.all, left_out), indent=1, default=str) + "\n"
         if args.json == "-":
             sys.stdout.write(text)
         else:
@@ -395,11 +447,11 @@ def main(args) -> int:
         except ImportError as e:
             raise errors.MissingTool(f"{e.name} is not installed (`make deps`); the terminal and JSON need none of it") from None
         try:
-            write_html(groups, args.all, Path(args.html), str(args.store))
+            write_html(groups, args.all, Path(args.html), str(args.store), left_out)
         except OSError as e:
             raise errors.CannotWrite(f"cannot write {args.html}: {e.strerror or e}") from None
     if args.json != "-":
-        sys.stdout.write(as_text(groups, args.all))
+        sys.stdout.write(as_text(groups, args.all, left_out))
         if args.html:
             print(f"clockbench fleet: {args.html}")
     flagged = any(r.flags for g in groups for r in g.rows)

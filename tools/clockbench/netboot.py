@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import errors, paths
+from . import errors, paths, runner
 
 CONFIG = paths.ROOT / "netboot" / "machines.toml"
 OUT = paths.BUILD / "netboot"
@@ -66,6 +66,10 @@ def _check_cmdline(line, where: str) -> str:
     if not _SAFE.match(line):
         raise errors.BadInput(f"{where}: cmdline {line!r} holds a character GRUB or iPXE would read as syntax "
                               "(quotes, $, ;, braces, newlines): only words of letters, digits and =,.:@/+-")
+    try:  # the words the image reads, checked as `run --append` checks them
+        runner.check_kernel_words(line, "cmdline")
+    except errors.UsageError as e:
+        raise errors.BadInput(f"{where}: {e}") from None
     return " ".join(line.split())
 
 

@@ -164,6 +164,28 @@ def check_vmm_arguments(args: argparse.Namespace) -> None:
         raise _usage("--vmm" if binary is None else "--vmm-binary", vmm if binary is None else binary, why)
 
 
+def check_kernel_words(line: str, option: str) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
+    """The duration= and profile= words of a kernel command line, checked as
+    the image reads them: one line for `run --append` and the netboot
+    machines file alike. Returns ((word as written, seconds)...), ((word as
+    written, profile)...); a value the image would ignore raises UsageError."""
+    durations: list[tuple[str, int]] = []
+    profiles: list[tuple[str, str]] = []
+    for word in line.split():
+        key, _, value = word.partition("=")
+        if key == "duration":
+            seconds = parse_duration(value)
+            if seconds is None:
+                raise _usage(option, word, f"duration= must be a whole number of seconds from {DURATION_MIN_S} "
+                             f"to {DURATION_MAX_S}")
+            durations.append((f"{option} {word}", seconds))
+        elif key == "profile":
+            if value not in PROFILES:
+                raise _usage(option, word, f"profile= must be {', '.join(PROFILES[:-1])} or {PROFILES[-1]}")
+            profiles.append((f"{option} {word}", value))
+    return durations, profiles
+
+
 def check_run_arguments(args: argparse.Namespace) -> None:
     """Every value of `run`'s options, and how they go together: the
     profile and the duration, whether from --profile and --duration or from
@@ -190,20 +212,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
                               f"build ({qemu.OVMF_VARS_MS} has {Path(qemu.OVMF_VARS_MS).stat().st_size})")
     if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
         raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
-    durations: list[tuple[str, int]] = []  # (the option as written, seconds)
-    profiles: list[tuple[str, str]] = []  # (the option as written, the profile)
-    for word in args.append.split():
-        key, _, value = word.partition("=")
-        if key == "duration":
-            seconds = parse_duration(value)
-            if seconds is None:
-                raise _usage("--append", word, f"duration= must be a whole number of seconds from {DURATION_MIN_S} "
-                             f"to {DURATION_MAX_S}")
-            durations.append((f"--append {word}", seconds))
-        elif key == "profile":
-            if value not in PROFILES:
-                raise _usage("--append", word, f"profile= must be {', '.join(PROFILES[:-1])} or {PROFILES[-1]}")
-            profiles.append((f"--append {word}", value))
+    durations, profiles = check_kernel_words(args.append, "--append")
     if args.duration is not None:
         if not DURATION_MIN_S <= args.duration <= DURATION_MAX_S:
             raise _usage("--duration", args.duration, f"seconds of drift measurement must be from {DURATION_MIN_S} "

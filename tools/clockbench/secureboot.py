@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -459,7 +460,10 @@ def main_keys(args) -> int:
     else:
         key_path, cert_path, _ = paths(key_dir)
         if not key_path.exists() and not cert_path.exists():
-            raise errors.NoInput(f"no key in {key_dir}: `clockbench keys --new` makes one (the first `make iso` does too)")
+            # the hint names the folder asked about, so that it works as printed
+            where = "" if Path(key_dir) == Path(KEY_DIR) else f" --dir {shlex.quote(str(key_dir))}"
+            raise errors.NoInput(f"no key in {key_dir}: `clockbench keys --new{where}` makes one (the first `make iso` does "
+                                 "too, in its KEY_DIR)")
         info = check_key(key_path, cert_path)
     print(info.describe())
     return 0

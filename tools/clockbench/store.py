@@ -48,7 +48,7 @@ MIGRATIONS = [
       image_build TEXT,
       profile TEXT,
       started TEXT, ended TEXT, seconds REAL,   -- UTC, ISO 8601
-      status TEXT NOT NULL,              -- passed, failed, nothing ran, crashed, incomplete
+      status TEXT NOT NULL,              -- passed, failed, nothing ran, crashed, incomplete, did not run
       exit INTEGER,                      -- as `clockbench run` exits: 0-5
       reason TEXT,                       -- why it did not pass (an incomplete run: why it stopped)
       source TEXT NOT NULL,              -- run, capture, lab, import
@@ -75,10 +75,22 @@ MIGRATIONS = [
     ALTER TABLE runs ADD COLUMN place TEXT;
     ALTER TABLE runs ADD COLUMN mac TEXT;
     """,
+    # 3: which program wrote the log: "clockbench" (the image) or "clockbench-os"
+    # (Linux); NULL for a run that never reached either. Older rows are filled
+    # in from their logs by _fill_tool.
+    """
+    ALTER TABLE runs ADD COLUMN tool TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
-RUN_COLUMNS = ("id", "machine", "place", "mac", "cpu_vendor", "cpu_brand", "cpu_family", "cpu_model", "cpu_stepping",
+# A run whose log holds no clockbench record at all: the machine was never
+# reached, or the image never started (a place nobody exports, a port that
+# will not open). Kept, with its reason, but no machine's row in the fleet.
+DID_NOT_RUN = "did not run"
+OS_TOOL = "clockbench-os"
+
+RUN_COLUMNS = ("id", "machine", "place", "mac", "tool", "cpu_vendor", "cpu_brand", "cpu_family", "cpu_model", "cpu_stepping",
                "hypervisor", "firmware", "boot", "loader", "multiboot", "image_build", "profile", "started", "ended",
                "seconds", "status", "exit", "reason", "source", "log_path", "cmdline", "host", "added", "uid")
 
@@ -183,12 +195,24 @@ class Store:
                 for stmt in MIGRATIONS[i].split(";"):
                     if stmt.strip():
                         db.execute(stmt)
+            if version < 3 <= SCHEMA_VERSION:
+                self._fill_tool()
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _fill_tool(self) -> None:
+        """Migration 3's data: each older run's tool, read from its log's
+        schema record; a log with no record at all did not run."""
+        for rid, blob in self.db.execute("SELECT id, log FROM runs").fetchall():
+            text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
+            tool = _tool_of(records.parse_log(text).records)
+            self.db.execute("UPDATE runs SET tool = ? WHERE id = ?", (tool, rid))
+            if tool is None:
+                self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (DID_NOT_RUN, rid))
 
     @property
     def version(self) -> int:
@@ -281,6 +305,28 @@ class Store:
                 checks[c["run_id"]].append({"name": c["name"], "result": c["result"], "detail": c["detail"]})
         return [Run(dict(r), figs[r["id"]], checks[r["id"]]) for r in rows]
 
+    def delete(self, run_ids: list[int]) -> list[int]:
+        """Deletes these runs with their checks and figures, all or none;
+        returns the ids that were not in the store (then nothing is deleted)."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                missing = [i for i in run_ids if not db.execute("SELECT 1 FROM runs WHERE id = ?", (i,)).fetchone()]
+                if not missing:
+                    db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in run_ids])
+                db.execute("COMMIT")
+                return missing
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from None
+
+    def machines(self) -> dict[str, int]:
+        """Each machine's name and its number of runs."""
+        return {r[0]: r[1] for r in self._query("SELECT machine, count(*) FROM runs GROUP BY machine ORDER BY machine")}
+
     def log(self, run_id: int) -> str | None:
         r = self._query("SELECT log FROM runs WHERE id = ?", (run_id,))
         return zlib.decompress(r[0][0]).decode("utf-8", "replace") if r and r[0][0] is not None else None
@@ -315,6 +361,9 @@ def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) 
         code, why, status = results.NO_VERDICT, None, "incomplete"
     if meta.get("exit") is not None and meta["exit"] >= 4 and status != "crashed":
         status = "incomplete"
+    tool = _tool_of(records.parse_log(text).records) if text.strip() else None
+    if tool is None:
+        status = DID_NOT_RUN
     digest = hashlib.sha256(text.encode("utf-8", "replace"))
     digest.update(machine.encode())
     if res is None or not text.strip():  # nothing to tell two empty captures apart by: each is its own run
@@ -335,9 +384,19 @@ def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) 
         "reason": meta.get("reason") or why, "source": source, "log_path": meta.get("log_path"),
         "cmdline": gs(m.get("cmdline")) or meta.get("cmdline"), "host": meta.get("host"),
         "log": zlib.compress(text.encode("utf-8", "replace"), 6), "added": _now(),
-        "place": meta.get("place"), "mac": meta.get("mac"),
+        "place": meta.get("place"), "mac": meta.get("mac"), "tool": tool,
     }
     return row
+
+
+def _tool_of(recs: list[dict]) -> str | None:
+    """Which program wrote a log (its schema record's tool, "clockbench"
+    when it names none), or None when the log holds no record at all."""
+    if not recs:
+        return None
+    schema = next((r for r in recs if r.get("type") == "schema"), None) or {}
+    tool = schema.get("tool")
+    return tool if isinstance(tool, str) else "clockbench"
 
 
 def open_store(path, create: bool = True) -> Store:

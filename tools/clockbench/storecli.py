@@ -6,12 +6,13 @@ and the name a run's machine gets when nobody gave one."""
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import socket
 import sys
 from pathlib import Path
 
-from . import errors, paths, runs, store
+from . import errors, paths, records, runs, store
 
 STORE_HELP = "the store of runs (default: %(default)s)"
 
@@ -52,6 +53,24 @@ def _folders(p: Path) -> list[Path]:
     return sorted(d for d in p.iterdir() if d.is_dir() and ((d / runs.METADATA).is_file() or (d / runs.LOG).is_file()))
 
 
+def log_date(p: Path) -> str:
+    """When a bare log's run began: the RTC's date and time its `rtc` record
+    read as the drift window opened (the RTC's own zone, taken as UTC, as a
+    PC's RTC usually keeps it under Linux and UEFI), else the file's time."""
+    try:
+        rtc = next((r for r in records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
+                    if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+    except OSError:
+        rtc = None
+    if rtc is not None:
+        try:
+            when = dt.datetime.fromisoformat(f"{rtc['date']}T{rtc['time']}").replace(tzinfo=dt.timezone.utc)
+            return when.isoformat(timespec="seconds")
+        except (TypeError, ValueError):
+            pass  # a date the RTC got wrong: the file's time instead
+    return dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def cmd_import(args) -> int:
     """Each path: a run folder, a folder of them (build/runs/), or a log.
     A log that is not clockbench's is named and skipped (exit 65 at the end);
@@ -77,9 +96,7 @@ def cmd_import(args) -> int:
                     items.append((d / runs.LOG, meta_of_run(meta, d / runs.LOG) if meta else {"log_path": str(d / runs.LOG)},
                                   args.machine or (qemu_machine(meta) if meta.get("qemu") or meta.get("vmm") else d.name)))
             else:
-                # a bare log knows not when it ran: its file's time stands in
-                mtime = dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
-                items.append((p, {"log_path": str(p), "started": mtime}, args.machine or p.stem))
+                items.append((p, {"log_path": str(p), "started": log_date(p)}, args.machine or p.stem))
             for log, meta, machine in items:
                 try:
                     text = log.read_bytes().decode("utf-8", "replace")
@@ -116,11 +133,49 @@ def _cell(v) -> str:
     return "-" if v is None else str(v)
 
 
+def _delete(args) -> int:
+    with store.open_store(args.store, create=False) as st:
+        missing = st.delete(args.delete)
+        if missing:
+            ids = [r["id"] for r in st.runs()]
+            held = f"it holds runs {_id_ranges(ids)}" if ids else "it is empty"
+            raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({held}); nothing was deleted")
+        left = st.count()
+    print(f"clockbench runs: deleted run{'s' if len(args.delete) > 1 else ''} {', '.join(map(str, args.delete))}; "
+          f"{left} run{'' if left == 1 else 's'} left in {args.store}")
+    return 0
+
+
+def _id_ranges(ids: list[int]) -> str:
+    """1-3, 7, 9-12"""
+    out, ids = [], sorted(ids)
+    start = prev = ids[0]
+    for i in ids[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(out)
+
+
 def cmd_runs(args) -> int:
     if args.dir:
         return runs.main(args)
+    if args.delete:
+        return _delete(args)
     with store.open_store(args.store, create=False) as st:
         kept = st.runs(latest=False)
+        machines = st.machines()
+    if args.machine and args.machine not in machines:
+        # a typo: say what the store does hold, and the nearest names
+        near = difflib.get_close_matches(args.machine, list(machines), n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+        held = (f"it holds {len(kept)} run{'' if len(kept) == 1 else 's'} of {len(machines)} "
+                f"machine{'' if len(machines) == 1 else 's'}: {', '.join(list(machines)[:12])}"
+                f"{', ...' if len(machines) > 12 else ''}") if machines else "it is empty"
+        raise errors.UsageError(f"no machine {args.machine!r} in {args.store}; {hint}{held}")
     if args.machine:
         kept = [r for r in kept if r["machine"] == args.machine]
     if args.last:
@@ -129,7 +184,7 @@ def cmd_runs(args) -> int:
         print(json.dumps([store.as_json(r) for r in kept], indent=1))
         return 0
     if not kept:
-        print(f"clockbench runs: no runs in {args.store}", file=sys.stderr)
+        print(f"clockbench runs: {args.store} is empty (`clockbench run`, `capture` or `import` add runs)", file=sys.stderr)
         return 0
     rows = [("id", "date (UTC)", "machine", "CPU", "firmware", "boot", "profile", "status (exit)", "checks", "source")]
     for r in kept:
@@ -151,6 +206,8 @@ def add_parsers(sub) -> None:
     rs.add_argument("--machine", help="only this machine's runs")
     rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
     rs.add_argument("--json", action="store_true", help="the runs as one JSON array (with their figures and checks)")
+    rs.add_argument("--delete", type=int, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
+                    "all of them, or none when one is not in the store")
     rs.set_defaults(func=cmd_runs)
     im = sub.add_parser("import", help="add kept run folders (build/runs/) and logs to the store")
     im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, or a log")
