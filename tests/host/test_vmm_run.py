@@ -243,3 +243,15 @@ def test_clockbench_run_keeps_the_monitors_log_apart_and_says_what_happened(caps
     assert (run_dir / "run.log").read_text() == LOG
     assert (run_dir / runner.VMM_STDERR).read_text() == "cloud-hypervisor: a log line of its own\n"
     assert "did not power off within 0.5 s" in r.out and "did not power off" in meta["notes"][0]
+
+
+def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_path, monitor, usable_kvm):
+    from clockbench import report
+
+    binary = monitor(LOG, "exit 0", name="firecracker")
+    assert _run(capsys, tmp_path, "--vmm", "firecracker", "--vmm-binary", binary, "--smp", "2").code == 0
+    r = run_cli(capsys, "runs", "--dir", tmp_path / "runs")
+    assert r.code == 0 and "firecracker smp2" in r.out, r.out
+    [meta] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metadata.json")]
+    assert ("monitor", f"firecracker v0-test, {binary.resolve()}, smp 2, memory 256M") in report.meta_rows(meta)
+    assert json.loads((Path(meta["log"]).parent / firecracker.CONFIG).read_text())["machine-config"]["vcpu_count"] == 2

@@ -564,6 +564,10 @@ def meta_rows(meta: dict) -> list[tuple[str, str]]:
     if q:
         rows.append(("QEMU", ", ".join(f"{k} {q[k]}" for k in ("version", "machine", "accel", "firmware", "boot", "cpu", "smp", "memory")
                                        if q.get(k) is not None)))
+    v = _d(meta.get("vmm"))
+    if v and v.get("name") != "qemu":
+        rows.append(("monitor", ", ".join(str(x) for x in (v.get("version") or v.get("name"), v.get("binary"),
+                                                             f"smp {v.get('smp')}", f"memory {v.get('memory')}") if x)))
     return rows
 
 
