@@ -70,7 +70,12 @@ def test_the_monitor_powers_off_by_itself(run):
     assert r.notes == [] and r.vmm_exit == 0 and r.powered_off, run.explain()
 
 
-@pytest.mark.parametrize("vmm", microvm.VMM_NAMES)
+@pytest.mark.parametrize("vmm", [
+    "cloud-hypervisor",
+    pytest.param("firecracker", marks=pytest.mark.xfail(strict=True, reason=(
+        "Firecracker v1.16.1 here: the second vCPU starts, then 'a job did not finish within its time budget; no more "
+        "jobs sent to it' (4 runs of 4, 2026-11-26); Cloud Hypervisor's starts and measures"))),
+])
 def test_both_vcpus_are_started(vmm_boot, vmm):
     b = vmm_boot(**RUNS[(vmm, 2)])
     cpus = records.of_type(b.records, "cpu")
