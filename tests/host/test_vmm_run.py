@@ -255,3 +255,24 @@ def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_
     [meta] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metadata.json")]
     assert ("monitor", f"firecracker v0-test, {binary.resolve()}, smp 2, memory 256M") in report.meta_rows(meta)
     assert json.loads((Path(meta["log"]).parent / firecracker.CONFIG).read_text())["machine-config"]["vcpu_count"] == 2
+
+
+def test_vmm_binary_picks_qemus_program_too(capsys, tmp_path, monkeypatch):
+    from clockbench import runs
+
+    binary = _script(tmp_path, "my-qemu", "exit 0\n")
+    seen = []
+
+    def fake(cfg, timeout, echo=None, stop=None):
+        seen.append(qemu.build_command(cfg, "tcg"))
+        return qemu.RunResult(command=seen[-1], accel="tcg", qemu_exit=33, status=0, output="", stderr="", seconds=0.1,
+                              timed_out=False, timeout_s=timeout)
+
+    monkeypatch.setattr(qemu, "run", fake)
+    monkeypatch.setattr(runs, "qemu_version", lambda binary="": f"{binary} 7.2 (a test's)")
+    r = _run(capsys, tmp_path, "--vmm", "qemu", "--vmm-binary", binary, "--boot", "direct", "--accel", "tcg")
+    assert r.code == 0, r.err
+    assert seen[0][0] == str(binary)
+    [meta] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metadata.json")]
+    assert meta["vmm"] == {"name": "qemu", "version": f"{binary} 7.2 (a test's)", "binary": str(binary.resolve())}
+    assert meta["qemu"]["command"][0] == str(binary)
