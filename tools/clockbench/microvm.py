@@ -228,10 +228,14 @@ def command(cfg: VmmConfig, workdir: Path) -> tuple[list[str], dict | None]:
     return module(cfg.vmm).command(cfg, str(binary), workdir)
 
 
-def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None = None, echo_err=None) -> VmmResult:
+def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None = None, echo_err=None,
+        started=None, watch_out=None) -> VmmResult:
     """Boots once; echo(text) gets the serial output as it arrives,
     echo_err(text) the monitor's own log lines. Setting `stop` ends the
-    monitor and returns what it printed so far, with `interrupted` set."""
+    monitor and returns what it printed so far, with `interrupted` set.
+    For work on the running machine (pause, snapshot through cfg.api_socket):
+    started(proc, start) is called once the monitor runs (vmrun.run), and
+    watch_out(bytes) sees the serial output as it comes."""
     tmp = None
     workdir = cfg.workdir
     if workdir is None:
@@ -250,8 +254,13 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
                 return "quiet after the summary"
             return None
 
-        got = vmrun.run(cmd, timeout, echo=echo, echo_err=echo_err, stop=stop, watch_out=watch.feed,
-                        end_reason=end_reason)
+        def watch_both(chunk: bytes) -> None:
+            watch.feed(chunk)
+            if watch_out:
+                watch_out(chunk)
+
+        got = vmrun.run(cmd, timeout, echo=echo, echo_err=echo_err, stop=stop, watch_out=watch_both,
+                        started=started, end_reason=end_reason)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
