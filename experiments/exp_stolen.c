@@ -35,7 +35,7 @@ static struct hwlat h;
 /* KVM's steal count on the boot CPU, the one the scan runs on. The APs run
    no scan (by this phase the timers experiment has parked them), so their
    areas are not registered. */
-static struct kvm_steal_time steal_area __attribute__((aligned(KVM_STEAL_ALIGN)));
+static volatile struct kvm_steal_time steal_area __attribute__((aligned(KVM_STEAL_ALIGN)));
 static struct {
     bool on;                    /* registered, and both reads settled */
     char why[128];              /* why not, when not */
@@ -81,9 +81,9 @@ static bool steal_start(void)
     st.on = false;
     if (!steal_offered())
         return false;
-    memset(&steal_area, 0, sizeof steal_area); /* msr.rst: the guest zeroes it first */
+    memset((void *)&steal_area, 0, sizeof steal_area); /* msr.rst: the guest zeroes it first */
     struct probe_fault fault;
-    if (!probe_run(steal_enable_run, &steal_area, &fault)) {
+    if (!probe_run(steal_enable_run, (void *)&steal_area, &fault)) {
         fmt_format(st.why, sizeof st.why, "registering the area (MSR 0x%x) faulted: %s", MSR_KVM_STEAL_TIME, fault.text);
         return false;
     }

@@ -110,7 +110,7 @@ class Fault:
       clock stops with the VM; under KVM the guest's TSC runs on while QEMU's
       HPET and PM timer stand still.
     kind "hog": a busy process on the host core of QEMU's vCPU threads (all
-      pinned to it) for duration_s: the host's scheduler shares the core, so
+      pinned to it; every QEMU thread when they have no names) for duration_s: the host's scheduler shares the core, so
       the vCPU waits on the run queue, time KVM counts as steal. "stop" in
       its Injection is the hog's start, "resume" its end.
     The fault starts delay_s after `trigger`, a regular expression, first
@@ -506,16 +506,18 @@ VCPU_THREAD = re.compile(r"CPU \d+/(KVM|TCG)")
 
 
 def _vcpu_threads(pid: int) -> list[int]:
-    """QEMU's vCPU threads, by the names QEMU gives them."""
-    tids = []
+    """QEMU's vCPU threads by the names QEMU gives them with `-name
+    debug-threads=on`; without names, every thread of QEMU."""
+    named, every = [], []
     try:
         for t in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            every.append(int(t))
             with open(f"/proc/{pid}/task/{t}/comm") as f:
                 if VCPU_THREAD.fullmatch(f.read().strip()):
-                    tids.append(int(t))
+                    named.append(int(t))
     except OSError:
         return []
-    return tids
+    return named or every
 
 
 def _last_core(pid: int, tid: int) -> int:
@@ -609,7 +611,7 @@ class _Injector:
     def _hog(self, fault: Fault, inj: Injection, t0: float) -> None:
         tids = _vcpu_threads(self.proc.pid)
         if not tids:
-            inj.error = "no vCPU thread (\"CPU n/KVM\" or \"CPU n/TCG\") in /proc"
+            inj.error = "QEMU's threads are not in /proc"
             return
         core = _last_core(self.proc.pid, tids[0])
         saved = {}
