@@ -253,11 +253,12 @@ static void report_discontinuities(void)
 }
 
 static struct xf us_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64(1000)); }
+static struct xf ms_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64(1000000)); }
 
 /* KVM's count beside the scan's: a line for people, a record for tools. */
 static void steal_report(void)
 {
-    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     const char *check = "steal time";
     struct record r;
     record_begin(&r, "steal");
@@ -270,29 +271,31 @@ static void steal_report(void)
         return;
     }
     const struct steal_comparison *m = &st.cmp;
-    kprintf("  KVM's steal count (MSR 0x%x), boot CPU, over the scan: %s us +- %s;\n"
-            "  the scan's gaps over its threshold, less the loop's own turn: %s us +- %s\n",
-            MSR_KVM_STEAL_TIME, xs(a, us_of(m->kvm_ns), 1), xs(b, us_of(m->kvm_uncertainty_ns), 1), xs(c, us_of(m->scan_ns), 1),
-            xs(d, us_of(m->scan_uncertainty_ns), 1));
-    kprintf("  (KVM adds a preemption at the vCPU's next entry, so the count can miss one only\n"
-            "  between its reads and the scan's ends: %s us in all. The scan's +-: gaps under the\n"
-            "  threshold beyond the typical one, %s us, and the TSC rate's %u ppm.)\n",
-            xs(a, us_of(m->kvm_uncertainty_ns), 1), xs(b, us_of(m->below_threshold_ns), 1), st.rate_ppm);
     uint64_t both = m->kvm_uncertainty_ns + m->scan_uncertainty_ns;
+    kprintf("  KVM's steal count (MSR 0x%x), boot CPU: %s ms +- %s ms\n", MSR_KVM_STEAL_TIME, xs(a, ms_of(m->kvm_ns), 3),
+            xs(b, ms_of(m->kvm_uncertainty_ns), 3));
+    kprintf("  the scan's gaps over %s ns, less the loop's turn: %s ms +- %s ms\n", xs(a, tsc_ticks_ns(h.threshold_tsc), 0),
+            xs(b, ms_of(m->scan_ns), 3), xs(c, ms_of(m->scan_uncertainty_ns), 3));
+    kprintf("    (KVM adds a wait at the vCPU's next entry: only one between a read\n"
+            "    and the scan's end, %s us in all, can be in one count alone. The\n"
+            "    scan's +-: turns under the threshold beyond the typical one, %s ms,\n"
+            "    and the TSC rate's %u ppm.)\n",
+            xs(a, us_of(m->kvm_uncertainty_ns), 1), xs(b, ms_of(m->below_threshold_ns), 3), st.rate_ppm);
     if (m->agree)
-        kprintf("  They agree within their uncertainties (difference %s us, allowed %s).\n", xs(a, xf_div(xf_from_i64(m->difference_ns), xf_from_u64(1000)), 1),
-                xs(b, us_of(both), 1));
+        kprintf("  They agree within their uncertainties (difference %s ms, allowed %s).\n",
+                xs(a, xf_div(xf_from_i64(m->difference_ns), xf_from_u64(1000000)), 3), xs(b, ms_of(both), 3));
     else if (m->difference_ns > 0)
-        kprintf("  The scan lost %s us more than KVM counts, beyond both uncertainties (%s us):\n"
-                "  time taken by what KVM does not call steal (the host's interrupts, exits it\n"
-                "  handled for this vCPU, a hypervisor under the host).\n",
-                xs(a, us_of((uint64_t)m->difference_ns), 1), xs(b, us_of(both), 1));
+        kprintf("  The scan lost %s ms more than KVM counts, beyond both uncertainties\n"
+                "  (%s ms): time taken by what KVM does not call steal (the host's\n"
+                "  interrupts, the hypervisor's own work for this vCPU, a hypervisor\n"
+                "  under the host).\n",
+                xs(a, ms_of((uint64_t)m->difference_ns), 3), xs(b, ms_of(both), 3));
     if (m->kvm_ns > m->scan_ns + both)
-        check_fail(check, "KVM counts %s us stolen, the scan saw %s us (+- %s us together)", xs(a, us_of(m->kvm_ns), 1),
-                   xs(b, us_of(m->scan_ns), 1), xs(c, us_of(both), 1));
+        check_fail(check, "KVM counts %s ms stolen, the scan saw %s ms (+- %s ms together)", xs(a, ms_of(m->kvm_ns), 3),
+                   xs(b, ms_of(m->scan_ns), 3), xs(c, ms_of(both), 3));
     else
-        check_pass(check, "KVM %s us, the scan %s us, +- %s us together", xs(a, us_of(m->kvm_ns), 1), xs(b, us_of(m->scan_ns), 1),
-                   xs(c, us_of(both), 1));
+        check_pass(check, "KVM %s ms, the scan %s ms, +- %s ms together", xs(a, ms_of(m->kvm_ns), 3), xs(b, ms_of(m->scan_ns), 3),
+                   xs(c, ms_of(both), 3));
     record_u64(&r, "kvm_ns", m->kvm_ns);
     record_u64(&r, "kvm_uncertainty_ns", m->kvm_uncertainty_ns);
     record_u64(&r, "scan_ns", m->scan_ns);

@@ -8,12 +8,16 @@ vCPU's thread (Linux x86.c record_steal_time), which the host can read
 itself in /proc/PID/task/TID/schedstat (its second field, ns).
 
 - A busy process pinned with QEMU's vCPU thread to one host core (the "hog"
-  fault) makes the host steal about half the scan. The scan's count and
-  KVM's must agree within their stated uncertainties, and KVM's count must
-  match the host's own run_delay over the serial lines that bracket the scan.
-- The undisturbed KVM run of boots.KVM_Q35: the two counts agree. (On a host
-  whose other load takes the core, "undisturbed" is not zero: both counts
-  then show the same nonzero steal, the host's run_delay again.)
+  fault) makes the host steal about half the scan; an undisturbed run of
+  the same configuration steals only what the host's other load takes. In
+  both, KVM's count must match the host's own run_delay over the serial
+  lines that bracket the scan, and the scan's count must agree with KVM's
+  within their stated uncertainties, but for what the host's own account
+  says was not steal (see test_scan_and_kvm_agree). "Near zero" for the
+  undisturbed run is what the host's scheduler says the vCPU waited: zero
+  on a quiet host, not on a host that other work keeps busy.
+- The undisturbed KVM run of boots.KVM_Q35 (shared): the count is read, and
+  KVM's count is within what the scan saw (the check PASSes).
 - Under TCG there is no KVM: the check says SKIP and why.
 """
 
@@ -32,9 +36,10 @@ from clockbench import qemu, records
 
 STOLEN_PROGRESS = r'"type":"progress".*"phase":"stolen"'
 SCAN_MS = 1000  # duration=10 sizes the scan at 1 s (kernel/profile.c: 100 ms a second)
-HOG = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="only=stolen duration=10",
-           extra=["-name", "debug-threads=on"],  # names the vCPU thread "CPU 0/KVM"
-           faults=[qemu.Fault("hog", STOLEN_PROGRESS, delay_s=0.0, duration_s=3.0)])
+STEAL_KVM = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="only=stolen duration=10",
+                 extra=["-name", "debug-threads=on"])  # names the vCPU thread "CPU 0/KVM"
+RUNS = {"undisturbed": STEAL_KVM,
+        "hog": dict(STEAL_KVM, faults=[qemu.Fault("hog", STOLEN_PROGRESS, delay_s=0.0, duration_s=3.0)])}
 # the serial lines the host reads its own account at: before calibration
 # (long before the scan), when the scan's phase begins, when every phase is done
 MARKS = {"measuring": re.compile(r"== Measuring \(profile"), "stolen": re.compile(STOLEN_PROGRESS),
@@ -87,16 +92,16 @@ class HostAccount:
                     self.samples[name] = (time.monotonic(), vcpu_schedstat(pid) if pid else None)
 
 
-@pytest.fixture(scope="module")
-def hog_run(kvm):
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def steal_run(request, kvm):
     if not os.path.exists("/proc/self/schedstat"):
         pytest.fail("the host kernel keeps no schedstat: its run_delay, the known answer, cannot be read")
     host = HostAccount()
-    cfg = qemu.QemuConfig(kernel=KERNEL, **{k: v for k, v in HOG.items()})
+    cfg = qemu.QemuConfig(kernel=KERNEL, **RUNS[request.param])
     t0 = time.monotonic()
     r = qemu.run(cfg, timeout=300, echo=host.echo)
-    print(f"\nhog run: {time.monotonic() - t0:.1f} s; {r.injections[0].describe()}")
-    return r, host
+    print(f"\n{request.param} run: {time.monotonic() - t0:.1f} s; {[i.describe() for i in r.injections]}")
+    return request.param, r, host
 
 
 def host_bracket(host: HostAccount, first: str, last: str) -> tuple[float, int, int]:
@@ -107,7 +112,7 @@ def host_bracket(host: HostAccount, first: str, last: str) -> tuple[float, int, 
 
 
 @pytest.mark.timed
-def test_hog_steal_kvm_and_scan_agree(hog_run):
+def test_scan_and_kvm_agree(steal_run):
     """The known answer: the two counts agree within their stated
     uncertainties, but for what the host says was not steal. The scan
     counts every gap; KVM only the vCPU thread's waits on a host run queue.
@@ -119,10 +124,10 @@ def test_hog_steal_kvm_and_scan_agree(hog_run):
     grows after each switch back to the vCPU (seen: 290 ms of a 1 s scan).
     Both are measured over the host's bracket of the scan and allowed; the
     image's own `agree` says whether the two counts met without them."""
-    r, host = hog_run
+    kind, r, host = steal_run
     assert r.status is not None, r.describe()
-    [inj] = r.injections
-    assert inj.injected and not inj.error, inj.describe()
+    for inj in r.injections:
+        assert inj.injected and not inj.error, inj.describe()
     recs = records.parse(r.output)
     st = records.one(recs, "steal")
     hw = records.one(recs, "hwlat")
@@ -137,27 +142,27 @@ def test_hog_steal_kvm_and_scan_agree(hog_run):
           f"+- {st['scan_uncertainty_ns'] / 1e6:.3f} over {window_ns / 1e6:.1f} ms; host: the vCPU thread ran "
           f"{ran_ns / 1e6:.1f} ms ({overhead_ns / 1e6:.1f} beyond the loop's own work), waited {waited_ns / 1e6:.1f} ms, "
           f"was away {away_ns / 1e6:.1f} ms of {wall_s * 1e3:.1f} ms; agree {st['agree']}")
-    # the hog shares the core: the vCPU waits about half the scan, more on a
-    # loaded host; a quarter shows the hog took effect
-    assert st["kvm_ns"] > window_ns / 4, st
+    if kind == "hog":
+        # the hog shares the core: the vCPU waits about half the scan, more
+        # on a loaded host; a quarter shows the hog took effect
+        assert st["kvm_ns"] > window_ns / 4, st
+        assert st["scan_ns"] > st["scan_uncertainty_ns"], st
     allowed = st["kvm_uncertainty_ns"] + st["scan_uncertainty_ns"]
     assert st["kvm_ns"] - st["scan_ns"] <= allowed, st
     assert st["scan_ns"] - st["kvm_ns"] <= allowed + away_ns + overhead_ns, (st, away_ns, overhead_ns)
     assert st["difference_ns"] == st["scan_ns"] - st["kvm_ns"]
     assert st["agree"] is (abs(st["difference_ns"]) <= allowed)
-    # and the scan saw time stolen beyond its own uncertainty
-    assert st["scan_ns"] > st["scan_uncertainty_ns"], st
 
 
 @pytest.mark.timed
-def test_hog_steal_kvm_count_is_the_hosts_run_delay(hog_run):
+def test_kvm_count_is_the_hosts_run_delay(steal_run):
     """KVM's count against the host scheduler's own: the run_delay over the
     serial marks around the scan. From "measuring" (printed before the
     calibration, long before KVM's count is first read) to "done" (printed
     after it is last read) the host's run_delay holds all of KVM's count;
     from "stolen" to "done" it holds KVM's count and at most the host time
     in that bracket outside the scan."""
-    r, host = hog_run
+    _, r, host = steal_run
     recs = records.parse(r.output)
     st, hw = records.one(recs, "steal"), records.one(recs, "hwlat")
     assert set(host.samples) == set(MARKS), host.samples
@@ -172,14 +177,14 @@ def test_hog_steal_kvm_count_is_the_hosts_run_delay(hog_run):
     assert waited - outside_ns - u <= st["kvm_ns"], (st, host.samples)
 
 
-def test_undisturbed_kvm_steal_agrees(boot, kvm):
+def test_undisturbed_kvm_q35_counts_steal(boot, kvm):
     b = boot(**boots.KVM_Q35)
     st = records.one(b.records, "steal")
     hw = records.one(b.records, "hwlat")
     assert st["counted"], st
-    assert st["agree"] is True, st
-    assert abs(st["scan_ns"] - st["kvm_ns"]) <= st["kvm_uncertainty_ns"] + st["scan_uncertainty_ns"], st
     assert 0 <= st["kvm_ns"] <= hw["window_s"] * 1e9 + st["kvm_uncertainty_ns"], st
+    assert st["kvm_ns"] - st["scan_ns"] <= st["kvm_uncertainty_ns"] + st["scan_uncertainty_ns"], st
+    assert st["agree"] is (abs(st["difference_ns"]) <= st["kvm_uncertainty_ns"] + st["scan_uncertainty_ns"]), st
     assert any(l.startswith("PASS: steal time:") for l in b.output.split("\n")), b.explain()
 
 
