@@ -18,7 +18,8 @@ itself in /proc/PID/task/TID/schedstat (its second field, ns).
   on a quiet host, not on a host that other work keeps busy.
 - The undisturbed KVM run of boots.KVM_Q35 (shared): the count is read, and
   KVM's count is within what the scan saw (the check PASSes).
-- Under TCG there is no KVM: the check says SKIP and why.
+- Under TCG there is no KVM, and under KVM with QEMU's kvm-steal-time=off
+  the CPUID bit is clear: the check says SKIP and why.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ STEAL_KVM = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="on
                  extra=["-name", "debug-threads=on"])  # names the vCPU thread "CPU 0/KVM"
 RUNS = {"undisturbed": STEAL_KVM,
         "hog": dict(STEAL_KVM, faults=[qemu.Fault("hog", STOLEN_PROGRESS, delay_s=0.0, duration_s=3.0)])}
+# KVM without the feature bit: CPUID 0x40000001 EAX bit 5 clear (a 100 ms scan)
+NO_STEAL = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, cpu=qemu.KVM_CPU + ",kvm-steal-time=off",
+                append="only=stolen duration=1")
 # the serial lines the host reads its own account at: before calibration
 # (long before the scan), when the scan's phase begins, when every phase is done
 MARKS = {"measuring": re.compile(r"== Measuring \(profile"), "stolen": re.compile(STOLEN_PROGRESS),
@@ -193,5 +197,14 @@ def test_tcg_says_skip_and_why(boot):
     st = records.one(b.records, "steal")
     assert st == {"type": "steal", "cpu": 0, "counted": False, "reason": st["reason"]}
     assert "is not KVM" in st["reason"], st
+    [check] = [c for c in records.of_type(b.records, "check") if c["name"] == "steal time"]
+    assert check["result"] == "SKIP" and check["detail"] == st["reason"]
+
+
+def test_kvm_without_the_cpuid_bit_says_skip_and_why(boot, kvm):
+    b = boot(**NO_STEAL)
+    st = records.one(b.records, "steal")
+    assert st["counted"] is False, st
+    assert "KVM does not offer steal time (CPUID 0x40000001 EAX bit 5 clear" in st["reason"], st
     [check] = [c for c in records.of_type(b.records, "check") if c["name"] == "steal time"]
     assert check["result"] == "SKIP" and check["detail"] == st["reason"]
