@@ -1107,3 +1107,13 @@ const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits
     }
     return finish();
 }
+
+/* steal.h: the area's field offsets, packed (steal, version, flags, preempted, size) */
+#include <stddef.h>
+#include "../../lib/steal.h"
+uint64_t shim_steal_layout(void)
+{
+    return offsetof(struct kvm_steal_time, steal) | offsetof(struct kvm_steal_time, version) << 8 |
+           offsetof(struct kvm_steal_time, flags) << 16 | offsetof(struct kvm_steal_time, preempted) << 24 |
+           (uint64_t)sizeof(struct kvm_steal_time) << 32;
+}
