@@ -172,6 +172,16 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_str(&rec, "pm_field", a.pm_timer_field);
     record_bool(&rec, "pm_32bit", a.pm_timer_32bit);
     record_str(&rec, "pm_reason", a.pm_timer_reason);
+    record_u64(&rec, "fadt_revision", a.fadt_revision);
+    record_bool(&rec, "hw_reduced", a.hardware_reduced);
+    record_u64(&rec, "pm_len", a.pm_timer_len);
+    record_u64(&rec, "pm_width", a.pm_timer_width);
+    record_str(&rec, "pm_width_from", a.pm_timer_width_from);
+    record_u64(&rec, "pm_linux_port", a.pm_timer_linux_port);
+    record_bool(&rec, "pm_os_ignored", a.pm_timer_os_ignored);
+    record_bool(&rec, "pm_set_aside", a.pm_timer_set_aside);
+    record_str(&rec, "pm_os_note", a.pm_timer_os_note);
+    record_u64(&rec, "pm_conflicts", a.pm_timer_conflicts);
     record_bool(&rec, "hpet", a.hpet_found);
     record_u64(&rec, "hpet_tables", (uint64_t)a.hpet_tables);
     record_u64(&rec, "hpet_space", a.hpet_base.space_id);
