@@ -11,8 +11,10 @@
    (three rounds at most: a virtual CPU that loses milliseconds at a time
    needs longer windows).
 
-   With no counter to measure against (no HPET, PM timer or PIT: hardware-
-   reduced ACPI, microVMs), the RTC's second edges calibrate it, the way
+   With no HPET, PM timer or PIT (hardware-reduced ACPI, microVMs), KVM's
+   kvmclock is the last resort (lib/counters.c): the host's clock, scaled
+   from this TSC by KVM's stated rate. With no counter at all, the RTC's
+   second edges calibrate it, the way
    BSD's calibrate_clocks uses the RTC: CAL_RTC_SECONDS of updates timed by
    their UIP fall, fitted, with the fit's uncertainty and the RTC crystal's
    assumed tolerance. Failing an RTC, the CPU's or hypervisor's stated rate

@@ -166,6 +166,7 @@ void verdict_report(void)
         kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),
                 counters[results.reference].name, xs(b, results.tsc_uncertainty_ppm, 3));
         kprintf("  absolute +-%u ppm (%s).\n", results.tsc_absolute_ppm, counters[results.reference].nominal_accuracy_source);
+        kprintf("  Reference: %s.\n", results.tsc_reference_why);
     } else if (results.tsc_usable) {
         kprintf("\n  TSC rate not measured: ns figures use %s\n", results.tsc_hz_source);
     } else {

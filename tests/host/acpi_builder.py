@@ -40,11 +40,13 @@ def cloud_hypervisor_fadt(dsdt: int = 0x1000) -> bytearray:
     the v53.0 build in ../shared/vmm), with the addresses from
     vmm/src/device_manager.rs (add_acpi_devices: the shutdown/reset device at
     I/O 0x600, the PM timer at I/O 0x608) and the GAS helper of the
-    acpi_tables crate (src/sdt.rs, GenericAddress::io_port_address::<T>:
-    bit width 8 * size_of T, access size size_of T, so a u32 register says
-    access size 4). Not nested Hyper-V, so no PM1a blocks."""
+    acpi_tables crate it locks (0.2.1, sdt.rs GenericAddress::io_port_address
+    ::<T>: bit width 8 * size_of T, and the ACPI access-size code for that
+    size, so the u32 PM timer is 32 bits, dword access). Not nested Hyper-V,
+    so no PM1a blocks. test_acpi.py checks this against the bytes the v53.0
+    binary hands a guest (CH_V53_FADT_HEX, dumped by the image)."""
     def io_gas(port: int, size: int) -> bytes:
-        return struct.pack("<BBBBQ", 1, 8 * size, 0, size, port)
+        return struct.pack("<BBBBQ", 1, 8 * size, 0, {1: 1, 2: 2, 4: 3, 8: 4}[size], port)
 
     raw = bytearray(276)
     struct.pack_into("<4sIBB6s8sI4s4s", raw, 0, b"FACP", 276, 6, 0, b"CLOUDH", b"CHFACP  ", 1, b"RVAT",
