@@ -144,10 +144,10 @@ static void report_tsc_against(const struct series *s)
         kprintf("    the TSC's reference: %s\n", results.tsc_reference_why);
     if (s->counter == COUNTER_KVMCLOCK && results.tsc_stated_hz) {
         struct xf off = ppm_of(xf_sub(xf_div(hz, xf_from_u64(results.tsc_stated_hz)), xf_from_u64(1)));
-        kprintf("    kvmclock's mul/shift state %llu Hz: measured %s ppm from it. kvmclock is\n"
-                "    the host's time scaled from this TSC by that rate, so this checks the\n"
-                "    hypervisor's stated rate against the host's clock at its update points\n"
-                "    (uncertainty includes the +-%u Hz rounding of that rate), not a crystal\n",
+        kprintf("    kvmclock's mul/shift state %llu Hz: the fit is %s ppm from it\n"
+                "    (kvmclock is the host's time scaled from this TSC at that rate: this\n"
+                "    checks the hypervisor's stated rate against the host's clock at its\n"
+                "    update points, not a crystal; the +- holds its +-%u Hz rounding)\n",
                 (unsigned long long)results.tsc_stated_hz, xs(c, off, 4), KVMCLOCK_RATE_ROUNDING_HZ);
     }
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
@@ -274,7 +274,7 @@ void drift_report(void)
         references += counter_is_reference(drift_st.series[k].counter);
     if (references == 0) {
         kprintf("  no counter besides the TSC that can be a reference: nothing to measure the TSC against\n");
-        check_skip("TSC frequency", "no HPET, PM timer, PIT or kvmclock to measure it against; ns figures use %s",
+        check_skip("TSC frequency", "no HPET, PM timer or PIT (nor kvmclock) to measure it against; ns figures use %s",
                    results.tsc_hz_source);
         return;
     }
