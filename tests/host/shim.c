@@ -1117,3 +1117,29 @@ const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits
     }
     return finish();
 }
+
+/* lib/counters.c: the reference order for a set of present (bit per
+   COUNTER_*) and set-aside counters, as names, with each one's role. */
+const char *shim_reference_order(uint32_t present, uint32_t set_aside)
+{
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        counters[c].present = present & (1u << c);
+        counters[c].set_aside = set_aside & (1u << c);
+    }
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    char names[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof names; i++)
+        len += (size_t)fmt_format(names + len, sizeof names - len, "%s%s", i ? "," : "", counters[order[i]].name);
+    record_begin(&rec, "order");
+    record_str(&rec, "order", names);
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        char key[40];
+        fmt_format(key, sizeof key, "role_%s", counters[c].name);
+        record_str(&rec, key, counter_reference_role(c));
+    }
+    for (int c = 0; c < COUNTER_COUNT; c++)
+        counters[c].present = counters[c].set_aside = false;
+    return finish();
+}
