@@ -266,6 +266,8 @@ static void reference_why(int c)
 {
     char *w = results.tsc_reference_why;
     size_t cap = sizeof results.tsc_reference_why;
+    results.tsc_reference_brief = c == COUNTER_KVMCLOCK ? "no HPET, PM timer or PIT: KVM's stated rate vs the host's clock"
+                                                        : "the best reference present";
     if (c == COUNTER_KVMCLOCK) {
         fmt_format(w, cap, "no HPET, PM timer or PIT answered: kvmclock, the host's clock scaled from this TSC by "
                            "KVM's stated mul/shift, so this tests that stated rate, not an independent crystal");
