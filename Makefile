@@ -39,7 +39,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exception
 #                 discovery of the counters, the results store, checks
 #   experiments/  one file per experiment, their table, the verdict, the
 #                 summary screen and kmain
-LOGIC_SRCS := lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
+LOGIC_SRCS := lib/steal.c lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
 	lib/timer_analysis.c lib/timer_deadline.c \
 	lib/cpus_analysis.c lib/drift_analysis.c lib/cpu_topology.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \

@@ -193,6 +193,10 @@ static void discover_pm(void)
                a->pm_timer_field);
     c->nominal_millihz = (uint64_t)PMTIMER_HZ * 1000;
     fmt_format(c->nominal_source, sizeof c->nominal_source, "ACPI 6.5, 4.8.3.3 (nominal)");
+    /* it answered: measured, but where the OS ignores it on a hardware-reduced
+       machine it is never the default reference (lib/acpi.c, choose_pm_timer) */
+    c->set_aside = a->pm_timer_set_aside;
+    fmt_format(c->note, sizeof c->note, "%s", a->pm_timer_os_note ? a->pm_timer_os_note : "");
 }
 
 /* --- PIT --- */

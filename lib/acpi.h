@@ -54,14 +54,25 @@ struct acpi_info {
     struct acpi_table_ref tables[ACPI_MAX_TABLES];
     int table_count;
 
-    /* FADT: the ACPI PM timer */
+    /* FADT: the ACPI PM timer, chosen the way ACPICA converts the FADT
+       (tbfadt.c: a set X_ block wins; a hardware-reduced FADT's 32-bit blocks
+       are left unconverted) and Linux picks its port (arch/x86/kernel/acpi/
+       boot.c, acpi_parse_fadt). Each self-contradiction is one message. */
     bool fadt_found;
-    bool pm_timer_found;
-    struct acpi_gas pm_timer;     /* from X_PM_TMR_BLK when set, else PM_TMR_BLK as I/O */
+    uint8_t fadt_revision;        /* the FADT header's revision (Linux: 2+ reads the X_ block) */
+    bool pm_timer_found;          /* a block to probe; whether it answers is the driver's finding */
+    struct acpi_gas pm_timer;     /* from X_PM_TMR_BLK when its address is set, else PM_TMR_BLK as I/O */
     const char *pm_timer_field;   /* "X_PM_TMR_BLK" or "PM_TMR_BLK" */
-    uint8_t pm_timer_len;         /* PM_TMR_LEN, 4 when the timer is supported */
+    uint8_t pm_timer_len;         /* PM_TMR_LEN as given (4 when supported; Cloud Hypervisor leaves 0) */
+    uint8_t pm_timer_width;       /* register width, bits: the X_ block's bit width, else PM_TMR_LEN * 8; 0 when none is stated */
+    const char *pm_timer_width_from; /* "X_PM_TMR_BLK bit width", "PM_TMR_LEN" or "none stated" */
     bool pm_timer_32bit;          /* FADT flags TMR_VAL_EXT (bit 8) */
-    bool hardware_reduced;        /* FADT flags HW_REDUCED_ACPI (bit 20): no PM timer */
+    bool hardware_reduced;        /* FADT flags HW_REDUCED_ACPI (bit 20) */
+    uint64_t pm_timer_linux_port; /* the port Linux would read (pmtmr_ioport), 0 for none */
+    bool pm_timer_os_ignored;     /* Linux would not read the chosen block */
+    bool pm_timer_set_aside;      /* ignored on a hardware-reduced machine: measured only if it answers, never the default reference */
+    const char *pm_timer_os_note; /* why the OS ignores it, "" when Linux reads it */
+    uint32_t pm_timer_conflicts;  /* places where the FADT contradicts itself about the PM timer */
 
     /* HPET table */
     bool hpet_found;

@@ -172,6 +172,16 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_str(&rec, "pm_field", a.pm_timer_field);
     record_bool(&rec, "pm_32bit", a.pm_timer_32bit);
     record_str(&rec, "pm_reason", a.pm_timer_reason);
+    record_u64(&rec, "fadt_revision", a.fadt_revision);
+    record_bool(&rec, "hw_reduced", a.hardware_reduced);
+    record_u64(&rec, "pm_len", a.pm_timer_len);
+    record_u64(&rec, "pm_width", a.pm_timer_width);
+    record_str(&rec, "pm_width_from", a.pm_timer_width_from);
+    record_u64(&rec, "pm_linux_port", a.pm_timer_linux_port);
+    record_bool(&rec, "pm_os_ignored", a.pm_timer_os_ignored);
+    record_bool(&rec, "pm_set_aside", a.pm_timer_set_aside);
+    record_str(&rec, "pm_os_note", a.pm_timer_os_note);
+    record_u64(&rec, "pm_conflicts", a.pm_timer_conflicts);
     record_bool(&rec, "hpet", a.hpet_found);
     record_u64(&rec, "hpet_tables", (uint64_t)a.hpet_tables);
     record_u64(&rec, "hpet_space", a.hpet_base.space_id);
@@ -1105,5 +1115,41 @@ const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits
     } else {
         record_null(&rec, "spread");
     }
+    return finish();
+}
+
+/* steal.h: the area's field offsets, packed (steal, version, flags, preempted, size) */
+#include <stddef.h>
+#include "../../lib/steal.h"
+uint64_t shim_steal_layout(void)
+{
+    return offsetof(struct kvm_steal_time, steal) | offsetof(struct kvm_steal_time, version) << 8 |
+           offsetof(struct kvm_steal_time, flags) << 16 | offsetof(struct kvm_steal_time, preempted) << 24 |
+           (uint64_t)sizeof(struct kvm_steal_time) << 32;
+}
+
+/* lib/counters.c: the reference order for a set of present (bit per
+   COUNTER_*) and set-aside counters, as names, with each one's role. */
+const char *shim_reference_order(uint32_t present, uint32_t set_aside)
+{
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        counters[c].present = present & (1u << c);
+        counters[c].set_aside = set_aside & (1u << c);
+    }
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    char names[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof names; i++)
+        len += (size_t)fmt_format(names + len, sizeof names - len, "%s%s", i ? "," : "", counters[order[i]].name);
+    record_begin(&rec, "order");
+    record_str(&rec, "order", names);
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        char key[40];
+        fmt_format(key, sizeof key, "role_%s", counters[c].name);
+        record_str(&rec, key, counter_reference_role(c));
+    }
+    for (int c = 0; c < COUNTER_COUNT; c++)
+        counters[c].present = counters[c].set_aside = false;
     return finish();
 }
