@@ -276,3 +276,30 @@ def test_vmm_binary_picks_qemus_program_too(capsys, tmp_path, monkeypatch):
     [meta] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metadata.json")]
     assert meta["vmm"] == {"name": "qemu", "version": f"{binary} 7.2 (a test's)", "binary": str(binary.resolve())}
     assert meta["qemu"]["command"][0] == str(binary)
+
+
+# --- make run ----------------------------------------------------------------
+
+def _make_run(run_args: str, vmm_dir: Path) -> str:
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(["make", "-n", "-C", str(root), "run", f"RUN_ARGS={run_args}", f"VMM_DIR={vmm_dir}"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    [line] = [l for l in out.splitlines() if " run --iso " in l]
+    return line
+
+
+def test_make_run_passes_one_boot_option_and_builds_the_pvh_kernel(tmp_path):
+    line = _make_run("--boot pvh", tmp_path / "none")
+    assert line.endswith("clockbench run --iso build/clockbench.iso --boot pvh") and line.count("--boot") == 1, line
+    assert "PATH=" not in line, "without VMM_DIR, make run leaves PATH alone"
+    root = Path(__file__).resolve().parents[2]
+    [rule] = [l for l in (root / "Makefile").read_text().splitlines() if l.startswith("run:")]
+    assert "$(PVH_KERNEL)" in rule and "$(ISO)" in rule, rule
+
+
+def test_make_run_finds_the_monitors_in_vmm_dir(tmp_path):
+    _script(tmp_path, "firecracker", "exit 0\n")
+    line = _make_run("--vmm firecracker", tmp_path)
+    assert line.startswith(f'PATH="$PATH:{tmp_path}" ') and line.endswith("--vmm firecracker") and "--boot" not in line, line
