@@ -165,7 +165,7 @@ def api_request(sock: Path, method: str, path: str, body: dict | None = None,
         conn.request(method, path, body=data, headers=headers)
         resp = conn.getresponse()
         raw = resp.read().decode("utf-8", "replace")
-    except OSError as e:
+    except (OSError, http.client.HTTPException) as e:
         raise RuntimeError(f"{method} {path} on {sock}: {e}") from None
     finally:
         conn.close()
