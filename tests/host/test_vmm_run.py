@@ -303,3 +303,14 @@ def test_make_run_finds_the_monitors_in_vmm_dir(tmp_path):
     _script(tmp_path, "firecracker", "exit 0\n")
     line = _make_run("--vmm firecracker", tmp_path)
     assert line.startswith(f'PATH="$PATH:{tmp_path}" ') and line.endswith("--vmm firecracker") and "--boot" not in line, line
+
+
+def test_a_monitor_that_fails_before_the_image_is_exit_71_with_its_error(capsys, tmp_path, usable_kvm):
+    binary = _script(tmp_path, "firecracker", '[ "$1" = --version ] && { echo "Firecracker v0-test"; exit 0; }\n'
+                     'echo "[main] Running Firecracker" >&2\necho "[main] RunWithoutApiError error: bad kernel" >&2\n'
+                     'echo "[main] Firecracker exiting with error. exit_code=1" >&2\nexit 1\n')
+    r = _run(capsys, tmp_path, "--vmm", "firecracker", "--vmm-binary", binary)
+    assert r.code == errors.QEMU_FAILED, (r.code, r.err)
+    assert r.err.strip().endswith("firecracker exited 1 before the image started: [main] RunWithoutApiError error: bad kernel")
+    [meta] = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metadata.json")]
+    assert meta["verdict"] == "firecracker failed" and meta["exit"] == errors.QEMU_FAILED

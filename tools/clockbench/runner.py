@@ -508,8 +508,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         _say(f"{name}'s own log: {len(result.stderr.splitlines())} lines in {runs.shown(run_dir / VMM_STDERR)}")
 
     if result.never_started:
-        failure = errors.QemuFailed(f"{what} exited {result.machine_exit} before the image started: "
-                                    f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
+        said = result.stderr.strip().splitlines() or ["no message"]
+        # QEMU's last line says why; a microVM monitor's first line with "error" (its last is "exiting")
+        why = said[-1] if name == "qemu" else next((l for l in said if "error" in l.lower()), said[-1])
+        failure = errors.QemuFailed(f"{what} exited {result.machine_exit} before the image started: {why.strip()}")
         meta.update(ended=_now(), verdict=f"{what} failed", exit=failure.code, error=str(failure))
         runs.write_metadata(run_dir, meta)
         raise failure
