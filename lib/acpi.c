@@ -408,6 +408,8 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
 /* --- How to end the machine: FADT power fields, the DSDT's \_S5 --- */
 #define FADT_OFF_REVISION 8
 #define FADT_OFF_DSDT 40
+#define FADT_OFF_SMI_CMD 48
+#define FADT_OFF_ACPI_ENABLE 52
 #define FADT_OFF_PM1A_CNT_BLK 64
 #define FADT_OFF_PM1B_CNT_BLK 68
 #define FADT_OFF_PM1_CNT_LEN 89
@@ -448,6 +450,8 @@ static void acpi_read_power(struct acpi_info *a, const struct acpi_mapper *m, co
         return;
     }
     a->pm1_cnt_len = t[FADT_OFF_PM1_CNT_LEN];
+    a->smi_cmd = ld32(t + FADT_OFF_SMI_CMD);
+    a->acpi_enable = t[FADT_OFF_ACPI_ENABLE];
     a->pm1a_cnt_field = pm1_cnt_block(&a->pm1a_cnt, t, len, FADT_OFF_PM1A_CNT_BLK, FADT_OFF_X_PM1A_CNT_BLK, a->pm1_cnt_len,
                                       "PM1a_CNT_BLK", "X_PM1a_CNT_BLK");
     (void)pm1_cnt_block(&a->pm1b_cnt, t, len, FADT_OFF_PM1B_CNT_BLK, FADT_OFF_X_PM1B_CNT_BLK, a->pm1_cnt_len, "PM1b_CNT_BLK",

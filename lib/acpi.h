@@ -123,6 +123,8 @@ struct acpi_info {
     struct acpi_gas pm1a_cnt, pm1b_cnt; /* address 0: absent */
     const char *pm1a_cnt_field;     /* "X_PM1a_CNT_BLK" or "PM1a_CNT_BLK" (NULL when absent) */
     uint8_t pm1_cnt_len;            /* PM1_CNT_LEN */
+    uint32_t smi_cmd;               /* SMI_CMD port (offset 48), 0: the machine is always in ACPI mode */
+    uint8_t acpi_enable;            /* ACPI_ENABLE (offset 52): written to SMI_CMD to enter ACPI mode */
     struct acpi_gas sleep_control;  /* SLEEP_CONTROL_REG (FADT offset 244); address 0: absent */
     bool iapc_boot_arch_valid;      /* FADT revision 3+ (ACPI 2.0) reaching offset 111 */
     uint16_t iapc_boot_arch;        /* IAPC_BOOT_ARCH (offset 109) */

@@ -66,6 +66,12 @@ def _check_cmdline(line, where: str) -> str:
     if not _SAFE.match(line):
         raise errors.BadInput(f"{where}: cmdline {line!r} holds a character GRUB or iPXE would read as syntax "
                               "(quotes, $, ;, braces, newlines): only words of letters, digits and =,.:@/+-")
+    from .runner import bare_word_problem
+
+    for word in line.split():
+        problem = bare_word_problem(word)
+        if problem:
+            raise errors.BadInput(f"{where}: cmdline word {word!r}: {problem}")
     return " ".join(line.split())
 
 

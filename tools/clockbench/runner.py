@@ -121,6 +121,20 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise _usage("--timeout", f"{args.timeout:g}", "the time bound must be a number of seconds above 0")
 
 
+# Words the image takes bare, with no value (kernel/finish.c: poweroff asks a
+# PC, or QEMU without isa-debug-exit, to power off by ACPI S5 at the end).
+BARE_WORDS = ("poweroff",)
+
+
+def bare_word_problem(word: str) -> str | None:
+    """Why a command-line word misuses a bare word (one the image takes with
+    no value), or None."""
+    key, eq, value = word.partition("=")
+    if key in BARE_WORDS and eq:
+        return f"{key} takes no value (the image would ignore {word!r}): write it alone"
+    return None
+
+
 def check_run_arguments(args: argparse.Namespace) -> None:
     """Every value of `run`'s options, and how they go together: the
     profile and the duration, whether from --profile and --duration or from
@@ -150,6 +164,9 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     profiles: list[tuple[str, str]] = []  # (the option as written, the profile)
     for word in args.append.split():
         key, _, value = word.partition("=")
+        problem = bare_word_problem(word)
+        if problem:
+            raise _usage("--append", word, problem)
         if key == "duration":
             seconds = parse_duration(value)
             if seconds is None:
