@@ -114,11 +114,14 @@ static void read_hv_vendor(char out[13])
         return;
     struct cpuid_regs r = cpuid(CPUID_HV_VENDOR_LEAF, 0);
     uint32_t regs[3] = {r.ebx, r.ecx, r.edx};
+    int n = 0;
     for (int i = 0; i < 12; i++) {
         char c = (char)(regs[i / 4] >> (8 * (i % 4)));
-        out[i] = c >= 0x20 && c < 0x7F ? c : c ? '?' : ' ';
+        if (!c)
+            break;
+        out[n++] = c >= 0x20 && c < 0x7F ? c : '?';
     }
-    out[12] = '\0';
+    out[n] = '\0';
 }
 
 /* QEMU is known from its firmware, never by touching a port it may not
@@ -179,14 +182,16 @@ static void announce(const char *way, const char *detail)
     console_flush();
 }
 
-static void failed(const char *way, const char *why)
+/* tried: the write was made (and the machine went on); else it could not be made */
+static void failed(const char *way, bool tried, const char *why)
 {
     struct record r;
     record_begin(&r, "power_off_failed");
     record_str(&r, "way", way);
+    record_bool(&r, "tried", tried);
     record_str(&r, "reason", why);
     console_emit_record(&r);
-    kprintf("clockbench: %s did not end the machine: %s\n", way, why);
+    kprintf("clockbench: %s %s: %s\n", way, tried ? "did not end the machine" : "cannot be tried", why);
     console_flush();
 }
 
@@ -243,9 +248,10 @@ static void gas_text(char *out, unsigned n, const struct acpi_gas *g)
     fmt_format(out, n, "%s 0x%llx", g->space_id == ACPI_GAS_IO ? "I/O" : "MMIO", (unsigned long long)g->address);
 }
 
-/* False with why when S5 cannot be tried or did not take. */
-static bool acpi_s5(char *why, unsigned n)
+/* False with why when S5 cannot be tried (*tried false) or did not take. */
+static bool acpi_s5(char *why, unsigned n, bool *tried)
 {
+    *tried = false;
     const struct acpi_info *a = finish_acpi;
     if (!a || !a->fadt_length) {
         fmt_format(why, n, "%s", !a ? "the ACPI tables were not read" : "no valid FADT");
@@ -299,6 +305,7 @@ static bool acpi_s5(char *why, unsigned n)
         if (b)
             gas_write16(&a->pm1b_cnt, typb | PM1_CNT_SLP_EN);
     }
+    *tried = true;
     wait_ms(POWER_OFF_WAIT_MS, 0, 0);
     fmt_format(why, n, "the machine still runs %u ms after the write", POWER_OFF_WAIT_MS);
     return false;
@@ -308,9 +315,10 @@ static bool acpi_s5(char *why, unsigned n)
 static void power_off(const struct machine *m)
 {
     char why[ACPI_MESSAGE_CHARS + 16];
-    if (acpi_s5(why, sizeof why))
+    bool tried;
+    if (acpi_s5(why, sizeof why, &tried))
         return;
-    failed("acpi_s5", why);
+    failed("acpi_s5", tried, why);
     /* The i8042 reset ends the VM only where the VMM has no reboot:
        Firecracker (src/vmm/src/devices/legacy/i8042.rs, CMD_RESET_CPU stops
        the VMM). QEMU (without -no-reboot), Cloud Hypervisor and every PC
@@ -319,7 +327,7 @@ static void power_off(const struct machine *m)
         announce("i8042_reset", "writing 0xFE to the keyboard controller (I/O 0x64): Firecracker stops on it");
         keyboard_pulse_reset();
         wait_ms(POWER_OFF_WAIT_MS, 0, 0);
-        failed("i8042_reset", "the machine still runs (or the controller never took the command)");
+        failed("i8042_reset", true, "the machine still runs (or the controller never took the command)");
     } else {
         kprintf("clockbench: no i8042 reset here: %s\n",
                 m->kind == MACHINE_VMM ? "only Firecracker is known to stop on it; this VMM may restart, and the run begin again"
@@ -348,7 +356,7 @@ void run_finish(enum run_status s)
         outb(DEBUG_EXIT_PORT, (uint8_t)(DEBUG_EXIT_BASE + s));
         /* Still here: QEMU without isa-debug-exit */
         if (asked) {
-            failed("isa_debug_exit", "QEMU has no isa-debug-exit device; powering off as asked (poweroff)");
+            failed("isa_debug_exit", true, "QEMU has no isa-debug-exit device; powering off as asked (poweroff)");
             power_off(&m);
         }
     } else if (m.kind == MACHINE_VMM || asked) {

@@ -3,7 +3,7 @@ control register, \\_S5 from the DSDT (lib/aml.c), QEMU's fw_cfg device in
 the DSDT, read from real tables.
 
 Where the bytes come from:
-- tests/fixtures/acpi-qemu-7.2-{pc,q35,microvm}.json: this machine's QEMU
+- tests/host/data/acpi-qemu-7.2-{pc,q35,microvm}.json: this machine's QEMU
   7.2.22 (Debian 12), `-machine pc|q35|microvm -accel tcg -m 64 -nodefaults`,
   the firmware's tables saved from guest memory with the monitor's pmemsave.
 - Cloud Hypervisor v53 (source commit 9ed824d6d, the one the binary in
@@ -24,7 +24,7 @@ import pytest
 import acpi_builder as ab
 from lib import as_json
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "data"
 
 # Cloud Hypervisor v53: Name(_S5_, Package(){5, 5, 0, 0})
 CH_S5 = bytes([0x08, 0x5F, 0x53, 0x35, 0x5F, 0x12, 0x08, 0x04, 0x0A, 0x05, 0x0A, 0x05, 0x00, 0x00])
