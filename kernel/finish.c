@@ -178,7 +178,7 @@ static void announce(const char *way, const char *detail)
     record_str(&r, "way", way);
     record_str(&r, "detail", detail);
     console_emit_record(&r);
-    kprintf("clockbench: ending the machine: %s: %s\n", way, detail);
+    serial_printf("clockbench: ending the machine: %s: %s\n", way, detail);
     console_flush();
 }
 
@@ -191,7 +191,7 @@ static void failed(const char *way, bool tried, const char *why)
     record_bool(&r, "tried", tried);
     record_str(&r, "reason", why);
     console_emit_record(&r);
-    kprintf("clockbench: %s %s: %s\n", way, tried ? "did not end the machine" : "cannot be tried", why);
+    serial_printf("clockbench: %s %s: %s\n", way, tried ? "did not end the machine" : "cannot be tried", why);
     console_flush();
 }
 
@@ -285,7 +285,7 @@ static bool acpi_s5(char *why, unsigned n, bool *tried)
             announce("acpi_enable", detail);
             outb((uint16_t)a->smi_cmd, a->acpi_enable);
             if (!wait_ms(ACPI_MODE_WAIT_MS, sci_enabled, &a->pm1a_cnt))
-                kprintf("clockbench: SCI_EN still clear %u ms after ACPI_ENABLE; trying S5 anyway\n", ACPI_MODE_WAIT_MS);
+                serial_printf("clockbench: SCI_EN still clear %u ms after ACPI_ENABLE; trying S5 anyway\n", ACPI_MODE_WAIT_MS);
         }
         uint16_t ca = gas_read16(&a->pm1a_cnt) & (uint16_t)~(PM1_CNT_SLP_TYP_MASK | PM1_CNT_SLP_EN);
         uint16_t typa = (uint16_t)(ca | (a->s5.slp_typa << PM1_CNT_SLP_TYP_SHIFT));
@@ -329,24 +329,26 @@ static void power_off(const struct machine *m)
         wait_ms(POWER_OFF_WAIT_MS, 0, 0);
         failed("i8042_reset", true, "the machine still runs (or the controller never took the command)");
     } else {
-        kprintf("clockbench: no i8042 reset here: %s\n",
+        serial_printf("clockbench: no i8042 reset here: %s\n",
                 m->kind == MACHINE_VMM ? "only Firecracker is known to stop on it; this VMM may restart, and the run begin again"
                                        : "on this machine it restarts, and the run would begin again");
     }
 }
 
+/* The serial port gets every step; the screen, whose final summary must
+   not scroll away, one line: the one it has always had. */
 void run_finish(enum run_status s)
 {
     interrupts_off();
-    kprintf("clockbench: run ended: %s (status %d).\n", run_status_name(s), (int)s);
+    serial_printf("clockbench: run ended: %s (status %d).\n", run_status_name(s), (int)s);
     struct machine m;
     identify(&m);
     const char *word = cmdline_get(&boot_cmdline, "poweroff");
     bool asked = word && !word[0];
     if (word && word[0])
-        kprintf("Note: poweroff=%s ignored: the word takes no value\n", word);
-    kprintf("clockbench: machine: %s (%s)%s%s%s\n", kind_name(m.kind), m.why, m.hv_vendor[0] ? ", hypervisor \"" : "",
-            m.hv_vendor, m.hv_vendor[0] ? "\"" : "");
+        serial_printf("Note: poweroff=%s ignored: the word takes no value\n", word);
+    serial_printf("clockbench: machine: %s (%s)%s%s%s\n", kind_name(m.kind), m.why, m.hv_vendor[0] ? ", hypervisor \"" : "",
+                  m.hv_vendor, m.hv_vendor[0] ? "\"" : "");
     console_flush();
     if (m.kind == MACHINE_QEMU) {
         char detail[96];
@@ -360,9 +362,11 @@ void run_finish(enum run_status s)
             power_off(&m);
         }
     } else if (m.kind == MACHINE_VMM || asked) {
+        screen_printf("clockbench: run ended: %s (status %d). Powering off.\n", run_status_name(s), (int)s);
         power_off(&m);
     }
-    kprintf("clockbench: halted; it is safe to power off.\n");
+    serial_printf("clockbench: halted; it is safe to power off.\n");
+    screen_printf("clockbench: run ended: %s (status %d). Halted; it is safe to power off.\n", run_status_name(s), (int)s);
     console_flush();
     /* The final screen's keys, if there is a screen and a keyboard. */
     if (finish_idle)
