@@ -104,6 +104,7 @@ struct machine {
     enum machine_kind kind;
     char hv_vendor[13];     /* CPUID 0x40000000, "" without a hypervisor */
     const char *why;        /* what identified it */
+    char vendor[48];        /* the FADT's hypervisor vendor, as ", FADT vendor \"...\"", or "" */
     bool firecracker;       /* the firmware names Firecracker */
 };
 
@@ -162,6 +163,8 @@ static void identify(struct machine *m)
     }
     m->kind = MACHINE_VMM;
     m->why = "a hypervisor whose DSDT has no QEMU fw_cfg device";
+    if (a->hypervisor_vendor[0])
+        fmt_format(m->vendor, sizeof m->vendor, ", FADT hypervisor vendor \"%s\"", a->hypervisor_vendor);
     m->firecracker = !strcmp(a->hypervisor_vendor, "FIRECKVM") || !strcmp(a->oem_id, "FIRECK");
 }
 
@@ -347,8 +350,16 @@ void run_finish(enum run_status s)
     bool asked = word && !word[0];
     if (word && word[0])
         serial_printf("Note: poweroff=%s ignored: the word takes no value\n", word);
-    serial_printf("clockbench: machine: %s (%s)%s%s%s\n", kind_name(m.kind), m.why, m.hv_vendor[0] ? ", hypervisor \"" : "",
-                  m.hv_vendor, m.hv_vendor[0] ? "\"" : "");
+    serial_printf("clockbench: machine: %s (%s)%s%s%s%s\n", kind_name(m.kind), m.why, m.hv_vendor[0] ? ", CPUID hypervisor \"" : "",
+                  m.hv_vendor, m.hv_vendor[0] ? "\"" : "", m.vendor);
+    struct record r;
+    record_begin(&r, "ending");
+    record_str(&r, "machine", kind_name(m.kind));
+    record_str(&r, "identified_by", m.why);
+    record_str(&r, "hypervisor", m.hv_vendor[0] ? m.hv_vendor : 0);
+    record_str(&r, "fadt_vendor", finish_acpi && finish_acpi->hypervisor_vendor[0] ? finish_acpi->hypervisor_vendor : 0);
+    record_bool(&r, "poweroff", asked);
+    console_emit_record(&r);
     console_flush();
     if (m.kind == MACHINE_QEMU) {
         char detail[96];

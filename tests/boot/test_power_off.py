@@ -23,6 +23,8 @@ def ended_by_s5(b, register: str):
     assert not r.timed_out and r.qemu_exit == 0 and r.status is None, b.explain()
     machine = [l for l in b.output.split("\n") if l.startswith("clockbench: machine:")]
     assert machine and machine[0].startswith("clockbench: machine: qemu (the DSDT declares QEMU's fw_cfg"), machine
+    end = records.one(b.records, "ending")
+    assert end["machine"] == "qemu" and end["poweroff"] and "QEMU0002" in end["identified_by"], end
     ways = [p["way"] for p in records.of_type(b.records, "power_off")]
     assert ways[0] == "isa_debug_exit" and ways[-1] == "acpi_s5", ways
     failed = records.of_type(b.records, "power_off_failed")
@@ -51,6 +53,8 @@ def test_qemu_with_isa_debug_exit_reports_the_status_there(boot):
     """The shared TCG q35 run: found as QEMU, the status leaves by port 0xf4 and nothing else is tried."""
     b = boot(**boots.TCG_Q35)
     assert b.status is not None and b.result.qemu_exit == ((0x10 + b.status) << 1) | 1, b.explain()
+    end = records.one(b.records, "ending")
+    assert end["machine"] == "qemu" and not end["poweroff"] and end["hypervisor"] == "TCGTCGTCGTCG", end
     offs = records.of_type(b.records, "power_off")
     assert [p["way"] for p in offs] == ["isa_debug_exit"], offs
     assert f"writing 0x{0x10 + b.status:02x} to I/O 0xf4" in offs[0]["detail"]
