@@ -381,8 +381,10 @@ static bool start_one(struct smp_cpu *c, const struct trampoline_params *tp, str
     for (int sipi = 0; sipi < 2; sipi++) {
         /* The second SIPI is ignored by a CPU the first one started (9.4.4.1). */
         if (!send_ipi(c, ICR_DELIVERY_STARTUP | vector, "STARTUP")) {
-            b->claim = CLAIM_WITHDRAWN;
-            return true;
+            uint8_t open = CLAIM_OPEN;
+            if (__atomic_compare_exchange_n(&b->claim, &open, CLAIM_WITHDRAWN, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                return true; /* c->reason says why the IPI failed */
+            break;           /* the first SIPI started it after all: wait for it below */
         }
         delay_us(SIPI_DELAY_US);
     }
