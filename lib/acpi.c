@@ -493,6 +493,88 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
     }
 }
 
+/* --- How to end the machine: FADT power fields, the DSDT's \_S5 --- */
+#define FADT_OFF_DSDT 40
+#define FADT_OFF_SMI_CMD 48
+#define FADT_OFF_ACPI_ENABLE 52
+#define FADT_OFF_PM1A_CNT_BLK 64
+#define FADT_OFF_PM1B_CNT_BLK 68
+#define FADT_OFF_PM1_CNT_LEN 89
+#define FADT_OFF_IAPC_BOOT_ARCH 109
+#define FADT_REVISION_IAPC 3
+#define FADT_OFF_X_DSDT 140
+#define FADT_OFF_X_PM1A_CNT_BLK 172
+#define FADT_OFF_X_PM1B_CNT_BLK 184
+#define FADT_OFF_SLEEP_CONTROL_REG 244
+#define FADT_OFF_HYPERVISOR_VENDOR 268
+#define FADT_HYPERVISOR_VENDOR_LEN 8
+
+/* One PM1 control block, chosen as ACPICA does (tbfadt.c): the X_ GAS when
+   its address is set, else the 32-bit field as an I/O port, PM1_CNT_LEN
+   bytes wide. Address 0: absent. */
+static const char *pm1_cnt_block(struct acpi_gas *g, const uint8_t *t, uint32_t len, uint32_t off32, uint32_t off_x,
+                                 uint8_t cnt_len, const char *name32, const char *name_x)
+{
+    *g = (struct acpi_gas){0};
+    if (len >= off_x + GAS_LEN) {
+        read_gas(g, t + off_x);
+        if (g->address)
+            return name_x;
+    }
+    uint32_t legacy = ld32(t + off32);
+    if (!legacy)
+        return 0;
+    *g = (struct acpi_gas){ACPI_GAS_IO, (uint8_t)(cnt_len * 8), 0, 0, legacy};
+    return name32;
+}
+
+static void acpi_read_power(struct acpi_info *a, const struct acpi_mapper *m, const uint8_t *t, uint32_t len)
+{
+    a->fadt_length = len;
+    a->fadt_revision = t[HDR_OFF_REVISION];
+    if (len < FADT_OFF_PM1_CNT_LEN + 1) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "FACP table: %u bytes, too short for the PM1 control fields", len);
+        return;
+    }
+    a->pm1_cnt_len = t[FADT_OFF_PM1_CNT_LEN];
+    a->smi_cmd = ld32(t + FADT_OFF_SMI_CMD);
+    a->acpi_enable = t[FADT_OFF_ACPI_ENABLE];
+    a->pm1a_cnt_field = pm1_cnt_block(&a->pm1a_cnt, t, len, FADT_OFF_PM1A_CNT_BLK, FADT_OFF_X_PM1A_CNT_BLK, a->pm1_cnt_len,
+                                      "PM1a_CNT_BLK", "X_PM1a_CNT_BLK");
+    (void)pm1_cnt_block(&a->pm1b_cnt, t, len, FADT_OFF_PM1B_CNT_BLK, FADT_OFF_X_PM1B_CNT_BLK, a->pm1_cnt_len, "PM1b_CNT_BLK",
+                        "X_PM1b_CNT_BLK");
+    /* reserved in the ACPI 1.0 FADT (revision 1 and 2); Linux reads it from
+       revision 3 (FADT2_REVISION_ID) on */
+    if (len >= FADT_OFF_IAPC_BOOT_ARCH + 2 && a->fadt_revision >= FADT_REVISION_IAPC) {
+        a->iapc_boot_arch_valid = true;
+        a->iapc_boot_arch = ld16(t + FADT_OFF_IAPC_BOOT_ARCH);
+    }
+    if (len >= FADT_OFF_SLEEP_CONTROL_REG + GAS_LEN)
+        read_gas(&a->sleep_control, t + FADT_OFF_SLEEP_CONTROL_REG);
+    if (len >= FADT_OFF_HYPERVISOR_VENDOR + FADT_HYPERVISOR_VENDOR_LEN)
+        for (int i = 0; i < FADT_HYPERVISOR_VENDOR_LEN; i++) {
+            uint8_t c = t[FADT_OFF_HYPERVISOR_VENDOR + i];
+            a->hypervisor_vendor[i] = c >= 0x20 && c < 0x7F ? (char)c : c ? '?' : '\0';
+        }
+    uint64_t x_dsdt = len >= FADT_OFF_X_DSDT + 8 ? ld64(t + FADT_OFF_X_DSDT) : 0;
+    a->dsdt_address = x_dsdt ? x_dsdt : ld32(t + FADT_OFF_DSDT);
+    if (!a->dsdt_address) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "the FADT names no DSDT (DSDT and X_DSDT are 0)");
+        return;
+    }
+    uint32_t dlen = 0;
+    const uint8_t *d = map_table(a, m, a->dsdt_address, "DSDT", 0, &dlen);
+    if (!d) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "the DSDT at 0x%llx is not usable (see the ACPI messages)",
+                   (unsigned long long)a->dsdt_address);
+        return;
+    }
+    a->dsdt_found = true;
+    a->dsdt_length = dlen;
+    a->qemu_fw_cfg = aml_has_string_hid(d + HDR_LEN, dlen - HDR_LEN, "QEMU0002");
+    (void)aml_find_s5(d + HDR_LEN, dlen - HDR_LEN, &a->s5);
+}
+
 void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
                    enum acpi_handover from, struct acpi_info *a)
 {
@@ -554,6 +636,8 @@ void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t
                 reason_from_last(a, a->pm_timer_reason);
             continue;
         }
+        if (sig_is(t, "FACP") && !a->fadt_length)
+            acpi_read_power(a, m, t, len);
         if (sig_is(t, "FACP") && !a->fadt_found) {
             parse_fadt(a, t, len);
             if (!a->pm_timer_found)

@@ -1153,3 +1153,61 @@ const char *shim_reference_order(uint32_t present, uint32_t set_aside)
         counters[c].present = counters[c].set_aside = false;
     return finish();
 }
+
+/* How the image would end the machine described by mem: the FADT's power
+   fields, the DSDT's \_S5 and its QEMU fw_cfg device (lib/acpi.c,
+   acpi_read_power; lib/aml.c). */
+static void record_gas(struct record *r, const char *key, const struct acpi_gas *g)
+{
+    record_array_begin(r, key); /* space, bit width, address */
+    record_array_u64(r, g->space_id);
+    record_array_u64(r, g->bit_width);
+    record_array_u64(r, g->address);
+    record_array_end(r);
+}
+
+const char *shim_acpi_power(const uint8_t *mem, uint64_t len, uint64_t base, const uint8_t *rsdp, uint32_t rsdp_len)
+{
+    static struct acpi_info a;
+    struct buffer_memory b = {mem, base, len};
+    struct acpi_mapper m = {buffer_map, &b};
+    bool v2 = rsdp && rsdp_len >= 36;
+    acpi_discover(&m, v2 ? rsdp : 0, rsdp_len, v2 ? 0 : rsdp, ACPI_FROM_MULTIBOOT2, &a);
+    record_begin(&rec, "acpi_power");
+    record_u64(&rec, "fadt_revision", a.fadt_revision);
+    record_bool(&rec, "hardware_reduced", a.hardware_reduced);
+    record_gas(&rec, "pm1a_cnt", &a.pm1a_cnt);
+    record_str(&rec, "pm1a_cnt_field", a.pm1a_cnt_field);
+    record_gas(&rec, "pm1b_cnt", &a.pm1b_cnt);
+    record_u64(&rec, "pm1_cnt_len", a.pm1_cnt_len);
+    record_gas(&rec, "sleep_control", &a.sleep_control);
+    record_bool(&rec, "iapc_valid", a.iapc_boot_arch_valid);
+    record_u64(&rec, "iapc_boot_arch", a.iapc_boot_arch);
+    record_str(&rec, "hypervisor_vendor", a.hypervisor_vendor);
+    record_u64(&rec, "dsdt_address", a.dsdt_address);
+    record_bool(&rec, "dsdt", a.dsdt_found);
+    record_bool(&rec, "qemu_fw_cfg", a.qemu_fw_cfg);
+    record_bool(&rec, "s5", a.s5.found);
+    record_u64(&rec, "slp_typa", a.s5.slp_typa);
+    record_u64(&rec, "slp_typb", a.s5.slp_typb);
+    record_str(&rec, "s5_why", a.s5.why);
+    record_bool(&rec, "pm", a.pm_timer_found);
+    record_bool(&rec, "madt", a.madt_found);
+    return finish();
+}
+
+const char *shim_aml_s5(const uint8_t *aml, uint32_t len)
+{
+    struct aml_s5 s;
+    bool ok = aml_find_s5(aml, len, &s);
+    record_begin(&rec, "aml_s5");
+    record_bool(&rec, "found", ok);
+    record_u64(&rec, "slp_typa", s.slp_typa);
+    record_u64(&rec, "slp_typb", s.slp_typb);
+    record_u64(&rec, "elements", s.elements);
+    record_u64(&rec, "offset", s.offset);
+    record_str(&rec, "why", s.why);
+    return finish();
+}
+
+bool shim_aml_has_string_hid(const uint8_t *aml, uint32_t len, const char *hid) { return aml_has_string_hid(aml, len, hid); }
