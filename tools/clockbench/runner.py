@@ -522,7 +522,8 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     if result.stderr.strip() and name == "qemu":
         sys.stderr.write(result.stderr)
     elif result.stderr.strip():
-        _say(f"{name}'s own log: {len(result.stderr.splitlines())} lines in {runs.shown(run_dir / VMM_STDERR)}")
+        n = len(result.stderr.splitlines())
+        _say(f"{name}'s own log: {n} line{'s' if n != 1 else ''} in {runs.shown(run_dir / VMM_STDERR)}")
 
     if result.never_started:
         said = result.stderr.strip().splitlines() or ["no message"]
