@@ -89,7 +89,7 @@ static void inject_tick(uint64_t now, uint64_t start)
             struct probe_fault fault;
             uint64_t before = rdtsc();
             if (!probe_run(tsc_jump_job, 0, &fault))
-                kprintf("  Note: writing the TSC faulted (%s); nothing injected\n", fault.text);
+                report_note("writing the TSC faulted (%s); nothing injected", fault.text);
             in->moved_tsc = rdtsc() - before;
             in->done = true;
         }

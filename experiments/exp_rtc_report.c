@@ -162,9 +162,9 @@ void rtc_report_run(const struct rtc_run *run)
         kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,
                 run->fit.outliers);
     if (run->edges_overflowed)
-        kprintf("  Note: the first %d edges are kept; later ones were timed but not kept\n", RTC_EDGES_MAX);
+        report_note("the first %d edges are kept; later ones were timed but not kept", RTC_EDGES_MAX);
     if (run->stopped_why)
-        kprintf("  Note: polling stopped: %s\n", run->stopped_why);
+        report_note("polling stopped: %s", run->stopped_why);
     if (run->fit.discontinuities)
         kprintf("  %u discontinuit%s (the RTC's count and the TSC disagreed by a second or more); the longest run\n"
                 "  without one is fitted\n", run->fit.discontinuities, run->fit.discontinuities == 1 ? "y" : "ies");
@@ -234,8 +234,8 @@ void rtc_report_run(const struct rtc_run *run)
             "  worse hot, cold or aged: an independent check of the main crystal, not a\n"
             "  better one (assumed +-%u ppm for the check)\n", RTC_TYPICAL_PPM, RTC_TOLERANCE_PPM);
     if (coarse)
-        kprintf("  Note: coarse: %u s between the first and last edge (%u edges); the standard\n"
-                "  profile's 60 s makes the figure meaningful\n", run->fit.span_s, run->fit.used);
+        report_note("coarse: %u s between the first and last edge (%u edges); the standard profile's 60 s makes the "
+                    "figure meaningful", run->fit.span_s, run->fit.used);
     xs(a, tsc.ppm, 3);
     xs(b, tsc.u_ppm, 3);
     if (rtc_agrees(tsc, RTC_TOLERANCE_PPM))
