@@ -2,14 +2,15 @@
 read cost is the same text in every output of one log (the image's verdict
 record, the HTML page's verdict, read-cost table and answers, the CI
 summary, compare), both as measured and where the read lies below the
-TSC's step; the RTC's one-second step as seconds."""
+TSC's step, the fleet's column and the bare-and-OS table too; the RTC's
+one-second step as seconds."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from clockbench import ci_formats, compare, figures, records, report, results
+from clockbench import ci_formats, compare, figures, fleet, os_side, records, report, results, store
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "tcg-q35-emulator.log"  # a real TCG boot of the current image
@@ -44,8 +45,13 @@ def outputs(text: str, tmp: Path) -> dict[str, str]:
     table = compare.table([res, res], ["a", "b"])
     cmp_cell = next(r for r in table if r[0] == "rdtsc read p50")[1]
     rec = next(v for v in records.of_type(records.parse_log(text).records, "verdict") if v["counter"] == "tsc")
+    with store.Store(tmp / "runs.db") as db:
+        db.add_log(text, "m", "x.log")
+        (run,) = db.runs()
+    bare = os_side.bare_cost(res, "rdtsc")
     return {"record": rec["read_cost"], "figures": figures.tsc_read_cost(res), "html verdict": tsc_row, "html read cost": rdtsc_p50,
-            "html answers": answer, "summary.md": md_p50, "compare": re.sub(r" \d+(\.\d+)?x$", "", cmp_cell)}
+            "html answers": answer, "summary.md": md_p50, "compare": re.sub(r" \d+(\.\d+)?x$", "", cmp_cell),
+            "fleet": fleet.tsc_read(run), "bare and OS": bare}
 
 
 def test_the_tsc_read_cost_is_one_text_everywhere(tmp_path):

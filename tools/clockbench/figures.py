@@ -191,6 +191,12 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     if worst_crystal:
         add("crystal_ppm", worst_crystal[0], worst_crystal[1], "ppm",
             f"the counter furthest from its nominal rate: {worst_crystal[2]}")
+    # the TSC's read cost as every output says it (read_cost): its text in the detail, for the fleet's
+    # column; the value is the p50, or below the TSC's step the batch's figure that stands for a read
+    rdtsc = _dict(_dict(res.get("latency")).get("rdtsc"))
+    read_value = _num(rdtsc.get("batch_ns_per_read")) if rdtsc.get("below_step") else _num(rdtsc.get("p50_ns"))
+    if read_value is not None:
+        add("tsc_read_ns", read_value, None, "ns", tsc_read_cost(res))
     for name, lat in sorted(_dict(res.get("latency")).items()):
         p50 = _num(_dict(lat).get("p50_ns"))
         if p50 is not None and not _dict(lat).get("below_step"):  # below the TSC's step: no figure to compare
