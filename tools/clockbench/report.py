@@ -271,7 +271,7 @@ def warnings(res: dict) -> list[str]:
         out.append("No invariant-TSC bit (CPUID.80000007h:EDX[8]): the TSC's rate may change with P-states or stop in deep C-states.")
     if prof and prof.get("tsc_measured") is False:
         out.append(f"The TSC's rate was not measured: ns figures use {prof.get('tsc_hz_source', 'a nominal rate')}.")
-    if m.get("hypervisor") and not emulator(res):
+    if m.get("hypervisor") and m["hypervisor"] != TCG_SIGNATURE:
         out.append(f"Under a hypervisor ({m['hypervisor']}): the figures describe the virtual machine's clocks, not the hardware's.")
     if _num(hw.get("gaps")) and hw["gaps"] and _num(hw.get("total_gap_ns")) and _num(hw.get("window_s")) and hw["window_s"] > 0:
         share = hw["total_gap_ns"] / (hw["window_s"] * 1e9) * 100
