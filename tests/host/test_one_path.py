@@ -44,7 +44,8 @@ def outputs(text: str, tmp: Path) -> dict[str, str]:
     md_p50 = re.search(r"^\| rdtsc \| (.*?) \|", md, re.M).group(1)
     table = compare.table([res, res], ["a", "b"])
     cmp_cell = next(r for r in table if r[0] == "rdtsc read p50")[1]
-    rec = next(v for v in records.of_type(records.parse_log(text).records, "verdict") if v["counter"] == "tsc")
+    rec = next((v for v in records.of_type(records.parse_log(text).records, "verdict") if v["counter"] == "tsc"),
+               {"read_cost": figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res))})  # an older image's log
     with store.Store(tmp / "runs.db") as db:
         db.add_log(text, "m", "x.log")
         (run,) = db.runs()
@@ -60,9 +61,31 @@ def test_the_tsc_read_cost_is_one_text_everywhere(tmp_path):
     assert re.fullmatch(r"\d+\.\d ns", got["record"])
 
 
+def test_an_older_logs_tsc_read_cost_is_one_text_everywhere(tmp_path):
+    """A log from before the verdict records: every output says it from the
+    latency record, the same way."""
+    got = outputs((ROOT / "tests" / "fixtures" / "tcg-q35.log").read_text(), tmp_path)
+    assert set(got.values()) == {"10.0 ns"}, got
+
+
+def test_the_latency_record_says_what_the_image_said(tmp_path):
+    """Where the image wrote its own words, the latency record's figure
+    formatted here says the same, to the 0.05 ns its 3 decimals allow."""
+    res = results.from_log(LOG.read_text(), "x.log")
+    own = figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res))
+    said = figures.tsc_read_cost(res)
+    assert abs(float(own[:-3]) - float(said[:-3])) <= 0.0501 and own.endswith(" ns") and said.endswith(" ns"), (own, said)
+
+
 def test_a_read_below_the_step_is_one_text_everywhere(tmp_path):
-    got = outputs(below_step(LOG.read_text()), tmp_path)
+    text = below_step(LOG.read_text())
+    got = outputs(text, tmp_path)
     assert set(got.values()) == {"below the TSC's step (10.0 ns): 9.54 ns a read by the batch"}, got
+    # the latency record alone says it the same way (an output with no verdict record)
+    res = results.from_log(text, "x.log")
+    assert figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res)) == got["record"]
+    res["verdict_rows"] = []
+    assert figures.tsc_read_cost(res) == got["record"]
 
 
 def test_the_rtc_step_is_in_seconds_in_the_summary():

@@ -165,7 +165,7 @@ def markdown(res: dict) -> str:
             step = reso.get(name) if isinstance(reso.get(name), dict) else {}
             # one formatting path for every output (figures.py): the read's cost as the image and the HTML say it,
             # a step in the unit its size asks for (the RTC's second as 1.00 s)
-            p50 = _md(figures.read_cost(r, figures.tsc_step_ns(res)))
+            p50 = _md(figures.target_read_cost(res, name))
             p99 = "-" if r.get("below_step") or not figures._num(r.get("p99_ns")) else figures.ns(r["p99_ns"])
             reso_text = figures.ns(step["min_step_ns"]) if figures._num(step.get("min_step_ns")) is not None else "-"
             out.append(f"| {_md(name)} | {p50} | {p99} | {reso_text} |")

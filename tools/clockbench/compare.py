@@ -113,8 +113,8 @@ def table(runs: list[dict], names: list[str]) -> list[list[str]]:
             v = p.get(t)
             lat = _dict(_dict(r.get("latency")).get(t))
             # a read below the TSC's step has no ratio, but says what it is, as every output does (figures.read_cost)
-            cells.append(figures.read_cost(lat, figures.tsc_step_ns(r)) if v is None and lat else
-                         "-" if v is None else figures.read_cost({"p50_ns": v}) + (f" {ratio(v, base)}" if base else ""))
+            cells.append(figures.target_read_cost(r, t) if v is None and lat else
+                         "-" if v is None else figures.target_read_cost(r, t) + (f" {ratio(v, base)}" if base else ""))
         group_vals = [[p50s[i][t] for i in idx if t in p50s[i]] for idx in multi]
         group_base = statistics.fmean(group_vals[0]) if group_vals and group_vals[0] else None
         for idx, vals in zip(multi, group_vals):

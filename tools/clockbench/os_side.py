@@ -190,7 +190,7 @@ def bare_p50(bare: dict, key) -> float | None:
 def bare_cost(bare: dict, key) -> str:
     """The bare read's cost as every output says it (figures.read_cost)."""
     lat = _d(_d(bare.get("latency")).get(key)) if isinstance(key, str) else {}
-    return figures.read_cost(lat, figures.tsc_step_ns(bare)) if lat else "-"
+    return figures.target_read_cost(bare, key) if lat else "-"
 
 
 def bare_step(bare: dict, clocksource_or_key: str) -> float | None:

@@ -360,8 +360,11 @@ def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
             continue
         row = {"counter": name, "n": count(r.get("n")), "truncated": bool(r.get("truncated")), "below_step": bool(r.get("below_step")),
                **{k: ns(r.get(f"{k}_ns")) if _num(r.get(f"{k}_ns")) else "-" for k in ("min", "p50", "mean", "p99", "p999", "max", "stddev")}}
-        if r.get("below_step"):  # the step's quantisation, not a cost: said once, as everywhere
-            row.update(min="-", p50=figures.read_cost(r, step_ns))
+        # the p50 is the read's cost, said as everywhere (figures.target_read_cost); below the TSC's step the
+        # other figures are the step's quantisation, and the minimum no cost
+        row["p50"] = figures.target_read_cost(res, name) if _num(r.get("p50_ns")) or r.get("below_step") else "-"
+        if r.get("below_step"):
+            row["min"] = "-"
         rows.append(row)
         if _num(r.get("batch_ns_per_read")):
             batches.append({"counter": name, "k": r.get("batch_k"), "per_read": ns(r["batch_ns_per_read"]),
@@ -528,7 +531,7 @@ def answers(res: dict, meta: dict | None = None) -> list[tuple[str, str]]:
     if _d(lat.get("rdtsc")):
         out.append(("what a TSC read costs", figures.tsc_read_cost(res) + here))
     if oc.get("counter") and oc.get("counter") != "tsc" and _d(lat.get(str(oc["counter"]))):
-        out.append((f"what a {oc['counter']} read costs", figures.read_cost(lat[str(oc["counter"])], step) + here))
+        out.append((f"what a {oc['counter']} read costs", figures.target_read_cost(res, str(oc["counter"])) + here))
     tc = _d(res.get("timer_choice"))
     if tc:
         if tc.get("timer"):
