@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -252,10 +251,9 @@ def warnings(res: dict) -> list[str]:
     image's own notes."""
     out = []
     m, hw, cs, feat, prof = (_d(res.get(k)) for k in ("machine", "hwlat", "cpu_speed", "cpu_features", "profile"))
-    lat = _d(_d(res.get("latency")).get("rdtsc"))
     if hw.get("rdtsc_intercepted"):
         out.append("The hypervisor appears to intercept RDTSC: a read costs "
-                   f"{ns(lat.get('p50_ns'))} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
+                   f"{figures.tsc_read_cost(res)} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
     if cs.get("emulated"):
         rate = cs.get("iterations_per_s")
         out.append("The CPU seems emulated: a one-instruction loop runs "
