@@ -325,7 +325,9 @@ def verdict(res: dict) -> dict:
         made_cost = made.get(name, {}).get("read_cost")
         row["read"] = (made_cost if isinstance(made_cost, str) else figures.read_cost(la, step_ns)) if la else \
             text_rows.get(name, {}).get("read", "-")
-        row["resolution"] = ns(res_ns) if _num(res_ns) else "-"
+        made_res = made.get(name, {}).get("resolution")
+        row["resolution"] = (f"{made_res} ns" if isinstance(made_res, str) and re.fullmatch(r"\d+\.\d", made_res)
+                             else ns(res_ns) if _num(res_ns) else "-")  # the image's own figure where it wrote one
         if name == "tsc" and tsc_f:
             row["freq"] = f"{hz(tsc_f.get('hz'), tsc_f.get('uncertainty_ppm'))}, {unc(tsc_f.get('uncertainty_ppm'))} vs the {ref}"
         elif name == ref:
