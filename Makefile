@@ -39,7 +39,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exception
 #                 discovery of the counters, the results store, checks
 #   experiments/  one file per experiment, their table, the verdict, the
 #                 summary screen and kmain
-LOGIC_SRCS := lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c \
+LOGIC_SRCS := lib/steal.c lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c lib/aml.c \
 	lib/timer_analysis.c lib/timer_deadline.c \
 	lib/cpus_analysis.c lib/drift_analysis.c lib/cpu_topology.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
@@ -322,10 +322,10 @@ $(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard lib/*.h) $
 # The ACPI parser under libFuzzer with ASan and UBSan (clang from Debian).
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_acpi
 FUZZ_SECONDS ?= 300
-$(FUZZ_BIN): tests/fuzz/fuzz_acpi.c lib/acpi.c lib/format.c lib/acpi.h lib/format.h
+$(FUZZ_BIN): tests/fuzz/fuzz_acpi.c lib/acpi.c lib/aml.c lib/format.c lib/acpi.h lib/aml.h lib/format.h
 	@command -v clang >/dev/null || { echo "error: clang not found: install the 'clang' package (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(call say,FUZZCC,$@)clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c lib/acpi.c lib/format.c
+	$(call say,FUZZCC,$@)clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_acpi.c lib/acpi.c lib/aml.c lib/format.c
 
 # Under CI (CI=true) a harness that cannot be built stops the run here;
 # elsewhere the test suite's fuzz smoke fails, saying why.

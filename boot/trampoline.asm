@@ -1,13 +1,21 @@
 ; The application processors' way from real mode to long mode (Intel SDM
 ; vol. 3A, 9.4 "Multiple-Processor (MP) Initialization" and 9.8.5
-; "Initializing IA-32e Mode"). kernel/smp.c copies this blob to a free 4 KiB
-; page below 1 MiB, fills in its parameter block, and sends each AP a
-; STARTUP IPI whose vector is that page's number: the AP starts here in real
-; mode with CS = page >> 4 and IP = 0. Everything is position independent in
-; real mode (DS = CS); the 32- and 64-bit parts find the page through EBX,
-; and the linear addresses of the far jumps and the GDT are patched in by
-; the kernel. The layout of the parameter block is struct trampoline_params
-; in kernel/smp.c (TRAMP_* below are its offsets).
+; "Initializing IA-32e Mode"). kernel/smp.c copies this blob to free pages
+; below 1 MiB, fills in its shared header and one block per AP, and sends
+; each AP a STARTUP IPI whose vector is the first page's number: the AP
+; starts here in real mode with CS = page >> 4 and IP = 0. Every AP runs the
+; same code, so each first finds its own block by its APIC ID (CPUID leaf
+; 0xB's x2APIC ID where the leaf exists, else leaf 1's initial APIC ID:
+; the IDs the MADT lists) and from then on writes only there: a late AP can
+; never take the stack or the index meant for another (Linux finds its
+; per-CPU data the same way, by APIC ID, in head_64.S). It claims its block
+; (0 -> 1, locked) before it takes the stack; the boot CPU withdraws a block
+; it gave up on (0 -> 2), so a CPU that wakes after that halts instead.
+; Everything is position independent in real mode (DS = CS); the 32- and
+; 64-bit parts find the page through EBX and the block through ESI, and the
+; linear addresses of the far jumps and the GDT are patched in by the
+; kernel. The header's layout is struct trampoline_params and the block's
+; struct trampoline_cpu in kernel/smp.c (TRAMP_* and BLK_* below).
 %include "constants.inc"
 
 %define TRAMP_PM_JUMP       8       ; m16:32 far pointer to pm_entry (linear)
@@ -15,10 +23,21 @@
 %define TRAMP_CR3           20
 %define TRAMP_LM_JUMP       24      ; m16:32 far pointer to lm_entry (linear)
 %define TRAMP_ENTRY         32      ; the C function the AP calls, never returns
-%define TRAMP_STACK         40      ; its stack top
-%define TRAMP_ARG           48      ; its argument
+%define TRAMP_BLOCKS        40      ; offset of the first block from the page (2)
+%define TRAMP_BLOCK_COUNT   42      ; how many blocks (2)
+%define TRAMP_STRANGERS     44      ; APs that found no block of their own (4)
+%define TRAMP_STRANGER_ID   48      ; the last such AP's APIC ID (4)
 %define TRAMP_IDTR          56      ; limit (2), base (8): the boot CPU's IDT
-%define TRAMP_STAGE         72      ; how far the AP got (TRAMP_STAGE_* in kernel/smp.c)
+
+%define BLK_APIC_ID         0       ; (4)
+%define BLK_STAGE           4       ; how far the AP got (TRAMP_STAGE_* in kernel/smp.c) (1)
+%define BLK_CLAIM           5       ; 0 open, 1 taken by its AP, 2 withdrawn by the boot CPU (1)
+%define BLK_STACK           8       ; its stack top (8)
+%define BLK_ARG             16      ; its argument (8)
+%define BLK_SIZE            24
+
+%define CLAIM_TAKEN         1
+%define CPUID_X2APIC_LEAF   0xB
 
 %define STAGE_REAL          1
 %define STAGE_PROTECTED     2
@@ -43,11 +62,45 @@ params:
 real_entry:
     cli
     cld
+    ; this CPU's APIC ID, into EDI (CPUID overwrites EAX-EDX)
+    xor eax, eax
+    cpuid
+    cmp eax, CPUID_X2APIC_LEAF
+    jb .initial_id
+    mov eax, CPUID_X2APIC_LEAF
+    xor ecx, ecx
+    cpuid
+    mov edi, edx                            ; x2APIC ID
+    test bx, bx                             ; EBX[15:0] = 0: the leaf is not really there
+    jnz .have_id
+.initial_id:
+    mov eax, 1
+    cpuid
+    mov edi, ebx
+    shr edi, 24                             ; initial APIC ID, EBX[31:24]
+.have_id:
     mov ax, cs
     mov ds, ax
-    mov byte [TRAMP_STAGE], STAGE_REAL
     movzx ebx, ax
     shl ebx, 4                              ; the page's linear address, kept in EBX throughout
+    movzx esi, word [TRAMP_BLOCKS]
+    movzx ecx, word [TRAMP_BLOCK_COUNT]
+.find:
+    jecxz .stranger
+    cmp [si + BLK_APIC_ID], edi
+    je .found
+    add si, BLK_SIZE
+    dec ecx
+    jmp .find
+.stranger:
+    lock inc dword [TRAMP_STRANGERS]
+    mov [TRAMP_STRANGER_ID], edi
+.park:
+    cli
+    hlt
+    jmp .park
+.found:
+    mov byte [si + BLK_STAGE], STAGE_REAL   ; ESI: this CPU's block, from the page
     o32 lgdt [TRAMP_GDTR]
     ; After INIT, CR0 has CD and NW set (SDM vol. 3A, table 9-1): caches
     ; off would make this CPU far slower than the boot CPU and every figure
@@ -64,7 +117,7 @@ pm_entry:
     mov ds, ax
     mov es, ax
     mov ss, ax
-    mov byte [ebx + TRAMP_STAGE], STAGE_PROTECTED
+    mov byte [ebx + esi + BLK_STAGE], STAGE_PROTECTED
     mov eax, cr4
     or eax, CR4_PAE
     mov cr4, eax
@@ -88,10 +141,16 @@ lm_entry:
     xor eax, eax
     mov fs, ax
     mov gs, ax
-    mov byte [rbx + TRAMP_STAGE], STAGE_LONG
+    mov ebx, ebx                            ; upper halves are undefined after the switch (SDM vol. 1, 3.4.1.1)
+    mov esi, esi
+    add rsi, rbx                            ; RSI: the block's linear address
+    mov byte [rsi + BLK_STAGE], STAGE_LONG
+    mov cl, CLAIM_TAKEN                     ; AL = 0: the block must still be open
+    lock cmpxchg [rsi + BLK_CLAIM], cl
+    jne .halt                               ; withdrawn: the boot CPU gave up on this CPU
     lidt [rbx + TRAMP_IDTR]
-    mov rsp, [rbx + TRAMP_STACK]
-    mov rdi, [rbx + TRAMP_ARG]
+    mov rsp, [rsi + BLK_STACK]
+    mov rdi, [rsi + BLK_ARG]
     mov rax, [rbx + TRAMP_ENTRY]
     xor ebp, ebp
     call rax

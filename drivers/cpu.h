@@ -133,6 +133,21 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 }
 
 static inline void cpu_relax(void) { __asm__ volatile("pause"); }
+/* A pause of at least a microsecond that touches no port: in place of the
+   PC's I/O delay, a write to port 0x80 (one ISA bus cycle, about 1 us),
+   which Cloud Hypervisor logs as a debug port and Firecracker as a missing
+   device. 6000 TSC ticks are 1 us at 6 GHz, faster than any TSC (or is a
+   few microseconds on a slower one), so the pause is never shorter than
+   the bus cycle it replaces; the iteration bound ends it even if the TSC
+   stood still. */
+#define IO_DELAY_TSC_TICKS 6000u
+#define IO_DELAY_MAX_SPINS 100000u
+static inline void io_delay(void)
+{
+    uint64_t t0 = rdtsc();
+    for (uint32_t i = 0; i < IO_DELAY_MAX_SPINS && rdtsc() - t0 < IO_DELAY_TSC_TICKS; i++)
+        __asm__ volatile("pause");
+}
 /* Orders this CPU's earlier stores before its later loads (SDM vol. 3A, 9.2.3.4). */
 static inline void cpu_store_load_fence(void) { __asm__ volatile("mfence" ::: "memory"); }
 static inline void interrupts_off(void) { __asm__ volatile("cli" ::: "memory"); }

@@ -1,10 +1,13 @@
-/* 8259A set-up (see pic.h). Port 0x80 writes give the old parts time
-   between initialisation words, as the PC/AT BIOS does. */
+/* 8259A set-up (see pic.h). A pause of at least 1 us between
+   initialisation words gives old discrete parts the time the PC/AT BIOS
+   gave them with port 0x80 writes (io_delay in cpu.h: the same time, no
+   port: 0x80 is a debug port on Cloud Hypervisor and missing on
+   Firecracker, and both log every write). */
 #include "pic.h"
 
 #include "cpu.h"
 
-static void io_wait(void) { outb(0x80, 0); }
+static void io_wait(void) { io_delay(); }
 
 void pic_remap_and_mask(uint8_t base)
 {

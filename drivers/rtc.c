@@ -3,9 +3,17 @@
 
 #include "../lib/format.h"
 
+static const char *firmware_absent;
+
+void rtc_firmware_absent(const char *why) { firmware_absent = why; }
+
 bool rtc_probe(struct rtc *r, char *why, unsigned why_len)
 {
     *r = (struct rtc){0};
+    if (firmware_absent) {
+        fmt_format(why, why_len, "%s", firmware_absent);
+        return false;
+    }
     r->reg_a = rtc_read_reg(RTC_REG_A);
     r->reg_b = rtc_read_reg(RTC_REG_B);
     r->reg_d = rtc_read_reg(RTC_REG_D);

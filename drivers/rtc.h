@@ -54,6 +54,10 @@ static inline uint8_t rtc_read_reg(uint8_t reg)
     return rtc_read_selected();
 }
 
+/* The firmware says there is no RTC (discovery reads it): every later
+   rtc_probe() answers false with why and touches no port. */
+void rtc_firmware_absent(const char *why);
+
 /* Checks that an RTC answers (registers that read 0xFF: nothing on the
    ports), that its divider runs at 32.768 kHz and that updates are not
    halted. False with why otherwise; never waits. */

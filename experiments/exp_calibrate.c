@@ -11,8 +11,10 @@
    (three rounds at most: a virtual CPU that loses milliseconds at a time
    needs longer windows).
 
-   With no counter to measure against (no HPET, PM timer or PIT: hardware-
-   reduced ACPI, microVMs), the RTC's second edges calibrate it, the way
+   With no HPET, PM timer or PIT (hardware-reduced ACPI, microVMs), KVM's
+   kvmclock is the last resort (lib/counters.c): the host's clock, scaled
+   from this TSC by KVM's stated rate. With no counter at all, the RTC's
+   second edges calibrate it, the way
    BSD's calibrate_clocks uses the RTC: CAL_RTC_SECONDS of updates timed by
    their UIP fall, fitted, with the fit's uncertainty and the RTC crystal's
    assumed tolerance. Failing an RTC, the CPU's or hypervisor's stated rate
@@ -80,7 +82,9 @@ static inline __attribute__((always_inline)) uint64_t window_kind(enum read_kind
         prev_b = b;
         if (acc >= target) {
             uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
-            return longest * 4 > total ? 0 : total * 1000 / acc; /* TSC ticks per 1000 reference ticks */
+            /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
+               (kvmclock) quantised to 1 part in 2300, 435 ppm */
+            return longest * 4 > total ? 0 : total * 1000000 / acc;
         }
         if (b - a0 > CAL_MAX_TSC)
             return 0;
@@ -100,13 +104,13 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
         uint64_t target = counters[c].nominal_millihz / 1000 * (CAL_WINDOW_MS << round) / 1000;
         if (target < 16)
             target = 16;
-        uint64_t per_k[CAL_WINDOWS], scratch[CAL_WINDOWS];
+        uint64_t per_m[CAL_WINDOWS], scratch[CAL_WINDOWS];
         uint32_t n = 0;
         for (int w = 0; w < CAL_WINDOWS; w++) {
             uint64_t t = 0;
             READ_DISPATCH(src.kind, WINDOW_CALL, &src, target, &t);
             if (t)
-                per_k[n++] = t;
+                per_m[n++] = t;
             else if (st)
                 st->thrown++;
         }
@@ -114,9 +118,9 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
             st->rounds = round + 1;
         if (n < 3)
             continue;
-        stats_sort(per_k, n, scratch);
-        uint64_t median = per_k[n / 2];
-        uint64_t spread = median ? (per_k[n - 1] - per_k[0]) * 1000000 / median : ~0ull;
+        stats_sort(per_m, n, scratch);
+        uint64_t median = per_m[n / 2];
+        uint64_t spread = median ? (per_m[n - 1] - per_m[0]) * 1000000 / median : ~0ull;
         if (st) {
             st->kept = n;
             st->spread_ppm = spread;
@@ -126,7 +130,7 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
             continue;
         /* Hz = TSC ticks per reference tick * reference Hz */
         *hz = (uint64_t)xf_to_fixed(
-            xf_div(xf_mul(xf_from_u64(median), xf_from_u64(counters[c].nominal_millihz)), xf_from_u64(1000000)), 0);
+            xf_div(xf_mul(xf_from_u64(median), xf_from_u64(counters[c].nominal_millihz)), xf_from_u64(1000000000)), 0);
         return *hz > 1000000;
     }
     return false;

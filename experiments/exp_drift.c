@@ -10,6 +10,7 @@
 #include "../kernel/results.h"
 #include "../lib/cmdline.h"
 #include "../lib/drift_analysis.h"
+#include "../lib/pvclock.h"
 #include "../lib/record.h"
 #include "../lib/segfit.h"
 #include "../lib/string.h"
@@ -195,7 +196,7 @@ static bool find_residual_step(struct series *s)
     struct xf size;
     /* only a reference's residuals can tell a step on the TSC's side; the
        APIC timer and the paravirtual clocks are measured, not trusted to */
-    if (!counters[s->counter].reference_rank)
+    if (!counter_is_reference(s->counter))
         return false;
     if (!s->fitted || !segfit_find_step(&s->fit, s->x, s->yv, s->cut_sg, s->kept, xf_from_u64(RESIDUAL_STEP_TICKS),
                                         RESIDUAL_STEP_K, &at, &size))
@@ -243,6 +244,47 @@ static void analyse_all(void)
     }
 }
 
+/* KVM derives kvmclock's mul/shift from the host's TSC rate in kHz
+   (arch/x86/kvm/x86.c, kvm_guest_time_update: kvm_get_time_scale(NSEC_PER_SEC,
+   tgt_tsc_khz * 1000)), so between the host's updates kvmclock runs at that
+   rounded rate: up to half a kHz off the host's own clock. That rounding is
+   added, in quadrature, to the quantisation and the total. */
+struct freq_uncertainty drift_tsc_uncertainty(const struct series *s)
+{
+    struct freq_uncertainty u = s->unc;
+    uint64_t stated = s->counter == COUNTER_KVMCLOCK ? pvclock_tsc_hz(discovered.pv.mul, discovered.pv.shift) : 0;
+    if (!stated)
+        return u;
+    struct xf r = xf_div(xf_from_u64(KVMCLOCK_RATE_ROUNDING_HZ), xf_from_u64(stated));
+    u.quantisation = xf_sqrt(xf_add(xf_mul(u.quantisation, u.quantisation), xf_mul(r, r)));
+    u.total = xf_sqrt(xf_add(xf_mul(u.total, u.total), xf_mul(r, r)));
+    return u;
+}
+
+/* Why c is the reference: what ranked above it and was not used. */
+static void reference_why(int c)
+{
+    char *w = results.tsc_reference_why;
+    size_t cap = sizeof results.tsc_reference_why;
+    results.tsc_reference_brief = c == COUNTER_KVMCLOCK ? "no HPET, PM timer or PIT: KVM's stated rate vs the host's clock"
+                                                        : "the best reference present";
+    if (c == COUNTER_KVMCLOCK) {
+        fmt_format(w, cap, "no HPET, PM timer or PIT answered: kvmclock, the host's clock scaled from this TSC by "
+                           "KVM's stated mul/shift, so this tests that stated rate, not an independent crystal");
+        return;
+    }
+    size_t len = fmt_format(w, cap, "the best reference present (hpet, then acpi_pm, then pit)");
+    bool first = true;
+    for (int k = 0; k < COUNTER_COUNT; k++) {
+        const struct counter *b = &counters[k];
+        if (!b->reference_rank || b->reference_rank >= counters[c].reference_rank || len + 8 >= cap)
+            continue;
+        const char *what = !b->present ? "absent" : b->set_aside ? b->note : "no usable fit";
+        len += fmt_format(w + len, cap - len, "%s %s: %s", first ? ";" : ",", b->name, what);
+        first = false;
+    }
+}
+
 /* The TSC's rate from the best reference that gave a usable fit. */
 static void publish_tsc_rate(void)
 {
@@ -253,13 +295,17 @@ static void publish_tsc_rate(void)
         const struct series *s = series_of(order[i]);
         if (!s || !usable(s))
             continue;
+        struct freq_uncertainty u = drift_tsc_uncertainty(s);
         results.reference = order[i];
         results.tsc_measured = true;
         results.tsc_hz = xf_div(nominal_hz(order[i]), s->fit.slope);
-        results.tsc_stderr_ppm = ppm_of(s->unc.statistical);
-        results.tsc_uncertainty_ppm = ppm_of(s->unc.total);
+        results.tsc_stderr_ppm = ppm_of(u.statistical);
+        results.tsc_uncertainty_ppm = ppm_of(u.total);
         results.tsc_absolute_ppm = counters[order[i]].nominal_accuracy_ppm;
         fmt_format(results.tsc_hz_source, sizeof results.tsc_hz_source, "measured against %s", counters[order[i]].name);
+        reference_why(order[i]);
+        if (order[i] == COUNTER_KVMCLOCK)
+            results.tsc_stated_hz = pvclock_tsc_hz(discovered.pv.mul, discovered.pv.shift);
     }
     if (results.tsc_measured)
         return;
@@ -336,7 +382,7 @@ static void drift_measure(const struct profile *p)
         f->wraps = s->t.wraps;
         f->stalls = s->t.stalls;
         f->longest_stall_tsc = s->t.longest_stall_tsc;
-        if (!counters[s->counter].reference_rank)
+        if (!counter_is_reference(s->counter))
             continue; /* its discontinuities are its own, not the TSC's (see report) */
         for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
             if (notes >= sizeof results.disc / sizeof *results.disc)

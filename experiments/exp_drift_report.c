@@ -89,6 +89,14 @@ static void frequency_record(const char *counter, const char *reference, struct 
     record_u64(&r, "dropped", s->fit.dropped);
     record_u64(&r, "discontinuities", s->t.event_count);
     record_xf_fixed(&r, "resid_rms_ns", resid_ns, 3);
+    if (!strcmp(counter, "tsc")) {
+        /* which reference the TSC's rate rests on, and why (docs/output.md) */
+        bool used = results.reference >= 0 && !strcmp(reference, counters[results.reference].name);
+        record_bool(&r, "used", used);
+        record_str(&r, "reference_why", used ? results.tsc_reference_why : 0);
+        if (used && results.tsc_stated_hz)
+            record_u64(&r, "stated_hz", results.tsc_stated_hz);
+    }
     emit(&r);
 }
 
@@ -129,8 +137,19 @@ static void report_tsc_against(const struct series *s)
     struct xf tsc_nom = xf_div(xf_from_u64(counters[COUNTER_TSC].nominal_millihz), xf_from_u64(1000));
     struct xf ppm = claimed ? ppm_of(xf_sub(xf_div(hz, tsc_nom), xf_from_u64(1))) : xf_from_u64(0);
     const char *name = counters[s->counter].name;
+    struct freq_uncertainty u = drift_tsc_uncertainty(s);
     kprintf("  tsc vs %-8s %17s Hz, relative to the %s +-%s ppm\n", name, xs(a, hz, 3), name,
-            xs(b, ppm_of(s->unc.total), 4));
+            xs(b, ppm_of(u.total), 4));
+    if (s->counter == results.reference)
+        kprintf("    the TSC's reference: %s\n", results.tsc_reference_why);
+    if (s->counter == COUNTER_KVMCLOCK && results.tsc_stated_hz) {
+        struct xf off = ppm_of(xf_sub(xf_div(hz, xf_from_u64(results.tsc_stated_hz)), xf_from_u64(1)));
+        kprintf("    kvmclock's mul/shift state %llu Hz: the fit is %s ppm from it\n"
+                "    (kvmclock is the host's time scaled from this TSC at that rate: this\n"
+                "    checks the hypervisor's stated rate against the host's clock at its\n"
+                "    update points, not a crystal; the +- holds its +-%u Hz rounding)\n",
+                (unsigned long long)results.tsc_stated_hz, xs(c, off, 4), KVMCLOCK_RATE_ROUNDING_HZ);
+    }
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);
     kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
@@ -140,7 +159,7 @@ static void report_tsc_against(const struct series *s)
                 SEGFIT_MAX_SEGMENTS);
     if (claimed)
         kprintf("    %s ppm from the claimed nominal\n", xs(a, ppm, 3));
-    frequency_record("tsc", name, hz, claimed, ppm, &s->unc, counters[s->counter].nominal_accuracy_ppm, s, resid_ns);
+    frequency_record("tsc", name, hz, claimed, ppm, &u, counters[s->counter].nominal_accuracy_ppm, s, resid_ns);
     residual_records(s);
 }
 
@@ -251,10 +270,11 @@ void drift_report(void)
     }
     int references = 0;
     for (int k = 0; k < drift_st.series_count; k++)
-        references += counters[drift_st.series[k].counter].reference_rank > 0;
+        references += counter_is_reference(drift_st.series[k].counter);
     if (references == 0) {
         kprintf("  no counter besides the TSC that can be a reference: nothing to measure the TSC against\n");
-        check_skip("TSC frequency", "no HPET, PM timer or PIT to measure it against; ns figures use %s", results.tsc_hz_source);
+        check_skip("TSC frequency", "no HPET, PM timer or PIT (nor kvmclock) to measure it against; ns figures use %s",
+                   results.tsc_hz_source);
         return;
     }
     report_window();
@@ -278,7 +298,7 @@ void drift_report(void)
         if (s->t.stalls)
             kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
                     (unsigned long long)s->t.stalls, xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
-        if (s->t.event_count && !counters[s->counter].reference_rank)
+        if (s->t.event_count && !counter_is_reference(s->counter))
             kprintf("  %s: %u discontinuit%s in its own series (it is no reference: they say\n    nothing of the TSC)\n",
                     counters[s->counter].name, s->t.event_count, s->t.event_count == 1 ? "y" : "ies");
         else if (s->t.event_count) {
@@ -289,7 +309,7 @@ void drift_report(void)
     }
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
-        if (!counters[s->counter].reference_rank)
+        if (!counter_is_reference(s->counter))
             continue; /* the TSC is measured against references only */
         if (usable(s))
             report_tsc_against(s);

@@ -71,6 +71,10 @@ struct drift_run {
 extern struct drift_run drift_st;
 
 void drift_report(void);
+/* The TSC's rate uncertainty against s's counter: the fit's, and for
+   kvmclock the rounding of the rate its scale derives from (exp_drift.c). */
+struct freq_uncertainty drift_tsc_uncertainty(const struct series *s);
+#define KVMCLOCK_RATE_ROUNDING_HZ 500 /* half a kHz: KVM scales kvmclock from a rate in kHz */
 
 static inline bool usable(const struct series *s) { return s->fitted && !s->stuck; }
 

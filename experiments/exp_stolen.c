@@ -3,8 +3,13 @@
    consecutive reads well above the loop's typical one was spent elsewhere
    (SMM, the hypervisor, a host that preempted us). Intel's MSR 0x34 counts
    SMIs where it exists. The report also lists the drift window's
-   discontinuities, the same events seen from the counters' side. */
+   discontinuities, the same events seen from the counters' side. Where KVM
+   offers steal time, its own count over the same window stands beside the
+   scan's (lib/steal.h). */
 #include "../drivers/cpuinfo.h"
+#include "../drivers/kvm_steal.h"
+#include "../kernel/checks.h"
+#include "../kernel/discover.h"
 #include "../kernel/console.h"
 #include "../kernel/probe.h"
 #include "../kernel/reads.h"
@@ -26,6 +31,86 @@ struct hwlat {
     char smi_note[96];
 };
 static struct hwlat h;
+
+/* KVM's steal count on the boot CPU, the one the scan runs on. The APs run
+   no scan (by this phase the timers experiment has parked them), so their
+   areas are not registered. */
+static volatile struct kvm_steal_time steal_area __attribute__((aligned(KVM_STEAL_ALIGN)));
+static struct {
+    bool on;                    /* registered, and both reads settled */
+    char why[128];              /* why not, when not */
+    uint64_t before_ns, after_ns;
+    uint32_t version_before, version_after, retries;
+    uint64_t edge_ticks;
+    uint32_t rate_ppm;
+    struct steal_comparison cmp;
+} st;
+
+#define STEAL_FILL_MS 200
+#define STEAL_FILL_SPINS 10000000
+
+static void steal_enable_run(void *gpa) { kvm_steal_enable((uint64_t)(uintptr_t)gpa); }
+static void steal_disable_run(void *unused)
+{
+    (void)unused;
+    kvm_steal_disable();
+}
+
+/* Whether KVM offers steal time here; st.why says why not. */
+static bool steal_offered(void)
+{
+    const struct pvclocks *pv = &discovered.pv;
+    if (!boot_cpu.info.hypervisor) {
+        fmt_format(st.why, sizeof st.why, "no hypervisor (CPUID.1:ECX[31] clear): nobody to steal or count");
+        return false;
+    }
+    if (!pv->kvm_base) {
+        fmt_format(st.why, sizeof st.why, "the hypervisor (\"%s\") is not KVM: no steal-time area", boot_cpu.info.hv_vendor);
+        return false;
+    }
+    if (!(pv->kvm_features & KVM_FEATURE_STEAL_TIME)) {
+        fmt_format(st.why, sizeof st.why, "KVM does not offer steal time (CPUID 0x%x EAX bit 5 clear; features 0x%x)",
+                   pv->kvm_base + KVM_CPUID_FEATURES, pv->kvm_features);
+        return false;
+    }
+    return true;
+}
+
+static bool steal_start(void)
+{
+    st.on = false;
+    if (!steal_offered())
+        return false;
+    memset((void *)&steal_area, 0, sizeof steal_area); /* msr.rst: the guest zeroes it first */
+    struct probe_fault fault;
+    if (!probe_run(steal_enable_run, (void *)&steal_area, &fault)) {
+        fmt_format(st.why, sizeof st.why, "registering the area (MSR 0x%x) faulted: %s", MSR_KVM_STEAL_TIME, fault.text);
+        return false;
+    }
+    /* KVM's first update adds all the vCPU thread has waited since it was
+       made (Linux x86.c record_steal_time: last_steal starts at 0): the
+       count before the scan must be read after it. */
+    uint64_t deadline = rdtsc() + ms_to_tsc(STEAL_FILL_MS);
+    for (uint32_t i = 0; i < STEAL_FILL_SPINS && rdtsc() < deadline; i++)
+        if (steal_area.version && !(steal_area.version & 1))
+            return true;
+    probe_run(steal_disable_run, 0, &fault);
+    fmt_format(st.why, sizeof st.why, "KVM did not fill the area within %u ms of its registration (version 0x%x)", STEAL_FILL_MS,
+               steal_area.version);
+    return false;
+}
+
+/* The TSC rate's uncertainty in ppm, for the scan's ns. */
+static uint32_t steal_rate_ppm(void)
+{
+    if (results.tsc_measured) {
+        int64_t u = xf_to_fixed(results.tsc_uncertainty_ppm, 0) + 1 + results.tsc_absolute_ppm;
+        return u > 0 && u < 1000000 ? (uint32_t)u : 1000000;
+    }
+    /* the quick estimate: within 1 % (kernel/results.c, UNWRAP_RATE_TOL_PPM);
+       a claim or an assumption: 30 % */
+    return results.tsc_estimate_checked ? 10000 : 300000;
+}
 
 static void stolen_measure(const struct profile *p)
 {
@@ -56,6 +141,13 @@ static void stolen_measure(const struct profile *p)
         fmt_format(h.smi_note, sizeof h.smi_note, "MSR 0x34 (SMI count) is Intel-only");
 
     h.window_tsc = ms_to_tsc(p->hwlat_ms);
+    bool steal = steal_start();
+    uint64_t steal_read_at = rdtsc();
+    bool settled = true;
+    if (steal) {
+        st.version_before = steal_area.version;
+        settled = kvm_steal_read(&steal_area, &st.before_ns, &st.retries);
+    }
     uint64_t start = rdtsc();
     prev = start;
     for (uint64_t it = 0; it < 20000000000ull; it++) {
@@ -77,6 +169,33 @@ static void stolen_measure(const struct profile *p)
             break;
     }
     h.ran_tsc = prev - start;
+    if (steal) {
+        settled &= kvm_steal_read(&steal_area, &st.after_ns, &st.retries);
+        st.version_after = steal_area.version;
+        st.edge_ticks = start - steal_read_at + rdtsc() - prev;
+        struct probe_fault fault;
+        probe_run(steal_disable_run, 0, &fault); /* KVM writes there no more */
+        if (!settled)
+            fmt_format(st.why, sizeof st.why, "the area's version never settled (%u reads thrown away)", st.retries);
+        else if (!st.version_after)
+            fmt_format(st.why, sizeof st.why, "KVM never filled the area (version still 0 after the scan)");
+        else {
+            st.on = true;
+            st.rate_ppm = steal_rate_ppm();
+            struct steal_window w = {
+                .steal_before_ns = st.before_ns, .steal_after_ns = st.after_ns, .scan_ticks = h.ran_tsc,
+                .reads = h.iterations, .over_count = h.gaps_over_threshold, .over_ticks = h.total_over_threshold,
+                .typical_ticks = h.typical_gap, .edge_ticks = st.edge_ticks,
+                .tsc_hz = (uint64_t)xf_to_fixed(results.tsc_hz, 0), .rate_ppm = st.rate_ppm,
+            };
+            steal_compare(&w, &st.cmp);
+            if (!st.cmp.valid) {
+                st.on = false;
+                fmt_format(st.why, sizeof st.why, "KVM's count went back (%llu ns before the scan, %llu after)",
+                           (unsigned long long)st.before_ns, (unsigned long long)st.after_ns);
+            }
+        }
+    }
     if (h.smi_available && !msr_read_safe(MSR_SMI_COUNT, &h.smi_after, &fault)) {
         h.smi_available = false;
         fmt_format(h.smi_note, sizeof h.smi_note, "MSR 0x34 unreadable after the scan: %s", fault.text);
@@ -133,6 +252,63 @@ static void report_discontinuities(void)
         kprintf("    and %u more, not listed\n", results.discontinuities - n);
 }
 
+static struct xf us_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64(1000)); }
+static struct xf ms_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64(1000000)); }
+
+/* KVM's count beside the scan's: a line for people, a record for tools. */
+static void steal_report(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    const char *check = "steal time";
+    struct record r;
+    record_begin(&r, "steal");
+    record_u64(&r, "cpu", 0);
+    record_bool(&r, "counted", st.on);
+    if (!st.on) {
+        check_skip(check, "%s", st.why);
+        record_str(&r, "reason", st.why);
+        emit(&r);
+        return;
+    }
+    const struct steal_comparison *m = &st.cmp;
+    uint64_t both = m->kvm_uncertainty_ns + m->scan_uncertainty_ns;
+    kprintf("  KVM's steal count (MSR 0x%x), boot CPU: %s ms +- %s ms\n", MSR_KVM_STEAL_TIME, xs(a, ms_of(m->kvm_ns), 3),
+            xs(b, ms_of(m->kvm_uncertainty_ns), 3));
+    kprintf("  the scan's gaps over %s ns, less the loop's turn: %s ms +- %s ms\n", xs(a, tsc_ticks_ns(h.threshold_tsc), 0),
+            xs(b, ms_of(m->scan_ns), 3), xs(c, ms_of(m->scan_uncertainty_ns), 3));
+    kprintf("    (KVM adds a wait at the vCPU's next entry: only one between a read\n"
+            "    and the scan's end, %s us in all, can be in one count alone. The\n"
+            "    scan's +-: turns under the threshold beyond the typical one, %s ms,\n"
+            "    and the TSC rate's %u ppm.)\n",
+            xs(a, us_of(m->kvm_uncertainty_ns), 1), xs(b, ms_of(m->below_threshold_ns), 3), st.rate_ppm);
+    if (m->agree)
+        kprintf("  They agree within their uncertainties (difference %s ms, allowed %s).\n",
+                xs(a, xf_div(xf_from_i64(m->difference_ns), xf_from_u64(1000000)), 3), xs(b, ms_of(both), 3));
+    else if (m->difference_ns > 0)
+        kprintf("  The scan lost %s ms more than KVM counts, beyond both uncertainties\n"
+                "  (%s ms): time taken by what KVM does not call steal (the host's\n"
+                "  interrupts, the hypervisor's own work for this vCPU, a hypervisor\n"
+                "  under the host).\n",
+                xs(a, ms_of((uint64_t)m->difference_ns), 3), xs(b, ms_of(both), 3));
+    if (m->kvm_ns > m->scan_ns + both)
+        check_fail(check, "KVM counts %s ms stolen, the scan saw %s ms (+- %s ms together)", xs(a, ms_of(m->kvm_ns), 3),
+                   xs(b, ms_of(m->scan_ns), 3), xs(c, ms_of(both), 3));
+    else
+        check_pass(check, "KVM %s ms, the scan %s ms, +- %s ms together", xs(a, ms_of(m->kvm_ns), 3), xs(b, ms_of(m->scan_ns), 3),
+                   xs(c, ms_of(both), 3));
+    record_u64(&r, "kvm_ns", m->kvm_ns);
+    record_u64(&r, "kvm_uncertainty_ns", m->kvm_uncertainty_ns);
+    record_u64(&r, "scan_ns", m->scan_ns);
+    record_u64(&r, "scan_uncertainty_ns", m->scan_uncertainty_ns);
+    record_u64(&r, "below_threshold_ns", m->below_threshold_ns);
+    record_u64(&r, "rate_ppm", st.rate_ppm);
+    record_i64(&r, "difference_ns", m->difference_ns);
+    record_bool(&r, "agree", m->agree);
+    record_u64(&r, "version_updates", (st.version_after - st.version_before) / 2);
+    record_u64(&r, "read_retries", st.retries);
+    emit(&r);
+}
+
 static void stolen_report(void)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
@@ -149,6 +325,7 @@ static void stolen_report(void)
                 (unsigned long long)h.smi_after);
     else
         kprintf("  SMI count: unavailable (%s)\n", h.smi_note);
+    steal_report();
     bool trapped = results_rdtsc_intercepted();
     if (trapped)
         kprintf("  The hypervisor appears to intercept RDTSC: a read costs %s ns (p50), where\n"

@@ -148,6 +148,8 @@ void experiments_run(const struct profile *p)
     record_fixed(&r, "tsc_hz", xf_to_fixed(results.tsc_hz, 3), 3);
     record_str(&r, "tsc_hz_source", results.tsc_hz_source);
     record_bool(&r, "tsc_measured", results.tsc_measured);
+    record_str(&r, "tsc_reference", results.tsc_measured ? counters[results.reference].name : 0);
+    record_str(&r, "tsc_reference_why", results.tsc_measured ? results.tsc_reference_why : 0);
     console_emit_record(&r);
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
         if (ran[i])

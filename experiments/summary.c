@@ -267,7 +267,12 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
     screen_printf("Hypervisor: %s\n", ci->hypervisor ? ci->hv_vendor : "none reported");
     screen_printf("Secure Boot: %s\n", results.secure_boot ? results.secure_boot : "unknown");
     screen_printf("Profile:    %s\n", results.profile ? results.profile->name : "-");
-    screen_printf("TSC:        %s MHz, %s\n\n", fmt_fixed(a, xf_to_fixed(results.tsc_hz, 3), 9, 3), results.tsc_hz_source);
+    screen_printf("TSC:        %s MHz, %s\n", fmt_fixed(a, xf_to_fixed(results.tsc_hz, 3), 9, 3), results.tsc_hz_source);
+    /* in place of the blank line, so the screen keeps its height */
+    if (results.tsc_measured && results.tsc_reference_brief)
+        screen_printf("            (%s)\n", results.tsc_reference_brief);
+    else
+        screen_printf("\n");
     screen_printf("  %-8s %11s %11s %16s %9s\n", "counter", "read p50", "resolution", "freq error", "monotonic");
     for (int i = 0; i < COUNTER_COUNT; i++) {
         const struct verdict_row *v = &results.verdict[i];

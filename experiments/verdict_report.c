@@ -123,6 +123,8 @@ static void fill_input(int c, struct verdict_input *in)
     const struct counter_findings *cf = &results.counter[c];
     *in = (struct verdict_input){.name = ct->name, .present = ct->present, .absent_reason = ct->reason,
                                  .measured = tf->cost_done, .advice_good = ct->advice_good, .is_tsc = c == COUNTER_TSC};
+    if (ct->set_aside) /* the hardware-reduced PM timer: the label, not the ranked counter's advice */
+        in->advice_good = "ignored by the OS (hardware-reduced ACPI): measured here, never the default reference";
     if (!ct->present)
         return;
     in->read_ns = tsc_ticks_ns(tf->p50_ticks);
@@ -194,6 +196,7 @@ void verdict_report(void)
         kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),
                 counters[results.reference].name, xs(b, results.tsc_uncertainty_ppm, 3));
         kprintf("  absolute +-%u ppm (%s).\n", results.tsc_absolute_ppm, counters[results.reference].nominal_accuracy_source);
+        kprintf("  Reference: %s.\n", results.tsc_reference_why);
     } else if (results.tsc_usable) {
         kprintf("\n  TSC rate not measured: ns figures use %s\n", results.tsc_hz_source);
     } else {

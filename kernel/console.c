@@ -252,6 +252,21 @@ void kprintf(const char *fmt, ...)
     console_write(buf, (unsigned long)n);
 }
 
+void serial_printf(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = fmt_vformat(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1)
+        n = sizeof buf - 1;
+    if (line_len)
+        emit_line();
+    for (int i = 0; i < n; i++)
+        put_raw(buf[i], false);
+}
+
 void console_flush(void)
 {
     if (line_len)

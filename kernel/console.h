@@ -27,6 +27,9 @@ struct record;
    one kprintf). */
 void console_emit_record(struct record *r);
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The serial port alone, unwrapped: lines that would scroll a final screen
+   away (how the run ends the machine, kernel/finish.c). */
+void serial_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The screen alone (not the serial port): clear it, and print to it. */
 void console_screen_clear(void);
 void screen_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -6,11 +6,13 @@
 #include <stdarg.h>
 
 #include "../drivers/pit.h"
+#include "../drivers/rtc.h"
 #include "../lib/cmdline.h"
 #include "../lib/counters.h"
 #include "../lib/format.h"
 #include "../lib/string.h"
 #include "../lib/xf.h"
+#include "finish.h"
 #include "paging.h"
 #include "probe.h"
 #include "reads.h"
@@ -68,6 +70,22 @@ static void acpi_job_run(void *p)
     maybe_inject_fault("acpi");
     acpi_discover(&m, bi->rsdp_new_present ? bi->rsdp_new : 0, bi->rsdp_new_len, bi->rsdp_old_present ? bi->rsdp_old : 0,
                   bi->protocol == BOOT_PVH ? ACPI_FROM_PVH : ACPI_FROM_MULTIBOOT2, &discovered.acpi);
+}
+
+/* --- CMOS RTC: whether the firmware rules it out before any port is read --- */
+static void discover_rtc(void)
+{
+    const struct acpi_info *a = &discovered.acpi;
+    /* ACPI 6.5, 5.2.9.3: "CMOS RTC Not Present"; Linux then registers no
+       RTC (arch/x86/kernel/acpi/boot.c, acpi_parse_fadt) */
+    if (a->iapc_boot_arch_valid && (a->iapc_boot_arch & ACPI_IAPC_CMOS_RTC_NOT_PRESENT))
+        rtc_firmware_absent("FADT IAPC_BOOT_ARCH bit 5 says CMOS RTC Not Present: ports 0x70/0x71 left alone");
+    /* Firecracker states no such thing (its IAPC_BOOT_ARCH has only bit 2,
+       no VGA: src/vmm/src/acpi/x86_64.rs), yet decodes nothing at
+       0x70/0x71 and logs every access. Its FADT names it (Hypervisor Vendor
+       Identity "FIRECKVM"), which is the closest firmware statement there is. */
+    else if (!strcmp(a->hypervisor_vendor, "FIRECKVM"))
+        rtc_firmware_absent("Firecracker (FADT vendor FIRECKVM) has no CMOS RTC: ports 0x70/0x71 left alone");
 }
 
 /* --- TSC --- */
@@ -193,6 +211,10 @@ static void discover_pm(void)
                a->pm_timer_field);
     c->nominal_millihz = (uint64_t)PMTIMER_HZ * 1000;
     fmt_format(c->nominal_source, sizeof c->nominal_source, "ACPI 6.5, 4.8.3.3 (nominal)");
+    /* it answered: measured, but where the OS ignores it on a hardware-reduced
+       machine it is never the default reference (lib/acpi.c, choose_pm_timer) */
+    c->set_aside = a->pm_timer_set_aside;
+    fmt_format(c->note, sizeof c->note, "%s", a->pm_timer_os_note ? a->pm_timer_os_note : "");
 }
 
 /* --- PIT --- */
@@ -468,6 +490,8 @@ void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu)
         fmt_format(discovered.acpi.pm_timer_reason, sizeof discovered.acpi.pm_timer_reason, "fault reading the ACPI tables: %s", fault.text);
     }
     smp_use(bi, &discovered.acpi);
+    run_finish_use(&discovered.acpi);
+    discover_rtc();
     tsc_variants_probe(&cpu->info, &discovered.lfence);
     discover_tsc(&cpu->info);
     discover_hpet();

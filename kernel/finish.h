@@ -1,13 +1,22 @@
-/* Ending a run. Under QEMU the status leaves through isa-debug-exit
-   (I/O port 0xf4): we write DEBUG_EXIT_BASE + status and QEMU exits with
-   (value << 1) | 1, so 33, 35, 37 or 39: never 0 or 1, which QEMU itself
-   uses for a normal end and for its own errors. On real hardware there is no
-   such device: the image halts with interrupts off and leaves the output in
-   place; where the summary screen is up, it then waits for its keys (R the
-   report again, B reboot; see summary.h). Codes: docs/output.md. */
+/* Ending a run. The machine is identified first, from its firmware and
+   CPUID, never by touching a port it may not have (finish.c, identify()).
+   Under QEMU the status leaves through isa-debug-exit (I/O port 0xf4): we
+   write DEBUG_EXIT_BASE + status and QEMU exits with (value << 1) | 1, so
+   33, 35, 37 or 39: never 0 or 1, which QEMU itself uses for a normal end
+   and for its own errors. On another VMM (the CPUID hypervisor bit set)
+   the image powers the machine off once everything is printed: ACPI S5
+   (the FADT's PM1 control blocks, or the sleep control register of a
+   hardware-reduced machine, with SLP_TYP from \_S5), then, on Firecracker
+   only, the i8042 reset. On a PC, and on QEMU without isa-debug-exit, it
+   does so only when the command line says `poweroff`; otherwise it halts
+   with interrupts off and leaves the output in place; where the summary
+   screen is up, it then waits for its keys (R the report again, B reboot;
+   see summary.h). Each attempt prints a line and a power_off record first.
+   Codes and records: docs/output.md. */
 #ifndef CLOCKBENCH_FINISH_H
 #define CLOCKBENCH_FINISH_H
 
+#include "../lib/acpi.h"
 #include "../lib/run_status.h"
 
 const char *run_status_name(enum run_status s);
@@ -17,6 +26,9 @@ __attribute__((noreturn)) void run_finish_crashed(void);
    halted machine to this function, if set: the summary screen's keys. Set
    by the layer above, so that ending a run needs nothing from it. */
 void run_finish_set_idle(void (*idle)(void));
+/* The ACPI tables as discovery read them: how to power off, and whether
+   this is QEMU. Until set, a virtual machine is taken for QEMU. */
+void run_finish_use(const struct acpi_info *acpi);
 /* Resets the machine: the keyboard controller, then the chipset's reset
    register (0xcf9), then a triple fault. */
 __attribute__((noreturn)) void machine_reboot(void);

@@ -183,8 +183,22 @@ static void report_acpi(void)
         record_hex(&r, "pm_timer_address", a->pm_timer.address);
         record_str(&r, "pm_timer_field", a->pm_timer_field);
         record_u64(&r, "pm_timer_bits", a->pm_timer_32bit ? 32 : 24);
+        record_u64(&r, "pm_timer_register_bits", a->pm_timer_width);
+        record_str(&r, "pm_timer_width_from", a->pm_timer_width_from);
+        if (a->pm_timer_linux_port)
+            record_hex(&r, "pm_timer_linux_port", a->pm_timer_linux_port);
+        else
+            record_null(&r, "pm_timer_linux_port");
+        record_str(&r, "pm_timer_os_note", a->pm_timer_os_note[0] ? a->pm_timer_os_note : 0);
+        record_bool(&r, "pm_timer_set_aside", a->pm_timer_set_aside);
     } else {
         record_null(&r, "pm_timer_address");
+    }
+    if (a->fadt_found) {
+        record_u64(&r, "fadt_revision", a->fadt_revision);
+        record_bool(&r, "hardware_reduced", a->hardware_reduced);
+        record_u64(&r, "pm_timer_len", a->pm_timer_len);
+        record_u64(&r, "pm_timer_conflicts", a->pm_timer_conflicts);
     }
     if (a->madt_found) {
         record_u64(&r, "cpus_enabled", a->cpus_enabled);
@@ -270,9 +284,13 @@ static void report_counters(void)
             record_str(&r, "nominal_source", c->nominal_source);
             record_u64(&r, "width_bits", c->width_bits);
             record_str(&r, "access", c->access);
+            record_str(&r, "reference_role", counter_reference_role(i));
+            record_str(&r, "note", c->note[0] ? c->note : 0);
             kprintf("  %-14s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
                     c->nominal_millihz ? fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6) : "unknown");
             kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);
+            if (c->note[0])
+                kprintf("    %s%s\n", c->note, c->set_aside ? ": measured, never the default reference" : "");
             check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);
         } else {
             record_str(&r, "reason", c->reason);

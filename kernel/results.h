@@ -52,6 +52,9 @@ struct results {
     struct xf tsc_stderr_ppm, tsc_uncertainty_ppm;
     uint32_t tsc_absolute_ppm;      /* what the reference's own nominal rate allows */
     char tsc_hz_source[96];
+    char tsc_reference_why[200];    /* why that reference: the better ones absent, set aside, or unusable; what kvmclock checks */
+    const char *tsc_reference_brief; /* the same in a few words, for the summary screen */
+    uint64_t tsc_stated_hz;         /* kvmclock as the reference: the rate its mul/shift states, else 0 */
 
     struct target_findings target[TARGET_COUNT];
     struct discontinuity_note {

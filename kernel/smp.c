@@ -41,7 +41,8 @@ static uint8_t ap_stacks[PERCPU_MAX][AP_STACK_BYTES] __attribute__((aligned(16))
 extern const uint8_t trampoline_start[], trampoline_end[];
 extern const uint32_t trampoline_pm_entry_off, trampoline_lm_entry_off, trampoline_gdt_off, trampoline_gdt_size;
 
-/* Its parameter block, at offset 8 of the page (TRAMP_* in the .asm). */
+/* Its shared header, at offset 8 of the first page (TRAMP_* in the .asm):
+   the same for every AP and written once, before any STARTUP IPI. */
 struct trampoline_params {
     uint32_t pm_jump_offset;
     uint16_t pm_jump_selector;
@@ -51,12 +52,26 @@ struct trampoline_params {
     uint32_t lm_jump_offset;
     uint16_t lm_jump_selector;
     uint16_t pad;
-    uint64_t entry, stack_top, arg;
+    uint64_t entry;
+    uint16_t blocks_off, block_count;
+    volatile uint32_t strangers;     /* APs whose APIC ID is in no block */
+    volatile uint32_t stranger_id;   /* the last one's */
+    uint32_t pad1;
     uint16_t idt_limit;
     uint64_t idt_base;
     uint8_t pad2[6];
-    volatile uint8_t stage;
 } __attribute__((packed));
+/* One per AP, after the code (BLK_* in the .asm): only its own AP reads it. */
+struct trampoline_cpu {
+    uint32_t apic_id;
+    volatile uint8_t stage;
+    volatile uint8_t claim;          /* CLAIM_* */
+    uint16_t pad;
+    uint64_t stack_top, arg;
+};
+#define CLAIM_OPEN 0
+#define CLAIM_TAKEN 1                /* its AP is in long mode, on its way to ap_main */
+#define CLAIM_WITHDRAWN 2            /* the boot CPU gave up on it: an AP that comes late halts */
 #define TRAMP_PARAMS_OFF 8
 #define TRAMP_CODE32 0x18
 #define TRAMP_CODE64 0x08
@@ -65,8 +80,17 @@ _Static_assert(__builtin_offsetof(struct trampoline_params, gdt_limit) + TRAMP_P
 _Static_assert(__builtin_offsetof(struct trampoline_params, cr3) + TRAMP_PARAMS_OFF == 20, "TRAMP_CR3");
 _Static_assert(__builtin_offsetof(struct trampoline_params, lm_jump_offset) + TRAMP_PARAMS_OFF == 24, "TRAMP_LM_JUMP");
 _Static_assert(__builtin_offsetof(struct trampoline_params, entry) + TRAMP_PARAMS_OFF == 32, "TRAMP_ENTRY");
+_Static_assert(__builtin_offsetof(struct trampoline_params, blocks_off) + TRAMP_PARAMS_OFF == 40, "TRAMP_BLOCKS");
+_Static_assert(__builtin_offsetof(struct trampoline_params, block_count) + TRAMP_PARAMS_OFF == 42, "TRAMP_BLOCK_COUNT");
+_Static_assert(__builtin_offsetof(struct trampoline_params, strangers) + TRAMP_PARAMS_OFF == 44, "TRAMP_STRANGERS");
+_Static_assert(__builtin_offsetof(struct trampoline_params, stranger_id) + TRAMP_PARAMS_OFF == 48, "TRAMP_STRANGER_ID");
 _Static_assert(__builtin_offsetof(struct trampoline_params, idt_limit) + TRAMP_PARAMS_OFF == 56, "TRAMP_IDTR");
-_Static_assert(__builtin_offsetof(struct trampoline_params, stage) + TRAMP_PARAMS_OFF == 72, "TRAMP_STAGE");
+_Static_assert(sizeof(struct trampoline_params) + TRAMP_PARAMS_OFF <= 80, "the header fits before real_entry");
+_Static_assert(__builtin_offsetof(struct trampoline_cpu, stage) == 4, "BLK_STAGE");
+_Static_assert(__builtin_offsetof(struct trampoline_cpu, claim) == 5, "BLK_CLAIM");
+_Static_assert(__builtin_offsetof(struct trampoline_cpu, stack_top) == 8, "BLK_STACK");
+_Static_assert(__builtin_offsetof(struct trampoline_cpu, arg) == 16, "BLK_ARG");
+_Static_assert(sizeof(struct trampoline_cpu) == 24, "BLK_SIZE");
 
 /* One cache line each, so that one CPU polling its mailbox does not slow
    another's. */
@@ -157,14 +181,24 @@ static bool page_usable(const struct boot_info *bi, uint64_t page)
     return inside;
 }
 
-static uint64_t find_trampoline_page(const struct boot_info *bi)
+static bool pages_usable(const struct boot_info *bi, uint64_t first, uint32_t pages)
+{
+    for (uint32_t k = 0; k < pages; k++)
+        if (!page_usable(bi, first + k * PAGE))
+            return false;
+    return true;
+}
+
+/* pages contiguous pages, the first at 0x8000 if they fit there, else the
+   highest run that does. */
+static uint64_t find_trampoline_pages(const struct boot_info *bi, uint32_t pages)
 {
     if (!bi)
         return 0;
-    if (page_usable(bi, PREFERRED_PAGE))
+    if (pages_usable(bi, PREFERRED_PAGE, pages))
         return PREFERRED_PAGE;
-    for (uint64_t p = LOW_MEMORY_END - PAGE; p >= PAGE; p -= PAGE)
-        if (page_usable(bi, p))
+    for (uint64_t p = LOW_MEMORY_END - pages * PAGE; p >= PAGE; p -= PAGE)
+        if (pages_usable(bi, p, pages))
             return p;
     return 0;
 }
@@ -254,7 +288,7 @@ static void list_cpus(void)
     }
 }
 
-static struct trampoline_params *install_trampoline(uint64_t page)
+static struct trampoline_params *install_trampoline(uint64_t page, uint32_t blocks_off, uint32_t blocks)
 {
     uint8_t *dst = (uint8_t *)(uintptr_t)page;
     memcpy(dst, trampoline_start, (size_t)(trampoline_end - trampoline_start));
@@ -272,6 +306,9 @@ static struct trampoline_params *install_trampoline(uint64_t page)
     tp->lm_jump_offset = (uint32_t)(page + trampoline_lm_entry_off);
     tp->lm_jump_selector = TRAMP_CODE64;
     tp->entry = (uint64_t)(uintptr_t)ap_main;
+    tp->blocks_off = (uint16_t)blocks_off;
+    tp->block_count = (uint16_t)blocks;
+    tp->strangers = 0;
     tp->idt_limit = idtr.limit;
     tp->idt_base = idtr.base;
     return tp;
@@ -326,36 +363,63 @@ static const char *stage_text(uint8_t stage)
     return "unknown";
 }
 
-static void start_one(struct smp_cpu *c, struct trampoline_params *tp, int index)
+/* False when the AP took its block and still did not answer: its index
+   (its stack, its mailbox) may yet be used by it, so no other CPU may have
+   it. */
+static bool start_one(struct smp_cpu *c, const struct trampoline_params *tp, struct trampoline_cpu *b, int index)
 {
     struct mailbox *mb = &mailbox[index];
     *mb = (struct mailbox){0};
-    tp->stack_top = (uint64_t)(uintptr_t)(ap_stacks[index] + AP_STACK_BYTES);
-    tp->arg = (uint64_t)index;
-    tp->stage = STAGE_NONE;
+    b->stack_top = (uint64_t)(uintptr_t)(ap_stacks[index] + AP_STACK_BYTES);
+    b->arg = (uint64_t)index;
+    b->stage = STAGE_NONE;
+    barrier();
+    b->claim = CLAIM_OPEN;
     barrier();
     uint32_t vector = (uint32_t)(smp.trampoline_page >> 12);
     uint64_t t0 = rdtsc();
     for (int sipi = 0; sipi < 2; sipi++) {
         /* The second SIPI is ignored by a CPU the first one started (9.4.4.1). */
-        if (!send_ipi(c, ICR_DELIVERY_STARTUP | vector, "STARTUP"))
-            return;
+        if (!send_ipi(c, ICR_DELIVERY_STARTUP | vector, "STARTUP")) {
+            uint8_t open = CLAIM_OPEN;
+            if (__atomic_compare_exchange_n(&b->claim, &open, CLAIM_WITHDRAWN, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                return true; /* c->reason says why the IPI failed */
+            break;           /* the first SIPI started it after all: wait for it below */
+        }
         delay_us(SIPI_DELAY_US);
     }
     uint64_t limit = us_to_tsc(AP_ALIVE_US);
     for (uint32_t i = 0; i < SPIN_CAP && !mb->running && rdtsc() - t0 < limit; i++)
         cpu_relax();
-    c->stage = mb->running ? STAGE_RUNNING : tp->stage;
+    bool withdrawn = false;
     if (!mb->running) {
-        fmt_format(c->reason, sizeof c->reason, "no answer within %u ms: %s", AP_ALIVE_US / 1000, stage_text(c->stage));
-        /* Back to wait-for-SIPI, so a late start cannot go on to use a
-           stack and trampoline parameters meant for the next CPU. */
+        uint8_t open = CLAIM_OPEN;
+        withdrawn = __atomic_compare_exchange_n(&b->claim, &open, CLAIM_WITHDRAWN, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        /* Not withdrawn: it took its block in that instant and is on its
+           way to ap_main; give it the same time again. */
+        uint64_t t1 = rdtsc();
+        for (uint32_t i = 0; !withdrawn && i < SPIN_CAP && !mb->running && rdtsc() - t1 < limit; i++)
+            cpu_relax();
+    }
+    c->stage = mb->running ? STAGE_RUNNING : b->stage;
+    if (!mb->running) {
+        if (!withdrawn)
+            fmt_format(c->reason, sizeof c->reason, "it took its trampoline block but did not reach its mailbox within %u ms",
+                       2 * AP_ALIVE_US / 1000);
+        else if (c->stage == STAGE_NONE && tp->strangers)
+            fmt_format(c->reason, sizeof c->reason, "no answer within %u ms; a CPU with APIC ID %u ran the trampoline, not in the MADT",
+                       AP_ALIVE_US / 1000, tp->stranger_id);
+        else
+            fmt_format(c->reason, sizeof c->reason, "no answer within %u ms: %s", AP_ALIVE_US / 1000, stage_text(c->stage));
+        /* Back to wait-for-SIPI: a late start finds its block withdrawn
+           and halts; INIT makes sure of it. */
         send_init(c);
-        return;
+        return withdrawn;
     }
     c->start_ticks = rdtsc() - t0;
     c->started = true;
     c->index = index;
+    return true;
 }
 
 bool smp_bsp_apic(void)
@@ -399,17 +463,10 @@ void smp_start(void)
                    smp.bsp_apic_id);
         return;
     }
-    smp.trampoline_page = find_trampoline_page(smp.boot);
-    if (!smp.trampoline_page) {
-        fmt_format(smp.why, sizeof smp.why, "the memory map has no usable 4 KiB page below 640 KiB for the trampoline");
-        return;
-    }
-    struct trampoline_params *tp = install_trampoline(smp.trampoline_page);
-
-    /* INIT every AP, then one 10 ms wait for them all (each waits for its
-       SIPI as long as it takes), then SIPI-SIPI one at a time. */
-    int next = 1;
-    bool inited[ACPI_MAX_CPUS] = {0};
+    /* The APs to start: enabled, addressable in this APIC mode, within
+       PERCPU_MAX. Each gets its own block in the trampoline's pages. */
+    bool wanted[ACPI_MAX_CPUS] = {0};
+    uint32_t blocks = 0;
     for (uint32_t i = 0; i < smp.count; i++) {
         struct smp_cpu *c = &smp.cpus[i];
         if (c->is_bsp || !c->enabled)
@@ -419,20 +476,51 @@ void smp_start(void)
                        boot_cpu.leaves[CPUID_IDX_1].ecx & CPUID1_ECX_X2APIC ? "is not in" : "does not have (CPUID.1:ECX[21] clear)");
             continue;
         }
-        if (next >= PERCPU_MAX) {
+        if (blocks + 1 >= PERCPU_MAX) {
             fmt_format(c->reason, sizeof c->reason, "beyond the %d CPUs this image runs (PERCPU_MAX)", PERCPU_MAX);
             continue;
         }
-        inited[i] = send_init(c);
-        next++;
+        wanted[i] = true;
+        blocks++;
     }
+    uint32_t blocks_off = ((uint32_t)(trampoline_end - trampoline_start) + 7u) & ~7u;
+    uint32_t pages = (uint32_t)((blocks_off + blocks * sizeof(struct trampoline_cpu) + PAGE - 1) / PAGE);
+    smp.trampoline_page = find_trampoline_pages(smp.boot, pages);
+    if (!smp.trampoline_page) {
+        fmt_format(smp.why, sizeof smp.why, "the memory map has no %u usable 4 KiB page%s below 640 KiB for the trampoline", pages,
+                   pages == 1 ? "" : "s");
+        return;
+    }
+    struct trampoline_params *tp = install_trampoline(smp.trampoline_page, blocks_off, blocks);
+    struct trampoline_cpu *block = (struct trampoline_cpu *)(uintptr_t)(smp.trampoline_page + blocks_off);
+    uint16_t block_of[ACPI_MAX_CPUS];
+    uint32_t b = 0;
+    for (uint32_t i = 0; i < smp.count; i++)
+        if (wanted[i]) {
+            block[b] = (struct trampoline_cpu){.apic_id = smp.cpus[i].apic_id, .stage = STAGE_NONE, .claim = CLAIM_WITHDRAWN};
+            block_of[i] = (uint16_t)b++;
+        }
+
+    /* INIT every AP, then one 10 ms wait for them all (each waits for its
+       SIPI as long as it takes), then SIPI-SIPI one at a time. */
+    bool inited[ACPI_MAX_CPUS] = {0};
+    for (uint32_t i = 0; i < smp.count; i++)
+        if (wanted[i])
+            inited[i] = send_init(&smp.cpus[i]);
     delay_us(INIT_DELAY_US);
-    next = 1;
+    int next = 1;
+    const struct smp_cpu *lost = 0;
     for (uint32_t i = 0; i < smp.count; i++) {
         if (!inited[i])
             continue;
         struct smp_cpu *c = &smp.cpus[i];
-        start_one(c, tp, next);
+        if (lost) {
+            fmt_format(c->reason, sizeof c->reason, "not started: APIC ID %u may still take index %d, which would be this CPU's",
+                       lost->apic_id, next);
+            continue;
+        }
+        if (!start_one(c, tp, &block[block_of[i]], next))
+            lost = c;
         if (c->started) {
             smp.entry_of[next] = (int)i;
             next++;

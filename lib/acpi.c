@@ -17,6 +17,7 @@
 
 #define HDR_LEN 36
 #define HDR_OFF_LENGTH 4
+#define HDR_OFF_REVISION 8
 
 #define FADT_OFF_PM_TMR_BLK 76
 #define FADT_OFF_PM_TMR_LEN 91
@@ -282,6 +283,111 @@ static const uint8_t *map_table(struct acpi_info *a, const struct acpi_mapper *m
     return t;
 }
 
+/* The port Linux reads the PM timer at (pmtmr_ioport), 0 for none. ACPICA
+   first converts the FADT: a zero X_ address takes the 32-bit block as
+   I/O, but not on a hardware-reduced machine, whose conversion returns
+   early (tbfadt.c, AcpiTbConvertFadt). Linux then takes, from a revision 2+
+   FADT, the X_ block when it is in I/O space, falling back to PM_TMR_BLK
+   when its address is 0; from a revision 1 FADT, PM_TMR_BLK (arch/x86/
+   kernel/acpi/boot.c, acpi_parse_fadt). */
+static uint64_t linux_pm_port(uint8_t revision, bool hw_reduced, uint32_t legacy, struct acpi_gas x)
+{
+    if (!hw_reduced && legacy && !x.address) {
+        x.space_id = ACPI_GAS_IO;
+        x.address = legacy;
+    }
+    if (revision < 2)
+        return legacy;
+    if (x.space_id != ACPI_GAS_IO)
+        return 0;
+    return x.address ? (uint32_t)x.address : legacy;
+}
+
+/* A contradiction in the FADT's PM timer fields: one message, counted. */
+#define pm_conflict(a, ...) ((a)->pm_timer_conflicts++, say((a), __VA_ARGS__))
+
+/* The PM timer block by ACPICA's rules (a set X_ address wins over
+   PM_TMR_BLK; the register's width is the X_ block's bit width, PM_TMR_LEN
+   only when that is 0), with what Linux would do beside it. */
+static void choose_pm_timer(struct acpi_info *a, const uint8_t *t, uint32_t len)
+{
+    struct acpi_gas x = {0};
+    if (len >= FADT_OFF_X_PM_TMR_BLK + GAS_LEN)
+        read_gas(&x, t + FADT_OFF_X_PM_TMR_BLK);
+    uint32_t legacy = ld32(t + FADT_OFF_PM_TMR_BLK);
+    uint8_t plen = a->pm_timer_len;
+    a->pm_timer_linux_port = linux_pm_port(a->fadt_revision, a->hardware_reduced, legacy, x);
+    a->pm_timer_os_note = "";
+    if (x.address) {
+        if (x.space_id != ACPI_GAS_IO && x.space_id != ACPI_GAS_MEMORY) {
+            say(a, "FACP table: X_PM_TMR_BLK in address space %u, neither I/O nor memory: no PM timer", x.space_id);
+            return;
+        }
+        a->pm_timer = x;
+        a->pm_timer_field = "X_PM_TMR_BLK";
+        if (legacy && x.address != legacy)
+            pm_conflict(a, "FACP table: X_PM_TMR_BLK 0x%llx and PM_TMR_BLK 0x%x disagree; X_PM_TMR_BLK used, as ACPICA does",
+                        (unsigned long long)x.address, legacy);
+        if (x.bit_width) {
+            a->pm_timer_width = x.bit_width;
+            a->pm_timer_width_from = "X_PM_TMR_BLK bit width";
+            if (plen * 8u != x.bit_width)
+                pm_conflict(a, "FACP table: PM_TMR_LEN %u but X_PM_TMR_BLK is %u bits wide; the X_ width used, as ACPICA does",
+                            plen, x.bit_width);
+        }
+        /* ACPI 6.5, 5.2.3.2: access size 1-4 is byte, word, dword, qword */
+        unsigned access_bits = x.access_size >= 1 && x.access_size <= 4 ? 8u << (x.access_size - 1) : 0;
+        if (x.bit_width && access_bits && access_bits != x.bit_width)
+            pm_conflict(a, "FACP table: X_PM_TMR_BLK access size %u (%u-bit) for a %u-bit register; the width decides (ACPICA)",
+                        x.access_size, access_bits, x.bit_width);
+    } else if (legacy) {
+        a->pm_timer = (struct acpi_gas){ACPI_GAS_IO, (uint8_t)(plen * 8u), 0, 0, legacy};
+        a->pm_timer_field = "PM_TMR_BLK";
+    } else {
+        say(a, "FACP table: no PM timer (PM_TMR_BLK and X_PM_TMR_BLK are 0%s)",
+            a->hardware_reduced ? ", hardware-reduced ACPI" : "");
+        return;
+    }
+    if (!a->pm_timer_width && plen) {
+        a->pm_timer_width = (uint8_t)(plen * 8u);
+        a->pm_timer_width_from = "PM_TMR_LEN";
+    }
+    if (!a->pm_timer_width) {
+        a->pm_timer_width_from = "none stated";
+        pm_conflict(a, "FACP table: %s 0x%llx with no width (PM_TMR_LEN 0); read as 32 bits, as Linux does",
+                    a->pm_timer_field, (unsigned long long)a->pm_timer.address);
+    } else if (a->pm_timer_width != 32) {
+        pm_conflict(a, "FACP table: PM timer %u bits wide (by %s), not 32; read as 32 bits, as Linux does",
+                    a->pm_timer_width, a->pm_timer_width_from);
+    }
+    uint64_t port = a->pm_timer_linux_port;
+    bool same = a->pm_timer.space_id == ACPI_GAS_IO && port == a->pm_timer.address;
+    if (a->hardware_reduced && port) {
+        /* ACPI 6.5, 5.2.9: a hardware-reduced FADT's PM timer fields are for OSPM to ignore; Linux reads them anyway */
+        pm_conflict(a, "FACP table: hardware-reduced, yet a PM timer at %s 0x%llx; Linux reads it: a normal PM timer here",
+                    same ? a->pm_timer_field : "PM_TMR_BLK", (unsigned long long)port);
+    } else if (a->hardware_reduced) {
+        a->pm_timer_os_ignored = a->pm_timer_set_aside = true;
+        a->pm_timer_os_note = "ignored by the OS (hardware-reduced ACPI)";
+        pm_conflict(a, "FACP table: hardware-reduced, yet %s 0x%llx: ignored by the OS; measured only if it answers",
+                    a->pm_timer_field, (unsigned long long)a->pm_timer.address);
+    } else if (!port && a->pm_timer.space_id == ACPI_GAS_MEMORY) {
+        a->pm_timer_os_ignored = true;
+        a->pm_timer_os_note = "ignored by Linux (it reads a PM timer only through an I/O port)";
+        say(a, "FACP table: %s in memory at 0x%llx: Linux reads PM timers only by I/O port; measured here",
+            a->pm_timer_field, (unsigned long long)a->pm_timer.address);
+    } else if (!port) {
+        a->pm_timer_os_ignored = true;
+        a->pm_timer_os_note = "ignored by Linux (a revision 1 FADT: it reads only PM_TMR_BLK, which is 0)";
+        pm_conflict(a, "FACP table: revision %u with only X_PM_TMR_BLK set; Linux reads PM_TMR_BLK (0); measured here",
+                    a->fadt_revision);
+    }
+    if (port && !same)
+        pm_conflict(a, "FACP table: revision %u: Linux reads port 0x%llx, not %s 0x%llx (ACPICA's choice)",
+                    a->fadt_revision, (unsigned long long)port, a->pm_timer_field, (unsigned long long)a->pm_timer.address);
+    a->pm_timer_found = true;
+}
+
 static void parse_fadt(struct acpi_info *a, const uint8_t *t, uint32_t len)
 {
     if (len < FADT_OFF_FLAGS + 4) {
@@ -289,30 +395,12 @@ static void parse_fadt(struct acpi_info *a, const uint8_t *t, uint32_t len)
         return;
     }
     a->fadt_found = true;
+    a->fadt_revision = t[HDR_OFF_REVISION];
     uint32_t flags = ld32(t + FADT_OFF_FLAGS);
     a->pm_timer_32bit = flags & FADT_FLAG_TMR_VAL_EXT;
     a->hardware_reduced = flags & FADT_FLAG_HW_REDUCED;
     a->pm_timer_len = t[FADT_OFF_PM_TMR_LEN];
-    struct acpi_gas x = {0};
-    if (len >= FADT_OFF_X_PM_TMR_BLK + GAS_LEN)
-        read_gas(&x, t + FADT_OFF_X_PM_TMR_BLK);
-    uint32_t legacy = ld32(t + FADT_OFF_PM_TMR_BLK);
-    if (x.address && (x.space_id == ACPI_GAS_IO || x.space_id == ACPI_GAS_MEMORY)) {
-        a->pm_timer = x;
-        a->pm_timer_field = "X_PM_TMR_BLK";
-    } else if (legacy) {
-        a->pm_timer = (struct acpi_gas){ACPI_GAS_IO, 32, 0, 3, legacy};
-        a->pm_timer_field = "PM_TMR_BLK";
-    } else {
-        say(a, "FACP table: no PM timer (PM_TMR_BLK and X_PM_TMR_BLK are 0%s)",
-            a->hardware_reduced ? ", hardware-reduced ACPI" : "");
-        return;
-    }
-    if (a->pm_timer_len != 4) {
-        say(a, "FACP table: PM_TMR_LEN is %u, not 4: no PM timer", a->pm_timer_len);
-        return;
-    }
-    a->pm_timer_found = true;
+    choose_pm_timer(a, t, len);
 }
 
 static void parse_hpet(struct acpi_info *a, const uint8_t *t, uint32_t len, uint64_t addr)
@@ -405,6 +493,88 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
     }
 }
 
+/* --- How to end the machine: FADT power fields, the DSDT's \_S5 --- */
+#define FADT_OFF_DSDT 40
+#define FADT_OFF_SMI_CMD 48
+#define FADT_OFF_ACPI_ENABLE 52
+#define FADT_OFF_PM1A_CNT_BLK 64
+#define FADT_OFF_PM1B_CNT_BLK 68
+#define FADT_OFF_PM1_CNT_LEN 89
+#define FADT_OFF_IAPC_BOOT_ARCH 109
+#define FADT_REVISION_IAPC 3
+#define FADT_OFF_X_DSDT 140
+#define FADT_OFF_X_PM1A_CNT_BLK 172
+#define FADT_OFF_X_PM1B_CNT_BLK 184
+#define FADT_OFF_SLEEP_CONTROL_REG 244
+#define FADT_OFF_HYPERVISOR_VENDOR 268
+#define FADT_HYPERVISOR_VENDOR_LEN 8
+
+/* One PM1 control block, chosen as ACPICA does (tbfadt.c): the X_ GAS when
+   its address is set, else the 32-bit field as an I/O port, PM1_CNT_LEN
+   bytes wide. Address 0: absent. */
+static const char *pm1_cnt_block(struct acpi_gas *g, const uint8_t *t, uint32_t len, uint32_t off32, uint32_t off_x,
+                                 uint8_t cnt_len, const char *name32, const char *name_x)
+{
+    *g = (struct acpi_gas){0};
+    if (len >= off_x + GAS_LEN) {
+        read_gas(g, t + off_x);
+        if (g->address)
+            return name_x;
+    }
+    uint32_t legacy = ld32(t + off32);
+    if (!legacy)
+        return 0;
+    *g = (struct acpi_gas){ACPI_GAS_IO, (uint8_t)(cnt_len * 8), 0, 0, legacy};
+    return name32;
+}
+
+static void acpi_read_power(struct acpi_info *a, const struct acpi_mapper *m, const uint8_t *t, uint32_t len)
+{
+    a->fadt_length = len;
+    a->fadt_revision = t[HDR_OFF_REVISION];
+    if (len < FADT_OFF_PM1_CNT_LEN + 1) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "FACP table: %u bytes, too short for the PM1 control fields", len);
+        return;
+    }
+    a->pm1_cnt_len = t[FADT_OFF_PM1_CNT_LEN];
+    a->smi_cmd = ld32(t + FADT_OFF_SMI_CMD);
+    a->acpi_enable = t[FADT_OFF_ACPI_ENABLE];
+    a->pm1a_cnt_field = pm1_cnt_block(&a->pm1a_cnt, t, len, FADT_OFF_PM1A_CNT_BLK, FADT_OFF_X_PM1A_CNT_BLK, a->pm1_cnt_len,
+                                      "PM1a_CNT_BLK", "X_PM1a_CNT_BLK");
+    (void)pm1_cnt_block(&a->pm1b_cnt, t, len, FADT_OFF_PM1B_CNT_BLK, FADT_OFF_X_PM1B_CNT_BLK, a->pm1_cnt_len, "PM1b_CNT_BLK",
+                        "X_PM1b_CNT_BLK");
+    /* reserved in the ACPI 1.0 FADT (revision 1 and 2); Linux reads it from
+       revision 3 (FADT2_REVISION_ID) on */
+    if (len >= FADT_OFF_IAPC_BOOT_ARCH + 2 && a->fadt_revision >= FADT_REVISION_IAPC) {
+        a->iapc_boot_arch_valid = true;
+        a->iapc_boot_arch = ld16(t + FADT_OFF_IAPC_BOOT_ARCH);
+    }
+    if (len >= FADT_OFF_SLEEP_CONTROL_REG + GAS_LEN)
+        read_gas(&a->sleep_control, t + FADT_OFF_SLEEP_CONTROL_REG);
+    if (len >= FADT_OFF_HYPERVISOR_VENDOR + FADT_HYPERVISOR_VENDOR_LEN)
+        for (int i = 0; i < FADT_HYPERVISOR_VENDOR_LEN; i++) {
+            uint8_t c = t[FADT_OFF_HYPERVISOR_VENDOR + i];
+            a->hypervisor_vendor[i] = c >= 0x20 && c < 0x7F ? (char)c : c ? '?' : '\0';
+        }
+    uint64_t x_dsdt = len >= FADT_OFF_X_DSDT + 8 ? ld64(t + FADT_OFF_X_DSDT) : 0;
+    a->dsdt_address = x_dsdt ? x_dsdt : ld32(t + FADT_OFF_DSDT);
+    if (!a->dsdt_address) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "the FADT names no DSDT (DSDT and X_DSDT are 0)");
+        return;
+    }
+    uint32_t dlen = 0;
+    const uint8_t *d = map_table(a, m, a->dsdt_address, "DSDT", 0, &dlen);
+    if (!d) {
+        fmt_format(a->s5.why, sizeof a->s5.why, "the DSDT at 0x%llx is not usable (see the ACPI messages)",
+                   (unsigned long long)a->dsdt_address);
+        return;
+    }
+    a->dsdt_found = true;
+    a->dsdt_length = dlen;
+    a->qemu_fw_cfg = aml_has_string_hid(d + HDR_LEN, dlen - HDR_LEN, "QEMU0002");
+    (void)aml_find_s5(d + HDR_LEN, dlen - HDR_LEN, &a->s5);
+}
+
 void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t tag_new_len, const uint8_t *tag_old,
                    enum acpi_handover from, struct acpi_info *a)
 {
@@ -466,6 +636,8 @@ void acpi_discover(const struct acpi_mapper *m, const uint8_t *tag_new, uint32_t
                 reason_from_last(a, a->pm_timer_reason);
             continue;
         }
+        if (sig_is(t, "FACP") && !a->fadt_length)
+            acpi_read_power(a, m, t, len);
         if (sig_is(t, "FACP") && !a->fadt_found) {
             parse_fadt(a, t, len);
             if (!a->pm_timer_found)

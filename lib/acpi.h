@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aml.h"
+
 /* Returns a pointer to len readable bytes at physical address phys, or NULL
    when that range cannot be reached (why says so). */
 struct acpi_mapper {
@@ -24,6 +26,11 @@ struct acpi_gas {
     uint8_t space_id, bit_width, bit_offset, access_size;
     uint64_t address;
 };
+
+/* IAPC_BOOT_ARCH (ACPI 6.5, 5.2.9.3, Table 5.11) */
+#define ACPI_IAPC_LEGACY_DEVICES (1u << 0)
+#define ACPI_IAPC_8042 (1u << 1)
+#define ACPI_IAPC_CMOS_RTC_NOT_PRESENT (1u << 5)
 
 #define ACPI_MAX_TABLES 48
 #define ACPI_MAX_MESSAGES 12
@@ -54,14 +61,25 @@ struct acpi_info {
     struct acpi_table_ref tables[ACPI_MAX_TABLES];
     int table_count;
 
-    /* FADT: the ACPI PM timer */
+    /* FADT: the ACPI PM timer, chosen the way ACPICA converts the FADT
+       (tbfadt.c: a set X_ block wins; a hardware-reduced FADT's 32-bit blocks
+       are left unconverted) and Linux picks its port (arch/x86/kernel/acpi/
+       boot.c, acpi_parse_fadt). Each self-contradiction is one message. */
     bool fadt_found;
-    bool pm_timer_found;
-    struct acpi_gas pm_timer;     /* from X_PM_TMR_BLK when set, else PM_TMR_BLK as I/O */
+    uint8_t fadt_revision;        /* the FADT header's revision (Linux: 2+ reads the X_ block) */
+    bool pm_timer_found;          /* a block to probe; whether it answers is the driver's finding */
+    struct acpi_gas pm_timer;     /* from X_PM_TMR_BLK when its address is set, else PM_TMR_BLK as I/O */
     const char *pm_timer_field;   /* "X_PM_TMR_BLK" or "PM_TMR_BLK" */
-    uint8_t pm_timer_len;         /* PM_TMR_LEN, 4 when the timer is supported */
+    uint8_t pm_timer_len;         /* PM_TMR_LEN as given (4 when supported; Cloud Hypervisor leaves 0) */
+    uint8_t pm_timer_width;       /* register width, bits: the X_ block's bit width, else PM_TMR_LEN * 8; 0 when none is stated */
+    const char *pm_timer_width_from; /* "X_PM_TMR_BLK bit width", "PM_TMR_LEN" or "none stated" */
     bool pm_timer_32bit;          /* FADT flags TMR_VAL_EXT (bit 8) */
-    bool hardware_reduced;        /* FADT flags HW_REDUCED_ACPI (bit 20): no PM timer */
+    bool hardware_reduced;        /* FADT flags HW_REDUCED_ACPI (bit 20) */
+    uint64_t pm_timer_linux_port; /* the port Linux would read (pmtmr_ioport), 0 for none */
+    bool pm_timer_os_ignored;     /* Linux would not read the chosen block */
+    bool pm_timer_set_aside;      /* ignored on a hardware-reduced machine: measured only if it answers, never the default reference */
+    const char *pm_timer_os_note; /* why the OS ignores it, "" when Linux reads it */
+    uint32_t pm_timer_conflicts;  /* places where the FADT contradicts itself about the PM timer */
 
     /* HPET table */
     bool hpet_found;
@@ -105,6 +123,28 @@ struct acpi_info {
         uint16_t flags;             /* MPS INTI flags: polarity 1:0, trigger 3:2 */
     } overrides[ACPI_MAX_OVERRIDES];
     uint32_t override_count;
+
+    /* How to end the machine, and what the firmware says about its legacy
+       devices: the FADT's PM1 control blocks (ACPI 6.5, 4.8.3.2.1) and
+       sleep control register (4.8.3.7), \_S5 in the DSDT (7.4.2.5), the
+       IA-PC boot architecture flags (5.2.9.3) and the hypervisor's name
+       (5.2.9, ACPI 6.0+). Read by acpi_read_power(), from acpi_discover;
+       the FADT's revision is fadt_revision above. */
+    uint32_t fadt_length;
+    struct acpi_gas pm1a_cnt, pm1b_cnt; /* address 0: absent */
+    const char *pm1a_cnt_field;     /* "X_PM1a_CNT_BLK" or "PM1a_CNT_BLK" (NULL when absent) */
+    uint8_t pm1_cnt_len;            /* PM1_CNT_LEN */
+    uint32_t smi_cmd;               /* SMI_CMD port (offset 48), 0: the machine is always in ACPI mode */
+    uint8_t acpi_enable;            /* ACPI_ENABLE (offset 52): written to SMI_CMD to enter ACPI mode */
+    struct acpi_gas sleep_control;  /* SLEEP_CONTROL_REG (FADT offset 244); address 0: absent */
+    bool iapc_boot_arch_valid;      /* FADT revision 3+ (ACPI 2.0) reaching offset 111 */
+    uint16_t iapc_boot_arch;        /* IAPC_BOOT_ARCH (offset 109) */
+    char hypervisor_vendor[9];      /* Hypervisor Vendor Identity (offset 268), "" when absent */
+    uint64_t dsdt_address;          /* X_DSDT when set, else DSDT; 0 when neither */
+    uint32_t dsdt_length;
+    bool dsdt_found;                /* mapped, signature and checksum good */
+    bool qemu_fw_cfg;               /* the DSDT declares Name(_HID, "QEMU0002"): QEMU's fw_cfg device */
+    struct aml_s5 s5;               /* \_S5: SLP_TYPa/b, or why it is not usable */
 
     /* Why a counter's table gave nothing: the first problem met, or "". */
     char hpet_reason[ACPI_MESSAGE_CHARS];

@@ -26,7 +26,9 @@ struct counter counters[COUNTER_COUNT] = {
     /* The paravirtual clocks are the TSC scaled by the hypervisor: never a
        reference, since they cannot disagree with the TSC except by the
        host's own calibration of it */
-    [COUNTER_KVMCLOCK] = {.name = "kvmclock", .reference_rank = 0,
+    /* ...except as a last resort, when nothing else is there (microVMs):
+       then it checks the hypervisor's stated rate against the host's clock */
+    [COUNTER_KVMCLOCK] = {.name = "kvmclock", .reference_rank = 0, .last_resort = true,
                           .advice_good = "KVM's paravirtual clock: what a Linux guest reads as kvm-clock",
                           .nominal_accuracy_ppm = 500,
                           .nominal_accuracy_source = "the host's calibration of its TSC; none stated, 500 ppm assumed"},
@@ -45,7 +47,27 @@ int counters_by_rank(int out[COUNTER_COUNT])
     int n = 0;
     for (unsigned rank = 1; rank < COUNTER_COUNT + 1; rank++)
         for (int c = 0; c < COUNTER_COUNT; c++)
-            if (counters[c].reference_rank == rank && counters[c].present)
+            if (counters[c].reference_rank == rank && counters[c].present && !counters[c].set_aside)
                 out[n++] = c;
+    for (int c = 0; n == 0 && c < COUNTER_COUNT; c++)
+        if (counters[c].last_resort && counters[c].present)
+            out[n++] = c;
     return n;
+}
+
+bool counter_is_reference(int c)
+{
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    for (int i = 0; i < n; i++)
+        if (order[i] == c)
+            return true;
+    return false;
+}
+
+const char *counter_reference_role(int c)
+{
+    if (counters[c].reference_rank)
+        return counters[c].set_aside ? "set aside" : "ranked";
+    return counters[c].last_resort ? "last resort" : "no";
 }

@@ -17,6 +17,7 @@ struct counter {
     /* policy: fixed in counters.c */
     const char *name;
     unsigned reference_rank;        /* 1 = the best reference for the TSC; 0 = never a reference */
+    bool last_resort;               /* a reference only when no ranked one is present (kvmclock) */
     const char *advice_good;        /* the verdict's advice when it behaved */
     uint32_t nominal_accuracy_ppm;  /* how far its real rate may be from nominal (absolute_uncertainty_ppm) */
     const char *nominal_accuracy_source;
@@ -30,6 +31,8 @@ struct counter {
     unsigned width_bits;
     uint64_t mask;                  /* (1 << width) - 1: differences are taken modulo this */
     char access[48];                /* how it is read */
+    bool set_aside;                 /* present, measured, but never the default reference (why: note) */
+    char note[64];                  /* what the OS makes of it ("ignored by the OS (...)"), or "" */
 };
 
 extern struct counter counters[COUNTER_COUNT];
@@ -39,7 +42,13 @@ static inline uint64_t counter_mask(unsigned width_bits) { return width_bits >= 
 /* b - a for a counter that wraps at its width: correct across one wrap. */
 static inline uint64_t counter_delta(const struct counter *c, uint64_t a, uint64_t b) { return (b - a) & c->mask; }
 
-/* The present counters other than the TSC, best reference first. */
+/* The present counters that may serve as the TSC's reference, best first:
+   the ranked ones not set aside; when there is none, the last resorts
+   (kvmclock: the host's clock, scaled from this very TSC). */
 int counters_by_rank(int out[COUNTER_COUNT]);
+/* Whether counters_by_rank lists c. */
+bool counter_is_reference(int c);
+/* How c stands as a reference: "ranked", "last resort", "set aside" or "no". */
+const char *counter_reference_role(int c);
 
 #endif

@@ -112,3 +112,45 @@ def test_kvmclock_across_cpus(boot, kvm):
     assert sync["kvmclock_warps"] == 0, sync
     check = records.one(b.records, "check", name="kvmclock monotonic across CPUs")
     assert check["result"] == ("PASS" if sync["kvmclock_warp_cross"] else "SKIP"), (check, sync)
+
+
+# A microVM under KVM with no HPET, PM timer or PIT (no ACPI, pit=off): the
+# machine Firecracker-like VMMs give, where kvmclock is the TSC's reference
+# of last resort. Only the drift window, 2 s, to keep the KVM boot short.
+KVM_KVMCLOCK_ONLY = dict(boot="pvh", accel="kvm", machine="microvm", extra=["-machine", "microvm,acpi=off,pit=off,rtc=off"],
+                         append="only=drift duration=2", timeout=400)
+
+
+@pytest.mark.timed
+def test_kvmclock_is_the_reference_when_no_counter_answers(boot, kvm):
+    """Known answer: kvmclock is the host's time scaled from this TSC by
+    the rate KVM states in its mul/shift, so the TSC's rate fitted against
+    it must come out at that stated rate (and at the CPUID 0x40000010 claim,
+    the same host rate in kHz), within the uncertainty the run states; that
+    uncertainty carries the half-kHz rounding of KVM's rate, and the run
+    says it checks the stated rate, not an independent crystal."""
+    from buildpaths import PVH_KERNEL
+    b = boot(kernel=PVH_KERNEL, **KVM_KVMCLOCK_ONLY)
+    assert b.status == 0, b.explain()
+    for name in ("hpet", "acpi_pm", "pit"):
+        assert not counter(b, name)["present"], counter(b, name)
+    assert counter(b, "kvmclock")["present"] and counter(b, "kvmclock")["reference_role"] == "last resort"
+    prof = records.one(b.records, "profile")
+    assert prof["tsc_measured"] and prof["tsc_reference"] == "kvmclock" and prof["tsc_hz_source"] == "measured against kvmclock"
+    assert "not an independent crystal" in prof["tsc_reference_why"], prof
+    (f,) = [r for r in records.of_type(b.records, "frequency") if r["counter"] == "tsc" and r["reference"] == "kvmclock"]
+    assert f["used"] and f["reference_why"] == prof["tsc_reference_why"], f
+    pv = records.one(b.records, "pvclock")
+    mul, shift = pv["tsc_to_system_mul"], pv["tsc_shift"]
+    stated = (10**9 << 32) // mul
+    stated = stated >> shift if shift >= 0 else stated << -shift
+    assert abs(f["stated_hz"] - stated) <= 1, (f["stated_hz"], stated)
+    rounding_ppm = 500 / stated * 1e6
+    assert f["quantisation_ppm"] >= rounding_ppm * 0.99 and f["uncertainty_ppm"] >= rounding_ppm * 0.99, f
+    assert f["absolute_uncertainty_ppm"] == 500
+    off_ppm = (f["hz"] / f["stated_hz"] - 1) * 1e6
+    assert abs(off_ppm) <= 3 * f["uncertainty_ppm"], f"{f['hz']} Hz vs stated {f['stated_hz']}: {off_ppm:+.3f} ppm"
+    claims = [c for c in records.of_type(b.records, "freq_claim") if c["what"] == "tsc" and c["source"] == "cpuid.40000010h"]
+    for c in claims:
+        assert abs((f["hz"] / c["hz"] - 1) * 1e6) <= 3 * f["uncertainty_ppm"], (f, c)
+    assert any("Reference: no HPET, PM timer or PIT answered: kvmclock" in line for line in b.lines("  Reference:")), b.explain()

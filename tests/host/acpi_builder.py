@@ -18,18 +18,49 @@ def table(sig: bytes, body: bytes, revision: int = 1, oem: bytes = b"CLOCKB") ->
     return checksum_fix(bytearray(hdr + body), 9)
 
 
-def gas(space: int, address: int, width: int = 32) -> bytes:
-    return struct.pack("<BBBBQ", space, width, 0, 3 if width == 32 else 4, address)
+def gas(space: int, address: int, width: int = 32, access: int | None = None) -> bytes:
+    """A Generic Address Structure (ACPI 6.5, 5.2.3.2); access size 1-4 is byte..qword."""
+    return struct.pack("<BBBBQ", space, width, 0, (3 if width == 32 else 4) if access is None else access, address)
 
 
-def fadt(pm_tmr_blk: int = 0x608, x_pm: bytes | None = None, flags: int = 0, pm_tmr_len: int = 4, length: int = 276) -> bytearray:
+def fadt(pm_tmr_blk: int = 0x608, x_pm: bytes | None = None, flags: int = 0, pm_tmr_len: int = 4, length: int = 276,
+         revision: int | None = None) -> bytearray:
     body = bytearray(length - 36)
     struct.pack_into("<I", body, 76 - 36, pm_tmr_blk)
     body[91 - 36] = pm_tmr_len
     struct.pack_into("<I", body, 112 - 36, flags)
     if x_pm is not None and length >= 220:
         body[208 - 36:220 - 36] = x_pm
-    return table(b"FACP", bytes(body), revision=6 if length >= 244 else 1)
+    return table(b"FACP", bytes(body), revision=(6 if length >= 244 else 1) if revision is None else revision)
+
+
+def cloud_hypervisor_fadt(dsdt: int = 0x1000) -> bytearray:
+    """The FADT Cloud Hypervisor v53.0 makes on x86-64, field by field as its
+    source writes them: vmm/src/acpi.rs, create_facp_table (commit 9ed824d6d,
+    the v53.0 build in ../shared/vmm), with the addresses from
+    vmm/src/device_manager.rs (add_acpi_devices: the shutdown/reset device at
+    I/O 0x600, the PM timer at I/O 0x608) and the GAS helper of the
+    acpi_tables crate it locks (0.2.1, sdt.rs GenericAddress::io_port_address
+    ::<T>: bit width 8 * size_of T, and the ACPI access-size code for that
+    size, so the u32 PM timer is 32 bits, dword access). Not nested Hyper-V,
+    so no PM1a blocks. test_acpi.py checks this against the bytes the v53.0
+    binary hands a guest (CH_V53_FADT_HEX, dumped by the image)."""
+    def io_gas(port: int, size: int) -> bytes:
+        return struct.pack("<BBBBQ", 1, 8 * size, 0, {1: 1, 2: 2, 4: 3, 8: 4}[size], port)
+
+    raw = bytearray(276)
+    struct.pack_into("<4sIBB6s8sI4s4s", raw, 0, b"FACP", 276, 6, 0, b"CLOUDH", b"CHFACP  ", 1, b"RVAT",
+                     bytes([0, 0, 0, 1]))
+    raw[116:128] = io_gas(0x600, 1)          # RESET_REG
+    raw[128] = 1                             # RESET_VALUE
+    raw[244:256] = io_gas(0x600, 1)          # SLEEP_CONTROL_REG
+    raw[256:268] = io_gas(0x600, 1)          # SLEEP_STATUS_REG
+    raw[208:220] = io_gas(0x608, 4)          # X_PM_TMR_BLK; PM_TMR_BLK and PM_TMR_LEN stay 0
+    struct.pack_into("<I", raw, 112, (1 << 20) | (1 << 10) | (1 << 8))  # HW_REDUCED_ACPI, RESET_REG_SUP, TMR_VAL_EXT
+    raw[131] = 3                             # FADT minor version
+    struct.pack_into("<Q", raw, 140, dsdt)   # X_DSDT
+    raw[268:276] = b"CLOUDHYP"               # hypervisor vendor identity
+    return checksum_fix(raw, 9)
 
 
 def hpet(base: int = 0xFED00000, block_id: int = 0x8086A201, number: int = 0, min_tick: int = 0x80, space: int = 0) -> bytearray:

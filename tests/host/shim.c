@@ -172,6 +172,16 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_str(&rec, "pm_field", a.pm_timer_field);
     record_bool(&rec, "pm_32bit", a.pm_timer_32bit);
     record_str(&rec, "pm_reason", a.pm_timer_reason);
+    record_u64(&rec, "fadt_revision", a.fadt_revision);
+    record_bool(&rec, "hw_reduced", a.hardware_reduced);
+    record_u64(&rec, "pm_len", a.pm_timer_len);
+    record_u64(&rec, "pm_width", a.pm_timer_width);
+    record_str(&rec, "pm_width_from", a.pm_timer_width_from);
+    record_u64(&rec, "pm_linux_port", a.pm_timer_linux_port);
+    record_bool(&rec, "pm_os_ignored", a.pm_timer_os_ignored);
+    record_bool(&rec, "pm_set_aside", a.pm_timer_set_aside);
+    record_str(&rec, "pm_os_note", a.pm_timer_os_note);
+    record_u64(&rec, "pm_conflicts", a.pm_timer_conflicts);
     record_bool(&rec, "hpet", a.hpet_found);
     record_u64(&rec, "hpet_tables", (uint64_t)a.hpet_tables);
     record_u64(&rec, "hpet_space", a.hpet_base.space_id);
@@ -1107,3 +1117,97 @@ const char *shim_cpus_summary(const int64_t *rows, uint32_t n, uint32_t bsp_bits
     }
     return finish();
 }
+
+/* steal.h: the area's field offsets, packed (steal, version, flags, preempted, size) */
+#include <stddef.h>
+#include "../../lib/steal.h"
+uint64_t shim_steal_layout(void)
+{
+    return offsetof(struct kvm_steal_time, steal) | offsetof(struct kvm_steal_time, version) << 8 |
+           offsetof(struct kvm_steal_time, flags) << 16 | offsetof(struct kvm_steal_time, preempted) << 24 |
+           (uint64_t)sizeof(struct kvm_steal_time) << 32;
+}
+
+/* lib/counters.c: the reference order for a set of present (bit per
+   COUNTER_*) and set-aside counters, as names, with each one's role. */
+const char *shim_reference_order(uint32_t present, uint32_t set_aside)
+{
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        counters[c].present = present & (1u << c);
+        counters[c].set_aside = set_aside & (1u << c);
+    }
+    int order[COUNTER_COUNT];
+    int n = counters_by_rank(order);
+    char names[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof names; i++)
+        len += (size_t)fmt_format(names + len, sizeof names - len, "%s%s", i ? "," : "", counters[order[i]].name);
+    record_begin(&rec, "order");
+    record_str(&rec, "order", names);
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        char key[40];
+        fmt_format(key, sizeof key, "role_%s", counters[c].name);
+        record_str(&rec, key, counter_reference_role(c));
+    }
+    for (int c = 0; c < COUNTER_COUNT; c++)
+        counters[c].present = counters[c].set_aside = false;
+    return finish();
+}
+
+/* How the image would end the machine described by mem: the FADT's power
+   fields, the DSDT's \_S5 and its QEMU fw_cfg device (lib/acpi.c,
+   acpi_read_power; lib/aml.c). */
+static void record_gas(struct record *r, const char *key, const struct acpi_gas *g)
+{
+    record_array_begin(r, key); /* space, bit width, address */
+    record_array_u64(r, g->space_id);
+    record_array_u64(r, g->bit_width);
+    record_array_u64(r, g->address);
+    record_array_end(r);
+}
+
+const char *shim_acpi_power(const uint8_t *mem, uint64_t len, uint64_t base, const uint8_t *rsdp, uint32_t rsdp_len)
+{
+    static struct acpi_info a;
+    struct buffer_memory b = {mem, base, len};
+    struct acpi_mapper m = {buffer_map, &b};
+    bool v2 = rsdp && rsdp_len >= 36;
+    acpi_discover(&m, v2 ? rsdp : 0, rsdp_len, v2 ? 0 : rsdp, ACPI_FROM_MULTIBOOT2, &a);
+    record_begin(&rec, "acpi_power");
+    record_u64(&rec, "fadt_revision", a.fadt_revision);
+    record_bool(&rec, "hardware_reduced", a.hardware_reduced);
+    record_gas(&rec, "pm1a_cnt", &a.pm1a_cnt);
+    record_str(&rec, "pm1a_cnt_field", a.pm1a_cnt_field);
+    record_gas(&rec, "pm1b_cnt", &a.pm1b_cnt);
+    record_u64(&rec, "pm1_cnt_len", a.pm1_cnt_len);
+    record_gas(&rec, "sleep_control", &a.sleep_control);
+    record_bool(&rec, "iapc_valid", a.iapc_boot_arch_valid);
+    record_u64(&rec, "iapc_boot_arch", a.iapc_boot_arch);
+    record_str(&rec, "hypervisor_vendor", a.hypervisor_vendor);
+    record_u64(&rec, "dsdt_address", a.dsdt_address);
+    record_bool(&rec, "dsdt", a.dsdt_found);
+    record_bool(&rec, "qemu_fw_cfg", a.qemu_fw_cfg);
+    record_bool(&rec, "s5", a.s5.found);
+    record_u64(&rec, "slp_typa", a.s5.slp_typa);
+    record_u64(&rec, "slp_typb", a.s5.slp_typb);
+    record_str(&rec, "s5_why", a.s5.why);
+    record_bool(&rec, "pm", a.pm_timer_found);
+    record_bool(&rec, "madt", a.madt_found);
+    return finish();
+}
+
+const char *shim_aml_s5(const uint8_t *aml, uint32_t len)
+{
+    struct aml_s5 s;
+    bool ok = aml_find_s5(aml, len, &s);
+    record_begin(&rec, "aml_s5");
+    record_bool(&rec, "found", ok);
+    record_u64(&rec, "slp_typa", s.slp_typa);
+    record_u64(&rec, "slp_typb", s.slp_typb);
+    record_u64(&rec, "elements", s.elements);
+    record_u64(&rec, "offset", s.offset);
+    record_str(&rec, "why", s.why);
+    return finish();
+}
+
+bool shim_aml_has_string_hid(const uint8_t *aml, uint32_t len, const char *hid) { return aml_has_string_hid(aml, len, hid); }

@@ -120,6 +120,8 @@ def test_pm_timer_memory_space_and_32bit_flag(lib):
     mem, _ = ab.standard_machine(tables=[f])
     r = discover(lib, mem)
     assert r["pm"] and r["pm_space"] == 0 and r["pm_address"] == 0xFED80000 and r["pm_32bit"]
+    # Linux reads a PM timer only through an I/O port: noted, still measured, not set aside
+    assert r["pm_linux_port"] == 0 and r["pm_os_ignored"] and not r["pm_set_aside"] and "I/O port" in r["pm_os_note"]
 
 
 def test_pm_timer_legacy_block_when_no_extended_field(lib):
@@ -129,13 +131,152 @@ def test_pm_timer_legacy_block_when_no_extended_field(lib):
     assert r["pm"] and r["pm_space"] == 1 and r["pm_address"] == 0xB008 and r["pm_field"] == "PM_TMR_BLK"
 
 
-def test_pm_timer_absent_or_bad_length(lib):
+def test_pm_timer_absent(lib):
     mem, _ = ab.standard_machine(tables=[ab.fadt(pm_tmr_blk=0, flags=1 << 20)])
     r = discover(lib, mem)
-    assert not r["pm"] and "hardware-reduced" in r["pm_reason"]
+    assert not r["pm"] and "hardware-reduced" in r["pm_reason"] and r["pm_linux_port"] == 0
+    # an X_ block outside I/O and memory space: ACPICA rejects it, and Linux reads no port
+    mem, _ = ab.standard_machine(tables=[ab.fadt(pm_tmr_blk=0, x_pm=ab.gas(2, 0x608))])
+    r = discover(lib, mem)
+    assert not r["pm"] and "address space 2" in r["pm_reason"] and r["pm_linux_port"] == 0
+
+
+def pm_messages(r):
+    ms = [m for m in messages(r) if "PM_TMR" in m or "PM timer" in m]
+    assert all(len(m) < 111 for m in ms), ms  # whole, not cut at the buffer's end
+    return ms
+
+
+def test_pm_timer_rules_standard_machine(lib):
+    """X_ and 32-bit blocks agree, PM_TMR_LEN 4, 32-bit X_ width: no message."""
+    mem, _ = ab.standard_machine()
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_width"] == 32 and r["pm_width_from"] == "X_PM_TMR_BLK bit width"
+    assert r["pm_linux_port"] == 0x608 and not r["pm_os_ignored"] and r["pm_os_note"] == "" and r["pm_conflicts"] == 0
+
+
+# The FADT Cloud Hypervisor v53.0 (../shared/vmm) handed the image on
+# 2026-11-26 (`dump_acpi`, one vCPU, 256 MiB): its X_DSDT is 0xa0024.
+CH_V53_FADT_HEX = (
+    "464143501401000006d7434c4f5544484348464143502020010000005256415400000001000000000000000000000000"
+    "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "000000000000000000000000000000000005100001080001000600000000000001000003000000000000000024000a00"
+    "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "000000000000000000000000000000000120000308060000000000000000000000000000000000000000000000000000"
+    "00000000010800010006000000000000010800010006000000000000434c4f5544485950"
+)
+
+
+def test_cloud_hypervisor_fadt_builder_matches_the_real_bytes():
+    real = bytes.fromhex(CH_V53_FADT_HEX)
+    assert len(real) == 276 and sum(real) % 256 == 0
+    assert bytes(ab.cloud_hypervisor_fadt(dsdt=0xA0024)) == real
+
+
+def test_pm_timer_cloud_hypervisor_fadt(lib):
+    """Cloud Hypervisor v53's FADT (see acpi_builder.cloud_hypervisor_fadt):
+    hardware-reduced, PM_TMR_BLK 0 and PM_TMR_LEN 0, X_PM_TMR_BLK I/O 0x608.
+    ACPICA leaves a hardware-reduced FADT unconverted, so its X_ block stands,
+    and Linux (FADT revision 6, X_ block in I/O space) reads port 0x608: a
+    PM timer, 32 bits wide by the X_ block. Two contradictions, one message each."""
+    f = bytearray(bytes.fromhex(CH_V53_FADT_HEX))
+    assert f == ab.cloud_hypervisor_fadt(dsdt=0xA0024) and f[8] == 6
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_field"] == "X_PM_TMR_BLK" and r["pm_space"] == 1 and r["pm_address"] == 0x608
+    assert r["pm_len"] == 0 and r["pm_width"] == 32 and r["pm_width_from"] == "X_PM_TMR_BLK bit width"
+    assert r["hw_reduced"] and r["fadt_revision"] == 6 and r["pm_32bit"]
+    assert r["pm_linux_port"] == 0x608 and not r["pm_os_ignored"] and not r["pm_set_aside"] and r["pm_os_note"] == ""
+    assert r["pm_reason"] == ""
+    ms = pm_messages(r)
+    assert r["pm_conflicts"] == 2 and len(ms) == 2, ms
+    assert any("PM_TMR_LEN 0 but X_PM_TMR_BLK is 32 bits wide" in m for m in ms)
+    assert any("hardware-reduced" in m and "Linux reads it" in m for m in ms)
+
+
+def test_pm_timer_access_size_contradicts_width(lib):
+    f = ab.fadt(x_pm=ab.gas(1, 0x608, width=32, access=4))
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    ms = pm_messages(r)
+    assert r["pm"] and r["pm_width"] == 32 and r["pm_conflicts"] == 1
+    assert "access size 4 (64-bit) for a 32-bit register" in ms[0]
+
+
+def test_pm_timer_hardware_reduced_tablet(lib):
+    """A hardware-reduced FADT that fills only PM_TMR_BLK (tablets: 0x408):
+    ACPICA does not copy it into the X_ block, whose space ID stays 0, so
+    Linux reads no PM timer. The image probes it, labelled and set aside."""
+    f = ab.fadt(pm_tmr_blk=0x408, flags=1 << 20, x_pm=bytes(12), revision=5)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_field"] == "PM_TMR_BLK" and r["pm_address"] == 0x408 and r["pm_width"] == 32
+    assert r["pm_linux_port"] == 0 and r["pm_os_ignored"] and r["pm_set_aside"]
+    assert r["pm_os_note"] == "ignored by the OS (hardware-reduced ACPI)"
+    ms = pm_messages(r)
+    assert r["pm_conflicts"] == 1 and len(ms) == 1 and "ignored by the OS" in ms[0] and "0x408" in ms[0]
+    # the same, but the X_ block says I/O space with address 0: Linux falls back to PM_TMR_BLK
+    f = ab.fadt(pm_tmr_blk=0x408, flags=1 << 20, x_pm=ab.gas(1, 0), revision=5)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_linux_port"] == 0x408 and not r["pm_set_aside"] and not r["pm_os_ignored"]
+    assert any("Linux reads it" in m for m in pm_messages(r))
+    # not hardware-reduced: ACPICA converts the 32-bit block, Linux reads it, no message
+    f = ab.fadt(pm_tmr_blk=0x408, x_pm=bytes(12), revision=5)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_linux_port"] == 0x408 and not r["pm_set_aside"] and r["pm_conflicts"] == 0
+
+
+def test_pm_timer_x_and_32bit_blocks_disagree(lib):
+    f = ab.fadt(pm_tmr_blk=0x408, x_pm=ab.gas(1, 0x608))
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_address"] == 0x608 and r["pm_linux_port"] == 0x608
+    ms = pm_messages(r)
+    assert r["pm_conflicts"] == 1 and "X_PM_TMR_BLK 0x608 and PM_TMR_BLK 0x408 disagree" in ms[0]
+
+
+def test_pm_timer_len_and_x_width_disagree(lib):
+    f = ab.fadt(pm_tmr_len=3, x_pm=ab.gas(1, 0x608))
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_width"] == 32 and r["pm_width_from"] == "X_PM_TMR_BLK bit width"
+    ms = pm_messages(r)
+    assert r["pm_conflicts"] == 1 and "PM_TMR_LEN 3 but X_PM_TMR_BLK is 32 bits wide" in ms[0]
+    # an X_ block of no width: PM_TMR_LEN gives it
+    f = ab.fadt(pm_tmr_len=4, x_pm=ab.gas(1, 0x608, width=0, access=0))
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_width"] == 32 and r["pm_width_from"] == "PM_TMR_LEN" and r["pm_conflicts"] == 0
+    # a 16-bit register: read as 32 bits, as Linux does, and said
+    f = ab.fadt(pm_tmr_len=2, x_pm=ab.gas(1, 0x608, width=16, access=2))
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_width"] == 16
+    assert any("16 bits wide (by X_PM_TMR_BLK bit width), not 32" in m for m in pm_messages(r))
+
+
+def test_pm_timer_32bit_block_without_length(lib):
+    """PM_TMR_BLK set, PM_TMR_LEN 0: ACPICA warns, Linux reads the port anyway."""
     mem, _ = ab.standard_machine(tables=[ab.fadt(pm_tmr_len=0)])
     r = discover(lib, mem)
-    assert not r["pm"] and "PM_TMR_LEN is 0" in r["pm_reason"]
+    assert r["pm"] and r["pm_width"] == 0 and r["pm_width_from"] == "none stated" and r["pm_linux_port"] == 0x608
+    ms = pm_messages(r)
+    assert r["pm_conflicts"] == 1 and "with no width (PM_TMR_LEN 0)" in ms[0]
+
+
+def test_pm_timer_revision_1_reads_only_the_32bit_block(lib):
+    """Linux reads PM_TMR_BLK from a revision 1 FADT, whatever its X_ fields say."""
+    f = ab.fadt(pm_tmr_blk=0, x_pm=ab.gas(1, 0x608), revision=1)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm"] and r["pm_address"] == 0x608 and r["pm_linux_port"] == 0 and r["pm_os_ignored"]
+    assert not r["pm_set_aside"] and "revision 1" in r["pm_os_note"]
+    f = ab.fadt(pm_tmr_blk=0x408, x_pm=ab.gas(1, 0x608), revision=1)
+    mem, _ = ab.standard_machine(tables=[f])
+    r = discover(lib, mem)
+    assert r["pm_linux_port"] == 0x408 and any("Linux reads port 0x408, not X_PM_TMR_BLK 0x608" in m for m in pm_messages(r))
 
 
 def test_duplicate_hpet_tables_use_the_first(lib):

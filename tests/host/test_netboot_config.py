@@ -44,6 +44,7 @@ def test_the_shipped_machines_file_parses():
 
 @pytest.mark.parametrize("text, says", [
     ("[default]\ncmdline = \"profile=quick; reboot\"", "syntax"),
+    ("[default]\ncmdline = \"profile=quick poweroff=1\"", "poweroff takes no value"),
     ("[machines.\"52:54:00\"]\ncmdline = \"x=1\"", "not a MAC"),
     ("[groups.a]\nmacs = [\"52:54:00:00:00:01\"]\n[groups.b]\nmacs = [\"52:54:00:00:00:01\"]", "already in group a"),
     ("[machines.\"52:54:00:00:00:01\"]\ngroup = \"nope\"", "no group"),
@@ -69,3 +70,8 @@ def test_netboot_command_line_is_built_in_qemu_py(tmp_path):
         qemu.build_command(qemu.QemuConfig(boot="netboot"), "tcg")
     with pytest.raises(RuntimeError, match="machines file"):
         qemu.build_command(qemu.QemuConfig(boot="netboot", tftp=tmp_path, bootfile="x", append="profile=quick"), "tcg")
+
+
+def test_poweroff_is_a_word_netboot_passes():
+    cfg = netboot.parse_config("[default]\ncmdline = \"profile=quick poweroff\"")
+    assert cfg.default == "profile=quick poweroff"

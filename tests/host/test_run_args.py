@@ -194,6 +194,7 @@ BAD = [
     (["--append", "duration=-5"], ["--append duration=-5", "from 1 to 86400"]),
     (["--append", "skip=cpus duration=99999"], ["--append duration=99999", "from 1 to 86400"]),
     (["--append", "profile=fast"], ["--append profile=fast", "quick, standard or soak"]),
+    (["--append", "poweroff=yes"], ["--append poweroff=yes", "poweroff takes no value"]),
     (["--append", "profile=soak", "--profile", "quick"], ["--append profile=soak and --profile quick disagree"]),
     (["--append", "duration=10", "--duration", "20"], ["--append duration=10 and --duration 20 disagree"]),
     (["--append", "profile=standard", "--duration", "10"], ["--duration 10 and --append profile=standard disagree"]),

@@ -87,7 +87,7 @@ def find_ovmf() -> str | None:
     return None
 
 
-FAULT_KINDS = ("sigstop", "pause")
+FAULT_KINDS = ("sigstop", "pause", "hog")
 # Bounds on everything a fault waits for: the monitor's socket, each monitor
 # reply, /proc showing that a signal took effect, the injector's last words.
 MONITOR_BOUND_S = 10.0
@@ -109,6 +109,10 @@ class Fault:
     kind "pause": `stop`, then `cont`, on QEMU's monitor. Under TCG every guest
       clock stops with the VM; under KVM the guest's TSC runs on while QEMU's
       HPET and PM timer stand still.
+    kind "hog": a busy process on the host core of QEMU's vCPU threads (all
+      pinned to it; every QEMU thread when they have no names) for duration_s: the host's scheduler shares the core, so
+      the vCPU waits on the run queue, time KVM counts as steal. "stop" in
+      its Injection is the hog's start, "resume" its end.
     The fault starts delay_s after `trigger`, a regular expression, first
     matches the serial output. Faults are applied one at a time, in order.
     """
@@ -496,6 +500,38 @@ def _await_threads(pid: int, stopped: bool) -> bool:
     return False
 
 
+# --- the "hog" fault: a busy process sharing the vCPU threads' host core ---
+HOG_CODE = "while True: pass"
+VCPU_THREAD = re.compile(r"CPU \d+/(KVM|TCG)")
+
+
+def _vcpu_threads(pid: int) -> list[int]:
+    """QEMU's vCPU threads by the names QEMU gives them with `-name
+    debug-threads=on`; without names, every thread of QEMU."""
+    named, every = [], []
+    try:
+        for t in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            every.append(int(t))
+            with open(f"/proc/{pid}/task/{t}/comm") as f:
+                if VCPU_THREAD.fullmatch(f.read().strip()):
+                    named.append(int(t))
+    except OSError:
+        return []
+    return named or every
+
+
+def _last_core(pid: int, tid: int) -> int:
+    """The host core tid last ran on (/proc stat field 39), if it may run
+    there; else the lowest core it may use."""
+    allowed = os.sched_getaffinity(tid)
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            core = int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        core = -1
+    return core if core in allowed else min(allowed)
+
+
 class _Injector:
     """Applies the faults from a thread of its own while run() pumps output."""
 
@@ -520,7 +556,7 @@ class _Injector:
                     inj.error = f"{self.ending_reason} before the delay was up"
                     continue
                 try:
-                    (self._sigstop if fault.kind == "sigstop" else self._pause)(fault, inj, t0)
+                    {"sigstop": self._sigstop, "hog": self._hog}.get(fault.kind, self._pause)(fault, inj, t0)
                 except Exception as e:  # noqa: BLE001 - recorded, and QEMU resumed below
                     inj.error = f"{type(e).__name__}: {e}"
                 if self.stuck.is_set():
@@ -571,6 +607,36 @@ class _Injector:
             self._hold(fault, inj, t0)
         finally:
             self._cont(inj, t0)
+
+    def _hog(self, fault: Fault, inj: Injection, t0: float) -> None:
+        tids = _vcpu_threads(self.proc.pid)
+        if not tids:
+            inj.error = "QEMU's threads are not in /proc"
+            return
+        core = _last_core(self.proc.pid, tids[0])
+        saved = {}
+        hog = None
+        inj.stop_sent_s = time.monotonic() - t0
+        try:
+            for tid in tids:
+                saved[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, {core})
+            hog = subprocess.Popen([sys.executable, "-c", HOG_CODE], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+            os.sched_setaffinity(hog.pid, {core})
+            inj.stop_confirmed_s = time.monotonic() - t0
+            self._hold(fault, inj, t0)
+        finally:
+            inj.resume_sent_s = time.monotonic() - t0
+            if hog is not None:
+                hog.kill()
+                hog.wait()
+            for tid, cpus in saved.items():
+                try:
+                    os.sched_setaffinity(tid, cpus)
+                except OSError:  # QEMU ended meanwhile
+                    pass
+            inj.resume_confirmed_s = time.monotonic() - t0
 
     def _cont(self, inj: Injection, t0: float) -> None:
         inj.resume_sent_s = time.monotonic() - t0

@@ -458,7 +458,8 @@ def machine_rows(res: dict, meta: dict | None = None) -> list[tuple[str, str]]:
             ("console", f"serial {m.get('serial_port', '?')}, screen {m.get('screen', '?')}" if "screen" in m else "unknown"),
             ("profile", f"{prof.get('name', '?')}" + (f": {prof['drift_ms']} ms of drift, {prof.get('hwlat_ms', '?')} ms of stolen-time scan"
                                                       if "drift_ms" in prof else "") if prof else "unknown"),
-            ("TSC rate for ns figures", f"{hz(prof.get('tsc_hz'))} ({prof.get('tsc_hz_source', '?')})" if prof else "unknown"),
+            ("TSC rate for ns figures", f"{hz(prof.get('tsc_hz'))} ({prof.get('tsc_hz_source', '?')}"
+             + (f"; {prof['tsc_reference_why']}" if prof.get("tsc_reference_why") else "") + ")" if prof else "unknown"),
             ("image build", str(res.get("build") or "unknown"))]
     if feat:
         flags = [k for k in ("tsc", "rdtscp", "invariant_tsc", "tsc_deadline", "tsc_adjust") if k in feat]

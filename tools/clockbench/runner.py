@@ -121,6 +121,20 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise _usage("--timeout", f"{args.timeout:g}", "the time bound must be a number of seconds above 0")
 
 
+# Words the image takes bare, with no value (kernel/finish.c: poweroff asks a
+# PC, or QEMU without isa-debug-exit, to power off by ACPI S5 at the end).
+BARE_WORDS = ("poweroff",)
+
+
+def bare_word_problem(word: str) -> str | None:
+    """Why a command-line word misuses a bare word (one the image takes with
+    no value), or None."""
+    key, eq, value = word.partition("=")
+    if key in BARE_WORDS and eq:
+        return f"{key} takes no value (the image would ignore {word!r}): write it alone"
+    return None
+
+
 def check_kernel_words(line: str, option: str) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
     """The duration= and profile= words of a kernel command line, checked as
     the image reads them: one line for `run --append` and the netboot
@@ -130,6 +144,9 @@ def check_kernel_words(line: str, option: str) -> tuple[list[tuple[str, int]], l
     profiles: list[tuple[str, str]] = []
     for word in line.split():
         key, _, value = word.partition("=")
+        problem = bare_word_problem(word)
+        if problem:
+            raise _usage(option, word, problem)
         if key == "duration":
             seconds = parse_duration(value)
             if seconds is None:
