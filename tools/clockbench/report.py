@@ -466,8 +466,11 @@ def machine_rows(res: dict, meta: dict | None = None) -> list[tuple[str, str]]:
         rows.append(("CPU time features", ", ".join(f"{k} {'yes' if feat[k] else 'no'}" for k in flags)
                      + (f"; LFENCE {feat['lfence']}" if feat.get("lfence") else "")))
     cal = _d(res.get("calibration"))
-    if cal:
-        rows.append(("quick TSC estimate", f"{sig(cal.get('estimate_hz', 0) / 1e6, 6)} MHz against {cal.get('source', '?')} (sizes the phases; not the measurement)"))
+    est = cal.get("estimate_hz")
+    if cal and isinstance(est, (int, float)) and not isinstance(est, bool):
+        rows.append(("quick TSC estimate", f"{sig(est / 1e6, 6)} MHz against {cal.get('source', '?')} (sizes the phases; not the measurement)"))
+    elif cal:
+        rows.append(("quick TSC estimate", f"none against {cal.get('source', '?')} (the calibration record states no rate)"))
     return rows
 
 
