@@ -126,6 +126,7 @@ static void sample_all(uint64_t window)
         drift_st.series[k].stall_tsc =
             drift_stall_tsc(results.tsc_estimate_hz, drift_st.series[k].t.up.counter_millihz, ms_to_tsc(1) / 100);
     uint64_t start = bracket_begin();
+    drift_st.window_start_tsc = start;
     for (int k = 0; k < drift_st.series_count; k++) {
         struct series *s = &drift_st.series[k];
         uint64_t a, b;

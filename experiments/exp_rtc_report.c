@@ -103,7 +103,7 @@ static bool counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm, struct r
     return true;
 }
 
-void rtc_report_run(const struct rtc_run *run)
+static void rtc_report_main(const struct rtc_run *run)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     kprintf("\n== The RTC (CMOS real-time clock: its own 32.768 kHz crystal) ==\n");
@@ -255,4 +255,75 @@ void rtc_report_run(const struct rtc_run *run)
     fmt_format(results.rtc_choice, sizeof results.rtc_choice, "the main crystal (%s) and the RTC %s within their tolerances (%s ppm +-%s%s)",
                refname, agree ? "agree" : "DISAGREE", a, c, coarse ? ", coarse" : "");
     cost_records(run);
+}
+
+/* A stop of the machine in the drift window, clock by clock (exp_rtc.c
+   stop_find): how long by the wall clock, and what each clock did. */
+static void stop_report(const struct stop_found *f)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    if (!f->found)
+        return;
+    kprintf("\n== A stop of the machine (a VM paused, migrated or restored) ==\n");
+    kprintf("  at %s s into the drift window (%s): %s s +-%s by the wall clock\n",
+            xs(a, tsc_ticks_s(f->at_tsc), 3), f->seen_by, xs(b, xf_div(f->wall_ns, xf_from_u64(1000000000ull)), 6),
+            xs(c, xf_div(f->u_wall_ns, xf_from_u64(1000000000ull)), 6));
+    if (f->rtc_known)
+        kprintf("  the RTC stepped %s s +-%s against the TSC (edges %u RTC s apart,\n    %s)\n",
+                xs(a, xf_div(f->rtc.step_ns, xf_from_u64(1000000000ull)), 6),
+                xs(b, xf_div(f->rtc.u_ns, xf_from_u64(1000000000ull)), 6), f->rtc.count_s,
+                f->rtc_coarse ? "the seconds register's changes: no two UIP edges hold it" : "UIP's fall timed by the TSC");
+    else
+        kprintf("  no two RTC edges hold it: its length is the TSC's advance alone\n");
+    kprintf("  Rate figures leave it out (each series is cut there, the RTC's fit\n  takes the longest run without it)\n");
+    struct record r;
+    record_begin(&r, "stop");
+    record_str(&r, "seen_by", f->seen_by);
+    record_xf_fixed(&r, "at_s", tsc_ticks_s(f->at_tsc), 6);
+    record_xf_fixed(&r, "wall_ns", f->wall_ns, 0);
+    record_xf_fixed(&r, "uncertainty_ns", f->u_wall_ns, 0);
+    record_xf_fixed(&r, "tsc_ns", f->tsc_ns, 0);
+    if (f->rtc_known) {
+        record_xf_fixed(&r, "rtc_step_ns", f->rtc.step_ns, 0);
+        record_xf_fixed(&r, "rtc_step_uncertainty_ns", f->rtc.u_ns, 0);
+        record_str(&r, "rtc_edges", f->rtc_coarse ? "seconds" : "uip");
+    } else {
+        record_null(&r, "rtc_step_ns");
+        record_null(&r, "rtc_step_uncertainty_ns");
+        record_null(&r, "rtc_edges");
+    }
+    emit(&r);
+    for (uint32_t i = 0; i < f->clock_count; i++) {
+        const struct stop_clock *k = &f->clock[i];
+        struct xf s = xf_div(k->advanced_ns, xf_from_u64(1000000000ull)), u = xf_div(k->u_ns, xf_from_u64(1000000000ull));
+        if (!k->known)
+            kprintf("  %-8s cannot tell: %s\n", k->name, k->how);
+        else if (k->verdict == STOP_STOOD_STILL)
+            kprintf("  %-8s stood still: advanced %s s +-%s (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6), k->how);
+        else if (k->verdict == STOP_RAN_ON)
+            kprintf("  %-8s ran on: jumped %s s +-%s as the guest sees it (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6), k->how);
+        else if (k->verdict == STOP_PARTLY)
+            kprintf("  %-8s partly: advanced %s s +-%s of the stop's %s s (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6),
+                    xs(c, xf_div(f->wall_ns, xf_from_u64(1000000000ull)), 3), k->how);
+        else
+            kprintf("  %-8s advanced %s s +-%s: the stop is too short to tell (%s)\n", k->name, xs(a, s, 6), xs(d, u, 6), k->how);
+        record_begin(&r, "stop_clock");
+        record_str(&r, "clock", k->name);
+        record_str(&r, "verdict", k->known ? stop_verdict_names[k->verdict] : "unknown");
+        if (k->known) {
+            record_xf_fixed(&r, "advanced_ns", k->advanced_ns, 0);
+            record_xf_fixed(&r, "uncertainty_ns", k->u_ns, 0);
+        } else {
+            record_null(&r, "advanced_ns");
+            record_null(&r, "uncertainty_ns");
+        }
+        record_str(&r, "how", k->how);
+        emit(&r);
+    }
+}
+
+void rtc_report_run(const struct rtc_run *run)
+{
+    rtc_report_main(run);
+    stop_report(&run->stop);
 }
