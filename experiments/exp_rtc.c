@@ -2,6 +2,7 @@
 #include "exp_rtc.h"
 
 #include "../drivers/rtc.h"
+#include "../kernel/discover.h"
 #include "../kernel/memory.h"
 #include "../kernel/report_util.h"
 #include "../kernel/reads.h"
@@ -413,6 +414,25 @@ static void measure_cost(const struct profile *p)
     run.cost = sf;
     stats_subtract(&run.cost, se.p50);
     run.cost_done = got > 0;
+}
+
+void rtc_run_mark(bool end)
+{
+    struct run_mark *m = &run.mark[end ? 1 : 0];
+    *m = (struct run_mark){0};
+    if (!experiment_chosen("rtc"))
+        return;
+    struct rtc r;
+    char why[96];
+    struct rtc_raw raw;
+    /* UIP waited out for at most 10 ms: a safe read needs no more */
+    if (rtc_probe(&r, why, sizeof why) && rtc_read_time(&r, &raw, ms_to_tsc(10) ? ms_to_tsc(10) : 30000000ull, why, sizeof why))
+        m->rtc_ok = rtc_decode_clock(&raw, &m->sod);
+    m->tsc = rdtsc();
+    if (discovered.hpet.base && discovered.hpet.counter_64bit) {
+        m->hpet = hpet_counter(&discovered.hpet);
+        m->hpet_ok = true;
+    }
 }
 
 /* A stop of the machine in the drift window: the drift loop away for a

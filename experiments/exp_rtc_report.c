@@ -3,6 +3,7 @@
 
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
+#include "../kernel/discover.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../lib/counters.h"
@@ -322,8 +323,65 @@ static void stop_report(const struct stop_found *f)
     }
 }
 
+/* Over the whole run, from before the first experiment to after the last:
+   the RTC's count (whole seconds, so +-1 s) and the 64-bit HPET's against
+   the TSC. A stop outside the drift window shows here, and only here. */
+static void whole_run_report(const struct rtc_run *run)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    const struct run_mark *m0 = &run->mark[0], *m1 = &run->mark[1];
+    if (!m0->tsc || m1->tsc <= m0->tsc || !results.tsc_measured)
+        return;
+    struct xf one_s = xf_from_u64(1000000000ull);
+    struct xf tsc_ns = tsc_ticks_ns(m1->tsc - m0->tsc);
+    /* the TSC's rate's own uncertainty over that time */
+    struct xf u_rate = xf_div(xf_mul(tsc_ns, results.tsc_uncertainty_ppm), xf_from_u64(1000000));
+    bool any = false;
+    struct record r;
+    record_begin(&r, "run_clocks");
+    record_xf_fixed(&r, "tsc_s", xf_div(tsc_ns, one_s), 6);
+    if (m0->rtc_ok && m1->rtc_ok) {
+        /* each read is the second it fell in: their difference is within 1 s of the time between them */
+        struct xf rtc_step = xf_sub(xf_mul(xf_from_u64(rtc_seconds_between(m0->sod, m1->sod)), one_s), tsc_ns);
+        struct xf u = xf_add(one_s, u_rate);
+        bool stepped = xf_cmp(xf_abs(rtc_step), u) > 0;
+        any = any || stepped;
+        record_xf_fixed(&r, "rtc_step_ns", rtc_step, 0);
+        record_xf_fixed(&r, "rtc_step_uncertainty_ns", u, 0);
+        kprintf("\n  Over the whole run (%s s by the TSC) the RTC ran %s s +-%s against\n  the TSC%s\n",
+                xs(a, xf_div(tsc_ns, one_s), 3), xs(b, xf_div(rtc_step, one_s), 3), xs(c, xf_div(u, one_s), 3),
+                stepped ? ": the machine stood still while the wall clock ran (a stop)" : "");
+    } else {
+        record_null(&r, "rtc_step_ns");
+        record_null(&r, "rtc_step_uncertainty_ns");
+    }
+    if (m0->hpet_ok && m1->hpet_ok && discovered.hpet.period_fs) {
+        struct xf hpet_ns = xf_div(xf_mul(xf_from_u64(m1->hpet - m0->hpet), xf_from_u64(discovered.hpet.period_fs)),
+                                   xf_from_u64(1000000));
+        struct xf step = xf_sub(hpet_ns, tsc_ns);
+        /* its nominal period against the TSC's rate by the drift (if measured against the HPET, the same thing) */
+        struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(counters[COUNTER_HPET].nominal_accuracy_ppm)),
+                                    xf_from_u64(1000000)), u_rate);
+        bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
+        any = any || stepped;
+        record_xf_fixed(&r, "hpet_step_ns", step, 0);
+        record_xf_fixed(&r, "hpet_step_uncertainty_ns", u, 0);
+        kprintf("  the HPET %s s +-%s against the TSC%s\n", xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
+                stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+    } else {
+        record_null(&r, "hpet_step_ns");
+        record_null(&r, "hpet_step_uncertainty_ns");
+    }
+    record_bool(&r, "stopped", any);
+    emit(&r);
+    if (any && !run->stop.found)
+        kprintf("  The drift window saw no stop: it came in another phase, whose figures\n"
+                "  leave out what their own checks of the time away caught\n");
+}
+
 void rtc_report_run(const struct rtc_run *run)
 {
     rtc_report_main(run);
     stop_report(&run->stop);
+    whole_run_report(run);
 }

@@ -37,6 +37,13 @@ struct stop_found {
     struct stop_clock clock[STOP_CLOCKS_MAX];
 };
 
+/* rtc_run_mark's two readings */
+struct run_mark {
+    bool rtc_ok, hpet_ok;
+    uint32_t sod;                  /* the RTC's time of day, whole seconds */
+    uint64_t tsc, hpet;
+};
+
 struct rtc_run {
     bool present;
     char reason[128];              /* why absent */
@@ -67,6 +74,7 @@ struct rtc_run {
     uint32_t min_step_s;           /* the least RTC count between consecutive edges */
     uint64_t min_step_tsc;         /* the least TSC time between edges one RTC second apart */
     struct stop_found stop;
+    struct run_mark mark[2];       /* before the first experiment, after the last */
 };
 
 /* The RTC's section: its lines, records and checks, and the verdict's
