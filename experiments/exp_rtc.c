@@ -468,6 +468,16 @@ static void stop_clock_add(struct stop_found *f, const char *name, bool known, s
                        : STOP_TOO_SHORT;
 }
 
+/* The TSC's rate for the seconds' edges: the RTC fit's, else the drift's
+   (with its uncertainty), else the estimate (taken as good to 1000 ppm). */
+static void stop_rate(struct xf *rate, struct xf *u_rel)
+{
+    *rate = run.fit.fitted ? run.fit.tsc_per_s : results.tsc_measured ? results.tsc_hz : xf_from_u64(results.tsc_estimate_hz);
+    *u_rel = run.fit.fitted ? run.fit.uncertainty_rel
+             : results.tsc_measured ? xf_div(results.tsc_uncertainty_ppm, xf_from_u64(1000000))
+                                    : xf_div(xf_from_u64(1), xf_from_u64(1000));
+}
+
 /* The stop between from and to (TSC ticks into the window), the TSC
    having advanced tsc_ticks across it: its length by the wall clock and
    each clock's account of it. */
@@ -525,11 +535,8 @@ static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, ui
         /* no two UIP edges hold it: the seconds register's changes, at
            the fitted rate, else the TSC's by the drift (with its
            uncertainty), else its estimate (taken as good to 1000 ppm) */
-        struct xf rate = run.fit.fitted ? run.fit.tsc_per_s : results.tsc_measured ? results.tsc_hz
-                                                                                    : xf_from_u64(results.tsc_estimate_hz);
-        struct xf u_rel = run.fit.fitted ? run.fit.uncertainty_rel
-                          : results.tsc_measured ? xf_div(results.tsc_uncertainty_ppm, xf_from_u64(1000000))
-                                                 : xf_div(xf_from_u64(1), xf_from_u64(1000));
+        struct xf rate, u_rel;
+        stop_rate(&rate, &u_rel);
         f->rtc_known = rtc_jump_across(coarse, coarse_count, start + f->at_tsc, rate, u_rel, xf_from_u64(0), &f->rtc);
         f->rtc_coarse = f->rtc_known;
     }
@@ -579,9 +586,18 @@ static void stop_find(void)
     if (big)
         stop_at(f, "the drift loop was away while the TSC ran", big->at_tsc - big->tsc_ticks, big->at_tsc, big->tsc_ticks,
                 true);
-    uint64_t at = rtc_largest_discontinuity(edges, run.edge_count, results.tsc_estimate_hz);
-    if (!at)
-        at = rtc_largest_discontinuity(coarse, coarse_count, results.tsc_estimate_hz);
+    /* the RTC's largest step, by its UIP edges or its seconds' changes */
+    struct xf rate, u_rel;
+    stop_rate(&rate, &u_rel);
+    struct rtc_jump ju, jc;
+    uint64_t at_u = 0, at_c = 0, at = 0;
+    bool by_uip = run.fit.fitted && rtc_largest_jump(edges, run.edge_count, results.tsc_estimate_hz, run.fit.tsc_per_s,
+                                                     run.fit.uncertainty_rel, run.fit.resid_rms_tsc, &ju, &at_u);
+    bool by_sec = rtc_largest_jump(coarse, coarse_count, results.tsc_estimate_hz, rate, u_rel, xf_from_u64(0), &jc, &at_c);
+    if (by_uip && (!by_sec || xf_cmp(xf_abs(ju.step_ns), xf_sub(xf_abs(jc.step_ns), jc.u_ns)) >= 0))
+        at = at_u;
+    else if (by_sec)
+        at = at_c;
     if (at > start) {
         stop_at(&other, "the RTC stepped against the TSC", at - start, at - start, 0, false);
         if (!f->found || xf_cmp(other.wall_ns, f->wall_ns) > 0)

@@ -305,3 +305,23 @@ uint64_t rtc_largest_discontinuity(const struct rtc_edge *e, uint32_t n, uint64_
     }
     return at;
 }
+
+bool rtc_largest_jump(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct xf tsc_per_s, struct xf u_rel,
+                      struct xf rms_tsc, struct rtc_jump *out, uint64_t *at_tsc)
+{
+    bool found = false;
+    struct rtc_jump j;
+    for (uint32_t i = 1; i < n; i++) {
+        if (continuous(e, i, tsc_hz_estimate) || mid(&e[i]) < mid(&e[i - 1]))
+            continue;
+        uint64_t at = rtc_tsc_mid(mid(&e[i - 1]), mid(&e[i]));
+        if (!rtc_jump_across(e, n, at, tsc_per_s, u_rel, rms_tsc, &j))
+            continue;
+        if (!found || xf_cmp(xf_abs(j.step_ns), xf_abs(out->step_ns)) > 0) {
+            *out = j;
+            *at_tsc = at;
+            found = true;
+        }
+    }
+    return found;
+}

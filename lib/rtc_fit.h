@@ -123,6 +123,12 @@ bool rtc_jump_across(const struct rtc_edge *e, uint32_t n, uint64_t at_tsc, stru
    edges (tsc_hz_estimate within a few %): the middle of that interval, or 0
    when none disagree by half a second or more. */
 uint64_t rtc_largest_discontinuity(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate);
+/* Of every interval where they disagree by half a second or more, the one
+   whose step (rtc_jump_across at its middle) is largest: a stop, where a
+   lone edge misread or late steps back at the next (its step, taken over
+   to the edge after, is nothing). *at_tsc gets its middle. False when none. */
+bool rtc_largest_jump(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct xf tsc_per_s, struct xf u_rel,
+                      struct xf rms_tsc, struct rtc_jump *out, uint64_t *at_tsc);
 
 /* A rate by the RTC held against the same rate by another reference. */
 struct rtc_vs {

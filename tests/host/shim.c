@@ -602,6 +602,12 @@ const char *shim_rtc_jump(const uint64_t *a, const uint64_t *b, const uint32_t *
     record_xf(&rec, "step_ns", j.step_ns);
     record_xf(&rec, "u_ns", j.u_ns);
     record_u64(&rec, "largest_at", rtc_largest_discontinuity(e, n, hz_estimate));
+    uint64_t at = 0;
+    bool big = rtc_largest_jump(e, n, hz_estimate, xf_from_u64(tsc_per_s),
+                                xf_div(xf_from_u64(u_rel_ppb), xf_from_u64(1000000000ull)), xf_from_u64(rms_tsc), &j, &at);
+    record_bool(&rec, "largest_found", big);
+    record_u64(&rec, "largest_jump_at", at);
+    record_xf(&rec, "largest_step_ns", big ? j.step_ns : xf_from_u64(0));
     return finish();
 }
 

@@ -106,3 +106,15 @@ STILL, RAN, PARTLY, SHORT = 0, 1, 2, 3
 ])
 def test_stop_verdicts(lib, advanced, u, wall, u_wall, verdict):
     assert lib.shim_stop_judge(advanced, u, wall, u_wall) == verdict
+
+
+def test_a_lone_bad_edge_is_no_stop_beside_a_real_one(lib):
+    """An edge whose clock read one second off (or that came a second late)
+    makes two intervals disagree, but its step, taken to the edge after,
+    is nothing: the stop is the largest step, not the largest disagreement."""
+    a, b, sod, at = edges_across(Fraction(3), n_before=4, n_after=8)
+    sod[-3] += 1  # a misread: the interval before it disagrees by a second
+    j = jump(lib, a, b, sod, at)
+    assert j["largest_found"]
+    assert abs(xf_value(j["largest_step_ns"]) - 3 * NS) <= xf_value(j["u_ns"]), j
+    assert a[3] <= j["largest_jump_at"] <= b[4], j
