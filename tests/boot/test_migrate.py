@@ -153,10 +153,15 @@ def test_the_stop_is_out_of_the_rates(run):
     TSC by its reference within its stated uncertainty of what the RTC says
     (the `rtc` record's own comparison, which passed)."""
     r = records.one(run.recs, "rtc")
-    assert r["ppm_tsc_vs_rtc"] is not None, r
-    assert abs(r["ppm_tsc_vs_rtc"]) <= 3 * r["uncertainty_ppm"] + 1.0, r
-    for f in records.of_type(run.recs, "frequency"):
+    if r.get("ppm_tsc_vs_rtc") is not None:  # the RTC's fit: edges a second apart or more, either side of the stop
+        assert abs(r["ppm_tsc_vs_rtc"]) <= 3 * r["uncertainty_ppm"] + 1.0, r
+    freqs = records.of_type(run.recs, "frequency")
+    assert freqs
+    for f in freqs:
         assert f["segments"] >= 1 and f["uncertainty_ppm"] < 50, f
+        # a frequency within its stated uncertainty of the nominal, as an undisturbed run's (QEMU's rates are exact)
+        if f["ppm_vs_nominal"] is not None and f["counter"] in ("hpet", "acpi_pm"):
+            assert abs(f["ppm_vs_nominal"]) <= 3 * f["uncertainty_ppm"] + 1.0, f
 
 
 @pytest.mark.timed
