@@ -112,6 +112,7 @@ def test_stop_length_agrees_with_qmp(run):
     stop = records.one(run.recs, "stop")
     wall_s, u_s = stop["wall_ns"] / 1e9, stop["uncertainty_ns"] / 1e9
     qmp_s, qmp_u = run.migration["stopped_s"], run.migration["stopped_uncertainty_s"]
+    print(f"\n{run.accel}: the image's stop {wall_s:.6f} s +- {u_s:.6f} ({stop['seen_by']}); QMP {qmp_s:.6f} s +- {qmp_u:.6f}")
     assert abs(wall_s - qmp_s) <= u_s + qmp_u, (stop, run.migration)
     # far better than a second: the RTC's edges are timed by the TSC
     assert u_s < 0.2, stop
