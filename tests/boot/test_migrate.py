@@ -117,9 +117,12 @@ def test_stop_length_agrees_with_qmp(run):
     qmp_s, qmp_u = run.migration["stopped_s"], run.migration["stopped_uncertainty_s"]
     print(f"\n{run.accel}: the image's stop {wall_s:.6f} s +- {u_s:.6f} ({stop['seen_by']}); QMP {qmp_s:.6f} s +- {qmp_u:.6f}")
     assert abs(wall_s - qmp_s) <= u_s + qmp_u, (stop, run.migration)
-    # far better than a second: the RTC's edges are timed by the TSC
-    assert u_s < 0.2, stop
+    # the RTC's step far better than a second: its edges are timed by the TSC
+    # (the stop's own bound may be wider: under TCG it holds the longest gap
+    # of a loaded host's within a second of the stop, where the TSC may have run)
     assert stop["rtc_step_ns"] is not None, stop
+    assert stop["rtc_step_uncertainty_ns"] < 50_000_000, stop
+    assert u_s < 1.0, stop
 
 
 @pytest.mark.timed
