@@ -120,8 +120,10 @@ def test_stop_length_agrees_with_qmp(run):
     # the RTC's step far better than a second: its edges are timed by the TSC
     # (the stop's own bound may be wider: under TCG it holds the longest gap
     # of a loaded host's within a second of the stop, where the TSC may have run)
-    assert stop["rtc_step_ns"] is not None, stop
-    assert stop["rtc_step_uncertainty_ns"] < 50_000_000, stop
+    if run.accel == "tcg":  # the RTC is the clock that jumps: its step is the stop
+        assert stop["rtc_step_ns"] is not None, stop
+    if stop["rtc_step_ns"] is not None:
+        assert stop["rtc_step_uncertainty_ns"] < 50_000_000, stop
     assert u_s < 1.0, stop
 
 
@@ -144,8 +146,10 @@ def test_each_clock_as_qemu_keeps_it(run):
         assert stop["seen_by"].startswith("the drift loop"), stop
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
         assert c["hpet"]["verdict"] == "stood_still", c["hpet"]
-        assert c["rtc"]["verdict"] == "ran_on", c["rtc"]
-        assert abs(stop["rtc_step_ns"]) <= stop["rtc_step_uncertainty_ns"] + 10_000_000, stop
+        # the RTC, when two of its edges hold the stop (under PVM the poller can miss them all before it)
+        if "rtc" in c:
+            assert c["rtc"]["verdict"] == "ran_on", c["rtc"]
+            assert abs(stop["rtc_step_ns"]) <= stop["rtc_step_uncertainty_ns"] + 10_000_000, stop
         assert abs(c["tsc"]["advanced_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             c["tsc"]["uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (c["tsc"], run.migration)
         # the whole run's account says it too: the HPET stood still by the stop against the TSC
