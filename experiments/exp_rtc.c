@@ -85,7 +85,7 @@ static struct rtc_edge edges[RTC_EDGES_MAX];
    (a loaded host; a stop that moved the RTC against the TSC) still has an
    edge either side of a stop: they size stops, never the rate. */
 #define COARSE_MS 1
-#define COARSE_WIDE_MS 10       /* a change seen between reads further apart is no edge */
+#define COARSE_WIDE_MS 100      /* a change seen between reads further apart is no edge (a UIP poll can hold the loop for ms: wider under PVM) */
 #define COARSE_MAX 512
 static struct rtc_edge coarse[COARSE_MAX];
 static uint32_t coarse_count;
@@ -107,7 +107,7 @@ static void coarse_poll(uint64_t tsc_now)
         /* the whole clock, read after the change. An edge is one second
            on from the last change seen, its seconds the ones just read (a
            read mid-update, undefined on hardware, is not kept), between
-           two reads under 10 ms apart. A change of more is the clock
+           two reads under 100 ms apart. A change of more is the clock
            stepping (a VM resumed: the RTC's time moved at that instant,
            at no second boundary), not an edge. */
         struct rtc_raw raw;
