@@ -96,6 +96,8 @@ static void report_monotonicity(void)
         record_u64(&r, "reads", tf->seq_reads);
         record_u64(&r, "backward", backward);
         record_u64(&r, "largest_backward_ticks", largest);
+        if (drift)
+            record_u64(&r, "backward_across_stops", cf->backward_across_stops);
         if (drift) {
             record_u64(&r, "stalls", cf->stalls);
             record_xf_fixed(&r, "longest_stall_ns", tsc_ticks_ns(cf->longest_stall_tsc), 1);
@@ -103,6 +105,10 @@ static void report_monotonicity(void)
             record_bool(&r, "stuck", cf->stuck);
         }
         emit(&r);
+        if (drift && cf->backward_across_stops)
+            kprintf("  %s: %llu step(s) back across a stop of the machine (its state restored:\n"
+                    "    see \"A stop of the machine\"), not counted here\n", name,
+                    (unsigned long long)cf->backward_across_stops);
         if (backward)
             check_fail(check, "%s: %llu backward step(s), the largest %llu ticks", name, (unsigned long long)backward,
                        (unsigned long long)largest);

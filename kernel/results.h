@@ -28,6 +28,7 @@ struct target_findings {
 struct counter_findings {
     bool drift_done, fitted, stuck;
     uint64_t backward, largest_backward; /* in the drift window */
+    uint64_t backward_across_stops;      /* ... of those, across a stop of the machine: left out of backward */
     uint64_t wraps, stalls, longest_stall_tsc;
     struct xf ppm_vs_nominal;            /* against the TSC's reference (not for the reference itself) */
     bool has_ppm;
