@@ -354,6 +354,7 @@ tool: deps $(HOST_TOOL)
 # Log fixtures for the host tool's tests, from real QEMU runs (TCG and, when usable, KVM).
 fixtures: $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --log tests/fixtures/tcg-q35.log > /dev/null
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --log tests/fixtures/tcg-q35-emulator.log > /dev/null
 	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --machine pc --cpu EPYC --log tests/fixtures/tcg-pc-epyc.log > /dev/null
 	-PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel kvm --firmware qboot --log tests/fixtures/kvm-q35.log > /dev/null
 

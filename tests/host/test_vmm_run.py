@@ -101,6 +101,7 @@ def _bad_cases(tmp_path: Path) -> list[tuple[list[str], list[str]]]:
         (["--vmm", "firecracker", "--vmm-binary", str(fc), "--smp", "33"], ["--smp 33", "from 1 to 32 vCPUs"]),
         (["--vmm", "firecracker", "--vmm-binary", str(fc), "--memory", "100.5M"], ["--memory 100.5M", "whole MiB"]),
         (["--vmm", "firecracker", "--vmm-binary", str(fc), "--smp", "0"], ["--smp 0", "from 1 to"]),
+        (["--vmm", "firecracker", "--vmm-binary", str(fc), "--migrate-at", "5"], ["--migrate-at 5", "is QEMU's"]),
     ]
 
 

@@ -146,7 +146,8 @@ def check_vmm_arguments(args: argparse.Namespace) -> None:
     qemu_only = [(name, value) for name, value, default in (
         ("--firmware", args.firmware, "bios"), ("--machine", args.machine, "q35"), ("--cpu", args.cpu, None),
         ("--qemu-arg", " ".join(args.qemu_arg or []) or None, None), ("--display", args.display or None, None),
-        ("--secure-boot-vars", getattr(args, "secure_boot_vars", None), None)) if value != default]
+        ("--secure-boot-vars", getattr(args, "secure_boot_vars", None), None),
+        ("--migrate-at", getattr(args, "migrate_at", None), None)) if value != default]
     if args.accel == "tcg":
         qemu_only.insert(0, ("--accel", "tcg"))
     if qemu_only:
@@ -212,6 +213,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     check_vmm_arguments(args)
     check_machine_arguments(args)
     check_timeout(args)
+    check_migration_arguments(args)
     if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
     if args.boot == "pvh" and args.firmware == "uefi":
@@ -318,6 +320,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="add the run to this store of runs ('none': do not) (default: %(default)s)")
     r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
+    add_migration_arguments(r)
     r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
 
@@ -410,6 +413,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def start(echo, stop):
         try:
+            if getattr(args, "migrate_at", None) is not None:
+                return run_migrated(args, cfg, timeout, echo, stop, meta, run_dir)
             return qemu.run(cfg, timeout=timeout, echo=echo, stop=stop)
         except (RuntimeError, OSError) as e:
             missing = isinstance(e, FileNotFoundError) and e.filename == command[0]
@@ -556,6 +561,8 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         return result.exit_code
     first, *notes = result.describe().split("\n")
     _say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
+    if meta.get("migration"):
+        _say(meta["migration"]["described"])
 
     report_dir = Path(args.log).with_suffix("") if args.log else run_dir
     if not args.no_report and result.output:
@@ -588,6 +595,46 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
     _store(args, meta, log, result.output)
     return result.exit_code
+
+
+# --- --migrate-at: the VM moved to a new QEMU mid-run (qemu.run_migrated) ---
+
+def add_migration_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--migrate-at", type=float, metavar="SECONDS",
+                   help="migrate the VM to a new QEMU this many seconds after the serial port's first line: stopped (QMP "
+                   "stop), its state written to a file, resumed by a second QEMU started with -incoming; the log goes on "
+                   "from it, the status is its. From 0 to below the run's time bound")
+    r.add_argument("--migrate-gap", type=float, metavar="SECONDS", default=qemu.MIGRATE_GAP_DEFAULT_S,
+                   help="with --migrate-at: the least time the VM stands still between the two QEMUs (longer when "
+                   "moving the state takes longer; what it was is measured) (default: %(default)s)")
+
+
+def check_migration_arguments(args: argparse.Namespace) -> None:
+    at = getattr(args, "migrate_at", None)
+    gap = getattr(args, "migrate_gap", qemu.MIGRATE_GAP_DEFAULT_S)
+    if at is None:
+        if gap != qemu.MIGRATE_GAP_DEFAULT_S:
+            raise _usage("--migrate-gap", f"{gap:g}", "a gap is for a migration: give --migrate-at too")
+        return
+    bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
+    if not (math.isfinite(at) and 0 <= at < bound):
+        raise _usage("--migrate-at", f"{at:g}", f"the migration's time must be from 0 to below the run's time bound "
+                     f"({bound:g} s: --timeout, or what the profile and duration ask for), in seconds after the serial "
+                     "port's first line")
+    if not (math.isfinite(gap) and 0 <= gap <= 3600):
+        raise _usage("--migrate-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+
+
+def run_migrated(args, cfg: qemu.QemuConfig, timeout: float, echo, stop, meta: dict, run_dir: Path) -> qemu.RunResult:
+    migration = qemu.Migration(at_s=args.migrate_at, gap_s=args.migrate_gap, state_dir=run_dir)
+    _say(f"migrating the VM to a new QEMU {migration.at_s:g} s after the serial port's first line, stopped at least "
+         f"{migration.gap_s:g} s")
+    try:
+        result, moved = qemu.run_migrated(cfg, migration, timeout=timeout, echo=echo, stop=stop)
+    finally:
+        (run_dir / "vmstate").unlink(missing_ok=True)  # the VM's memory: not kept
+    meta["migration"] = {**moved.to_json(), "described": moved.describe()}
+    return result
 
 
 def _store(args, meta: dict, log: Path, output: str) -> None:

@@ -63,7 +63,9 @@ class Ending:
         return self.status if self.status is not None else EXIT_NO_VERDICT
 
 
-def _pump(stream, sink: list[bytes], live: Callable[[str], None] | None, watch: Callable[[bytes], None] | None) -> None:
+def pump(stream, sink: list[bytes], live: Callable[[str], None] | None, watch: Callable[[bytes], None] | None) -> None:
+    """Reads a process's stream to its end: each chunk kept in sink, given
+    to watch (bytes) and live (text) as it arrives."""
     for chunk in iter(lambda: stream.read1(4096), b""):
         sink.append(chunk)
         if watch:
@@ -91,8 +93,8 @@ def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = No
                             start_new_session=True, cwd=cwd)
     out: list[bytes] = []
     err: list[bytes] = []
-    readers = [threading.Thread(target=_pump, args=(proc.stdout, out, echo, watch_out), daemon=True),
-               threading.Thread(target=_pump, args=(proc.stderr, err, echo_err, watch_err), daemon=True)]
+    readers = [threading.Thread(target=pump, args=(proc.stdout, out, echo, watch_out), daemon=True),
+               threading.Thread(target=pump, args=(proc.stderr, err, echo_err, watch_err), daemon=True)]
     for t in readers:
         t.start()
     timed_out = interrupted = False
