@@ -104,7 +104,7 @@ struct machine {
     enum machine_kind kind;
     char hv_vendor[13];     /* CPUID 0x40000000, "" without a hypervisor */
     const char *why;        /* what identified it */
-    char vendor[48];        /* the FADT's hypervisor vendor, as ", FADT vendor \"...\"", or "" */
+    char vendor[48];        /* the FADT's hypervisor vendor, as "FADT hypervisor vendor \"...\"", or "" */
     bool firecracker;       /* the firmware names Firecracker */
 };
 
@@ -153,7 +153,7 @@ static void identify(struct machine *m)
         return;
     if (!a) {
         m->kind = MACHINE_QEMU;
-        m->why = "a virtual machine not yet identified (the run ended before the ACPI tables were read)";
+        m->why = "not yet known (the run ended before the ACPI tables were read)";
         return;
     }
     if (!a->rsdp_found) {
@@ -164,7 +164,7 @@ static void identify(struct machine *m)
     m->kind = MACHINE_VMM;
     m->why = "a hypervisor whose DSDT has no QEMU fw_cfg device";
     if (a->hypervisor_vendor[0])
-        fmt_format(m->vendor, sizeof m->vendor, ", FADT hypervisor vendor \"%s\"", a->hypervisor_vendor);
+        fmt_format(m->vendor, sizeof m->vendor, "FADT hypervisor vendor \"%s\"", a->hypervisor_vendor);
     m->firecracker = !strcmp(a->hypervisor_vendor, "FIRECKVM") || !strcmp(a->oem_id, "FIRECK");
 }
 
@@ -181,7 +181,8 @@ static void announce(const char *way, const char *detail)
     record_str(&r, "way", way);
     record_str(&r, "detail", detail);
     console_emit_record(&r);
-    serial_printf("clockbench: ending the machine: %s: %s\n", way, detail);
+    /* two lines, each within the report's 80 columns */
+    serial_printf("clockbench: ending the machine: %s\n  %s\n", way, detail);
     console_flush();
 }
 
@@ -350,8 +351,11 @@ void run_finish(enum run_status s)
     bool asked = word && !word[0];
     if (word && word[0])
         serial_printf("Note: poweroff=%s ignored: the word takes no value\n", word);
-    serial_printf("clockbench: machine: %s (%s)%s%s%s%s\n", kind_name(m.kind), m.why, m.hv_vendor[0] ? ", CPUID hypervisor \"" : "",
-                  m.hv_vendor, m.hv_vendor[0] ? "\"" : "", m.vendor);
+    /* short lines, each within the report's 80 columns */
+    serial_printf("clockbench: machine: %s%s%s%s\n  identified by: %s\n", kind_name(m.kind),
+                  m.hv_vendor[0] ? " (CPUID hypervisor \"" : "", m.hv_vendor, m.hv_vendor[0] ? "\")" : "", m.why);
+    if (m.vendor[0])
+        serial_printf("  %s\n", m.vendor);
     struct record r;
     record_begin(&r, "ending");
     record_str(&r, "machine", kind_name(m.kind));

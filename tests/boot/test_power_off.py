@@ -21,8 +21,10 @@ ONLY = "only=cpu_speed poweroff"  # discovery and the shortest experiment: the e
 def ended_by_s5(b, register: str):
     r = b.result
     assert not r.timed_out and r.qemu_exit == 0 and r.status is None, b.explain()
-    machine = [l for l in b.output.split("\n") if l.startswith("clockbench: machine:")]
-    assert machine and machine[0].startswith("clockbench: machine: qemu (the DSDT declares QEMU's fw_cfg"), machine
+    lines = b.output.split("\n")
+    at = [i for i, l in enumerate(lines) if l.startswith("clockbench: machine:")]
+    assert at and lines[at[0]].startswith("clockbench: machine: qemu"), lines[-20:]
+    assert lines[at[0] + 1].startswith("  identified by: the DSDT declares QEMU's fw_cfg"), lines[at[0]:at[0] + 3]
     end = records.one(b.records, "ending")
     assert end["machine"] == "qemu" and end["poweroff"] and "QEMU0002" in end["identified_by"], end
     ways = [p["way"] for p in records.of_type(b.records, "power_off")]
