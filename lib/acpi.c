@@ -537,6 +537,7 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
     a->madt_found = true;
     a->lapic_address = ld32(t + MADT_OFF_LAPIC_ADDRESS);
     a->madt_flags = ld32(t + MADT_OFF_FLAGS);
+    uint32_t ioapics_over = 0, overrides_over = 0;
     for (uint32_t off = MADT_OFF_ENTRIES; off + 2 <= len;) {
         uint8_t type = t[off], elen = t[off + 1];
         const uint8_t *e = t + off;
@@ -556,19 +557,23 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
                 a->ioapics[a->ioapic_count++] = (struct acpi_ioapic){
                     .id = e[IOAPIC_OFF_ID], .address = ld32(e + IOAPIC_OFF_ADDRESS), .gsi_base = ld32(e + IOAPIC_OFF_GSI_BASE)};
             else
-                say(a, "APIC table: more than %u I/O APICs; the rest are ignored", ACPI_MAX_IOAPICS);
+                ioapics_over++;
         } else if (type == MADT_SOURCE_OVERRIDE && elen >= ISO_LEN) {
             if (a->override_count < ACPI_MAX_OVERRIDES)
                 a->overrides[a->override_count++] = (struct acpi_override){
                     .bus = e[ISO_OFF_BUS], .source = e[ISO_OFF_SOURCE], .gsi = ld32(e + ISO_OFF_GSI),
                     .flags = (uint16_t)(e[ISO_OFF_FLAGS] | e[ISO_OFF_FLAGS + 1] << 8)};
             else
-                say(a, "APIC table: more than %u interrupt source overrides; the rest are ignored", ACPI_MAX_OVERRIDES);
+                overrides_over++;
         } else if ((type == MADT_LOCAL_APIC || type == MADT_LOCAL_X2APIC || type == MADT_LAPIC_OVERRIDE ||
                     type == MADT_IOAPIC || type == MADT_SOURCE_OVERRIDE))
             say(a, "APIC table: type %u entry at offset %u is %u bytes, too short; skipped", type, off, elen);
         off += elen;
     }
+    if (ioapics_over)
+        say(a, "APIC table: %u I/O APICs beyond the first %u are ignored", ioapics_over, ACPI_MAX_IOAPICS);
+    if (overrides_over)
+        say(a, "APIC table: %u interrupt source overrides beyond the first %u are ignored", overrides_over, ACPI_MAX_OVERRIDES);
     tally_repeats(a);
 }
 
