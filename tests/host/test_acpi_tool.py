@@ -1,0 +1,269 @@
+"""`clockbench acpi` on real machines' tables (tests/host/data/acpi: five
+machines of the linuxhw/ACPI collection, their FACP, HPET and APIC), each
+checked against ACPICA's own decoding of the same bytes (`iasl -d`, kept by
+the collection beside each dump), against what a person reads off that
+decoding, and for bad input: one line and the documented exit status."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "host" / "data" / "acpi"
+sys.path.insert(0, str(ROOT / "tools"))
+from clockbench import acpi  # noqa: E402
+
+MACHINES = sorted(p.stem for p in DATA.glob("*.txt"))
+
+
+def run(*args, env=None, user=None):
+    cmd = [sys.executable, "-m", "clockbench", "acpi", *map(str, args)]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    e = dict(os.environ, PYTHONPATH=str(ROOT / "tools"), **(env or {}))
+    return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=60)
+
+
+@functools.lru_cache(maxsize=None)
+def tool_text(machine: str) -> str:
+    r = run(DATA / f"{machine}.txt", "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return r.stdout
+
+
+def tool_json(machine: str) -> dict:
+    return json.loads(tool_text(machine))
+
+
+# --- ACPICA's decoding: "[02Fh 0047 001h]   Local Apic ID : 00" lines ---
+
+FIELD = re.compile(r"^\[([0-9A-F]{3,4})h (\d{4})\s+[0-9A-Fa-f]+h?\]\s+(.+?) : (\S+)")
+FLAG = re.compile(r"^\s+(.+?) : (\d+)$")
+
+
+def acpica(machine: str) -> dict[str, list[dict]]:
+    """Per table, its parts as ACPICA decoded them: part 0 the fixed fields
+    (offset -> value, and the decoded flag names), then one per subtable."""
+    tables: dict[str, list[dict]] = {}
+    with gzip.open(DATA / f"{machine}.dsl.gz", "rt") as f:
+        lines = f.read().splitlines()
+    cur = None
+    for i, line in enumerate(lines):
+        if line in ("FACP", "HPET", "APIC") and i + 1 < len(lines) and lines[i + 1].startswith("----"):
+            cur = tables.setdefault(line, [{}])
+            continue
+        if cur is None:
+            continue
+        m = FIELD.match(line)
+        if m:
+            off, name, value = int(m.group(2)), m.group(3).strip(), m.group(4)
+            if name == "Subtable Type":
+                cur.append({})
+            part = cur[-1]
+            part[off] = part[name] = value
+            continue
+        m = FLAG.match(line)
+        if m:
+            cur[-1][m.group(1).strip()] = int(m.group(2))
+    return tables
+
+
+def hexv(s: str) -> int:
+    return int(s, 16)
+
+
+def test_every_machine_is_read_as_acpica_decodes_it():
+    assert len(MACHINES) == 5
+    for machine in MACHINES:
+        v, dec = tool_json(machine), acpica(machine)
+        a, pm = v["acpi_record"], v["pm_timer"]
+        assert '"truncated"' not in json.dumps(a), machine  # the image's record, whole
+        # FADT (ACPI 6.5, 5.2.9): ACPICA takes X_PM_TMR_BLK when its address is set, else PM_TMR_BLK as I/O
+        f = dec["FACP"][0]
+        x_address = hexv(f[212]) if 212 in f else 0
+        want = x_address or hexv(f[76])
+        assert pm["found"] and pm["address"] == want, machine
+        assert pm["field"] == ("X_PM_TMR_BLK" if x_address else "PM_TMR_BLK"), machine
+        assert pm["counter_bits"] == (32 if f["32-bit PM Timer (V1)"] else 24), machine
+        assert a["hardware_reduced"] == bool(f.get("Hardware Reduced (V5)", 0)), machine
+        assert pm["os_ignored"] == a["hardware_reduced"], machine  # these machines: Linux skips it only when hardware-reduced
+        assert a["fadt_revision"] == hexv(f[8]) and a["pm_timer_len"] == hexv(f[91]), machine
+        # HPET (IA-PC HPET 1.0a, 3.2.4): the block ID's bits 12:8 are the comparators less one
+        h = v["hpet_table"]
+        if "HPET" in dec:
+            d = dec["HPET"][0]
+            assert h["found"] and h["address"] == hexv(d[44]) and h["block_id"] == hexv(d[36]), machine
+            assert h["comparators"] == ((hexv(d[36]) >> 8) & 0x1F) + 1 and h["min_tick"] == hexv(d[53]), machine
+        else:
+            assert not h["found"] and h["reason"] == "no valid HPET table in the XSDT", machine
+        # MADT (5.2.12): every processor entry, by ACPICA, counted by the rules the image states
+        entries = []
+        for s in dec["APIC"][1:]:
+            if s.get("Subtable Type") == "00":
+                entries.append((hexv(s["Local Apic ID"]), s["Processor Enabled"], hexv(s["Local Apic ID"]) == 0xFF))
+            elif s.get("Subtable Type") == "09":
+                x2 = hexv(s["Processor x2Apic ID"])
+                entries.append((x2, s["Processor Enabled"], x2 == 0xFFFFFFFF))
+        assert entries and len(dec["FACP"][0]) > 20, machine
+        cpus = [e for e in entries if not e[2]]
+        ids = {i for i, _, _ in cpus}
+        enabled = {i for i, en, _ in cpus if en}
+        assert a["madt_placeholders"] == len(entries) - len(cpus), machine
+        assert (a["cpus_listed"], a["cpus_enabled"]) == (len(ids), len(enabled)), machine
+        assert a["madt_disabled_copies"] == sum(1 for i, en, _ in cpus if not en and i in enabled), machine
+        assert a["madt_disabled_shared"] == sum(1 for i, en, _ in cpus if not en and i not in enabled) - len(ids - enabled)
+        assert sorted(c["apic_id"] for c in v["cpus"] if c["enabled"]) == sorted(enabled), machine
+        ioapics = [(hexv(s["I/O Apic ID"]), hexv(s["Address"]), hexv(s["Interrupt"]))
+                   for s in dec["APIC"][1:] if s.get("Subtable Type") == "01"]
+        assert [(i["id"], i["address"], i["gsi_base"]) for i in v["ioapics"]] == ioapics, machine
+        isos = [(hexv(s["Source"]), hexv(s["Interrupt"]), hexv(s["Flags (decoded below)"]))
+                for s in dec["APIC"][1:] if s.get("Subtable Type") == "02"]
+        assert [(o["irq"], o["gsi"], o["flags"]) for o in v["irq_overrides"]] == isos, machine
+
+
+# What a person reads off ACPICA's decoding of each machine, and what the
+# tool must say about it.
+EXPECTED = {
+    "hp-pavilion-x2-tablet": dict(cpus=(4, 4), hpet=True, pm=(0x408, 24), hw=True, messages=[
+        "FACP table: hardware-reduced, yet PM_TMR_BLK 0x408: ignored by the OS; measured only if it answers"]),
+    "supermicro-x8dtt-server": dict(cpus=(16, 24), hpet=True, pm=(0x808, 24), hw=False, ioapics=2, messages=[]),
+    "evga-x299-desktop": dict(cpus=(20, 20), hpet=True, pm=(0x1808, 24), hw=False, ioapics=5, messages=[
+        "APIC table: 92 placeholder entries (APIC ID 0xFF/0xFFFFFFFF, 0 enabled): no CPU; Linux skips them too"]),
+    "peladn-ha4-desktop": dict(cpus=(16, 16), hpet=False, pm=(0x808, 32), hw=False, messages=[
+        "no valid HPET table in the XSDT"]),
+    "gigabyte-a320-desktop": dict(cpus=(2, 3), hpet=True, pm=(0x808, 32), hw=False, messages=[
+        "APIC table: 29 disabled entries repeat another disabled one's APIC ID (1 IDs, first 0): one CPU each"]),
+}
+
+
+def test_each_machine_gives_the_expected_counters_cpus_and_messages():
+    assert sorted(EXPECTED) == MACHINES
+    for machine, want in EXPECTED.items():
+        v = tool_json(machine)
+        a, pm = v["acpi_record"], v["pm_timer"]
+        assert (a["cpus_enabled"], a["cpus_listed"]) == want["cpus"], machine
+        assert v["hpet_table"]["found"] == want["hpet"] and (a["hpet_base"] == "0xfed00000") == want["hpet"], machine
+        assert (pm["address"], pm["counter_bits"]) == want["pm"] and a["hardware_reduced"] == want["hw"], machine
+        assert pm["set_aside"] == want["hw"], machine
+        if "ioapics" in want:
+            assert len(v["ioapics"]) == want["ioapics"], machine
+        # the fixtures keep no DSDT, so the one other note is that, and power-off says so
+        notes = [m for m in v["messages"] if not m.startswith("DSDT table at")]
+        assert notes == want["messages"], machine
+        assert v["power_off"].startswith("no ACPI power-off: the DSDT at"), machine
+        assert not a["messages_dropped"] and '"truncated"' not in json.dumps(a)
+        assert v["linux_differs"] == (["PM timer: ignored by the OS (hardware-reduced ACPI); the image measures it only if "
+                                       "it answers and never takes it as the default reference"] if want["hw"] else
+                                      ["CPUs: 92 placeholder entries: neither Linux nor the image counts them"]
+                                      if machine.startswith("evga") else []), machine
+
+
+def test_the_human_output_names_what_the_stick_will_find():
+    r = run(DATA / "hp-pavilion-x2-tablet.txt")
+    assert r.returncode == 0 and r.stderr == ""
+    out = r.stdout
+    assert "HPET: MMIO 0xfed00000, 3 comparators, 64-bit counter, minimum tick 128" in out
+    assert ("ACPI PM timer: PM_TMR_BLK I/O 0x408, 24-bit counter, 32-bit register (by PM_TMR_LEN); "
+            "Linux would not: ignored by the OS (hardware-reduced ACPI)") in out
+    assert "4 enabled of 4 listed" in out and "enabled APIC IDs: 0, 2, 4, 6" in out
+    assert "ISA IRQ 0 -> GSI 2 (active high, edge)" in out
+
+
+def binary_tables(machine: str) -> dict[str, bytes]:
+    src = acpi.parse_acpidump((DATA / f"{machine}.txt").read_text(), machine)
+    return {t.sig: t.data for t in src.tables}
+
+
+@pytest.mark.parametrize("naming", ["acpidump -b", "sysfs"])
+def test_a_folder_of_binary_tables_reads_as_the_text_dump(tmp_path, naming):
+    machine = "supermicro-x8dtt-server"
+    for sig, data in binary_tables(machine).items():
+        (tmp_path / (f"{sig.lower()}.dat" if naming == "acpidump -b" else sig)).write_bytes(data)
+    r = run(tmp_path, "--json")
+    assert r.returncode == 0 and r.stderr == ""
+    v, t = json.loads(r.stdout), tool_json(machine)
+    for key in ("acpi_record", "pm_timer", "hpet_table", "madt", "cpus", "ioapics", "irq_overrides", "messages"):
+        assert v[key] == t[key], key
+    assert v["source_kind"] == "folder"
+
+
+def one_line_failure(r, status: int, *words: str):
+    assert r.returncode == status, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("clockbench acpi: "), r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_bad_input_one_line_each(tmp_path):
+    one_line_failure(run(tmp_path / "absent.txt"), 66, "no such file")
+    (tmp_path / "notes.txt").write_text("hello\nthis is not a dump\n")
+    r = run(tmp_path / "notes.txt")
+    one_line_failure(r, 65, "not an acpidump")
+    assert r.stdout == ""
+    (tmp_path / "noise.bin").write_bytes(bytes(range(256)) * 4)
+    one_line_failure(run(tmp_path / "noise.bin"), 65, "not an acpidump")
+    # offsets that do not follow on
+    (tmp_path / "skip.txt").write_text("APIC @ 0x0\n  0000: 41 50 49 43\n  0020: 00 00\n")
+    one_line_failure(run(tmp_path / "skip.txt"), 65, "line 3")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line_failure(run(empty), 65, "no ACPI tables")
+    no_facp = tmp_path / "no-facp"
+    no_facp.mkdir()
+    (no_facp / "apic.dat").write_bytes(binary_tables("evga-x299-desktop")["APIC"])
+    one_line_failure(run(no_facp), 65, "no FACP")
+    # unreadable: the kernel refuses a plain read of another view of memory
+    one_line_failure(run("/proc/self/mem"), 66, "cannot read")
+
+
+@pytest.mark.parametrize("damage", ["checksum", "cut short"])
+def test_a_bad_table_does_not_stop_the_others(tmp_path, damage):
+    tables = binary_tables("evga-x299-desktop")
+    apic = bytearray(tables["APIC"])
+    if damage == "checksum":
+        apic[50] ^= 0x5A
+    else:
+        apic = apic[:200]
+    tables["APIC"] = bytes(apic)
+    for sig, data in tables.items():
+        (tmp_path / f"{sig.lower()}.dat").write_bytes(data)
+    r = run(tmp_path)
+    one_line_failure(r, 65, "checksum" if damage == "checksum" else "cut short", "the other tables were read")
+    assert "ACPI PM timer: X_PM_TMR_BLK I/O 0x1808" in r.stdout and "HPET: MMIO 0xfed00000" in r.stdout
+    assert "APIC (REJECTED)" in r.stdout and "no valid MADT" in r.stdout
+
+
+def test_the_default_source_needs_root():
+    """/sys/firmware/acpi/tables: its files are root's (0400). As another
+    user the tool says so in one line and exits 66, as it does where there
+    is no such folder."""
+    r = run(user=65534) if os.geteuid() == 0 else run()
+    if acpi.SYSFS.is_dir():
+        one_line_failure(r, 66, "permission denied", "sudo")
+    else:
+        one_line_failure(r, 66, "no such file")
+
+
+def test_without_the_host_library_the_tool_says_how_to_build_it(tmp_path):
+    one_line_failure(run(DATA / "peladn-ha4-desktop.txt", env={"CLOCKBENCH_BUILD": str(tmp_path)}), 69, "make tool")
+
+
+def test_the_fixtures_name_their_source_and_licence():
+    text = (DATA / "README.md").read_text()
+    assert "https://github.com/linuxhw/ACPI" in text and "CC BY 4.0" in text
+    for machine in MACHINES:
+        assert machine in text
+    if shutil.which("git") and (ROOT / ".git").exists():  # kept by git: tests/fixtures/*/ is ignored, this folder is not
+        ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", str(DATA / f"{MACHINES[0]}.txt")])
+        assert ignored.returncode == 1
