@@ -267,3 +267,40 @@ def test_the_fixtures_name_their_source_and_licence():
     if shutil.which("git") and (ROOT / ".git").exists():  # kept by git: tests/fixtures/*/ is ignored, this folder is not
         ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", str(DATA / f"{MACHINES[0]}.txt")])
         assert ignored.returncode == 1
+
+
+def acpidump_text(tables: list[tuple[str, int, bytes]]) -> str:
+    """acpidump's layout: "SIG @ 0xADDRESS", then rows of 16 bytes with
+    their offset and an ASCII column, a blank line after each table."""
+    out = []
+    for sig, addr, data in tables:
+        out.append(f"{sig} @ 0x{addr:016x}")
+        for off in range(0, len(data), 16):
+            row = data[off:off + 16]
+            text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in row)
+            out.append(f"    {off:04X}: {' '.join(f'{b:02X}' for b in row):<47}  {text}")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def test_a_dump_with_real_addresses_is_read_through_its_own_rsdp(tmp_path):
+    """The RSDP, the XSDT and the tables where the dump puts them: the
+    parser walks the firmware's own root table (the image's path), and an
+    ASCII column that looks like hex is not taken for bytes."""
+    import acpi_builder as ab
+
+    fadt, hpet = ab.fadt(x_pm=ab.gas(1, 0x608)), ab.hpet(base=0xFED00000)
+    madt = ab.madt_entries([("lapic", 0, 0, 1), ("lapic", 1, 1, 1), ("lapic", 2, 0xFF, 0)])
+    at = {"FACP": 0x7FFE0000, "HPET": 0x7FFE1000, "APIC": 0x7FFE2000}
+    xsdt = ab.root_table(list(at.values()), xsdt=True)
+    rsdp = ab.rsdp(0, 0x7FFD0000, oem=b"ABCDEF")  # its OEM ID is hex-like in the ASCII column
+    dump = acpidump_text([("RSDP", 0xF5A00, bytes(rsdp)), ("XSDT", 0x7FFD0000, bytes(xsdt)), ("FACP", at["FACP"], bytes(fadt)),
+                          ("HPET", at["HPET"], bytes(hpet)), ("APIC", at["APIC"], bytes(madt))])
+    (tmp_path / "dump.txt").write_text(dump)
+    r = run(tmp_path / "dump.txt", "--json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v["root_table"].startswith("the firmware's") and v["acpi_record"]["root_address"] == "0x7ffd0000"
+    assert [(t["signature"], t["address"]) for t in v["tables"]] == [(s, a) for s, a in at.items()]
+    assert v["acpi_record"]["oem_id"] == "ABCDEF" and v["pm_timer"]["address"] == 0x608
+    assert (v["acpi_record"]["cpus_enabled"], v["acpi_record"]["madt_placeholders"]) == (2, 1)
