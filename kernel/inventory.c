@@ -79,8 +79,8 @@ static void report_cpu(const struct cpu_probe *cpu)
         kprintf("  Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states\n");
 }
 
-/* dump_acpi on the command line: every table the root lists (and the RSDP
-   and the root itself) as hex in acpi_dump records, like acpidump, for
+/* dump_acpi on the command line: every table the root lists (and the RSDP,
+   the root itself and the DSDT) as hex in acpi_dump records, like acpidump, for
    offline reading and for the fuzzer's seeds (tests/fuzz/make_seeds.py). */
 #define DUMP_CHUNK 512
 
@@ -128,6 +128,9 @@ static void dump_acpi(const struct boot_info *bi)
         if (t->valid && paging_map(t->address, t->length, false, 0))
             dump_bytes(t->signature, t->address, (const uint8_t *)(uintptr_t)t->address, t->length);
     }
+    /* the DSDT too, as acpidump gives it: the FADT names it, the root does not */
+    if (a->dsdt_found && paging_map(a->dsdt_address, a->dsdt_length, false, 0))
+        dump_bytes("DSDT", a->dsdt_address, (const uint8_t *)(uintptr_t)a->dsdt_address, a->dsdt_length);
 }
 
 static void report_acpi(void)
