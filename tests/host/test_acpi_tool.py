@@ -304,3 +304,31 @@ def test_a_dump_with_real_addresses_is_read_through_its_own_rsdp(tmp_path):
     assert [(t["signature"], t["address"]) for t in v["tables"]] == [(s, a) for s, a in at.items()]
     assert v["acpi_record"]["oem_id"] == "ABCDEF" and v["pm_timer"]["address"] == 0x608
     assert (v["acpi_record"]["cpus_enabled"], v["acpi_record"]["madt_placeholders"]) == (2, 1)
+
+
+def test_a_folder_gets_the_dsdt_where_its_fadt_says_and_nothing_over_it(tmp_path):
+    """Folders give no addresses: the DSDT goes where the FADT's X_DSDT
+    points (here inside the range the tool lays tables out in), no other
+    table overlaps it, and \\_S5 is read from it."""
+    import struct
+
+    import acpi_builder as ab
+
+    dsdt_at = acpi.SYNTHETIC_BASE + 0x18000
+    dsdt = ab.table(b"DSDT", bytes(0x30000) + b"\x08_S5_\x12\x08\x04\x0a\x05\x0a\x05\x00\x00", revision=2)
+    fadt = bytearray(ab.fadt(x_pm=ab.gas(1, 0x608)))
+    struct.pack_into("<Q", fadt, 140, dsdt_at)        # X_DSDT
+    struct.pack_into("<I", fadt, 64, 0x604)           # PM1a_CNT_BLK
+    fadt[89] = 2                                      # PM1_CNT_LEN
+    ab.checksum_fix(fadt, 9)
+    for name, data in {"FACP": fadt, "DSDT": dsdt, "APIC": ab.madt([True]), "HPET": ab.hpet(), "SSDT1": ab.table(b"SSDT", bytes(0x20000))}.items():
+        (tmp_path / name).write_bytes(bytes(data))
+    src = acpi.read_source(str(tmp_path))
+    regions, _, _ = acpi.layout(src)
+    spans = sorted((a, a + len(d)) for a, d in regions)
+    assert (dsdt_at, dsdt_at + len(dsdt)) in spans
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1)), [(hex(a), hex(b)) for a, b in spans]
+    v = acpi.view(src)
+    assert v["power"]["dsdt"] and v["power"]["s5"] and v["power"]["slp_typa"] == 5
+    assert v["power_off"].startswith("ACPI S5: PM1a_CNT_BLK (I/O 0x604), SLP_TYP 5 from \\_S5")
+    assert v["messages"] == []

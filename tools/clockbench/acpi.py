@@ -205,27 +205,36 @@ def layout(src: Source) -> tuple[list[tuple[int, bytes]], bytes, str]:
     if facp:
         dsdt_at = _u64(facp.data, 140) if len(facp.data) >= 148 else 0
         dsdt_at = dsdt_at or _u32(facp.data, 40)
+    dsdt = next((t for t in tables if t.sig == "DSDT"), None)
+    taken = (dsdt_at, dsdt_at + len(dsdt.data)) if dsdt and dsdt_at else (0, 0)
+
+    def place(size: int) -> int:
+        """The next free 64 KiB-aligned address whose size bytes miss the DSDT's."""
+        nonlocal cursor
+        while cursor < taken[1] and taken[0] < cursor + size:
+            cursor += 0x10000
+        at = cursor
+        cursor += (size + 0xFFFF) // 0x10000 * 0x10000
+        return at
+
     cursor = SYNTHETIC_BASE
     listed = []
     for t in tables:
-        if t.sig == "DSDT" and dsdt_at and not any(a == dsdt_at for a, _ in regions):
+        if t is dsdt and taken[1]:
             regions.append((dsdt_at, t.data))
             continue
-        while dsdt_at and cursor <= dsdt_at < cursor + max(len(t.data), 1):
-            cursor += 0x10000
-        regions.append((cursor, t.data))
+        at = place(max(len(t.data), 1))
+        regions.append((at, t.data))
         if t.sig not in NOT_LISTED:
-            listed.append(cursor)
-        cursor += (len(t.data) + 0xFFFF) // 0x10000 * 0x10000
+            listed.append(at)
     xsdt_body = b"".join(struct.pack("<Q", a) for a in listed)
     xsdt = bytearray(struct.pack("<4sIBB6s8sI4sI", b"XSDT", HEADER + len(xsdt_body), 1, 0, b"CLOCKB", b"ACPIVIEW", 1,
                                  b"CBNC", 1) + xsdt_body)
     _checksum_fix(xsdt, 9, len(xsdt))
-    while dsdt_at and cursor <= dsdt_at < cursor + len(xsdt):
-        cursor += 0x10000
-    regions.append((cursor, bytes(xsdt)))
+    xsdt_at = place(len(xsdt))
+    regions.append((xsdt_at, bytes(xsdt)))
     oem = (facp.data[10:16] if facp else b"CLOCKB").ljust(6, b" ")
-    rsdp = bytearray(struct.pack("<8sB6sBIIQB3s", b"RSD PTR ", 0, oem, 2, 0, 36, cursor, 0, b"\0\0\0"))
+    rsdp = bytearray(struct.pack("<8sB6sBIIQB3s", b"RSD PTR ", 0, oem, 2, 0, 36, xsdt_at, 0, b"\0\0\0"))
     _checksum_fix(rsdp, 8, 20)
     _checksum_fix(rsdp, 32, 36)
     return regions, bytes(rsdp), "made here (the source gives no table addresses): an XSDT listing every table read"
