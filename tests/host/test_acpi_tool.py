@@ -1,8 +1,9 @@
 """`clockbench acpi` on real machines' tables (tests/host/data/acpi: five
 machines of the linuxhw/ACPI collection, their FACP, HPET and APIC), each
-checked against ACPICA's own decoding of the same bytes (`iasl -d`, kept by
-the collection beside each dump), against what a person reads off that
-decoding (the collection's, and `iasl -d` run in the test), and for bad input: one line and the documented exit status."""
+checked against ACPICA's own decoding of the same bytes (`iasl -d` run
+here, and the collection's decoding kept beside each dump, which must
+agree), against what a person reads off that decoding, and for bad input:
+one line and the documented exit status."""
 
 from __future__ import annotations
 
