@@ -116,6 +116,7 @@ help:
 	@echo "make efi        build the kernel as an unsigned EFI program ($(EFI))"
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
+	@echo "make run RUN_ARGS='--vmm firecracker' (or cloud-hypervisor): the PVH kernel under a microVM monitor, from PATH or VMM_DIR ($(VMM_DIR))"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
 	@echo "make netboot    a TFTP tree in $(BUILD)/netboot: BIOS (iPXE, GRUB) and UEFI (GRUB) PXE; NETBOOT_CONFIG=$(NETBOOT_CONFIG)"
 	@echo "make test-fleet 8 QEMU machines netbooted at once, captured (some through labgrid), flagged by clockbench fleet"
@@ -356,14 +357,22 @@ tool: deps $(HOST_TOOL) $(HOST_LIB)
 # Log fixtures for the host tool's tests, from real QEMU runs (TCG and, when usable, KVM).
 fixtures: $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --log tests/fixtures/tcg-q35.log > /dev/null
+	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --log tests/fixtures/tcg-q35-emulator.log > /dev/null
 	PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel tcg --machine pc --cpu EPYC --log tests/fixtures/tcg-pc-epyc.log > /dev/null
 	-PYTHONPATH=tools $(PYTHON) -m clockbench run --no-report --boot direct --accel kvm --firmware qboot --log tests/fixtures/kvm-q35.log > /dev/null
 
 RUN_ARGS ?=
 CLOCKBENCH := $(HOST_TOOL)
+# Cloud Hypervisor and Firecracker (`RUN_ARGS="--vmm firecracker"`): the ones
+# on PATH, else those in VMM_DIR when it exists (../shared/vmm on our machines,
+# ../../shared/vmm from a worktree beside the main checkout).
+VMM_DIR ?= $(firstword $(wildcard ../shared/vmm ../../shared/vmm) ../shared/vmm)
+VMM_PATH := $(if $(wildcard $(VMM_DIR)/cloud-hypervisor $(VMM_DIR)/firecracker),PATH="$$PATH:$(abspath $(VMM_DIR))" )
 
-run: deps $(ISO) $(HOST_TOOL) $(HOST_LIB)
-	$(CLOCKBENCH) run --boot iso --iso $(ISO) $(RUN_ARGS)
+# The ISO under QEMU by default; --boot direct|pvh or --vmm in RUN_ARGS pick
+# the kernel the tool boots (build/clockbench.elf or build/clockbench-pvh.elf).
+run: deps $(ISO) $(PVH_KERNEL) $(HOST_TOOL) $(HOST_LIB)
+	$(VMM_PATH)$(CLOCKBENCH) run --iso $(ISO) $(RUN_ARGS)
 
 # Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
 usb: $(ISO) $(HOST_TOOL)

@@ -310,9 +310,8 @@ static void calibrate_report(void)
         int64_t d = ppm_between(cal.hz, claim);
         kprintf("  %s claims %llu Hz: the estimate is %lld ppm from it\n", cal.claim_src, (unsigned long long)claim, (long long)d);
         if (d > CAL_CLAIM_PPM || d < -CAL_CLAIM_PPM)
-            kprintf("  Note: the claim and the estimate disagree by over %d ppm; the drift\n"
-                    "  experiment measures which is right\n",
-                    CAL_CLAIM_PPM);
+            report_note("the claim and the estimate disagree by over %d ppm; the drift experiment measures which is right",
+                        CAL_CLAIM_PPM);
     }
     emit(&r);
 }

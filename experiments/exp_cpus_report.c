@@ -679,7 +679,7 @@ void cpus_report(void)
                 smp.bsp_apic_id,
                 smp.svr_enabled_by_us ? "; it was software-disabled and was enabled" : "");
     if (cmdline_get(&boot_cmdline, "x2apic") && !smp.lapic.x2apic)
-        kprintf("  Note: x2apic=on asked, but the CPU has no x2APIC (CPUID.1:ECX[21] clear); xAPIC mode used\n");
+        report_note("x2apic=on asked, but the CPU has no x2APIC (CPUID.1:ECX[21] clear); xAPIC mode used");
     if (smp.trampoline_page)
         kprintf("  Trampoline at 0x%llx; %u of %u enabled CPUs running; starting took %s ms\n",
                 (unsigned long long)smp.trampoline_page, smp.running, acpi->cpus_enabled,

@@ -28,6 +28,7 @@
    uncertainty covers statistics, correlated noise and quantisation
    (uncertainty.h). */
 
+#define STOP_BACKWARD_MS 500     /* a step back across this long away is a stop's, not the counter's (exp_rtc.c STOP_MIN_MS) */
 #define GAP_REPORT_MS 10         /* the loop away this long: reported even when every clock ran */
 #define STUCK_MS 100             /* no change for this long, while the loop ran: stuck */
 #define UNCERTAINTY_SUBWINDOWS 8
@@ -90,7 +91,7 @@ static void inject_tick(uint64_t now, uint64_t start)
             struct probe_fault fault;
             uint64_t before = rdtsc();
             if (!probe_run(tsc_jump_job, 0, &fault))
-                kprintf("  Note: writing the TSC faulted (%s); nothing injected\n", fault.text);
+                report_note("writing the TSC faulted (%s); nothing injected", fault.text);
             in->moved_tsc = rdtsc() - before;
             in->done = true;
         }
@@ -127,6 +128,7 @@ static void sample_all(uint64_t window)
         drift_st.series[k].stall_tsc =
             drift_stall_tsc(results.tsc_estimate_hz, drift_st.series[k].t.up.counter_millihz, ms_to_tsc(1) / 100);
     uint64_t start = bracket_begin();
+    drift_st.window_start_tsc = start;
     for (int k = 0; k < drift_st.series_count; k++) {
         struct series *s = &drift_st.series[k];
         uint64_t a, b;
@@ -377,8 +379,23 @@ static void drift_measure(const struct profile *p)
         f->drift_done = true;
         f->fitted = s->fitted;
         f->stuck = s->stuck;
-        f->backward = s->t.backward;
-        f->largest_backward = s->t.largest_backward;
+        /* a step back over which the loop was away half a second or more
+           is a stop of the machine (a VM restored with the counter's
+           saved state: the LAPIC's count across a migration under KVM),
+           named by the stop's report, not the counter running back */
+        uint64_t across = 0, largest = 0;
+        for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
+            const struct drift_event *ev = &s->t.events[e];
+            if (ev->kind != EV_BACKWARD)
+                continue;
+            if (ev->tsc_ticks >= ms_to_tsc(STOP_BACKWARD_MS))
+                across++;
+            else if ((uint64_t)-ev->counter_ticks > largest)
+                largest = (uint64_t)-ev->counter_ticks;
+        }
+        f->backward_across_stops = across;
+        f->backward = s->t.backward - across;
+        f->largest_backward = across ? largest : s->t.largest_backward;
         f->wraps = s->t.wraps;
         f->stalls = s->t.stalls;
         f->longest_stall_tsc = s->t.longest_stall_tsc;

@@ -249,9 +249,8 @@ static void report_window(void)
     /* within a factor of 2 of what was asked, once the time away is taken out */
     struct xf sampled = xf_sub(ran, away);
     if (xf_cmp(sampled, xf_div(asked, xf_from_u64(2))) < 0 || xf_cmp(sampled, xf_mul(asked, xf_from_u64(2))) > 0)
-        kprintf("  Note: the window did not run for the time asked (%s s sampled of %s s):\n"
-                "  the quick TSC estimate that sized it was off, or the window was capped\n",
-                xs(a, sampled, 3), xs(b, asked, 3));
+        report_note("the window did not run for the time asked (%s s sampled of %s s): the quick TSC estimate that sized "
+                    "it was off, or the window was capped", xs(a, sampled, 3), xs(b, asked, 3));
     struct record r;
     record_begin(&r, "drift_window");
     record_xf_fixed(&r, "asked_s", asked, 3);
@@ -280,10 +279,10 @@ void drift_report(void)
     }
     report_window();
     if (!results.tsc_estimate_checked)
-        kprintf("  Note: the TSC estimate is %s, not a measurement, so steps are judged\n"
-                "  with a 30 %% rate bound and small discontinuities may pass unseen\n", results.tsc_estimate_source);
+        report_note("the TSC estimate is %s, not a measurement, so steps are judged with a 30 %% rate bound and small "
+                    "discontinuities may pass unseen", results.tsc_estimate_source);
     if (drift_st.cuts.overflowed)
-        kprintf("  Note: more than %d cuts; the later ones were not applied\n", DRIFT_CUTS_MAX);
+        report_note("more than %d cuts; the later ones were not applied", DRIFT_CUTS_MAX);
     const struct drift_inject *in = &drift_st.inject;
     if (in->kind != INJECT_NONE)
         kprintf("  Injected: %s of %llu ms at %llu s%s%s\n", in->kind == INJECT_HPET_HALT ? "HPET halt" : "TSC jump",

@@ -63,6 +63,7 @@ struct drift_run {
     uint32_t slots;
     const char *skip_reason;
     uint64_t window_asked_tsc, window_ran_tsc, window_away_tsc;
+    uint64_t window_start_tsc;   /* the TSC when the window began: events' at_tsc count from here */
     /* where any series found a discontinuity other than a gap: every series is cut there */
     struct drift_cuts cuts;
     struct drift_inject inject;

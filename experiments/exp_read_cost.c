@@ -136,6 +136,8 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
     int64_t net = (int64_t)best - (int64_t)best_empty;
     c->batch_done = true;
     c->batch_ticks = xf_div(xf_from_i64(net > 0 ? net : 0), xf_from_u64(BATCH_K));
+    results.target[t].batch_done = true;
+    results.target[t].batch_ticks = c->batch_ticks;
 }
 
 static void read_cost_measure(const struct profile *p)
@@ -192,12 +194,10 @@ static void read_cost_report(void)
                           tsc_ticks_ns(s->p999), tsc_ticks_ns(s->max), tsc_ticks_to_ns(s->stddev)};
         bool below = results.target[t].below_step;
         kprintf("  %-12s", name);
-        if (below && c->batch_done)
-            kprintf(" below the TSC's step (%s ns): %s ns a read by the batch\n", xs(b[0], step_ns, 1),
-                    xs(b[1], tsc_ticks_to_ns(c->batch_ticks), 2));
-        else if (below)
-            kprintf(" below the TSC's step (%s ns): not resolved\n", xs(b[0], step_ns, 1));
-        else {
+        if (below) {
+            char cost[RESULTS_COST_CHARS];
+            kprintf(" %s\n", results_read_cost(cost, t));
+        } else {
             for (int k = 0; k < 7; k++)
                 kprintf(" %8s", ns_cell(b[k], v[k]));
             kprintf("\n");

@@ -2,12 +2,15 @@
 #include "exp_rtc.h"
 
 #include "../drivers/rtc.h"
+#include "../kernel/discover.h"
 #include "../kernel/memory.h"
+#include "../kernel/report_util.h"
 #include "../kernel/reads.h"
 #include "../kernel/results.h"
 #include "../lib/format.h"
 #include "../lib/rtc_fit.h"
 #include "../lib/stats.h"
+#include "exp_drift_state.h"
 #include "exp_rtc_report.h"
 #include "experiment.h"
 
@@ -55,6 +58,7 @@
 #define LEAD_US 1000             /* the watch's margin either side of a predicted edge, after one caught */
 #define PHASE_MS 2200            /* the wait for the first update before the window */
 #define MISSED_MAX 4             /* edges missed in a row: search again */
+#define END_EDGE_MS 1200         /* the wait for the window's last edge */
 #define UIP_STUCK_MS 25          /* UIP set this long: stuck (ten updates' worth) */
 
 static struct rtc_run run;       /* what the report reads */
@@ -75,6 +79,51 @@ static struct {
     uint64_t high_since;           /* UIP seen set since, 0 when clear */
 } st;
 static struct rtc_edge edges[RTC_EDGES_MAX];
+/* Coarse edges: the seconds register seen to change between two reads at
+   most COARSE_MS apart (TSC), bracketed by the two. Far wider than UIP's
+   fall, but read on every loop pass, so a poller that lost the UIP phase
+   (a loaded host; a stop that moved the RTC against the TSC) still has an
+   edge either side of a stop: they size stops, never the rate. */
+#define COARSE_MS 1
+#define COARSE_WIDE_MS 100      /* a change seen between reads further apart is no edge (a UIP poll can hold the loop for ms: wider under PVM) */
+#define COARSE_MAX 512
+static struct rtc_edge coarse[COARSE_MAX];
+static uint32_t coarse_count;
+static struct {
+    uint64_t last_a, last_b;
+    uint8_t sec;
+    bool sod_known;
+    uint32_t sod;            /* the clock at the last change seen */
+} cs;
+
+static void coarse_poll(uint64_t tsc_now)
+{
+    if (coarse_count >= COARSE_MAX || (cs.last_b && tsc_now - cs.last_b < ms_to_tsc(COARSE_MS)))
+        return;
+    uint64_t a = rdtsc();
+    uint8_t sec = rtc_read_reg(RTC_SECONDS);
+    uint64_t b = rdtsc();
+    if (cs.last_b && sec != cs.sec) {
+        /* the whole clock, read after the change. An edge is one second
+           on from the last change seen, its seconds the ones just read (a
+           read mid-update, undefined on hardware, is not kept), between
+           two reads under 100 ms apart. A change of more is the clock
+           stepping (a VM resumed: the RTC's time moved at that instant,
+           at no second boundary), not an edge. */
+        struct rtc_raw raw;
+        uint32_t sod;
+        rtc_read_clock(&run.rtc, &raw);
+        bool ok = raw.sec == sec && rtc_decode_clock(&raw, &sod);
+        if (ok && cs.sod_known && rtc_seconds_between(cs.sod, sod) == 1 && b - cs.last_a < ms_to_tsc(COARSE_WIDE_MS))
+            coarse[coarse_count++] = (struct rtc_edge){cs.last_a, b, sod};
+        cs.sod_known = ok;
+        cs.sod = sod;
+        b = rdtsc();
+    }
+    cs.sec = sec;
+    cs.last_a = a;
+    cs.last_b = b;
+}
 
 static void probe_and_date(void)
 {
@@ -217,6 +266,7 @@ void rtc_window_poll(uint64_t tsc_now)
         run.call_gap_tsc = run.call_gap_tsc ? run.call_gap_tsc - run.call_gap_tsc / 16 + gap / 16 : gap;
     }
     st.last_call_tsc = tsc_now;
+    coarse_poll(tsc_now);
     uint64_t early = run.call_gap_tsc < ms_to_tsc(CALL_GAP_MAX_MS) ? run.call_gap_tsc : ms_to_tsc(CALL_GAP_MAX_MS);
     if (tsc_now + early < st.next_tsc)
         return;
@@ -286,6 +336,15 @@ void rtc_window_end(void)
 {
     if (!st.probed || st.window_done)
         return;
+    /* One more edge, waited for (at most 1.2 s): the window's last, so that
+       the edges span the whole window and any stop in it has an edge after
+       it, however many the poller missed (a loaded host, or a stop that
+       moved the RTC's phase against the TSC's) */
+    if (st.active && run.edge_count) {
+        bool seen_high = false;
+        if (!spin_for_edge(rdtsc() + ms_to_tsc(END_EDGE_MS), &seen_high, true))
+            after_spin_stuck();
+    }
     run.window_tsc = rdtsc() - st.start_tsc;
     st.active = false;
     st.window_done = true;
@@ -357,6 +416,195 @@ static void measure_cost(const struct profile *p)
     run.cost_done = got > 0;
 }
 
+void rtc_run_mark(bool end)
+{
+    struct run_mark *m = &run.mark[end ? 1 : 0];
+    *m = (struct run_mark){0};
+    if (!experiment_chosen("rtc"))
+        return;
+    struct rtc r;
+    char why[96];
+    struct rtc_raw raw;
+    /* UIP waited out for at most 10 ms: a safe read needs no more */
+    if (rtc_probe(&r, why, sizeof why) && rtc_read_time(&r, &raw, ms_to_tsc(10) ? ms_to_tsc(10) : 30000000ull, why, sizeof why))
+        m->rtc_ok = rtc_decode_clock(&raw, &m->sod);
+    m->tsc = rdtsc();
+    if (discovered.hpet.base && discovered.hpet.counter_64bit) {
+        m->hpet = hpet_counter(&discovered.hpet);
+        m->hpet_ok = true;
+    }
+}
+
+/* A stop of the machine in the drift window: the drift loop away for a
+   long time (a gap, or a counter that stood still or moved too far, while
+   the TSC ran on: under KVM), or the RTC stepping against the TSC (while
+   every other clock stood still with the TSC: under TCG). Its length by
+   the wall clock is the TSC's advance across it plus the RTC's step
+   against the TSC there (the RTC follows the host's clock under QEMU). */
+#define STOP_MIN_MS 500          /* the loop away this long is a stop, not a loaded host's hiccup (0.1-0.3 s here) */
+#define STOP_GAP_MS 10           /* the drift loop's gap bound (exp_drift.c GAP_REPORT_MS): its reads' spacing otherwise */
+
+static const struct drift_event *largest_event(const struct series *s, uint64_t from, uint64_t to)
+{
+    const struct drift_event *best = 0;
+    for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
+        const struct drift_event *ev = &s->t.events[e];
+        if (ev->kind == EV_RESIDUAL_STEP || ev->kind == EV_TSC_BACK || ev->at_tsc < from || ev->at_tsc - ev->tsc_ticks > to)
+            continue;
+        if (!best || ev->tsc_ticks > best->tsc_ticks || (ev->tsc_ticks == best->tsc_ticks && best->kind == EV_GAP))
+            best = ev;
+    }
+    return best;
+}
+
+static void stop_clock_add(struct stop_found *f, const char *name, bool known, struct xf adv, struct xf u, const char *how)
+{
+    if (f->clock_count >= STOP_CLOCKS_MAX)
+        return;
+    struct stop_clock *c = &f->clock[f->clock_count++];
+    *c = (struct stop_clock){.name = name, .known = known, .advanced_ns = adv, .u_ns = u, .how = how};
+    c->verdict = known ? drift_stop_judge(xf_to_fixed(adv, 0), (uint64_t)xf_to_fixed(u, 0), xf_to_fixed(f->wall_ns, 0),
+                                          (uint64_t)xf_to_fixed(f->u_wall_ns, 0))
+                       : STOP_TOO_SHORT;
+}
+
+/* The TSC's rate for the seconds' edges: the RTC fit's, else the drift's
+   (with its uncertainty), else the estimate (taken as good to 1000 ppm). */
+static void stop_rate(struct xf *rate, struct xf *u_rel)
+{
+    *rate = run.fit.fitted ? run.fit.tsc_per_s : results.tsc_measured ? results.tsc_hz : xf_from_u64(results.tsc_estimate_hz);
+    *u_rel = run.fit.fitted ? run.fit.uncertainty_rel
+             : results.tsc_measured ? xf_div(results.tsc_uncertainty_ppm, xf_from_u64(1000000))
+                                    : xf_div(xf_from_u64(1), xf_from_u64(1000));
+}
+
+/* The stop between from and to (TSC ticks into the window), the TSC
+   having advanced tsc_ticks across it: its length by the wall clock and
+   each clock's account of it. */
+static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, uint64_t to, uint64_t tsc_ticks, bool gap)
+{
+    uint64_t start = drift_st.window_start_tsc;
+    struct xf gap_u = tsc_ticks_ns(ms_to_tsc(STOP_GAP_MS));
+    *f = (struct stop_found){.found = true, .seen_by = seen_by, .at_tsc = from / 2 + to / 2};
+    /* no gap: the loop read on, the TSC moved no more than its reads'
+       spacing, or than the longest gap within a second of the stop (a
+       gap there may hold part of it) */
+    uint64_t margin = ms_to_tsc(1000), near = 0;
+    if (!gap)
+        for (int k = 0; k < drift_st.series_count; k++) {
+            const struct drift_event *ev = largest_event(&drift_st.series[k], from > margin ? from - margin : 0, to + margin);
+            if (ev && ev->tsc_ticks > near)
+                near = ev->tsc_ticks;
+        }
+    f->tsc_ns = tsc_ticks_ns(tsc_ticks);
+    f->u_tsc_ns = near > ms_to_tsc(STOP_GAP_MS) ? tsc_ticks_ns(near) : gap_u;
+    const char *tsc_how = gap ? "the loop's gap" : "the loop's reads, no gap";
+    if (gap) {
+        /* A reference that stood still across it (QEMU's HPET under KVM)
+           ran only while the VM ran: the TSC's advance over its event,
+           less its own, is the TSC's over the stop itself, within the
+           event's two readings' brackets (each under 3 times the
+           narrowest, and 16 ticks), where the loop's gap holds the time
+           the VM ran before and after it too */
+        const struct drift_event *best = 0;
+        const struct series *of = 0;
+        for (int k = 0; k < drift_st.series_count; k++) {
+            const struct series *s = &drift_st.series[k];
+            if (!counters[s->counter].reference_rank)
+                continue;
+            for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
+                const struct drift_event *ev = &s->t.events[e];
+                if (ev->kind == EV_STOOD_STILL && ev->counter_known && ev->counter_ticks >= 0 && ev->at_tsc >= from &&
+                    ev->at_tsc - ev->tsc_ticks <= to && (!best || ev->tsc_ticks > best->tsc_ticks)) {
+                    best = ev;
+                    of = s;
+                }
+            }
+        }
+        if (best) {
+            struct xf ran = counter_ticks_ns(of->counter, xf_from_i64(best->counter_ticks));
+            f->tsc_ns = xf_sub(tsc_ticks_ns(best->tsc_ticks), ran);
+            f->u_tsc_ns = tsc_ticks_ns(2 * (3 * of->min_width + 16));
+            tsc_how = of->counter == COUNTER_HPET ? "the loop's gap, less the time the hpet ran in it"
+                                                   : "the loop's gap, less the time a reference ran in it";
+        }
+    }
+    f->rtc_known = run.fit.fitted && rtc_jump_across(edges, run.edge_count, start + f->at_tsc, run.fit.tsc_per_s,
+                                                     run.fit.uncertainty_rel, run.fit.resid_rms_tsc, &f->rtc);
+    if (!f->rtc_known) {
+        /* no two UIP edges hold it: the seconds register's changes, at
+           the fitted rate, else the TSC's by the drift (with its
+           uncertainty), else its estimate (taken as good to 1000 ppm) */
+        struct xf rate, u_rel;
+        stop_rate(&rate, &u_rel);
+        f->rtc_known = rtc_jump_across(coarse, coarse_count, start + f->at_tsc, rate, u_rel, xf_from_u64(0), &f->rtc);
+        f->rtc_coarse = f->rtc_known;
+    }
+    f->wall_ns = f->tsc_ns;
+    f->u_wall_ns = f->u_tsc_ns;
+    if (f->rtc_known) {
+        f->wall_ns = xf_add(f->tsc_ns, f->rtc.step_ns);
+        f->u_wall_ns = xf_add(f->u_tsc_ns, f->rtc.u_ns);
+    }
+    stop_clock_add(f, "tsc", true, f->tsc_ns, f->u_tsc_ns, tsc_how);
+    /* an event of a series within a second of the stop is its own account
+       of it: what the series did there beyond what the TSC did */
+    for (int k = 0; k < drift_st.series_count; k++) {
+        const struct series *s = &drift_st.series[k];
+        const struct drift_event *ev = largest_event(s, from > margin ? from - margin : 0, to + margin);
+        const char *name = counters[s->counter].name;
+        if (!ev)
+            stop_clock_add(f, name, true, f->tsc_ns, f->u_tsc_ns, "no discontinuity: it moved with the TSC");
+        else if (!ev->counter_known)
+            stop_clock_add(f, name, false, xf_from_u64(0), xf_from_u64(0), "moved by more than it can unwrap");
+        else
+            stop_clock_add(f, name, true, xf_add(f->tsc_ns, xf_sub(counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks)),
+                                                                   tsc_ticks_ns(ev->tsc_ticks))),
+                           f->u_tsc_ns, drift_event_names[ev->kind]);
+    }
+    if (f->rtc_known)
+        stop_clock_add(f, "rtc", true, f->wall_ns, f->u_wall_ns, "its second edges timed by the TSC");
+}
+
+/* The longest stop in the drift window: the longest time the loop was
+   away (by any series), and the RTC's largest step against the TSC, each
+   sized by the wall clock; the longer is the stop. */
+static void stop_find(void)
+{
+    struct stop_found *f = &run.stop;
+    *f = (struct stop_found){0};
+    if (!drift_st.series_count || !drift_st.window_start_tsc)
+        return;
+    uint64_t start = drift_st.window_start_tsc;
+    const struct drift_event *big = 0;
+    for (int k = 0; k < drift_st.series_count; k++) {
+        const struct drift_event *ev = largest_event(&drift_st.series[k], 0, ~0ull);
+        if (ev && ev->tsc_ticks >= ms_to_tsc(STOP_MIN_MS) && (!big || ev->tsc_ticks > big->tsc_ticks))
+            big = ev;
+    }
+    static struct stop_found other;
+    if (big)
+        stop_at(f, "the drift loop was away while the TSC ran", big->at_tsc - big->tsc_ticks, big->at_tsc, big->tsc_ticks,
+                true);
+    /* the RTC's largest step, by its UIP edges or its seconds' changes */
+    struct xf rate, u_rel;
+    stop_rate(&rate, &u_rel);
+    struct rtc_jump ju, jc;
+    uint64_t at_u = 0, at_c = 0, at = 0;
+    bool by_uip = run.fit.fitted && rtc_largest_jump(edges, run.edge_count, results.tsc_estimate_hz, run.fit.tsc_per_s,
+                                                     run.fit.uncertainty_rel, run.fit.resid_rms_tsc, &ju, &at_u);
+    bool by_sec = rtc_largest_jump(coarse, coarse_count, results.tsc_estimate_hz, rate, u_rel, xf_from_u64(0), &jc, &at_c);
+    if (by_uip && (!by_sec || xf_cmp(xf_abs(ju.step_ns), xf_sub(xf_abs(jc.step_ns), jc.u_ns)) >= 0))
+        at = at_u;
+    else if (by_sec)
+        at = at_c;
+    if (at > start) {
+        stop_at(&other, "the RTC stepped against the TSC", at - start, at - start, 0, false);
+        if (!f->found || xf_cmp(other.wall_ns, f->wall_ns) > 0)
+            *f = other;
+    }
+}
+
 static void rtc_measure(const struct profile *p)
 {
     probe_and_date();
@@ -367,6 +615,7 @@ static void rtc_measure(const struct profile *p)
     measure_cost(p);
     rtc_fit_edges(edges, run.edge_count, results.tsc_estimate_hz, &run.fit);
     rtc_min_steps(edges, run.edge_count, &run.min_step_s, &run.min_step_tsc);
+    stop_find();
 }
 
 static void rtc_report(void) { rtc_report_run(&run); }

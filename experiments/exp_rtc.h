@@ -4,6 +4,7 @@
 #ifndef CLOCKBENCH_EXP_RTC_H
 #define CLOCKBENCH_EXP_RTC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Before the window: probes the RTC and reads the date (a few ms at most). */
@@ -12,5 +13,11 @@ void rtc_window_begin(void);
    wait and a poll of at most 5 ms per call to catch it. */
 void rtc_window_poll(uint64_t tsc_now);
 void rtc_window_end(void);
+/* The whole run's account: the RTC's time (read safely, to the second),
+   the TSC and a 64-bit HPET, read before the first experiment measures
+   (end false) and after the last (end true). A stop anywhere in the run
+   shows as the RTC (the host's clock under QEMU) or the HPET advancing
+   other than the TSC (exp_rtc_report.c, "Over the whole run"). */
+void rtc_run_mark(bool end);
 
 #endif

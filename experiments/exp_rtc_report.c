@@ -3,6 +3,7 @@
 
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
+#include "../kernel/discover.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../lib/counters.h"
@@ -103,7 +104,7 @@ static bool counter_vs_rtc(int c, struct xf ratio, struct xf u_fit_ppm, struct r
     return true;
 }
 
-void rtc_report_run(const struct rtc_run *run)
+static void rtc_report_main(const struct rtc_run *run)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     kprintf("\n== The RTC (CMOS real-time clock: its own 32.768 kHz crystal) ==\n");
@@ -162,9 +163,9 @@ void rtc_report_run(const struct rtc_run *run)
         kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,
                 run->fit.outliers);
     if (run->edges_overflowed)
-        kprintf("  Note: the first %d edges are kept; later ones were timed but not kept\n", RTC_EDGES_MAX);
+        report_note("the first %d edges are kept; later ones were timed but not kept", RTC_EDGES_MAX);
     if (run->stopped_why)
-        kprintf("  Note: polling stopped: %s\n", run->stopped_why);
+        report_note("polling stopped: %s", run->stopped_why);
     if (run->fit.discontinuities)
         kprintf("  %u discontinuit%s (the RTC's count and the TSC disagreed by a second or more); the longest run\n"
                 "  without one is fitted\n", run->fit.discontinuities, run->fit.discontinuities == 1 ? "y" : "ies");
@@ -234,8 +235,8 @@ void rtc_report_run(const struct rtc_run *run)
             "  worse hot, cold or aged: an independent check of the main crystal, not a\n"
             "  better one (assumed +-%u ppm for the check)\n", RTC_TYPICAL_PPM, RTC_TOLERANCE_PPM);
     if (coarse)
-        kprintf("  Note: coarse: %u s between the first and last edge (%u edges); the standard\n"
-                "  profile's 60 s makes the figure meaningful\n", run->fit.span_s, run->fit.used);
+        report_note("coarse: %u s between the first and last edge (%u edges); the standard profile's 60 s makes the "
+                    "figure meaningful", run->fit.span_s, run->fit.used);
     xs(a, tsc.ppm, 3);
     xs(b, tsc.u_ppm, 3);
     if (rtc_agrees(tsc, RTC_TOLERANCE_PPM))
@@ -255,4 +256,132 @@ void rtc_report_run(const struct rtc_run *run)
     fmt_format(results.rtc_choice, sizeof results.rtc_choice, "the main crystal (%s) and the RTC %s within their tolerances (%s ppm +-%s%s)",
                refname, agree ? "agree" : "DISAGREE", a, c, coarse ? ", coarse" : "");
     cost_records(run);
+}
+
+/* A stop of the machine in the drift window, clock by clock (exp_rtc.c
+   stop_find): how long by the wall clock, and what each clock did. */
+static void stop_report(const struct stop_found *f)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    if (!f->found)
+        return;
+    kprintf("\n== A stop of the machine (a VM paused, migrated or restored) ==\n");
+    kprintf("  at %s s into the drift window (%s): %s s +-%s by the wall clock\n",
+            xs(a, tsc_ticks_s(f->at_tsc), 3), f->seen_by, xs(b, xf_div(f->wall_ns, xf_from_u64(1000000000ull)), 6),
+            xs(c, xf_div(f->u_wall_ns, xf_from_u64(1000000000ull)), 6));
+    if (f->rtc_known)
+        kprintf("  the RTC stepped %s s +-%s against the TSC (edges %u RTC s apart,\n    %s)\n",
+                xs(a, xf_div(f->rtc.step_ns, xf_from_u64(1000000000ull)), 6),
+                xs(b, xf_div(f->rtc.u_ns, xf_from_u64(1000000000ull)), 6), f->rtc.count_s,
+                f->rtc_coarse ? "the seconds register's changes: no two UIP edges hold it" : "UIP's fall timed by the TSC");
+    else
+        kprintf("  no two RTC edges hold it: its length is the TSC's advance alone\n");
+    kprintf("  Rate figures leave it out (each series is cut there, the RTC's fit\n  takes the longest run without it)\n");
+    struct record r;
+    record_begin(&r, "stop");
+    record_str(&r, "seen_by", f->seen_by);
+    record_xf_fixed(&r, "at_s", tsc_ticks_s(f->at_tsc), 6);
+    record_xf_fixed(&r, "wall_ns", f->wall_ns, 0);
+    record_xf_fixed(&r, "uncertainty_ns", f->u_wall_ns, 0);
+    record_xf_fixed(&r, "tsc_ns", f->tsc_ns, 0);
+    if (f->rtc_known) {
+        record_xf_fixed(&r, "rtc_step_ns", f->rtc.step_ns, 0);
+        record_xf_fixed(&r, "rtc_step_uncertainty_ns", f->rtc.u_ns, 0);
+        record_str(&r, "rtc_edges", f->rtc_coarse ? "seconds" : "uip");
+    } else {
+        record_null(&r, "rtc_step_ns");
+        record_null(&r, "rtc_step_uncertainty_ns");
+        record_null(&r, "rtc_edges");
+    }
+    emit(&r);
+    for (uint32_t i = 0; i < f->clock_count; i++) {
+        const struct stop_clock *k = &f->clock[i];
+        struct xf s = xf_div(k->advanced_ns, xf_from_u64(1000000000ull)), u = xf_div(k->u_ns, xf_from_u64(1000000000ull));
+        if (!k->known)
+            kprintf("  %-8s cannot tell: %s\n", k->name, k->how);
+        else if (k->verdict == STOP_STOOD_STILL)
+            kprintf("  %-8s stood still: advanced %s s +-%s (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6), k->how);
+        else if (k->verdict == STOP_RAN_ON)
+            kprintf("  %-8s ran on: jumped %s s +-%s as the guest sees it (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6), k->how);
+        else if (k->verdict == STOP_PARTLY)
+            kprintf("  %-8s partly: advanced %s s +-%s of the stop's %s s (%s)\n", k->name, xs(a, s, 6), xs(b, u, 6),
+                    xs(c, xf_div(f->wall_ns, xf_from_u64(1000000000ull)), 3), k->how);
+        else
+            kprintf("  %-8s advanced %s s +-%s: the stop is too short to tell (%s)\n", k->name, xs(a, s, 6), xs(d, u, 6), k->how);
+        record_begin(&r, "stop_clock");
+        record_str(&r, "clock", k->name);
+        record_str(&r, "verdict", k->known ? stop_verdict_names[k->verdict] : "unknown");
+        if (k->known) {
+            record_xf_fixed(&r, "advanced_ns", k->advanced_ns, 0);
+            record_xf_fixed(&r, "uncertainty_ns", k->u_ns, 0);
+        } else {
+            record_null(&r, "advanced_ns");
+            record_null(&r, "uncertainty_ns");
+        }
+        record_str(&r, "how", k->how);
+        emit(&r);
+    }
+}
+
+/* Over the whole run, from before the first experiment to after the last:
+   the RTC's count (whole seconds, so +-1 s) and the 64-bit HPET's against
+   the TSC. A stop outside the drift window shows here, and only here. */
+static void whole_run_report(const struct rtc_run *run)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    const struct run_mark *m0 = &run->mark[0], *m1 = &run->mark[1];
+    if (!m0->tsc || m1->tsc <= m0->tsc || !results.tsc_measured)
+        return;
+    struct xf one_s = xf_from_u64(1000000000ull);
+    struct xf tsc_ns = tsc_ticks_ns(m1->tsc - m0->tsc);
+    /* the TSC's rate's own uncertainty over that time */
+    struct xf u_rate = xf_div(xf_mul(tsc_ns, results.tsc_uncertainty_ppm), xf_from_u64(1000000));
+    bool any = false;
+    struct record r;
+    record_begin(&r, "run_clocks");
+    record_xf_fixed(&r, "tsc_s", xf_div(tsc_ns, one_s), 6);
+    if (m0->rtc_ok && m1->rtc_ok) {
+        /* each read is the second it fell in: their difference is within 1 s of the time between them */
+        struct xf rtc_step = xf_sub(xf_mul(xf_from_u64(rtc_seconds_between(m0->sod, m1->sod)), one_s), tsc_ns);
+        struct xf u = xf_add(one_s, u_rate);
+        bool stepped = xf_cmp(xf_abs(rtc_step), u) > 0;
+        any = any || stepped;
+        record_xf_fixed(&r, "rtc_step_ns", rtc_step, 0);
+        record_xf_fixed(&r, "rtc_step_uncertainty_ns", u, 0);
+        kprintf("\n  Over the whole run (%s s by the TSC) the RTC ran %s s +-%s against\n  the TSC%s\n",
+                xs(a, xf_div(tsc_ns, one_s), 3), xs(b, xf_div(rtc_step, one_s), 3), xs(c, xf_div(u, one_s), 3),
+                stepped ? ": the machine stood still while the wall clock ran (a stop)" : "");
+    } else {
+        record_null(&r, "rtc_step_ns");
+        record_null(&r, "rtc_step_uncertainty_ns");
+    }
+    if (m0->hpet_ok && m1->hpet_ok && discovered.hpet.period_fs) {
+        struct xf hpet_ns = xf_div(xf_mul(xf_from_u64(m1->hpet - m0->hpet), xf_from_u64(discovered.hpet.period_fs)),
+                                   xf_from_u64(1000000));
+        struct xf step = xf_sub(hpet_ns, tsc_ns);
+        /* its nominal period against the TSC's rate by the drift (if measured against the HPET, the same thing) */
+        struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(counters[COUNTER_HPET].nominal_accuracy_ppm)),
+                                    xf_from_u64(1000000)), u_rate);
+        bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
+        any = any || stepped;
+        record_xf_fixed(&r, "hpet_step_ns", step, 0);
+        record_xf_fixed(&r, "hpet_step_uncertainty_ns", u, 0);
+        kprintf("  the HPET %s s +-%s against the TSC%s\n", xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
+                stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+    } else {
+        record_null(&r, "hpet_step_ns");
+        record_null(&r, "hpet_step_uncertainty_ns");
+    }
+    record_bool(&r, "stopped", any);
+    emit(&r);
+    if (any && !run->stop.found)
+        kprintf("  The drift window saw no stop: it came in another phase, whose figures\n"
+                "  leave out what their own checks of the time away caught\n");
+}
+
+void rtc_report_run(const struct rtc_run *run)
+{
+    rtc_report_main(run);
+    stop_report(&run->stop);
+    whole_run_report(run);
 }

@@ -1,4 +1,5 @@
 /* The table of experiments and the run (see experiment.h). */
+#include "exp_rtc.h"
 #include "experiment.h"
 
 #include "../kernel/checks.h"
@@ -123,6 +124,7 @@ void experiments_run(const struct profile *p)
     results.profile = p;
     select_experiments();
     kprintf("\n== Measuring (profile %s: %u ms of drift, %u ms of stolen-time scan) ==\n", p->name, p->drift_ms, p->hwlat_ms);
+    rtc_run_mark(false); /* a stop anywhere in the run: the RTC and HPET against the TSC, over all of it */
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
         struct record r;
         record_begin(&r, "experiment");
@@ -139,6 +141,7 @@ void experiments_run(const struct profile *p)
         table[i]->measure(p);
         ran[i] = true;
     }
+    rtc_run_mark(true);
     progress("done", 100, 0);
     struct record r;
     record_begin(&r, "profile");

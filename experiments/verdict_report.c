@@ -43,28 +43,31 @@ static void report_os_choice(const struct cpu_info *ci)
     };
     struct os_choice c;
     os_choice_make(&in, &c);
-    char a[FMT_FIXED_CHARS];
+    char a[RESULTS_COST_CHARS];
     struct record r;
     record_begin(&r, "os_choice");
     record_str(&r, "clocksource", c.clock);
     record_str(&r, "counter", c.counter >= 0 ? counters[c.counter].name : 0);
     record_i64(&r, "rating", c.rating);
     record_str(&r, "why", c.why);
-    const struct target_findings *tf = c.counter >= 0 ? &results.target[target_of_counter(c.counter)] : 0;
+    int t = c.counter >= 0 ? (int)target_of_counter(c.counter) : -1;
+    const struct target_findings *tf = t >= 0 ? &results.target[t] : 0;
     if (tf && tf->cost_done) {
         record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(tf->p50_ticks), 1);
         record_bool(&r, "read_below_step", tf->below_step);
     }
+    bool emulator = results_emulator();
+    record_bool(&r, "emulator", emulator);
     emit(&r);
+    /* under an emulator the choice is Linux's in that emulator, not on this computer's hardware */
+    const char *here = emulator ? "An OS in this emulator" : "An OS here";
     if (!c.clock) {
-        kprintf("  An OS here: %s.\n", c.why);
+        kprintf("  %s: %s.\n", here, c.why);
         return;
     }
-    kprintf("  An OS here: Linux would use %s (%s)", c.clock, c.why);
-    if (tf && tf->cost_done && tf->below_step)
-        kprintf("; a read costs less than the TSC's step here (%s ns)", xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1));
-    else if (tf && tf->cost_done)
-        kprintf("; a read costs %s ns here", xs(a, tsc_ticks_ns(tf->p50_ticks), 1));
+    kprintf("  %s: Linux would use %s (%s)", here, c.clock, c.why);
+    if (tf && tf->cost_done)
+        kprintf(tf->below_step ? "; a read is %s" : "; a read costs %s here", results_read_cost(a, t));
     kprintf(".\n");
 }
 
@@ -93,6 +96,8 @@ static void report_monotonicity(void)
         record_u64(&r, "reads", tf->seq_reads);
         record_u64(&r, "backward", backward);
         record_u64(&r, "largest_backward_ticks", largest);
+        if (drift)
+            record_u64(&r, "backward_across_stops", cf->backward_across_stops);
         if (drift) {
             record_u64(&r, "stalls", cf->stalls);
             record_xf_fixed(&r, "longest_stall_ns", tsc_ticks_ns(cf->longest_stall_tsc), 1);
@@ -100,6 +105,10 @@ static void report_monotonicity(void)
             record_bool(&r, "stuck", cf->stuck);
         }
         emit(&r);
+        if (drift && cf->backward_across_stops)
+            kprintf("  %s: %llu step(s) back across a stop of the machine (its state restored:\n"
+                    "    see \"A stop of the machine\"), not counted here\n", name,
+                    (unsigned long long)cf->backward_across_stops);
         if (backward)
             check_fail(check, "%s: %llu backward step(s), the largest %llu ticks", name, (unsigned long long)backward,
                        (unsigned long long)largest);
@@ -151,18 +160,43 @@ void verdict_report(void)
     const struct cpu_info *ci = &boot_cpu.info;
     report_monotonicity();
     kprintf("\n== Verdict ==\n");
+    bool emulator = results_emulator();
+    if (emulator)
+        kprintf("  Under an emulator (the CPU speed phase says why): every figure below describes the emulator's clocks, "
+                "not this computer's hardware.\n");
     kprintf("  %-8s %11s %11s %18s %9s\n", "counter", "read p50", "resolution", "freq", "monotonic");
     for (int c = 0; c < COUNTER_COUNT; c++) {
         struct verdict_input in;
         fill_input(c, &in);
         struct verdict_row *v = &results.verdict[c];
         verdict_make(&in, v);
+        /* the TSC's advice speaks of the CPU: under an emulator, of the emulator's */
+        const char *qualify = emulator && c == COUNTER_TSC && v->measured ? "in this emulator: " : "";
+        char cost[RESULTS_COST_CHARS];
+        enum target_id t = target_of_counter(c);
+        struct record r;
+        record_begin(&r, "verdict");
+        record_str(&r, "counter", counters[c].name);
+        record_bool(&r, "present", v->present);
+        record_bool(&r, "measured", v->measured);
+        if (v->measured) {
+            record_str(&r, "read", v->read);
+            record_str(&r, "read_cost", in.measured ? results_read_cost(cost, t) : 0);
+            record_str(&r, "resolution", v->res);
+            record_str(&r, "freq", v->freq);
+            record_str(&r, "monotonic", v->mono);
+        }
+        record_str(&r, "qualifier", *qualify ? "in this emulator" : 0);
+        record_str(&r, "advice", v->advice);
+        emit(&r);
         if (!v->measured) {
             kprintf("  %-8s %s: %s\n", counters[c].name, v->present ? "present" : "absent", v->advice);
             continue;
         }
         kprintf("  %-8s %8s ns %8s ns %18s %9s\n", counters[c].name, v->read, v->res, v->freq, v->mono);
-        kprintf("  %-8s -> %s\n", "", v->advice);
+        kprintf("  %-8s -> %s%s\n", "", qualify, v->advice);
+        if (in.measured && results.target[t].below_step)
+            kprintf("  %-8s -> a read is %s\n", "", results_read_cost(cost, t));
     }
     if (results.tsc_measured) {
         kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),

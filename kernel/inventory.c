@@ -9,10 +9,9 @@
 #include "console.h"
 #include "discover.h"
 #include "paging.h"
+#include "report_util.h"
 
 static const char *yes_no(bool b) { return b ? "yes" : "no"; }
-
-static void emit(struct record *r) { console_emit_record(r); }
 
 static void report_cpu(const struct cpu_probe *cpu)
 {
@@ -76,7 +75,7 @@ static void report_cpu(const struct cpu_probe *cpu)
         emit(&r);
     }
     if (!ci->invariant_tsc && ci->tsc)
-        kprintf("  Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states\n");
+        report_note("no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states");
 }
 
 /* dump_acpi on the command line: every table the root lists (and the RSDP,

@@ -1,6 +1,8 @@
 /* Report helpers (see report_util.h). */
 #include "report_util.h"
 
+#include <stdarg.h>
+
 #include "../lib/counters.h"
 #include "console.h"
 
@@ -24,6 +26,20 @@ struct xf counter_ticks_ns(int counter, struct xf ticks)
 }
 
 void emit(struct record *r) { console_emit_record(r); }
+
+void report_note(const char *fmt, ...)
+{
+    char text[RECORD_MAX_CHARS / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    fmt_vformat(text, sizeof text, fmt, ap);
+    va_end(ap);
+    kprintf("  Note: %s\n", text);
+    struct record r;
+    record_begin(&r, "note");
+    record_str(&r, "text", text);
+    emit(&r);
+}
 
 void record_xf_fixed(struct record *r, const char *key, struct xf v, unsigned decimals)
 {

@@ -17,6 +17,10 @@ struct xf nominal_hz(int counter);
 /* Counter ticks to ns at its nominal rate. */
 struct xf counter_ticks_ns(int counter, struct xf ticks);
 void emit(struct record *r);
+/* A note for people, said once as one sentence: printed "  Note: ..." (the
+   console wraps it) and emitted as a `note` record carrying the whole text,
+   so that a tool never joins it back from wrapped lines. */
+void report_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* record_fixed of an xf. */
 void record_xf_fixed(struct record *r, const char *key, struct xf v, unsigned decimals);
 

@@ -2,6 +2,8 @@
 #include "results.h"
 
 #include "../drivers/cpuinfo.h"
+#include "../lib/string.h"
+#include "report_util.h"
 
 struct results results = {.reference = -1};
 
@@ -22,6 +24,25 @@ bool results_rdtsc_intercepted(void)
     /* A hardware RDTSC costs 10-40 ns (../shared/ANCHORS.md); 250 ns is far
        beyond any real CPU and typical of a VM exit. */
     return t->cost_done && boot_cpu.info.hypervisor && xf_cmp(tsc_ticks_ns(t->p50_ticks), xf_from_u64(250)) > 0;
+}
+
+const char *results_read_cost(char buf[RESULTS_COST_CHARS], int target)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    const struct target_findings *tf = &results.target[target];
+    if (!tf->below_step)
+        fmt_format(buf, RESULTS_COST_CHARS, "%s ns", xs(a, tsc_ticks_ns(tf->p50_ticks), 1));
+    else if (tf->batch_done)
+        fmt_format(buf, RESULTS_COST_CHARS, "below the TSC's step (%s ns): %s ns a read by the batch",
+                   xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1), xs(b, tsc_ticks_to_ns(tf->batch_ticks), 2));
+    else
+        fmt_format(buf, RESULTS_COST_CHARS, "below the TSC's step (%s ns): not resolved", xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1));
+    return buf;
+}
+
+bool results_emulator(void)
+{
+    return results.emulated || (boot_cpu.info.hypervisor && !strcmp(boot_cpu.info.hv_vendor, TCG_SIGNATURE));
 }
 
 /* 1 %: the estimate's own spread (0.5 % at most) plus the counter's nominal

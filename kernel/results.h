@@ -19,6 +19,8 @@ struct target_findings {
     bool cost_done;
     uint64_t p50_ticks;        /* read cost, TSC ticks: the p50 of single bracketed reads */
     bool below_step;           /* that p50 lies within STEP_FEW of the TSC's steps (tsc_step_ticks): no figure */
+    bool batch_done;           /* TSC variants: the batch's figure, which stands for a read below the step */
+    struct xf batch_ticks;
     bool seq_done;
     uint64_t seq_reads, zero_deltas, min_step, backward, largest_backward;
 };
@@ -26,6 +28,7 @@ struct target_findings {
 struct counter_findings {
     bool drift_done, fitted, stuck;
     uint64_t backward, largest_backward; /* in the drift window */
+    uint64_t backward_across_stops;      /* ... of those, across a stop of the machine: left out of backward */
     uint64_t wraps, stalls, longest_stall_tsc;
     struct xf ppm_vs_nominal;            /* against the TSC's reference (not for the reference itself) */
     bool has_ppm;
@@ -87,5 +90,15 @@ uint64_t ms_to_tsc(uint64_t ms);
 void unwrap_params_of(int counter, struct unwrap_params *p);
 /* The hypervisor appears to trap RDTSC (from its read cost). */
 bool results_rdtsc_intercepted(void);
+/* The CPU is an emulator's, not the hardware's: the hypervisor signature is
+   QEMU TCG's ("TCGTCGTCGTCG"), or the cpu_speed loop ran far below any
+   hardware. Every figure then describes the emulator. */
+bool results_emulator(void);
+/* A read's cost as every output says it (docs/output.md, `below_step`):
+   "29.6 ns", or "below the TSC's step (10.0 ns): 9.54 ns a read by the
+   batch" (or ": not resolved" with no batch). */
+#define RESULTS_COST_CHARS 96
+const char *results_read_cost(char buf[RESULTS_COST_CHARS], int target);
+#define TCG_SIGNATURE "TCGTCGTCGTCG" /* CPUID 0x40000000 under QEMU TCG (tests/fixtures/tcg-q35.log) */
 
 #endif

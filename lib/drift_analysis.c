@@ -224,3 +224,19 @@ int64_t drift_sub_len(uint64_t span, uint64_t one_s, uint32_t max)
 {
     return (int64_t)(span / one_s + 1 > max ? (span / max + 1) : one_s);
 }
+
+const char *const stop_verdict_names[STOP_VERDICTS] = {"stood_still", "ran_on", "partly", "too_short"};
+
+enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t wall_ns, uint64_t u_wall_ns)
+{
+    uint64_t tol = u_ns + u_wall_ns + 10000000ull;
+    uint64_t wall_abs = wall_ns < 0 ? (uint64_t)-wall_ns : (uint64_t)wall_ns;
+    if (wall_abs <= 2 * tol)
+        return STOP_TOO_SHORT;
+    uint64_t adv_abs = advanced_ns < 0 ? (uint64_t)-advanced_ns : (uint64_t)advanced_ns;
+    if (adv_abs <= tol)
+        return STOP_STOOD_STILL;
+    int64_t diff = advanced_ns - wall_ns;
+    uint64_t diff_abs = diff < 0 ? (uint64_t)-diff : (uint64_t)diff;
+    return diff_abs <= tol ? STOP_RAN_ON : STOP_PARTLY;
+}

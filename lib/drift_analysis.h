@@ -116,4 +116,14 @@ uint32_t drift_residual_index(uint32_t j, uint32_t n, uint32_t keep);
    a span of that many seconds would need more than max of them. */
 int64_t drift_sub_len(uint64_t span, uint64_t one_s, uint32_t max);
 
+/* A clock across a stop of the machine that lasted wall_ns (+-u_wall_ns)
+   by the wall clock: it advanced advanced_ns (+-u_ns). It stood still when
+   it advanced no more than the two uncertainties and 10 ms; it ran on (and
+   so stepped by the stop, as the guest sees it) when it advanced the stop's
+   length within that; partly between; too short to tell when the stop
+   itself is within twice that of nothing. */
+enum stop_verdict { STOP_STOOD_STILL, STOP_RAN_ON, STOP_PARTLY, STOP_TOO_SHORT, STOP_VERDICTS };
+extern const char *const stop_verdict_names[STOP_VERDICTS];
+enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t wall_ns, uint64_t u_wall_ns);
+
 #endif

@@ -256,3 +256,72 @@ bool rtc_agrees(struct rtc_vs v, uint32_t tolerance_ppm)
     struct xf limit = xf_add(xf_from_u64(tolerance_ppm), xf_mul(xf_from_u64(3), v.u_ppm));
     return xf_cmp(xf_abs(v.ppm), limit) <= 0;
 }
+
+bool rtc_jump_across(const struct rtc_edge *e, uint32_t n, uint64_t at_tsc, struct xf tsc_per_s, struct xf u_rel,
+                     struct xf rms_tsc, struct rtc_jump *out)
+{
+    *out = (struct rtc_jump){0};
+    if (xf_cmp(tsc_per_s, xf_from_u64(0)) <= 0)
+        return false;
+    for (uint32_t i = 1; i < n; i++) {
+        uint64_t p = mid(&e[i - 1]), q = mid(&e[i]);
+        if (p > at_tsc || q < at_tsc || q < p)
+            continue;
+        struct xf ns = xf_from_u64(1000000000ull);
+        /* the edge after it, or the next when that one follows on: QEMU's
+           first update after the VM resumes can end late (its update
+           timer runs late, as after boot) */
+        uint32_t j = i;
+        if (i + 1 < n && continuous(e, i + 1, (uint64_t)xf_to_fixed(tsc_per_s, 0)))
+            j = i + 1;
+        q = mid(&e[j]);
+        uint32_t count = rtc_seconds_between(e[i - 1].seconds_of_day, e[j].seconds_of_day);
+        struct xf tsc_ns = xf_div(xf_mul(xf_from_u64(q - p), ns), tsc_per_s);
+        struct xf half = xf_from_u64((e[i - 1].b - e[i - 1].a) / 2 + (e[j].b - e[j].a) / 2 + 1);
+        struct xf timing = xf_div(xf_mul(xf_add(half, xf_mul(xf_from_u64(2), rms_tsc)), ns), tsc_per_s);
+        *out = (struct rtc_jump){.after = j, .count_s = count, .from_tsc = p, .to_tsc = q,
+                                 .step_ns = xf_sub(xf_mul(xf_from_u64(count), ns), tsc_ns),
+                                 .u_ns = xf_add(timing, xf_mul(tsc_ns, xf_abs(u_rel)))};
+        return true;
+    }
+    return false;
+}
+
+uint64_t rtc_largest_discontinuity(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate)
+{
+    uint64_t at = 0;
+    unsigned __int128 worst = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (continuous(e, i, tsc_hz_estimate))
+            continue;
+        uint32_t count = rtc_seconds_between(e[i - 1].seconds_of_day, e[i].seconds_of_day);
+        uint64_t p = mid(&e[i - 1]), q = mid(&e[i]);
+        unsigned __int128 c = (unsigned __int128)count * tsc_hz_estimate, dt = q > p ? q - p : 0;
+        unsigned __int128 d = c > dt ? c - dt : dt - c;
+        if (d >= worst) {
+            worst = d;
+            at = rtc_tsc_mid(p, q);
+        }
+    }
+    return at;
+}
+
+bool rtc_largest_jump(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct xf tsc_per_s, struct xf u_rel,
+                      struct xf rms_tsc, struct rtc_jump *out, uint64_t *at_tsc)
+{
+    bool found = false;
+    struct rtc_jump j;
+    for (uint32_t i = 1; i < n; i++) {
+        if (continuous(e, i, tsc_hz_estimate) || mid(&e[i]) < mid(&e[i - 1]))
+            continue;
+        uint64_t at = rtc_tsc_mid(mid(&e[i - 1]), mid(&e[i]));
+        if (!rtc_jump_across(e, n, at, tsc_per_s, u_rel, rms_tsc, &j))
+            continue;
+        if (!found || xf_cmp(xf_abs(j.step_ns), xf_abs(out->step_ns)) > 0) {
+            *out = j;
+            *at_tsc = at;
+            found = true;
+        }
+    }
+    return found;
+}

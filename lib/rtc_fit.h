@@ -101,6 +101,35 @@ struct rtc_fit {
    fitted, less its wide brackets and outliers. */
 void rtc_fit_edges(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct rtc_fit *out);
 
+/* The RTC's step against the TSC between the two consecutive edges whose
+   bracket middles hold at_tsc (a stop of the machine, say): count, the RTC
+   seconds between them (exact; the edge after it is passed over for the
+   next when that follows on, one RTC second later by the TSC: QEMU's first
+   update after a resume can end late), less their TSC time at tsc_per_s (ticks
+   per RTC second, +-u_rel): step_ns > 0 when the RTC ran ahead of the TSC
+   (the TSC stood still while the wall clock ran). Its uncertainty, a bound:
+   the two edges' half brackets and twice the fit's residual RMS (rms_tsc:
+   edge timing beyond the brackets), and the TSC time's share of u_rel.
+   False when no two edges hold at_tsc, or tsc_per_s is 0. */
+struct rtc_jump {
+    uint32_t after;          /* the edge after the step */
+    uint32_t count_s;        /* RTC seconds between the edges */
+    uint64_t from_tsc, to_tsc; /* the edges' bracket middles */
+    struct xf step_ns, u_ns;
+};
+bool rtc_jump_across(const struct rtc_edge *e, uint32_t n, uint64_t at_tsc, struct xf tsc_per_s, struct xf u_rel,
+                     struct xf rms_tsc, struct rtc_jump *out);
+/* Where the RTC's count and the TSC time disagree most between consecutive
+   edges (tsc_hz_estimate within a few %): the middle of that interval, or 0
+   when none disagree by half a second or more. */
+uint64_t rtc_largest_discontinuity(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate);
+/* Of every interval where they disagree by half a second or more, the one
+   whose step (rtc_jump_across at its middle) is largest: a stop, where a
+   lone edge misread or late steps back at the next (its step, taken over
+   to the edge after, is nothing). *at_tsc gets its middle. False when none. */
+bool rtc_largest_jump(const struct rtc_edge *e, uint32_t n, uint64_t tsc_hz_estimate, struct xf tsc_per_s, struct xf u_rel,
+                      struct xf rms_tsc, struct rtc_jump *out, uint64_t *at_tsc);
+
 /* A rate by the RTC held against the same rate by another reference. */
 struct rtc_vs {
     struct xf ppm;    /* the TSC's: from its rate by the drift reference; another counter's: from nominal */

@@ -50,7 +50,9 @@ packages=("${run_packages[@]}")
 # beside Debian 12's NumPy 1.24, where 26.0.1 refuses it and asks for NumPy 2).
 # virt-firmware, for the Secure Boot tests' variable stores (virt-fw-vars
 # --add-mok/--add-db); its needs (cryptography, yaml) come from Debian too.
-pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10)
+# qemu.qmp, QEMU's own QMP library, for `clockbench run --migrate-at` (no
+# dependencies; asyncio).
+pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10 qemu-qmp==0.0.6)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
   local need=() spec

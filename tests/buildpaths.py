@@ -12,3 +12,8 @@ BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
 KERNEL = BUILD / "clockbench.elf"
 PVH_KERNEL = BUILD / "clockbench-pvh.elf"  # no Multiboot 1 header: QEMU's -kernel takes its PVH entry
 TEST_ISO = BUILD / "test" / "clockbench.iso"  # menu timeout 0
+# Cloud Hypervisor and Firecracker for the tests that boot them (tests/boot/test_vmm.py):
+# CLOCKBENCH_VMM_DIR, else ../shared/vmm beside the checkout (or beside its parent, for a worktree).
+VMM_DIR = Path(os.environ.get("CLOCKBENCH_VMM_DIR") or next(
+    (p for p in (ROOT.parent / "shared" / "vmm", ROOT.parent.parent / "shared" / "vmm") if p.is_dir()),
+    ROOT.parent / "shared" / "vmm"))

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import BUILD, KERNEL, ROOT, TEST_ISO  # noqa: E402,F401  (tests/ is on the path: this file's folder)
+from buildpaths import BUILD, KERNEL, PVH_KERNEL, ROOT, TEST_ISO, VMM_DIR  # noqa: E402,F401  (tests/ is on the path: this file's folder)
 
 sys.path.insert(0, str(ROOT / "tools"))
 
-from clockbench import qemu, records  # noqa: E402
+from clockbench import microvm, qemu, records  # noqa: E402
 
 BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
 
@@ -62,11 +62,19 @@ class Boot:
         return f"{' '.join(self.result.command)}\n{self.result.describe()}\n--- serial ---\n{self.output[-6000:]}\n--- stderr ---\n{self.result.stderr[-2000:]}"
 
 
-def boot_key(cfg: qemu.QemuConfig) -> str:
+def boot_key(cfg: qemu.QemuConfig | microvm.VmmConfig) -> str:
     """What makes two boots the same run: the QEMU command line, the faults
-    applied to it, and the files it boots as they are now."""
-    accel, _ = qemu.resolve_accel(cfg.accel)
-    files = {"direct": [cfg.kernel], "pvh": [cfg.kernel], "iso": [cfg.iso], "disk": [cfg.disk]}.get(cfg.boot, [])
+    applied to it, and the files it boots as they are now; for a microVM,
+    its configuration, the monitor's program and the kernel."""
+    if isinstance(cfg, microvm.VmmConfig):
+        files = [cfg.kernel, cfg.binary]
+        command = repr(cfg)
+        faults = []
+    else:
+        accel, _ = qemu.resolve_accel(cfg.accel)
+        files = {"direct": [cfg.kernel], "pvh": [cfg.kernel], "iso": [cfg.iso], "disk": [cfg.disk]}.get(cfg.boot, [])
+        command = qemu.build_command(cfg, accel)
+        faults = cfg.faults
     stamps = []
     for f in files:
         try:
@@ -74,7 +82,7 @@ def boot_key(cfg: qemu.QemuConfig) -> str:
             stamps.append([str(f), st.st_size, st.st_mtime_ns])
         except OSError:
             stamps.append([str(f), None, None])
-    what = {"command": qemu.build_command(cfg, accel), "faults": [repr(f) for f in cfg.faults], "files": stamps}
+    what = {"command": command, "faults": [repr(f) for f in faults], "files": stamps}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -90,16 +98,24 @@ class BootCache:
             self.folder.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
-    def usable(r: qemu.RunResult | None, timeout: float, cfg: qemu.QemuConfig) -> bool:
-        bound = timeout + sum(f.duration_s for f in cfg.faults)
+    def usable(r, timeout: float, cfg) -> bool:
+        bound = timeout + sum(f.duration_s for f in getattr(cfg, "faults", []))
         return r is not None and (r.timeout_s == bound if r.timed_out else r.seconds <= bound)
 
-    def run(self, cfg: qemu.QemuConfig, timeout: float) -> qemu.RunResult:
+    @staticmethod
+    def _boot(cfg, timeout: float):
+        if isinstance(cfg, microvm.VmmConfig):
+            return microvm.run(cfg, timeout)
+        return qemu.run(cfg, timeout=timeout)
+
+    def run(self, cfg, timeout: float):
+        """cfg: a qemu.QemuConfig (a qemu.RunResult comes back) or a
+        microvm.VmmConfig (a microvm.VmmResult)."""
         key = boot_key(cfg)
         if self.usable(self.runs.get(key), timeout, cfg):
             return self.runs[key]
         if not self.folder:
-            self.runs[key] = qemu.run(cfg, timeout=timeout)
+            self.runs[key] = self._boot(cfg, timeout)
             return self.runs[key]
         # one process boots it; any other that wants it meanwhile waits for it
         with open(self.folder / f"{key}.lock", "w") as lock:
@@ -107,7 +123,7 @@ class BootCache:
             path = self.folder / f"{key}.pickle"
             r = pickle.loads(path.read_bytes()) if path.exists() else None
             if not self.usable(r, timeout, cfg):
-                r = qemu.run(cfg, timeout=timeout)
+                r = self._boot(cfg, timeout)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_bytes(pickle.dumps(r))
                 tmp.replace(path)
@@ -123,6 +139,23 @@ def boot():
         kw.setdefault("kernel", KERNEL)
         kw.setdefault("iso", TEST_ISO)
         return Boot(cache.run(qemu.QemuConfig(**kw), timeout))
+
+    return _boot
+
+
+@pytest.fixture(scope="session")
+def vmm_boot():
+    """Boots the PVH kernel under Cloud Hypervisor or Firecracker from
+    VMM_DIR, once per configuration, shared as `boot` shares QEMU runs. A
+    monitor missing from VMM_DIR fails the test: it is not skipped."""
+    cache = BootCache(BOOT_CACHE)
+
+    def _boot(vmm: str, timeout: float = 200, **kw) -> Boot:
+        binary = VMM_DIR / microvm.module(vmm).BINARY
+        assert binary.is_file() and os.access(binary, os.X_OK), \
+            f"{binary} is missing or not executable: the microVM tests need it (CLOCKBENCH_VMM_DIR names its folder)"
+        kw.setdefault("kernel", PVH_KERNEL)
+        return Boot(cache.run(microvm.VmmConfig(vmm=vmm, binary=binary, **kw), timeout))
 
     return _boot
 

@@ -111,6 +111,30 @@ def test_verdict_checks_and_summary(tcg_run):
     assert not records.one(tcg_run.records, "cpu_speed")["emulated"]
 
 
+def test_under_tcg_the_verdict_speaks_of_the_emulator(tcg_run):
+    """TCG's translated loop runs at hardware speed: the signature answers
+    "hardware or an emulator?", in words, and the verdict, the TSC's advice
+    and Linux's choice say they describe the emulator."""
+    cs = records.one(tcg_run.records, "cpu_speed")
+    assert (cs["answer"], cs["answer_by"]) == ("emulator", "signature"), cs
+    out = " ".join(tcg_run.output.split())
+    assert 'Hardware or an emulator? An emulator: the hypervisor signature "TCGTCGTCGTCG" is QEMU\'s TCG' in out
+    assert "every figure below describes the emulator's clocks, not this computer's hardware" in out
+    assert "An OS in this emulator: Linux would use" in out and "An OS here:" not in out
+    tsc = next(v for v in records.of_type(tcg_run.records, "verdict") if v["counter"] == "tsc")
+    assert tsc["qualifier"] == "in this emulator" and f"-> in this emulator: {tsc['advice']}" in out
+    assert records.one(tcg_run.records, "os_choice")["emulator"] is True
+    # each verdict record's read cost is the latency record's p50, to the 0.1 ns it prints
+    lat = {r["counter"]: r for r in records.of_type(tcg_run.records, "latency")}
+    for v in records.of_type(tcg_run.records, "verdict"):
+        if v.get("read_cost") and v["counter"] in ("tsc", "hpet", "acpi_pm", "pit", "lapic"):
+            p50 = lat["rdtsc" if v["counter"] == "tsc" else v["counter"]]["p50_ns"]
+            assert re.fullmatch(r"\d+\.\d ns", v["read_cost"]) and abs(float(v["read_cost"][:-3]) - p50) <= 0.0501, (v, p50)
+    # every note whole in its record, and the text says it
+    for n in records.of_type(tcg_run.records, "note"):
+        assert f"Note: {n['text']}" in out
+
+
 def test_report_fits_80_columns(tcg_run):
     long = [l for l in tcg_run.output.split("\n") if not l.startswith("@cb ") and len(l) > 80]
     assert not long, long[:5]

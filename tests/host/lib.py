@@ -102,6 +102,10 @@ def load() -> ctypes.CDLL:
     lib.shim_rtc_decode.argtypes = [u8] * 7
     lib.shim_rtc_fit.restype = ctypes.c_char_p
     lib.shim_rtc_fit.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32, u64]
+    lib.shim_rtc_jump.restype = ctypes.c_char_p
+    lib.shim_rtc_jump.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32), u32, u64, u64, u64, u64, u64]
+    lib.shim_stop_judge.restype = ctypes.c_int
+    lib.shim_stop_judge.argtypes = [ctypes.c_int64, u64, ctypes.c_int64, u64]
     # os/os_analysis.c
     lib.shim_os_sequence.restype = ctypes.c_char_p
     lib.shim_os_sequence.argtypes = [ctypes.POINTER(u64), ctypes.c_size_t, ctypes.c_uint]

@@ -637,6 +637,34 @@ const char *shim_rtc_fit(const uint64_t *a, const uint64_t *b, const uint32_t *s
     return finish();
 }
 
+/* rtc_fit.c: the RTC's step across a stop, and where the largest one is */
+const char *shim_rtc_jump(const uint64_t *a, const uint64_t *b, const uint32_t *sod, uint32_t n, uint64_t at_tsc,
+                          uint64_t tsc_per_s, uint64_t u_rel_ppb, uint64_t rms_tsc, uint64_t hz_estimate)
+{
+    static struct rtc_edge e[4096];
+    if (n > 4096)
+        n = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        e[i] = (struct rtc_edge){a[i], b[i], sod[i]};
+    struct rtc_jump j;
+    bool found = rtc_jump_across(e, n, at_tsc, xf_from_u64(tsc_per_s),
+                                 xf_div(xf_from_u64(u_rel_ppb), xf_from_u64(1000000000ull)), xf_from_u64(rms_tsc), &j);
+    record_begin(&rec, "rtc_jump");
+    record_bool(&rec, "found", found);
+    record_u64(&rec, "after", j.after);
+    record_u64(&rec, "count_s", j.count_s);
+    record_xf(&rec, "step_ns", j.step_ns);
+    record_xf(&rec, "u_ns", j.u_ns);
+    record_u64(&rec, "largest_at", rtc_largest_discontinuity(e, n, hz_estimate));
+    uint64_t at = 0;
+    bool big = rtc_largest_jump(e, n, hz_estimate, xf_from_u64(tsc_per_s),
+                                xf_div(xf_from_u64(u_rel_ppb), xf_from_u64(1000000000ull)), xf_from_u64(rms_tsc), &j, &at);
+    record_bool(&rec, "largest_found", big);
+    record_u64(&rec, "largest_jump_at", at);
+    record_xf(&rec, "largest_step_ns", big ? j.step_ns : xf_from_u64(0));
+    return finish();
+}
+
 /* os/os_analysis.c: the OS side's sequential-reads table and kernel-log claims */
 static void os_sequence_record(const struct os_sequence *q)
 {
@@ -1255,3 +1283,9 @@ const char *shim_aml_s5(const uint8_t *aml, uint32_t len)
 }
 
 bool shim_aml_has_string_hid(const uint8_t *aml, uint32_t len, const char *hid) { return aml_has_string_hid(aml, len, hid); }
+
+/* drift_analysis.c: a clock across a stop */
+int shim_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t wall_ns, uint64_t u_wall_ns)
+{
+    return (int)drift_stop_judge(advanced_ns, u_ns, wall_ns, u_wall_ns);
+}

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-from . import results
+from . import figures, results
 from .errors import CannotWrite
 
 # Characters XML 1.0 cannot carry at all, even escaped: a garbled log has them.
@@ -126,10 +126,6 @@ def _md(s) -> str:
     return text.replace("|", "\\|") or "-"
 
 
-def _ns(v) -> str:
-    return f"{v:.1f} ns" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
-
-
 def markdown(res: dict) -> str:
     code, why = results.outcome(res)
     s = res.get("summary") if isinstance(res.get("summary"), dict) else {}
@@ -167,8 +163,12 @@ def markdown(res: dict) -> str:
         for name, r in lat.items():
             r = r if isinstance(r, dict) else {}
             step = reso.get(name) if isinstance(reso.get(name), dict) else {}
-            p50 = "below the TSC's step" if r.get("below_step") else _ns(r.get("p50_ns"))
-            out.append(f"| {_md(name)} | {p50} | {_ns(r.get('p99_ns'))} | {_ns(step.get('min_step_ns'))} |")
+            # one formatting path for every output (figures.py): the read's cost as the image and the HTML say it,
+            # a step in the unit its size asks for (the RTC's second as 1.00 s)
+            p50 = _md(figures.target_read_cost(res, name))
+            p99 = "-" if r.get("below_step") or not figures._num(r.get("p99_ns")) else figures.ns(r["p99_ns"])
+            reso_text = figures.ns(step["min_step_ns"]) if figures._num(step.get("min_step_ns")) is not None else "-"
+            out.append(f"| {_md(name)} | {p50} | {p99} | {reso_text} |")
         out.append("")
     if cs:
         out += [f"<details><summary>All {len(cs)} checks</summary>", "", "| result | check | detail |", "| --- | --- | --- |"]

@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from . import os_side, results
+from . import figures, os_side, results
 from .runinfo import as_text, checks_line, cpu_of, machine_key, machine_of, ratio, run_names
 from .errors import BadInput, CannotWrite, MissingTool
 
@@ -102,14 +102,19 @@ def table(runs: list[dict], names: list[str]) -> list[list[str]]:
     rows.append(["image build", *[str(r.get("build") or "-") for r in runs], *none])
     rows.append(["profile", *[str(_dict(r.get("profile")).get("name") or "-") for r in runs], *none])
     p50s = [_p50(r) for r in runs]
-    targets = [t for t in TARGETS if any(t in p for p in p50s)]
-    targets += sorted({t for p in p50s for t in p} - set(targets))
+    # a target every run read below the TSC's step has no p50 but still a row
+    measured = [set(p) | {t for t, lat in _dict(r.get("latency")).items() if _dict(lat).get("below_step")} for r, p in zip(runs, p50s)]
+    targets = [t for t in TARGETS if any(t in m for m in measured)]
+    targets += sorted({t for m in measured for t in m} - set(targets))
     for t in targets:
         base = p50s[0].get(t)
         cells = []
-        for p in p50s:
+        for r, p in zip(runs, p50s):
             v = p.get(t)
-            cells.append("-" if v is None else f"{v:.1f} ns" + (f" {ratio(v, base)}" if base else ""))
+            lat = _dict(_dict(r.get("latency")).get(t))
+            # a read below the TSC's step has no ratio, but says what it is, as every output does (figures.read_cost)
+            cells.append(figures.target_read_cost(r, t) if v is None and lat else
+                         "-" if v is None else figures.target_read_cost(r, t) + (f" {ratio(v, base)}" if base else ""))
         group_vals = [[p50s[i][t] for i in idx if t in p50s[i]] for idx in multi]
         group_base = statistics.fmean(group_vals[0]) if group_vals and group_vals[0] else None
         for idx, vals in zip(multi, group_vals):

@@ -1,4 +1,7 @@
-"""A run's key figures, from its parsed records (results.py): what the store
+"""A run's key figures, from its parsed records (results.py), and the one
+formatting path for each figure every output prints (the HTML report, the
+CI summary, `compare`, the fleet): `ns`, `hz`, `pm`, `unc` and `read_cost`.
+The figures are what the store
 of runs keeps per run and `clockbench fleet` compares across machines. Each
 figure is one row: a name, a value, its uncertainty where the image states
 one, a unit, and what it was measured against. The record names and keys are
@@ -11,6 +14,113 @@ import math
 from dataclasses import dataclass
 
 from . import records
+
+# ------------------------------------------------------------ formatting
+
+
+def sig(x, digits: int = 3, missing: str = "?") -> str:
+    """x to `digits` significant figures, never in exponent form; whole
+    digits are kept (401089 stays 401089 at 3 figures)."""
+    if _num(x) is None:
+        return missing
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
+
+
+def ns(x, digits: int = 3) -> str:
+    """A duration given in ns, in the unit that suits it: 9.70 ns, 18.1 us,
+    401 us, 1.00 s (the RTC's one-second step is "1.00 s", never
+    "1000011844.4 ns")."""
+    if _num(x) is None:
+        return "?"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
+        if abs(x) >= scale:
+            return f"{sig(x / scale, digits)} {unit}"
+    return f"{sig(x, digits)} ns"
+
+
+def _decimals_for(u: float) -> int:
+    """Decimal places that show an uncertainty to two significant figures."""
+    return max(0, 1 - math.floor(math.log10(abs(u))))
+
+
+def pm(value, u, unit: str = "ppm", signed: bool = True) -> str:
+    """value +- u, both rounded to the uncertainty's second significant
+    figure: "-0.04 +- 0.30 ppm", never "-0.036481 ppm"."""
+    if _num(value) is None:
+        return "?"
+    if _num(u) is None or u <= 0:
+        return f"{value:+g} {unit}".strip() if signed else f"{value:g} {unit}".strip()
+    d = _decimals_for(u)
+    v = f"{value:+.{d}f}" if signed else f"{value:.{d}f}"
+    return f"{v} \u00b1 {u:.{d}f} {unit}".strip()
+
+
+def unc(u, unit: str = "ppm") -> str:
+    return f"\u00b1{sig(u, 2)} {unit}" if _num(u) is not None else "?"
+
+
+def hz(value, unc_ppm=None) -> str:
+    """A frequency in the unit its size asks for (MHz from 1 MHz, kHz from
+    1 kHz, else Hz), with as many digits as its relative uncertainty allows
+    ("2596.12008 MHz" at 0.21 ppm); a nominal rate with none stated to the
+    Hz: "3.579545 MHz", "32.768 kHz", "1 Hz" (never "0.000001 MHz")."""
+    if _num(value) is None:
+        return "?"
+    unit, scale = next((u, s) for u, s in (("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)) if abs(value) >= s or u == "Hz")
+    x = value / scale
+    if _num(unc_ppm) is not None and unc_ppm > 0 and value:
+        return f"{x:.{_decimals_for(x * unc_ppm * 1e-6)}f} {unit}"
+    digits = {"MHz": 6, "kHz": 3, "Hz": 0}[unit]
+    text = f"{x:.{digits}f}"
+    if unit != "MHz" and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text} {unit}"
+
+
+def read_cost(lat: dict | None, step_ns=None) -> str:
+    """One read's cost as every output says it, the image's words
+    (docs/output.md, `latency`'s `below_step`; kernel/results.c,
+    results_read_cost): "29.6 ns", or, where the p50 lies within a few of
+    the TSC's steps, "below the TSC's step (10.0 ns): 9.54 ns a read by the
+    batch" (": not resolved" without a batch). "-" when not measured."""
+    lat = _dict(lat)
+    if lat.get("below_step"):
+        step = f"below the TSC's step ({_num(step_ns):.1f} ns)" if _num(step_ns) is not None else "below the TSC's step"
+        batch = _num(lat.get("batch_ns_per_read"))
+        return f"{step}: {batch:.2f} ns a read by the batch" if batch is not None else f"{step}: not resolved"
+    p50 = _num(lat.get("p50_ns"))
+    return f"{p50:.1f} ns" if p50 is not None else "-"
+
+
+def tsc_step_ns(raw_or_res) -> float | None:
+    """The TSC's own step in ns (the `tsc_step` record), from a log's
+    records or a results structure (its "tsc_step")."""
+    if isinstance(raw_or_res, dict):
+        return _num(_dict(raw_or_res.get("tsc_step")).get("step_ns"))
+    rec = (records.of_type(raw_or_res or [], "tsc_step") or [None])[0]
+    return _num(_dict(rec).get("step_ns"))
+
+
+def target_read_cost(res: dict, target: str) -> str:
+    """A read target's cost, one text for every output: the image's own
+    words where its `verdict` record gives them (the TSC's is its rdtsc
+    read), else read_cost of its `latency` record, which says the same
+    (its p50 is kept to 3 decimals; the image rounds the exact figure, so
+    only its own text is the same to the last digit)."""
+    counter = "tsc" if target == "rdtsc" else target
+    said = next((v.get("read_cost") for v in res.get("verdict_rows") or [] if isinstance(v, dict) and v.get("counter") == counter),
+                None)
+    if isinstance(said, str) and said:
+        return said
+    return read_cost(_dict(res.get("latency")).get(target), tsc_step_ns(res))
+
+
+def tsc_read_cost(res: dict) -> str:
+    """The TSC's read cost (its plain RDTSC read), one text for every output."""
+    return target_read_cost(res, "rdtsc")
 
 
 @dataclass(frozen=True)
@@ -95,6 +205,12 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     if worst_crystal:
         add("crystal_ppm", worst_crystal[0], worst_crystal[1], "ppm",
             f"the counter furthest from its nominal rate: {worst_crystal[2]}")
+    # the TSC's read cost as every output says it (read_cost): its text in the detail, for the fleet's
+    # column; the value is the p50, or below the TSC's step the batch's figure that stands for a read
+    rdtsc = _dict(_dict(res.get("latency")).get("rdtsc"))
+    read_value = _num(rdtsc.get("batch_ns_per_read")) if rdtsc.get("below_step") else _num(rdtsc.get("p50_ns"))
+    if read_value is not None:
+        add("tsc_read_ns", read_value, None, "ns", tsc_read_cost(res))
     for name, lat in sorted(_dict(res.get("latency")).items()):
         p50 = _num(_dict(lat).get("p50_ns"))
         if p50 is not None and not _dict(lat).get("below_step"):  # below the TSC's step: no figure to compare

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import errors, store
+from . import errors, figures, store
 
 K = 3.5
 MAD_SCALE = 1.4826
@@ -241,7 +241,17 @@ def analyse(runs: list[store.Run]) -> list[Group]:
 
 # -- output -------------------------------------------------------------------
 
-COLUMNS = ["machine", "date (UTC)", "status", *[m.title for m in METRICS], "flags"]
+COLUMNS = ["machine", "date (UTC)", "status", "TSC read", *[m.title for m in METRICS], "flags"]
+
+
+def tsc_read(run: store.Run) -> str:
+    """The TSC's read cost as every output says it (figures.read_cost): the
+    text kept with the figure; a run stored before it, from its p50."""
+    f = run.figures.get("tsc_read_ns")
+    if f is not None and f.detail:
+        return f.detail
+    p50 = run.figures.get("read_p50_ns:rdtsc")
+    return figures.read_cost({"p50_ns": p50.value}) if p50 is not None else "-"
 
 
 def _cells(row: Row, g: Group) -> list[str]:
@@ -255,7 +265,7 @@ def _cells(row: Row, g: Group) -> list[str]:
         else:
             vals.append(_n(v))
     flagged = sorted({f.metric for f in row.flags})
-    return [r["machine"], (r["started"] or "?")[:19].replace("T", " "), r["status"], *vals,
+    return [r["machine"], (r["started"] or "?")[:19].replace("T", " "), r["status"], tsc_read(r), *vals,
             ("OUTLIER: " + ", ".join(flagged)) if flagged else "ok"]
 
 

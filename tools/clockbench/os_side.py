@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from . import pages, plots, runinfo
+from . import figures, pages, plots, runinfo
 
 OS_TOOL = "clockbench-os"
 MONOTONIC = "clock_gettime(CLOCK_MONOTONIC)"
@@ -181,8 +181,16 @@ def tsc_rate(res: dict, clocksource=None) -> dict:
 
 
 def bare_p50(bare: dict, key) -> float | None:
-    v = _d(_d(bare.get("latency")).get(key)).get("p50_ns") if isinstance(key, str) else None
-    return v if _num(v) else None
+    """The bare read's p50, None below the TSC's step (no figure: no ratio is drawn from it)."""
+    lat = _d(_d(bare.get("latency")).get(key)) if isinstance(key, str) else {}
+    v = lat.get("p50_ns")
+    return v if _num(v) and not lat.get("below_step") else None
+
+
+def bare_cost(bare: dict, key) -> str:
+    """The bare read's cost as every output says it (figures.read_cost)."""
+    lat = _d(_d(bare.get("latency")).get(key)) if isinstance(key, str) else {}
+    return figures.target_read_cost(bare, key) if lat else "-"
 
 
 def bare_step(bare: dict, clocksource_or_key: str) -> float | None:
@@ -372,7 +380,7 @@ def clocksource_rows(bare: dict, os_run: dict) -> list[list[str]]:
             notes.append("not taken" + (f": {t['reason']}" if _s(t.get("reason")) else ""))
         if base is None:
             notes.append(_counter_state(bare, key))
-        rows.append([cs, key or "-", cost(base), *cells,
+        rows.append([cs, key or "-", bare_cost(bare, key), *cells,
                      dur(reso.get("getres_ns")), dur(reso.get("min_step_ns")), dur(step), "; ".join(notes)])
     return rows
 
@@ -386,7 +394,8 @@ def other_rows(bare: dict | None, os_run: dict) -> list[list[str]]:
         lat = latency(os_run, cs, call)
         reso = resolution(os_run, cs, call, lat.get("path")) if lat else resolution(os_run, cs, call)
         base = bare_p50(bare, key) if bare is not None and key else None
-        rows.append([call, what, str(lat.get("path") or reso.get("path") or "-"), cost(base), with_ratio(lat.get("p50_ns"), base),
+        rows.append([call, what, str(lat.get("path") or reso.get("path") or "-"),
+                     bare_cost(bare, key) if bare is not None and key else "-", with_ratio(lat.get("p50_ns"), base),
                      dur(reso.get("getres_ns")), dur(reso.get("min_step_ns")),
                      dur(bare_step(bare, key)) if bare is not None and key else "-"])
     return rows

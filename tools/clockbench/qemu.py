@@ -27,13 +27,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import errors
+from . import errors, vmrun
 
+QEMU_BINARY = "qemu-system-x86_64"
 DEBUG_EXIT_BASE = 0x10
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed"}
 # The runner's own exit codes beyond the image's 0-3.
-EXIT_NO_VERDICT = 4  # QEMU ended without the image reporting (reset, shutdown, QEMU error)
-EXIT_TIMEOUT = 5  # the run took longer than its bound and was stopped
+EXIT_NO_VERDICT = vmrun.EXIT_NO_VERDICT  # QEMU ended without the image reporting (reset, shutdown, QEMU error)
+EXIT_TIMEOUT = vmrun.EXIT_TIMEOUT  # the run took longer than its bound and was stopped
 EXIT_INTERRUPTED = errors.INTERRUPTED  # stopped by Ctrl-C (run()'s stop event)
 # A GRUB-booted image (boot "iso" or "disk") given a command line gets it in
 # this SMBIOS OEM string; iso/grub.cfg boots it at once, with no menu.
@@ -213,6 +214,7 @@ class QemuConfig:
     bootfile: str = ""  # its bootfile, relative to the tree (netboot.BOOTFILES)
     mac: str | None = None  # the NIC's MAC address, which picks the command line in the tree
     serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
+    binary: str = QEMU_BINARY  # the program (`clockbench run --vmm qemu --vmm-binary PATH`)
 
 
 def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None = None) -> tuple[str, str]:
@@ -243,7 +245,7 @@ def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None 
 
 def build_command(cfg: QemuConfig, accel: str) -> list[str]:
     machine = cfg.machine + (",smm=on" if cfg.firmware == "uefi-secboot" else "")
-    cmd = ["qemu-system-x86_64", "-machine", machine, "-accel", accel]
+    cmd = [cfg.binary, "-machine", machine, "-accel", accel]
     cmd += ["-cpu", cfg.cpu or (KVM_CPU if accel == "kvm" else TCG_CPU)]
     cmd += ["-smp", str(cfg.smp), "-m", cfg.memory]
     cmd += ["-no-reboot"]
@@ -309,7 +311,7 @@ def smbios_cmdline(append: str) -> str:
 
 
 @dataclass
-class RunResult:
+class RunResult(vmrun.Ending):
     command: list[str]
     accel: str
     qemu_exit: int | None  # None when the run timed out
@@ -325,20 +327,8 @@ class RunResult:
     emulation_failed: str | None = None  # KVM could not emulate an instruction: QEMU paused the guest for good
 
     @property
-    def never_started(self) -> bool:
-        """QEMU ended with an error of its own before the serial port said
-        anything: bad options, no memory for the guest, no firmware."""
-        return (not self.output.strip() and not self.timed_out and not self.interrupted and self.status is None
-                and not self.emulation_failed and self.qemu_exit not in (None, 0))
-
-    @property
-    def exit_code(self) -> int:
-        """The runner's exit code: the image's status, or EXIT_NO_VERDICT/EXIT_TIMEOUT/EXIT_INTERRUPTED."""
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.timed_out:
-            return EXIT_TIMEOUT
-        return self.status if self.status is not None else EXIT_NO_VERDICT
+    def machine_exit(self) -> int | None:
+        return self.qemu_exit
 
     def describe(self) -> str:
         if self.emulation_failed:
@@ -687,78 +677,49 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
     cmd = build_command(cfg, accel)
     bound = timeout + sum(f.duration_s for f in cfg.faults)
     triggers = _Triggers(cfg.faults)
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    chunks: list[bytes] = []
-    errs: list[bytes] = []
-
     emulation = _EmulationWatch()
+    held: dict = {}
 
-    def pump(stream, sink, live, watch):
-        for chunk in iter(lambda: stream.read1(4096), b""):
-            sink.append(chunk)
-            if watch:
-                watch(chunk)
-            if live:
-                live(chunk.decode("utf-8", "replace"))
+    def started(proc: subprocess.Popen, start: float) -> None:
+        held["injector"] = injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
+        if cfg.faults:
+            injector.thread.start()
 
-    readers = [
-        threading.Thread(target=pump, args=(proc.stdout, chunks, echo, triggers.feed if cfg.faults else None), daemon=True),
-        threading.Thread(target=pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True),
-    ]
-    for t in readers:
-        t.start()
-    injector = _Injector(proc, cfg.faults, triggers, cfg.monitor_socket, start)
-    if cfg.faults:
-        injector.thread.start()
-    timed_out = interrupted = False
-    try:
-        deadline = start + bound
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                if injector.stuck.is_set():
-                    break
-                if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
-                    injector.ending_reason = "KVM could not emulate an instruction"
-                    break
-                if stop is not None and stop.is_set():
-                    interrupted = True
-                    injector.ending_reason = "the run was interrupted"
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    injector.ending_reason = f"the run's time bound ({bound:g} s) ran out"
-                    break
-    finally:
+    def end_reason() -> str | None:
+        if held["injector"].stuck.is_set():
+            return "QEMU could not be resumed"
+        if emulation.failed.is_set():  # no status will come: QEMU waits paused for ever
+            return "KVM could not emulate an instruction"
+        return None
+
+    def ending(why: str) -> None:
+        injector = held.get("injector")
+        if injector is None:
+            return
+        if why != "it exited":
+            injector.ending_reason = why
         injector.ending.set()
         if injector.thread.is_alive():
             injector.thread.join(timeout=INJECTOR_JOIN_S)  # resumes a fault under way
-        if proc.poll() is None:
-            if any(f.kind == "sigstop" for f in cfg.faults):
-                proc.send_signal(signal.SIGCONT)  # whatever the injector managed
-            proc.kill()
-            proc.wait()
-    for t in readers:
-        t.join(timeout=5)
-    seconds = time.monotonic() - start
-    code = None if timed_out or interrupted else proc.returncode
+        if injector.proc.poll() is None and any(f.kind == "sigstop" for f in cfg.faults):
+            injector.proc.send_signal(signal.SIGCONT)  # whatever the injector managed
+
+    got = vmrun.run(cmd, bound, echo=echo, stop=stop, watch_out=triggers.feed if cfg.faults else None,
+                    watch_err=emulation.feed, started=started, end_reason=end_reason, ending=ending)
+    code = got.returncode
     return RunResult(
         command=cmd,
         accel=accel,
         qemu_exit=code,
         status=None if code is None else status_from_exit(code),
-        output=b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"),
-        stderr=b"".join(errs).decode("utf-8", "replace"),
-        seconds=seconds,
-        timed_out=timed_out,
-        injections=injector.injections,
+        output=got.output,
+        stderr=got.stderr,
+        seconds=got.seconds,
+        timed_out=got.timed_out,
+        injections=held["injector"].injections if "injector" in held else [],
         timeout_s=bound,
-        pid=proc.pid,
-        interrupted=interrupted,
+        pid=got.pid,
+        interrupted=got.interrupted,
         emulation_failed=emulation.line,
     )
 
@@ -766,3 +727,333 @@ def _run(cfg: QemuConfig, accel: str, timeout: float, echo, stop: threading.Even
 def main_echo(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+# --- Migration: the VM moved to a new QEMU mid-run (`clockbench run --migrate-at`) ---
+# The VM is stopped on the source with QMP `stop`, its state written with
+# `migrate` to a file (exec:cat > FILE), the source ended, and a destination
+# QEMU started with the same command line plus `-incoming "exec:cat FILE"`
+# and `-S`; once it has read the state and the gap has passed since the
+# stop, QMP `cont` resumes it. Both QEMUs' serial output goes to one log;
+# the status is the destination's. The known answer, how long the VM stood
+# still as the host saw it, is QMP's STOP event (source) to its RESUME event
+# (destination): QEMU stamps events with the host's wall clock
+# (g_get_real_time, microseconds). The STOP event is sent after the vCPUs
+# have stopped and before `stop` is answered; RESUME before `cont` is
+# answered; so each event and the change it reports lie within its command's
+# round trip, and the interval is right within the sum of the two round
+# trips (and 2 us for the stamps' resolution).
+
+MIGRATE_BOUND_S = 120.0  # the state written (source) or read (destination), and each QMP exchange
+MIGRATE_GAP_DEFAULT_S = 3.0
+PYDEPS = Path(__file__).resolve().parents[2] / "build" / "pydeps"
+
+
+@dataclass
+class Migration:
+    """Where and how long: at_s seconds after the serial port's first line
+    (the run's origin, as the host saw it arrive), a stop of at least gap_s
+    seconds (longer when writing and reading the state take longer)."""
+
+    at_s: float
+    gap_s: float = MIGRATE_GAP_DEFAULT_S
+    state_dir: Path | None = None  # where the state file goes (default: a temporary folder, removed after)
+
+
+@dataclass
+class MigrationResult:
+    """What a Migration did. *_wall: host wall-clock seconds (Unix time);
+    *_s: host monotonic seconds after the source QEMU started."""
+
+    migration: Migration
+    origin_s: float | None = None  # the first serial line
+    stop_sent_wall: float | None = None
+    stop_event_wall: float | None = None
+    stop_reply_wall: float | None = None
+    state_bytes: int | None = None
+    state_written_s: float | None = None  # how long `migrate` took
+    source_exit: int | None = None
+    destination_command: list[str] | None = None
+    state_read_s: float | None = None  # the destination's QMP saying the incoming migration completed, from its start
+    resume_sent_wall: float | None = None
+    resume_event_wall: float | None = None
+    resume_reply_wall: float | None = None
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.resume_event_wall is not None and self.stop_event_wall is not None
+
+    @property
+    def stopped_s(self) -> float | None:
+        """STOP (source) to RESUME (destination), by QEMU's own timestamps."""
+        return self.resume_event_wall - self.stop_event_wall if self.done else None
+
+    @property
+    def stopped_uncertainty_s(self) -> float | None:
+        """A bound: the `stop` and `cont` round trips, and the stamps' 1 us each."""
+        if not self.done or None in (self.stop_reply_wall, self.resume_reply_wall):
+            return None
+        return (self.stop_reply_wall - self.stop_sent_wall) + (self.resume_reply_wall - self.resume_sent_wall) + 2e-6
+
+    def describe(self) -> str:
+        m = self.migration
+        what = f"migration {m.at_s:g} s after the first serial line, gap {m.gap_s:g} s"
+        if self.done:
+            text = (f"{what}: the VM stood still {self.stopped_s:.6f} s (+- {self.stopped_uncertainty_s:.6f}) "
+                    f"by QMP STOP to RESUME; state {self.state_bytes} bytes")
+        else:
+            text = f"{what}: not done"
+        return text + (f"; {self.error}" if self.error else "")
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in dataclasses.asdict(self).items() if k != "migration"}
+        d["at_s"], d["gap_s"] = self.migration.at_s, self.migration.gap_s
+        d["stopped_s"], d["stopped_uncertainty_s"] = self.stopped_s, self.stopped_uncertainty_s
+        return d
+
+
+def _qmp_module():
+    """qemu.qmp (PyPI), from build/pydeps where `make deps` puts it."""
+    if PYDEPS.is_dir() and str(PYDEPS) not in sys.path:
+        sys.path.append(str(PYDEPS))
+    try:
+        from qemu import qmp
+    except ImportError:
+        raise errors.MissingTool("PyPI's qemu.qmp is not installed: `make deps` puts it in build/pydeps") from None
+    return qmp
+
+
+async def _disconnect(client) -> None:
+    """Closes a QMP connection; a QEMU that quit first leaves nothing to close."""
+    try:
+        await client.disconnect()
+    except (EOFError, OSError, Exception):  # noqa: BLE001 - qemu.qmp re-raises the reader's end of stream
+        pass
+
+
+def _event_wall(ev) -> float:
+    ts = ev["timestamp"]
+    return ts["seconds"] + ts["microseconds"] / 1e6
+
+
+class _Migrator:
+    """Runs the migration from a thread of its own (an asyncio loop for
+    qemu.qmp) while run_migrated() pumps both QEMUs' output."""
+
+    def __init__(self, cfg: QemuConfig, accel: str, migration: Migration, qmp_dir: Path, start_proc, start: float):
+        self.cfg, self.accel, self.m, self.start = cfg, accel, migration, start
+        self.start_proc = start_proc  # start_proc(extra_args) -> Popen, pumped into the one log
+        self.src_sock, self.dst_sock = qmp_dir / "source.qmp", qmp_dir / "destination.qmp"
+        self.state = Path(migration.state_dir or qmp_dir) / "vmstate"
+        self.result = MigrationResult(migration)
+        self.first_line = threading.Event()
+        self.ending = threading.Event()  # set by run_migrated: the run is over
+        self.swapped = threading.Event()  # the destination is the process to wait for
+        self.finished = threading.Event()
+        self.proc = None  # the process run_migrated waits for
+        self.source = None
+        self.thread = threading.Thread(target=self._main, name="clockbench-migrate", daemon=True)
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.first_line.is_set() and b"\n" in chunk:
+            self.result.origin_s = time.monotonic() - self.start
+            self.first_line.set()
+
+    def _main(self) -> None:
+        import asyncio
+
+        try:
+            asyncio.run(self._migrate())
+        except Exception as e:  # noqa: BLE001 - recorded; run_migrated ends what is left
+            self.result.error = self.result.error or f"{type(e).__name__}: {e}"
+        finally:
+            self.finished.set()
+
+    async def _wait(self, event: threading.Event, until: float | None = None) -> bool:
+        """Waits (without blocking the loop) for event, or the run's end, or until (monotonic)."""
+        import asyncio
+
+        while not event.is_set():
+            if self.ending.is_set() or (until is not None and time.monotonic() >= until):
+                return False
+            await asyncio.sleep(0.005)
+        return True
+
+    async def _connect(self, path: Path, proc):
+        import asyncio
+
+        qmp = _qmp_module()
+        deadline = time.monotonic() + MONITOR_BOUND_S
+        while True:
+            client = qmp.QMPClient(path.name)
+            try:
+                await asyncio.wait_for(client.connect(str(path)), MONITOR_BOUND_S)
+                return client
+            except (qmp.ConnectError, OSError, asyncio.TimeoutError) as e:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"QMP at {path} did not answer within {MONITOR_BOUND_S:g} s: {e}") from None
+                await asyncio.sleep(0.05)
+
+    async def _migrate(self) -> None:
+        import asyncio
+
+        r, m = self.result, self.m
+        self.source = self.proc
+        src = await self._connect(self.src_sock, self.source)
+        try:
+            if not await self._wait(self.first_line):
+                r.error = "the run ended before the serial port said anything"
+                return
+            origin = self.start + r.origin_s
+            while time.monotonic() < origin + m.at_s:
+                if self.ending.is_set():
+                    r.error = "the run ended before the migration's time"
+                    return
+                await asyncio.sleep(min(0.005, max(0.0, origin + m.at_s - time.monotonic())))
+            with src.listener(("STOP",)) as stops:
+                r.stop_sent_wall = time.time()
+                await asyncio.wait_for(src.execute("stop"), MONITOR_BOUND_S)
+                r.stop_reply_wall = time.time()
+                r.stop_event_wall = _event_wall(await asyncio.wait_for(stops.get(), MONITOR_BOUND_S))
+            t0 = time.monotonic()
+            await asyncio.wait_for(src.execute("migrate", {"uri": f"exec:cat > {self.state}"}), MONITOR_BOUND_S)
+            while True:
+                info = await asyncio.wait_for(src.execute("query-migrate"), MONITOR_BOUND_S)
+                status = info.get("status")
+                if status == "completed":
+                    break
+                if status in ("failed", "cancelled") or time.monotonic() - t0 > MIGRATE_BOUND_S:
+                    r.error = f"the source's migration {status}: {info.get('error-desc', 'no reason given')}"
+                    await src.execute("cont")  # the run goes on where it was
+                    r.stop_event_wall = None
+                    return
+                await asyncio.sleep(0.01)
+            r.state_written_s = time.monotonic() - t0
+            r.state_bytes = self.state.stat().st_size
+            try:
+                await asyncio.wait_for(src.execute("quit"), MONITOR_BOUND_S)
+            except Exception:  # noqa: BLE001 - QEMU may close the socket as it quits
+                pass
+        finally:
+            await _disconnect(src)
+        try:
+            r.source_exit = self.source.wait(timeout=MONITOR_BOUND_S)
+        except subprocess.TimeoutExpired:
+            self.source.kill()
+            r.source_exit = self.source.wait()
+        extra = ["-incoming", f"exec:cat {self.state}", "-S"]
+        t1 = time.monotonic()
+        dest = self.start_proc(extra, self.dst_sock)
+        r.destination_command = dest.args
+        self.proc = dest
+        self.swapped.set()
+        dst = await self._connect(self.dst_sock, dest)
+        try:
+            while True:
+                info = await asyncio.wait_for(dst.execute("query-migrate"), MONITOR_BOUND_S)
+                if info.get("status") == "completed":
+                    break
+                if info.get("status") in ("failed", "cancelled") or time.monotonic() - t1 > MIGRATE_BOUND_S:
+                    r.error = f"the destination's incoming migration {info.get('status')}: {info.get('error-desc', '')}"
+                    return
+                await asyncio.sleep(0.01)
+            r.state_read_s = time.monotonic() - t1
+            left = r.stop_event_wall + m.gap_s - time.time()
+            if left > 0 and self.ending.wait(left):
+                r.error = "the run ended during the gap"
+                return
+            with dst.listener(("RESUME",)) as resumes:
+                r.resume_sent_wall = time.time()
+                await asyncio.wait_for(dst.execute("cont"), MONITOR_BOUND_S)
+                r.resume_reply_wall = time.time()
+                r.resume_event_wall = _event_wall(await asyncio.wait_for(resumes.get(), MONITOR_BOUND_S))
+        finally:
+            await _disconnect(dst)
+
+
+def run_migrated(cfg: QemuConfig, migration: Migration, timeout: float, echo=None,
+                 stop: threading.Event | None = None) -> tuple[RunResult, MigrationResult]:
+    """Boots once, and migrates the VM to a new QEMU as `migration` says
+    (see the block's comment). `timeout` grows by the gap and the bound on
+    moving the state. As run(): echo gets the serial output (both QEMUs'),
+    `stop` ends it; faults are not applied. RunResult.command is the
+    source's; the exit status is the destination's (the source's when the
+    migration never got that far)."""
+    accel, _ = resolve_accel(cfg.accel)
+    qmp_dir = Path(tempfile.mkdtemp(prefix="clockbench-qmp-"))
+    try:
+        return _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop)
+    finally:
+        shutil.rmtree(qmp_dir, ignore_errors=True)
+
+
+# Under KVM QEMU will not migrate a CPU with +invtsc ("State blocked by
+# non-migratable CPU device (invtsc flag)"; it would need tsc-frequency=,
+# which a KVM without TSC scaling cannot honour): KVM_CPU without it.
+KVM_MIGRATABLE_CPU = "host,-arch-capabilities"
+
+
+def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
+    if accel == "kvm" and cfg.cpu is None:
+        cfg = dataclasses.replace(cfg, cpu=KVM_MIGRATABLE_CPU)
+    cmd = build_command(dataclasses.replace(cfg, faults=[]), accel)
+    bound = timeout + migration.gap_s + 2 * MIGRATE_BOUND_S
+    chunks: list[bytes] = []
+    errs: list[bytes] = []
+    emulation = _EmulationWatch()
+    readers: list[threading.Thread] = []
+    migrator: _Migrator | None = None
+
+    def start_proc(extra: list[str], sock: Path):
+        proc = subprocess.Popen(cmd + ["-qmp", f"unix:{sock},server=on,wait=off"] + extra, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        for t in (threading.Thread(target=vmrun.pump, args=(proc.stdout, chunks, echo, migrator.feed), daemon=True),
+                  threading.Thread(target=vmrun.pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True)):
+            t.start()
+            readers.append(t)
+        return proc
+
+    start = time.monotonic()
+    migrator = _Migrator(cfg, accel, migration, qmp_dir, start_proc, start)
+    migrator.proc = start_proc([], migrator.src_sock)
+    source_pid = migrator.proc.pid
+    migrator.thread.start()
+    timed_out = interrupted = False
+    try:
+        deadline = start + bound
+        while True:
+            proc = migrator.proc
+            try:
+                proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+                if proc is migrator.proc and (migrator.swapped.is_set() or migrator.result.state_bytes is None):
+                    break  # the destination ended, or the source before it handed over
+                time.sleep(0.01)  # the source quit after writing its state: the destination is on its way
+            except subprocess.TimeoutExpired:
+                if emulation.failed.is_set():
+                    break
+                if stop is not None and stop.is_set():
+                    interrupted = True
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    break
+            if migrator.finished.is_set() and migrator.result.error and not migrator.result.done and proc.poll() is not None:
+                break
+    finally:
+        migrator.ending.set()
+        migrator.thread.join(timeout=INJECTOR_JOIN_S)
+        for p in {id(migrator.source): migrator.source, id(migrator.proc): migrator.proc}.values():
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    for t in readers:
+        t.join(timeout=5)
+    final = migrator.proc
+    code = None if timed_out or interrupted else final.returncode
+    result = RunResult(
+        command=cmd, accel=accel, qemu_exit=code, status=None if code is None else status_from_exit(code),
+        output=b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"),
+        stderr=b"".join(errs).decode("utf-8", "replace"), seconds=time.monotonic() - start, timed_out=timed_out,
+        timeout_s=bound, pid=source_pid, interrupted=interrupted, emulation_failed=emulation.line)
+    return result, migrator.result

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -26,51 +25,9 @@ def _num(v) -> bool:
     return plots.number(v)
 
 
-sig = plots.sig  # x to `digits` significant figures; "?" when not a number
-
-
-def ns(x, digits: int = 3) -> str:
-    """A duration given in ns, in the unit that suits it: 9.70 ns, 18.1 us,
-    401 us, 2.01 s."""
-    if not _num(x):
-        return "?"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
-        if abs(x) >= scale:
-            return f"{sig(x / scale, digits)} {unit}"
-    return f"{sig(x, digits)} ns"
-
-
-def _decimals_for(unc: float) -> int:
-    """Decimal places that show an uncertainty to two significant figures."""
-    return max(0, 1 - math.floor(math.log10(abs(unc))))
-
-
-def pm(value, unc, unit: str = "ppm", signed: bool = True) -> str:
-    """value +- unc, both rounded to the uncertainty's second significant
-    figure: "-0.04 +- 0.30 ppm", never "-0.036481 ppm"."""
-    if not _num(value):
-        return "?"
-    if not _num(unc) or unc <= 0:
-        return f"{value:+g} {unit}".strip() if signed else f"{value:g} {unit}".strip()
-    d = _decimals_for(unc)
-    v = f"{value:+.{d}f}" if signed else f"{value:.{d}f}"
-    return f"{v} \u00b1 {unc:.{d}f} {unit}".strip()
-
-
-def unc(u, unit: str = "ppm") -> str:
-    return f"\u00b1{sig(u, 2)} {unit}" if _num(u) else "?"
-
-
-def hz(value, unc_ppm=None) -> str:
-    """A frequency in MHz with as many digits as its relative uncertainty
-    allows: "2596.12008 MHz" at 0.21 ppm."""
-    if not _num(value):
-        return "?"
-    mhz = value / 1e6
-    if _num(unc_ppm) and unc_ppm > 0:
-        d = _decimals_for(mhz * unc_ppm * 1e-6)
-        return f"{mhz:.{d}f} MHz"
-    return f"{mhz:.6f} MHz"
+# one formatting path for every figure (figures.py): the page, the CI
+# summary, compare and the fleet say each figure alike
+sig, ns, pm, unc, hz = figures.sig, figures.ns, figures.pm, figures.unc, figures.hz
 
 
 def count(v) -> str:
@@ -146,11 +103,11 @@ def verdict_text(secs: list[dict]) -> dict:
             last = m.group(1)
             rows[last] = {"read": m.group(2), "resolution": m.group(3), "freq": m.group(4), "mono": m.group(5)}
         elif only:
-            advice[only.group(1)] = only.group(3)
-            last = None
+            last = only.group(1)
+            advice[last] = only.group(3)
         elif adv and last:
             advice[last] = adv.group(1)
-        elif last and last in advice and line.startswith("     ") and line.strip():
+        elif last and last in advice and line.startswith("    ") and line.strip():
             advice[last] += " " + line.strip()  # a wrapped advice line
         elif not line.strip() and (rows or advice):
             break  # the table ends at its first blank line
@@ -159,8 +116,24 @@ def verdict_text(secs: list[dict]) -> dict:
 
 def _text_notes(lines: list[str]) -> list[str]:
     """The image's own "Note:" lines (a feature missing, an option it could
-    not use), joined across wrapped lines."""
-    return [l for l in _joined(lines) if l.startswith("Note:")]
+    not use) in a log older than its `note` records: joined across the
+    console's wraps and across a break the image made by hand inside the
+    sentence (a line of the same indent going on in lower case)."""
+    out: list[str] = []
+    note_indent = None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if text.startswith("Note:"):
+            out.append(text)
+            note_indent = indent
+        elif note_indent is not None and text and (indent > note_indent or (
+                indent == note_indent and text[0].islower() and not out[-1].endswith(".")
+                and not re.match(r"[a-z_]+:\s", text))):
+            out[-1] += " " + text
+        else:
+            note_indent = None
+    return out
 
 
 def _fault_lines(lines: list[str]) -> list[str]:
@@ -188,6 +161,8 @@ def augment(res: dict, text: str) -> dict:
     res.setdefault("cpus", objs("cpu"))
     res.setdefault("tsc_sync", objs("tsc_sync"))
     res.setdefault("calibration", (objs("calibration") or [None])[0])
+    res.setdefault("timers", objs("timer"))
+    res.setdefault("timer_cells", [r for r in objs("timer_latency") if r.get("cpu", 0) == 0])
     lines = terminal_text(text)
     secs = sections(lines)
     res["terminal"] = {"sections": secs, "verdict": verdict_text(secs), "notes": _text_notes(lines),
@@ -276,21 +251,25 @@ def warnings(res: dict) -> list[str]:
     image's own notes."""
     out = []
     m, hw, cs, feat, prof = (_d(res.get(k)) for k in ("machine", "hwlat", "cpu_speed", "cpu_features", "profile"))
-    lat = _d(_d(res.get("latency")).get("rdtsc"))
     if hw.get("rdtsc_intercepted"):
         out.append("The hypervisor appears to intercept RDTSC: a read costs "
-                   f"{ns(lat.get('p50_ns'))} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
+                   f"{figures.tsc_read_cost(res)} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
     if cs.get("emulated"):
         rate = cs.get("iterations_per_s")
         out.append("The CPU seems emulated: a one-instruction loop runs "
                    + (f"{sig(rate / 1e6)} million iterations per second" if _num(rate) else "far too few iterations")
                    + ", far below any hardware; the figures describe the emulator.")
-    notes = [str(n) for n in _d(res.get("terminal")).get("notes") or []]
+    elif emulator(res):
+        out.append(f"Under an emulator ({what_machine(res)}): every figure describes the emulator's clocks, not this computer's hardware.")
+    # the image's notes, whole from its note records; an older log's joined from its text
+    notes = ([f"Note: {n}" for n in res["image_notes"]] if res.get("image_notes")
+             else [str(n) for n in _d(res.get("terminal")).get("notes") or []])
+    notes = [n if n.endswith((".", "!", "?")) else n + "." for n in notes]
     if feat and feat.get("invariant_tsc") is False and not any("invariant" in n for n in notes):
         out.append("No invariant-TSC bit (CPUID.80000007h:EDX[8]): the TSC's rate may change with P-states or stop in deep C-states.")
     if prof and prof.get("tsc_measured") is False:
         out.append(f"The TSC's rate was not measured: ns figures use {prof.get('tsc_hz_source', 'a nominal rate')}.")
-    if m.get("hypervisor"):
+    if m.get("hypervisor") and m["hypervisor"] != TCG_SIGNATURE:
         out.append(f"Under a hypervisor ({m['hypervisor']}): the figures describe the virtual machine's clocks, not the hardware's.")
     if _num(hw.get("gaps")) and hw["gaps"] and _num(hw.get("total_gap_ns")) and _num(hw.get("window_s")) and hw["window_s"] > 0:
         share = hw["total_gap_ns"] / (hw["window_s"] * 1e9) * 100
@@ -312,6 +291,14 @@ def verdict(res: dict) -> dict:
     they carry, the advice as the image gave it; the TSC's frequency."""
     term = _d(_d(res.get("terminal")).get("verdict"))
     advice, text_rows = _d(term.get("advice")), _d(term.get("rows"))
+    # the image's verdict records carry the whole advice; an older log's comes from its text
+    made = {str(v.get("counter")): v for v in _l(res.get("verdict_rows"))}
+    for name, v in made.items():
+        if isinstance(v.get("advice"), str):
+            advice[name] = (f"{v['qualifier']}: " if isinstance(v.get("qualifier"), str) else "") + v["advice"]
+    if not made and emulator(res) and advice.get("tsc") and not advice["tsc"].startswith("in this emulator"):
+        advice["tsc"] = "in this emulator: " + advice["tsc"]  # an older image's advice spoke as if of the hardware
+    step_ns = figures.tsc_step_ns(res)
     lat, reso, mono = _d(res.get("latency")), _d(res.get("resolution")), _d(res.get("monotonicity"))
     freq = _l(res.get("frequency"))
     prof = _d(res.get("profile"))
@@ -334,8 +321,13 @@ def verdict(res: dict) -> dict:
         step = rs.get("min_step_ns")
         repeats = _num(rs.get("zero_deltas")) and rs["zero_deltas"] > 0
         res_ns = step if (repeats and _num(step) and _num(read) and step > read) or (not _num(read) and _num(step)) else read
-        row["read"] = ns(read) if _num(read) else text_rows.get(name, {}).get("read", "-")
-        row["resolution"] = ns(res_ns) if _num(res_ns) else "-"
+        # the read's cost as every output says it (figures.read_cost; the image's own words where it wrote them)
+        made_cost = made.get(name, {}).get("read_cost")
+        row["read"] = (made_cost if isinstance(made_cost, str) else figures.read_cost(la, step_ns)) if la else \
+            text_rows.get(name, {}).get("read", "-")
+        made_res = made.get(name, {}).get("resolution")
+        row["resolution"] = (f"{made_res} ns" if isinstance(made_res, str) and re.fullmatch(r"\d+\.\d", made_res)
+                             else ns(res_ns) if _num(res_ns) else "-")  # the image's own figure where it wrote one
         if name == "tsc" and tsc_f:
             row["freq"] = f"{hz(tsc_f.get('hz'), tsc_f.get('uncertainty_ppm'))}, {unc(tsc_f.get('uncertainty_ppm'))} vs the {ref}"
         elif name == ref:
@@ -362,11 +354,18 @@ def verdict(res: dict) -> dict:
 
 def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
     rows, batches = [], []
+    step_ns = figures.tsc_step_ns(res)
     for name, r in _d(res.get("latency")).items():
         if not isinstance(r, dict):
             continue
-        rows.append({"counter": name, "n": count(r.get("n")), "truncated": bool(r.get("truncated")),
-                     **{k: ns(r.get(f"{k}_ns")) if _num(r.get(f"{k}_ns")) else "-" for k in ("min", "p50", "mean", "p99", "p999", "max", "stddev")}})
+        row = {"counter": name, "n": count(r.get("n")), "truncated": bool(r.get("truncated")), "below_step": bool(r.get("below_step")),
+               **{k: ns(r.get(f"{k}_ns")) if _num(r.get(f"{k}_ns")) else "-" for k in ("min", "p50", "mean", "p99", "p999", "max", "stddev")}}
+        # the p50 is the read's cost, said as everywhere (figures.target_read_cost); below the TSC's step the
+        # other figures are the step's quantisation, and the minimum no cost
+        row["p50"] = figures.target_read_cost(res, name) if _num(r.get("p50_ns")) or r.get("below_step") else "-"
+        if r.get("below_step"):
+            row["min"] = "-"
+        rows.append(row)
         if _num(r.get("batch_ns_per_read")):
             batches.append({"counter": name, "k": r.get("batch_k"), "per_read": ns(r["batch_ns_per_read"]),
                             "ticks": sig(r.get("batch_ticks_per_read"), 4)})
@@ -445,14 +444,15 @@ def check_rows(res: dict) -> list[dict]:
     return sorted(rows, key=lambda r: order.get(r["result"], -1))
 
 
-def machine_rows(res: dict) -> list[tuple[str, str]]:
+def machine_rows(res: dict, meta: dict | None = None) -> list[tuple[str, str]]:
     m, prof, feat = _d(res.get("machine")), _d(res.get("profile")), _d(res.get("cpu_features"))
     rows = [("CPU", f"{m.get('brand', '?')} ({m.get('vendor', '?')}"
              + (f", family {m['family']}, model {m.get('model')}, stepping {m.get('stepping')})" if "family" in m else ")")),
             ("hypervisor", str(m["hypervisor"]) if m.get("hypervisor") else ("none" if m.get("hypervisor", 0) is None else "unknown")),
             ("boot", boot_line(m)),
             ("command line", str(m.get("cmdline", ""))),
-            ("Secure Boot", str(m.get("secure_boot", "unknown"))
+            ("what it is", what_machine(res)),
+            ("Secure Boot", secure_boot(res, meta)
              + (" (from the firmware's SecureBoot and SetupMode variables" + (", through shim" if m.get("shim") else "") + ")"
                 if m.get("secure_boot_source") == "efi variables" else "")),
             ("console", f"serial {m.get('serial_port', '?')}, screen {m.get('screen', '?')}" if "screen" in m else "unknown"),
@@ -466,21 +466,115 @@ def machine_rows(res: dict) -> list[tuple[str, str]]:
         rows.append(("CPU time features", ", ".join(f"{k} {'yes' if feat[k] else 'no'}" for k in flags)
                      + (f"; LFENCE {feat['lfence']}" if feat.get("lfence") else "")))
     cal = _d(res.get("calibration"))
-    if cal:
-        rows.append(("quick TSC estimate", f"{sig(cal.get('estimate_hz', 0) / 1e6, 6)} MHz against {cal.get('source', '?')} (sizes the phases; not the measurement)"))
+    est = cal.get("estimate_hz")
+    if cal and isinstance(est, (int, float)) and not isinstance(est, bool):
+        rows.append(("quick TSC estimate", f"{sig(est / 1e6, 6)} MHz against {cal.get('source', '?')} (sizes the phases; not the measurement)"))
+    elif cal:
+        rows.append(("quick TSC estimate", f"none against {cal.get('source', '?')} (the calibration record states no rate)"))
     return rows
+
+
+TCG_SIGNATURE = "TCGTCGTCGTCG"  # CPUID 0x40000000 under QEMU TCG (kernel/results.h)
+
+
+def emulator(res: dict) -> bool:
+    """The CPU is an emulator's: the image's own answer (cpu_speed's
+    `answer`), else the machine record's TCG signature or a loop far below
+    any hardware."""
+    cs, m = _d(res.get("cpu_speed")), _d(res.get("machine"))
+    if cs.get("answer") in ("emulator", "hardware"):
+        return cs["answer"] == "emulator"
+    return m.get("hypervisor") == TCG_SIGNATURE or bool(cs.get("emulated"))
+
+
+def what_machine(res: dict) -> str:
+    """Real hardware, a virtual machine or an emulator, from the machine record."""
+    m = _d(res.get("machine"))
+    hv = m.get("hypervisor")
+    if emulator(res):
+        if hv == TCG_SIGNATURE:
+            return f"QEMU TCG, hypervisor signature \u201c{hv}\u201d"
+        return "the CPU speed phase found a loop far below any hardware" + (f"; hypervisor \u201c{hv}\u201d" if hv else "")
+    if hv:
+        return f"a virtual machine, hypervisor signature \u201c{hv}\u201d"
+    if m.get("hypervisor", 0) is None:
+        return "real hardware (no hypervisor)"
+    return "unknown (no machine record)"
+
+
+def secure_boot(res: dict, meta: dict | None = None) -> str:
+    """Secure Boot as the machine record says it; where the boot cannot have
+    it (QEMU's own loader or a BIOS firmware, the PVH entry), not applicable
+    rather than unknown."""
+    m = _d(res.get("machine"))
+    state = m.get("secure_boot")
+    if state in ("on", "off"):
+        return str(state)
+    fw = str(_d(_d(meta).get("qemu")).get("firmware") or "").lower()
+    if m.get("boot_protocol") == "pvh":
+        return "not applicable (the PVH entry: no UEFI firmware)"
+    if m.get("loader") == "qemu" or fw in ("bios", "seabios", "qboot"):
+        return "not applicable (BIOS)"
+    return str(state or "unknown")
+
+
+def answers(res: dict, meta: dict | None = None) -> list[tuple[str, str]]:
+    """The main answers, for the top of the page: what the machine is, which
+    clock Linux would use, what a read costs, precise events, Secure Boot.
+    Each from its record, in the one formatting path (figures.py)."""
+    out = [("machine", what_machine(res) + (": the figures describe the emulator, not this computer's hardware"
+                                            if emulator(res) else ""))]
+    oc = _d(res.get("os_choice"))
+    here = " in this emulator" if emulator(res) else ""
+    if oc.get("clocksource"):
+        out.append(("which clock", f"Linux{here} would use {oc['clocksource']} ({oc.get('why', '?')})"))
+    elif oc:
+        out.append(("which clock", str(oc.get("why") or "no clock Linux would use")))
+    step = figures.tsc_step_ns(res)
+    lat = _d(res.get("latency"))
+    if _d(lat.get("rdtsc")):
+        out.append(("what a TSC read costs", figures.tsc_read_cost(res) + here))
+    if oc.get("counter") and oc.get("counter") != "tsc" and _d(lat.get(str(oc["counter"]))):
+        out.append((f"what a {oc['counter']} read costs", figures.target_read_cost(res, str(oc["counter"])) + here))
+    tc = _d(res.get("timer_choice"))
+    if tc:
+        if tc.get("timer"):
+            p99 = f"{ns(tc['p99_ns'])} (p99)" if _num(tc.get("p99_ns")) else f"{ns(tc.get('max_ns'))} (the max of {tc.get('n', '?')})"
+            out.append(("precise events", f"{tc['timer']}, waiting {tc.get('wait', '?')}: {ns(tc.get('p50_ns'))} late (p50), {p99} "
+                                          f"at {ns(tc.get('delay_ns'))} ahead" + here))
+        else:
+            out.append(("precise events", "no timer delivered every interrupt on time"))
+    out.append(("Secure Boot", secure_boot(res, meta)))
+    return out
+
+
+def timer_rows(res: dict) -> tuple[list[dict], list[dict]]:
+    """The timer interrupts section: each timer, how its interrupt came and
+    why not measured; each cell of the boot CPU's lateness."""
+    timers = [{"timer": str(t.get("timer", "?")), "route": str(t.get("route") or "-"),
+               "state": "measured" if t.get("measured") else f"not measured: {t.get('reason') or '?'}",
+               "rate": (f"{hz(t['rate_hz'])}" if _num(t.get("rate_hz")) else "-")} for t in _l(res.get("timers"))]
+    cells = [{"timer": str(c.get("timer", "?")), "wait": str(c.get("wait", "?")), "delay": ns(c.get("delay_ns")),
+              "n": f"{count(c.get('n'))} of {count(c.get('asked'))}" if c.get("asked") is not None else count(c.get("n")),
+              **{k: ns(c.get(f"{k}_ns")) if _num(c.get(f"{k}_ns")) else "-" for k in ("min", "p50", "p99", "max")},
+              "early": count(c.get("early")), "lost": count(c.get("lost")),
+              "bad": bool((_num(c.get("early")) and c["early"]) or (_num(c.get("lost")) and c["lost"]))}
+             for c in _l(res.get("timer_cells"))]
+    return timers, cells
 
 
 def counter_rows(res: dict) -> list[dict]:
     return [{"name": str(c.get("name", "?")), "present": "present" if c.get("present") else "absent",
-             "width": c.get("width_bits", ""), "nominal": hz(c["nominal_hz"]) if _num(c.get("nominal_hz")) and c["nominal_hz"] else "unknown",
+             "width": c["width_bits"] if _num(c.get("width_bits")) else ("calendar fields" if c.get("name") == "rtc" else "-"),
+             "nominal": hz(c["nominal_hz"]) if _num(c.get("nominal_hz")) and c["nominal_hz"] else "unknown",
              "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or "")}
             for c in _l(res.get("counters"))]
 
 
 def cpu_rows(res: dict) -> tuple[list[dict], list[dict]]:
     cpus = [{"index": c.get("index", "-"), "apic": c.get("apic_id"), "state": "started" if c.get("started") else (c.get("reason") or "not started"),
-             "adjust": "-" if c.get("tsc_adjust") is None else c.get("tsc_adjust"), "read": ns(c.get("read_p50_ns")),
+             "adjust": "-" if c.get("tsc_adjust") is None else c.get("tsc_adjust"),
+             "read": figures.read_cost({"p50_ns": c.get("read_p50_ns"), "below_step": c.get("read_below_step")}, figures.tsc_step_ns(res)),
              "bits": c.get("cpuid_time_bits", "-")} for c in _l(res.get("cpus"))]
     sync = []
     for s in _l(res.get("tsc_sync")):
@@ -503,6 +597,7 @@ TERMINAL_OF = {
     "stolen": ("Time stolen",),
     "monotonicity": ("Monotonicity",),
     "cpus": ("CPUs and the TSC",),
+    "timers": ("Timer interrupts",),
 }
 
 
@@ -565,6 +660,10 @@ def meta_rows(meta: dict) -> list[tuple[str, str]]:
     if q:
         rows.append(("QEMU", ", ".join(f"{k} {q[k]}" for k in ("version", "machine", "accel", "firmware", "boot", "cpu", "smp", "memory")
                                        if q.get(k) is not None)))
+    v = _d(meta.get("vmm"))
+    if v and v.get("name") != "qemu":
+        rows.append(("monitor", ", ".join(str(x) for x in (v.get("version") or v.get("name"), v.get("binary"),
+                                                             f"smp {v.get('smp')}", f"memory {v.get('memory')}") if x)))
     return rows
 
 
@@ -633,7 +732,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
     ctx = dict(
         title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
         source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
-        machine=machine_rows(res) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
+        machine=machine_rows(res, meta) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
         resolution=resolution_rows(res), frequency=frequency_rows(res), stability=stability_rows(res),
         drift_window=_d(res.get("drift_window")),
         cuts=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") != "gap"],
@@ -642,6 +741,8 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
         allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),
         terminal={k: _terminal_for(res, k) for k in TERMINAL_OF}, others=other_sections(res),
+        answers=answers(res, meta), timers=timer_rows(res)[0], timer_cells=timer_rows(res)[1],
+        timer_choice=_d(res.get("timer_choice")),
         full_text=_full_text(res), bare_and_os=os_table,
         sig=sig, ns=ns, pm=pm,
     )

@@ -68,6 +68,10 @@ def from_log(text: str, source: str = "") -> dict:
         # "clockbench-os" (the same measurements through Linux)
         "tool": (first("schema") or {}).get("tool"),
         "os_choice": first("os_choice"),  # the image: the clocksource Linux would choose here
+        "tsc_step": first("tsc_step"),  # the TSC's own step: a read below it is no figure
+        "image_notes": [str(n.get("text")) for n in by("note") if isinstance(n.get("text"), str)],  # notes, whole
+        "verdict_rows": by("verdict"),  # the verdict as the image made it: cells, read cost, advice
+        "timer_choice": first("timer_choice"),
         # clockbench-os (docs/output.md, "The OS side"); empty for the image
         "os": first("os"),
         "os_latency": by("os_latency"),
@@ -146,10 +150,12 @@ _SHAPE = {
     "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None),
     "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
     "os_clocksources": (list, []), "os_histograms": (list, []),
+    "tsc_step": (dict, None), "timer_choice": (dict, None), "image_notes": (list, []), "verdict_rows": (list, []),
 }
 # The members above that are one record (an object of any members), not
 # an object of records
-_ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore")
+_ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore",
+               "tsc_step", "timer_choice")
 
 
 def _checked(data: dict, source: str) -> dict:
@@ -164,7 +170,7 @@ def _checked(data: dict, source: str) -> dict:
         if not isinstance(v, kind):
             raise BadInput(f'{source}: "{key}" should be {"an object" if kind is dict else "an array"}, '
                            f"not {type(v).__name__}: not a results file clockbench wrote")
-        if key in ("problems", "notes"):
+        if key in ("problems", "notes", "image_notes"):
             bad = [i for i, x in enumerate(v) if not isinstance(x, str)]
         elif key == "histograms":
             bad = [k for k, x in v.items() if not isinstance(x, list)]

@@ -1,4 +1,5 @@
-"""`clockbench run`: boots the image in QEMU, shows its report on this
+"""`clockbench run`: boots the image in QEMU (or the PVH kernel under a
+microVM monitor, microvm.py), shows its report on this
 terminal with a progress bar (progress.py), keeps the run in a folder of its
 own with its metadata (runs.py), writes the report there, and exits with the
 image's status (docs/output.md)."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import os
 import re
 import shutil
 import signal
@@ -15,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import ci_formats, errors, paths, progress, qemu, runs, secureboot, store
+from . import ci_formats, errors, microvm, paths, progress, qemu, runs, secureboot, store
 
 PROFILES = ("quick", "standard", "soak")
 # Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
@@ -41,6 +43,10 @@ MEMORY_SUFFIX_MIB = {"": 1, "b": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t
 BOOT_AND_FIXED_S = 600
 WINDOW_CAP_FACTOR = 3
 PRE_IMAGE_LINES = 20  # shown when the image never started
+VMMS = ("qemu",) + microvm.VMM_NAMES
+# Firecracker's limit on vCPUs (MAX_SUPPORTED_VCPUS, src/vmm/src/vmm_config/machine_config.rs).
+VMM_SMP_MAX = {"firecracker": 32}
+VMM_STDERR = "vmm-stderr.log"  # a microVM monitor's own log lines, in the run's folder
 
 
 def parse_duration(value: str) -> int | None:
@@ -121,6 +127,44 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise _usage("--timeout", f"{args.timeout:g}", "the time bound must be a number of seconds above 0")
 
 
+def check_vmm_arguments(args: argparse.Namespace) -> None:
+    """--vmm and what goes with it; decides --boot's default (the ISO under
+    QEMU, the PVH kernel under a microVM monitor). A monitor that cannot be
+    found or run, or an option it has no use for, is a usage error."""
+    vmm = getattr(args, "vmm", "qemu")
+    if vmm not in VMMS:
+        raise _usage("--vmm", vmm, f"the monitor must be {', '.join(VMMS[:-1])} or {VMMS[-1]}")
+    if getattr(args, "boot", None) is None:
+        args.boot = "iso" if vmm == "qemu" else "pvh"
+    binary = getattr(args, "vmm_binary", None)
+    if vmm == "qemu":
+        if binary is not None and not (Path(binary).is_file() and os.access(binary, os.X_OK)):
+            raise _usage("--vmm-binary", binary, "no such file" if not Path(binary).exists() else "not an executable file")
+        return
+    if args.boot != "pvh":
+        raise _usage("--boot", args.boot, f"{vmm} boots only the PVH kernel: --boot pvh (the default with --vmm {vmm})")
+    qemu_only = [(name, value) for name, value, default in (
+        ("--firmware", args.firmware, "bios"), ("--machine", args.machine, "q35"), ("--cpu", args.cpu, None),
+        ("--qemu-arg", " ".join(args.qemu_arg or []) or None, None), ("--display", args.display or None, None),
+        ("--secure-boot-vars", getattr(args, "secure_boot_vars", None), None),
+        ("--migrate-at", getattr(args, "migrate_at", None), None)) if value != default]
+    if args.accel == "tcg":
+        qemu_only.insert(0, ("--accel", "tcg"))
+    if qemu_only:
+        name, value = qemu_only[0]
+        raise _usage(name, value if value is not True else "", f"is QEMU's; {vmm} boots the PVH kernel under KVM with "
+                     "--smp, --memory and the image's options only")
+    top = VMM_SMP_MAX.get(vmm)
+    if top is not None and args.smp > top:
+        raise _usage("--smp", args.smp, f"{vmm} takes from 1 to {top} vCPUs")
+    mib = memory_mib(args.memory)
+    if mib is not None and mib != int(mib):
+        raise _usage("--memory", args.memory, f"{vmm} takes guest memory in whole MiB")
+    found, why = microvm.find_binary(vmm, binary)
+    if found is None:
+        raise _usage("--vmm" if binary is None else "--vmm-binary", vmm if binary is None else binary, why)
+
+
 # Words the image takes bare, with no value (kernel/finish.c: poweroff asks a
 # PC, or QEMU without isa-debug-exit, to power off by ACPI S5 at the end).
 BARE_WORDS = ("poweroff",)
@@ -166,8 +210,10 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     profile= and duration= words in --append, must be ones the image takes
     (it would otherwise ignore them with a note and run quick) and must not
     disagree (the image would keep the duration and drop the profile)."""
+    check_vmm_arguments(args)
     check_machine_arguments(args)
     check_timeout(args)
+    check_migration_arguments(args)
     if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
     if args.boot == "pvh" and args.firmware == "uefi":
@@ -225,15 +271,23 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str, firmwa
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    r = sub.add_parser("run", help="boot the image in QEMU and show its report; keep the run in a folder of its own",
-                       description="Boots the image in QEMU and shows its report here, with a progress bar on a terminal. "
+    r = sub.add_parser("run", help="boot the image in QEMU (or Cloud Hypervisor, Firecracker) and show its report; keep the "
+                       "run in a folder of its own",
+                       description="Boots the image in QEMU, or its PVH kernel in Cloud Hypervisor or Firecracker (--vmm), "
+                       "and shows its report here, with a progress bar on a terminal. "
                        "Every run is kept in a folder of its own under --runs-dir (the serial log, metadata.json, the "
                        "report); `clockbench runs` lists them. Exits with the image's status (docs/output.md); Ctrl-C "
                        f"stops QEMU, keeps the partial log and exits {qemu.EXIT_INTERRUPTED}.")
-    r.add_argument("--boot", choices=["iso", "direct", "pvh"], default="iso",
+    r.add_argument("--vmm", default="qemu", metavar="|".join(VMMS),
+                   help="the virtual machine monitor: QEMU, or a microVM monitor (Cloud Hypervisor, Firecracker) that "
+                   "boots the PVH kernel under KVM with --smp, --memory and the image's options; neither has QEMU's "
+                   "isa-debug-exit, so the status comes from the summary on the serial log (default: %(default)s)")
+    r.add_argument("--vmm-binary", metavar="PATH", help="the monitor's program (default: qemu-system-x86_64, "
+                   "cloud-hypervisor or firecracker on PATH)")
+    r.add_argument("--boot", choices=["iso", "direct", "pvh"], default=None,
                    help="iso: GRUB from the ISO, Multiboot 2 (the tool picks the entry, no menu is shown); "
-                   "direct: QEMU -kernel, Multiboot 1, the fast path; pvh: QEMU -kernel through the PVH entry, as "
-                   "Firecracker and Cloud Hypervisor boot it (default: %(default)s)")
+                   "direct: QEMU -kernel, Multiboot 1, the fast path; pvh: the PVH entry (QEMU -kernel, or a microVM "
+                   "monitor) (default: iso under QEMU, pvh under a microVM monitor)")
     r.add_argument("--kernel", help=f"the kernel, for --boot direct (default: {paths.default(paths.KERNEL)}) or pvh "
                    f"(default: {paths.default(paths.PVH_KERNEL)})")
     r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
@@ -266,6 +320,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="add the run to this store of runs ('none': do not) (default: %(default)s)")
     r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
+    add_migration_arguments(r)
     r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
 
@@ -294,12 +349,27 @@ def secure_boot_vars(given: str | None, iso: Path, run_dir: Path) -> tuple[Path,
                  "as MokManager leaves it after the first boot")
 
 
+def _microvm_config(args: argparse.Namespace, cmdline: str) -> microvm.VmmConfig:
+    kernel = Path(args.kernel or paths.default(paths.PVH_KERNEL))
+    if not kernel.is_file():
+        raise errors.NoInput(f"{kernel}: no such file (`make kernel` builds it)")
+    ok, why = qemu.kvm_usable()
+    if not ok:
+        raise errors.QemuFailed(f"{args.vmm} needs KVM, but {why}")
+    binary, _ = microvm.find_binary(args.vmm, args.vmm_binary)
+    return microvm.VmmConfig(vmm=args.vmm, binary=binary, kernel=kernel, smp=args.smp,
+                             memory_mib=int(memory_mib(args.memory)), append=cmdline, grace_s=microvm.POWEROFF_GRACE_S)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if getattr(args, "vmm", "qemu") != "qemu":
+        return _run_microvm(args)
     cmdline = kernel_cmdline(args)
     kernel = args.kernel or paths.default(paths.PVH_KERNEL if args.boot == "pvh" else paths.KERNEL)
     cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(kernel), iso=Path(args.iso), firmware=args.firmware,
                           accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp, memory=args.memory,
-                          append=cmdline, display=args.display, extra=args.qemu_arg or [])
+                          append=cmdline, display=args.display, extra=args.qemu_arg or [],
+                          binary=getattr(args, "vmm_binary", None) or qemu.QEMU_BINARY)
     image = cfg.iso if cfg.boot == "iso" else cfg.kernel
     if not image.is_file():
         raise errors.NoInput(f"{image}: no such file (`make {'iso' if cfg.boot == 'iso' else 'kernel'}` builds it)")
@@ -318,6 +388,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     timeout = args.timeout if args.timeout is not None else default_timeout(cmdline)
 
     run_dir = runs.new_run_dir(Path(args.runs_dir))
+    keys = ""
     if secure:
         try:
             cfg.uefi_vars, keys = secure_boot_vars(args.secure_boot_vars, cfg.iso, run_dir)
@@ -325,20 +396,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: no folder is kept
             raise
         command = qemu.build_command(cfg, accel)
-    log = run_dir / runs.LOG
-    meta = {
-        "format": runs.FORMAT, "version": runs.FORMAT_VERSION, "started": _now(), "ended": None,
-        "host": runs.host_info(),
-        "qemu": {"version": runs.qemu_version(command[0]), "command": command, "accel": accel, "accel_why": why,
-                 "machine": cfg.machine, "firmware": cfg.firmware, "boot": cfg.boot, "cpu": command[command.index("-cpu") + 1],
-                 "smp": cfg.smp, "memory": cfg.memory},
-        "image": {"path": str(Path(image).resolve()), "build": paths.image_build() if Path(image).resolve().is_relative_to(
-            paths.BUILD.resolve()) else None},
-        "cmdline": cmdline, "profile": None, "timeout_s": timeout, "tool": paths.tool_version(),
-        "verdict": None, "exit": None, "seconds": None, "log": str(log), "report": None,
-    }
+    version = runs.qemu_version(command[0])
+    meta = _metadata(args, run_dir, cmdline, image, timeout, {"name": "qemu", "version": version, "binary": _which(command[0])})
+    meta["qemu"] = {"version": version, "command": command, "accel": accel, "accel_why": why, "machine": cfg.machine,
+                    "firmware": cfg.firmware, "boot": cfg.boot, "cpu": command[command.index("-cpu") + 1],
+                    "smp": cfg.smp, "memory": cfg.memory}
     runs.write_metadata(run_dir, meta)
-
     _say(f"booting {cfg.boot} boot ({image}), firmware {cfg.firmware}, machine {cfg.machine} under {why}")
     if secure:
         _say(f"Secure Boot on; the firmware holds {keys}")
@@ -348,13 +411,95 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cfg.boot == "iso" and accel == "kvm":
         _say("note: GRUB can take tens of seconds under nested KVM; `make run-direct` is the fast path")
 
-    term = progress.Terminal(show_records=args.records, hold_until_image=cfg.boot not in ("direct", "pvh"))
+    def start(echo, stop):
+        try:
+            if getattr(args, "migrate_at", None) is not None:
+                return run_migrated(args, cfg, timeout, echo, stop, meta, run_dir)
+            return qemu.run(cfg, timeout=timeout, echo=echo, stop=stop)
+        except (RuntimeError, OSError) as e:
+            missing = isinstance(e, FileNotFoundError) and e.filename == command[0]
+            failure = (errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)")
+                       if missing else errors.QemuFailed(f"{e} (run folder {runs.shown(run_dir)})"))
+            meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(e))
+            runs.write_metadata(run_dir, meta)
+            raise failure from None
+
+    return _finish_run(args, run_dir, meta, start, hold=cfg.boot not in ("direct", "pvh"))
+
+
+def _which(program: str) -> str | None:
+    found = shutil.which(program)
+    return str(Path(found).resolve()) if found else None
+
+
+def _metadata(args, run_dir: Path, cmdline: str, image: Path, timeout: float, vmm: dict) -> dict:
+    return {
+        "format": runs.FORMAT, "version": runs.FORMAT_VERSION, "started": _now(), "ended": None,
+        "host": runs.host_info(), "vmm": vmm,
+        "image": {"path": str(Path(image).resolve()), "build": paths.image_build() if Path(image).resolve().is_relative_to(
+            paths.BUILD.resolve()) else None},
+        "cmdline": cmdline, "profile": None, "timeout_s": timeout, "tool": paths.tool_version(),
+        "verdict": None, "exit": None, "seconds": None, "log": str(run_dir / runs.LOG), "report": None,
+    }
+
+
+def _run_microvm(args: argparse.Namespace) -> int:
+    """`clockbench run --vmm cloud-hypervisor|firecracker`: the PVH kernel
+    under a microVM monitor (microvm.py), kept and reported as a QEMU run is."""
+    cmdline = kernel_cmdline(args)
+    cfg = _microvm_config(args, cmdline)
+    timeout = args.timeout if args.timeout is not None else default_timeout(cmdline)
+    run_dir = runs.new_run_dir(Path(args.runs_dir))
+    cfg.workdir = run_dir  # Firecracker's configuration file is kept with the run
+    try:
+        command, config = microvm.command(cfg, run_dir)
+    except (RuntimeError, OSError) as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise errors.QemuFailed(f"{args.vmm}: {e}") from None
+    binary = str(Path(command[0]).resolve())
+    meta = _metadata(args, run_dir, cmdline, cfg.kernel, timeout, {
+        "name": args.vmm, "version": microvm.version(command[0]), "binary": binary, "command": command, "boot": "pvh",
+        "smp": cfg.smp, "memory": f"{cfg.memory_mib}M", "config": config, "stderr_log": VMM_STDERR})
+    runs.write_metadata(run_dir, meta)
+    _say(f"booting the PVH kernel ({cfg.kernel}) under {meta['vmm']['version'] or args.vmm} ({binary}), "
+         f"{cfg.smp} vCPU{'s' if cfg.smp > 1 else ''}, {cfg.memory_mib} MiB, KVM")
+    if cmdline:
+        _say(f"kernel command line \"{cmdline}\"")
+    _say(f"keeping the run in {runs.shown(run_dir)}/ ({args.vmm}'s own log in {VMM_STDERR}); time bound {timeout:.0f} s; "
+         "Ctrl-C stops it")
+    err_stream = (run_dir / VMM_STDERR).open("w", errors="replace")
+
+    def echo_err(text: str) -> None:
+        err_stream.write(text)
+        err_stream.flush()
+
+    def start(echo, stop):
+        try:
+            return microvm.run(cfg, timeout, echo=echo, stop=stop, echo_err=echo_err)
+        except (RuntimeError, OSError) as e:
+            failure = errors.QemuFailed(f"{args.vmm}: {e} (run folder {runs.shown(run_dir)})")
+            meta.update(ended=_now(), verdict=f"{args.vmm} failed", exit=failure.code, error=str(e))
+            runs.write_metadata(run_dir, meta)
+            raise failure from None
+        finally:
+            err_stream.close()
+
+    return _finish_run(args, run_dir, meta, start, hold=False)
+
+
+def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
+    """Runs the machine (start(echo, stop) returns a qemu.RunResult or a
+    microvm.VmmResult), shows and keeps its output, reports and stores it."""
+    log = run_dir / runs.LOG
+    name = meta["vmm"]["name"]
+    what = "QEMU" if name == "qemu" else name
+    term = progress.Terminal(show_records=args.records, hold_until_image=hold)
     stop = threading.Event()
     old = None
     if threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGINT, lambda *_: stop.set())
     # the log is written as it arrives, so even a killed tool leaves it;
-    # it is rewritten whole (line ends normalised) once QEMU has ended
+    # it is rewritten whole (line ends normalised) once the machine has ended
     stream = log.open("w", errors="replace")
 
     def echo(text: str) -> None:
@@ -363,14 +508,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         term.feed(text)
 
     try:
-        result = qemu.run(cfg, timeout=timeout, echo=echo, stop=stop)
-    except (RuntimeError, OSError) as e:
-        missing = isinstance(e, FileNotFoundError) and e.filename == command[0]
-        failure = (errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)")
-                   if missing else errors.QemuFailed(f"{e} (run folder {runs.shown(run_dir)})"))
-        meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(e))
-        runs.write_metadata(run_dir, meta)
-        raise failure from None
+        result = start(echo, stop)
     finally:
         stream.close()
         term.close()
@@ -386,20 +524,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         lines = held.split("\n")[-PRE_IMAGE_LINES:]
         _say("the image never started; the last lines before it (firmware, GRUB):")
         print("\n".join("  " + l for l in lines), flush=True)
-    if result.stderr.strip():
+    if result.stderr.strip() and name == "qemu":
         sys.stderr.write(result.stderr)
+    elif result.stderr.strip():
+        n = len(result.stderr.splitlines())
+        _say(f"{name}'s own log: {n} line{'s' if n != 1 else ''} in {runs.shown(run_dir / VMM_STDERR)}")
 
     if result.never_started:
-        failure = errors.QemuFailed(f"QEMU exited {result.qemu_exit} before the image started: "
-                                    f"{(result.stderr.strip().splitlines() or ['no message'])[-1]}")
-        meta.update(ended=_now(), verdict="QEMU failed", exit=failure.code, error=str(failure))
+        said = result.stderr.strip().splitlines() or ["no message"]
+        # QEMU's last line says why; a microVM monitor's first line with "error" (its last is "exiting")
+        why = said[-1] if name == "qemu" else next((l for l in said if "error" in l.lower()), said[-1])
+        failure = errors.QemuFailed(f"{what} exited {result.machine_exit} before the image started: {why.strip()}")
+        meta.update(ended=_now(), verdict=f"{what} failed", exit=failure.code, error=str(failure))
         runs.write_metadata(run_dir, meta)
         raise failure
     meta.update(runs.from_log(result.output))
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
     meta.update(ended=_now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
-                qemu_exit=result.qemu_exit, stderr=result.stderr[-4000:] or None)
+                stderr=result.stderr[-4000:] or None)
+    if name == "qemu":
+        meta["qemu_exit"] = result.qemu_exit
+    else:
+        meta.update(vmm_exit=result.vmm_exit, status_source=result.status_source, powered_off=result.powered_off,
+                    notes=result.notes)
     link_dir = Path(args.runs_dir).parent
     latest = None if args.log and Path(args.log).absolute() == (link_dir / runs.LOG).absolute() else \
         runs.link_latest(link_dir, run_dir)
@@ -408,10 +556,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.interrupted:
         runs.write_metadata(run_dir, meta)
         _store(args, meta, log, result.output)
-        _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped. The partial log ({len(result.output)} "
+        _say(f"interrupted after {result.seconds:.1f} s: {what} stopped. The partial log ({len(result.output)} "
              f"characters) is in {runs.shown(log)}")
         return result.exit_code
-    _say(f"{result.describe()} after {result.seconds:.1f} s")
+    first, *notes = result.describe().split("\n")
+    _say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
+    if meta.get("migration"):
+        _say(meta["migration"]["described"])
 
     report_dir = Path(args.log).with_suffix("") if args.log else run_dir
     if not args.no_report and result.output:
@@ -435,6 +586,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             _say(f"no CI formats: {e}")
     runs.write_metadata(run_dir, meta)
     kept = [runs.LOG, runs.METADATA] + (["report.html", "results.json"] if meta["report"] and report_dir == run_dir else [])
+    kept += [f for f in (VMM_STDERR, microvm.module(name).CONFIG if name == "firecracker" else None)
+             if f and name != "qemu" and (run_dir / f).is_file()]
     _say(f"run kept in {runs.shown(run_dir)}/: {', '.join(kept)}")
     if meta["report"] and report_dir != run_dir:
         _say(f"report in {runs.shown(report_dir)}/report.html")
@@ -442,6 +595,46 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
     _store(args, meta, log, result.output)
     return result.exit_code
+
+
+# --- --migrate-at: the VM moved to a new QEMU mid-run (qemu.run_migrated) ---
+
+def add_migration_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--migrate-at", type=float, metavar="SECONDS",
+                   help="migrate the VM to a new QEMU this many seconds after the serial port's first line: stopped (QMP "
+                   "stop), its state written to a file, resumed by a second QEMU started with -incoming; the log goes on "
+                   "from it, the status is its. From 0 to below the run's time bound")
+    r.add_argument("--migrate-gap", type=float, metavar="SECONDS", default=qemu.MIGRATE_GAP_DEFAULT_S,
+                   help="with --migrate-at: the least time the VM stands still between the two QEMUs (longer when "
+                   "moving the state takes longer; what it was is measured) (default: %(default)s)")
+
+
+def check_migration_arguments(args: argparse.Namespace) -> None:
+    at = getattr(args, "migrate_at", None)
+    gap = getattr(args, "migrate_gap", qemu.MIGRATE_GAP_DEFAULT_S)
+    if at is None:
+        if gap != qemu.MIGRATE_GAP_DEFAULT_S:
+            raise _usage("--migrate-gap", f"{gap:g}", "a gap is for a migration: give --migrate-at too")
+        return
+    bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
+    if not (math.isfinite(at) and 0 <= at < bound):
+        raise _usage("--migrate-at", f"{at:g}", f"the migration's time must be from 0 to below the run's time bound "
+                     f"({bound:g} s: --timeout, or what the profile and duration ask for), in seconds after the serial "
+                     "port's first line")
+    if not (math.isfinite(gap) and 0 <= gap <= 3600):
+        raise _usage("--migrate-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+
+
+def run_migrated(args, cfg: qemu.QemuConfig, timeout: float, echo, stop, meta: dict, run_dir: Path) -> qemu.RunResult:
+    migration = qemu.Migration(at_s=args.migrate_at, gap_s=args.migrate_gap, state_dir=run_dir)
+    _say(f"migrating the VM to a new QEMU {migration.at_s:g} s after the serial port's first line, stopped at least "
+         f"{migration.gap_s:g} s")
+    try:
+        result, moved = qemu.run_migrated(cfg, migration, timeout=timeout, echo=echo, stop=stop)
+    finally:
+        (run_dir / "vmstate").unlink(missing_ok=True)  # the VM's memory: not kept
+    meta["migration"] = {**moved.to_json(), "described": moved.describe()}
+    return result
 
 
 def _store(args, meta: dict, log: Path, output: str) -> None:

@@ -148,6 +148,9 @@ def _date(meta: dict) -> str:
 
 
 def _machine(meta: dict) -> str:
+    vmm = meta.get("vmm") if isinstance(meta.get("vmm"), dict) else {}
+    if vmm.get("name") not in (None, "qemu"):
+        return f"{vmm['name']} smp{vmm.get('smp') or 1}"
     q = meta.get("qemu") or {}
     parts = [q.get("machine"), q.get("accel"), q.get("firmware")]
     return " ".join(str(p) for p in parts if p) or "?"

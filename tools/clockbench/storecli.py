@@ -27,9 +27,13 @@ def add_store_argument(p) -> None:
 
 def qemu_machine(meta: dict) -> str:
     """A QEMU run's machine, named for what makes it one: the host it ran on
-    and QEMU's configuration ("host/q35-tcg-bios-smp2")."""
+    and QEMU's configuration ("host/q35-tcg-bios-smp2"), or the microVM
+    monitor's ("host/firecracker-smp2")."""
     q = meta.get("qemu") or {}
     host = (meta.get("host") or {}).get("name") or socket.gethostname()
+    vmm = (meta.get("vmm") or {}).get("name")
+    if vmm and vmm != "qemu":
+        return f"{host}/{vmm}-smp{meta['vmm'].get('smp') or 1}"
     parts = [q.get("machine"), q.get("accel"), q.get("firmware")]
     name = "-".join(str(p) for p in parts if p) or "qemu"
     return f"{host}/{name}-smp{q.get('smp') or 1}"
@@ -37,7 +41,7 @@ def qemu_machine(meta: dict) -> str:
 
 def meta_of_run(meta: dict, log: Path) -> dict:
     """What a kept run's metadata.json adds to the store's row."""
-    q = meta.get("qemu") or {}
+    q = meta.get("qemu") or meta.get("vmm") or {}
     return {"firmware": q.get("firmware"), "boot": q.get("boot"), "started": meta.get("started"), "ended": meta.get("ended"),
             "seconds": meta.get("seconds"), "exit": meta.get("exit"), "log_path": str(log), "host": (meta.get("host") or {}).get("name"),
             "image_build": (meta.get("image") or {}).get("build"), "cmdline": meta.get("cmdline")}
@@ -90,7 +94,7 @@ def cmd_import(args) -> int:
                         bad.append(f"{d}/{runs.METADATA}: unreadable ({e}); imported from its log alone")
                         meta = {}
                     items.append((d / runs.LOG, meta_of_run(meta, d / runs.LOG) if meta else {"log_path": str(d / runs.LOG)},
-                                  args.machine or (qemu_machine(meta) if meta.get("qemu") else d.name)))
+                                  args.machine or (qemu_machine(meta) if meta.get("qemu") or meta.get("vmm") else d.name)))
             else:
                 items.append((p, {"log_path": str(p), "started": log_date(p)}, args.machine or p.stem))
             for log, meta, machine in items:

@@ -1,0 +1,98 @@
+"""One formatting path per figure (tools/clockbench/figures.py): the TSC's
+read cost is the same text in every output of one log (the image's verdict
+record, the HTML page's verdict, read-cost table and answers, the CI
+summary, compare), both as measured and where the read lies below the
+TSC's step, the fleet's column and the bare-and-OS table too; the RTC's
+one-second step as seconds."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from clockbench import ci_formats, compare, figures, fleet, os_side, records, report, results, store
+
+ROOT = Path(__file__).resolve().parents[2]
+LOG = ROOT / "tests" / "fixtures" / "tcg-q35-emulator.log"  # a real TCG boot of the current image
+
+
+def below_step(text: str) -> str:
+    """The log as the image writes it where the TSC moves in 26-tick steps
+    (10.0 ns at 2.6 GHz: the development machine's AMD host under KVM), its
+    read's p50 within 3 steps: below_step, the batch's figure standing for a
+    read, and the verdict record's words (kernel/results.c)."""
+    text = re.sub(r'("type":"tsc_step","step_ticks":)\d+,"step_ns":[0-9.]+', r'\g<1>26,"step_ns":10.000', text)
+    text = re.sub(r'("type":"latency","counter":"rdtsc",.*?)"below_step":false(.*?)"batch_ns_per_read":[0-9.]+',
+                  r'\g<1>"below_step":true\g<2>"batch_ns_per_read":9.541', text)
+    return re.sub(r'("type":"verdict","counter":"tsc",.*?"read_cost":)"[^"]*"',
+                  lambda m: m.group(1) + '"below the TSC\'s step (10.0 ns): 9.54 ns a read by the batch"', text)
+
+
+def outputs(text: str, tmp: Path) -> dict[str, str]:
+    res = results.from_log(text, "x.log")
+    report.augment(res, text)
+    res["allan"] = []
+    report.render_html(res, [], tmp / "report.html")
+    page = (tmp / "report.html").read_text().replace("&#39;", "'")
+    verdict = page.split('id="verdict"')[1].split("</table>")[0]
+    tsc_row = re.search(r"<td>tsc</td><td class=\"n\">(.*?)</td>", verdict).group(1)
+    cost = page.split('id="read-cost"')[1].split("</table>")[0]
+    rdtsc_p50 = re.search(r"<td>rdtsc</td>(?:<td[^>]*>.*?</td>){2}<td[^>]*>(.*?)</td>", cost).group(1)
+    answers = page.split('id="answers"')[1].split("</div>")[0]
+    answer = re.search(r"<th>what a TSC read costs</th><td>(.*?)( in this emulator)?</td>", answers).group(1)
+    md = ci_formats.markdown(res).replace("&#39;", "'")
+    md_p50 = re.search(r"^\| rdtsc \| (.*?) \|", md, re.M).group(1)
+    table = compare.table([res, res], ["a", "b"])
+    cmp_cell = next(r for r in table if r[0] == "rdtsc read p50")[1]
+    rec = next((v for v in records.of_type(records.parse_log(text).records, "verdict") if v["counter"] == "tsc"),
+               {"read_cost": figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res))})  # an older image's log
+    with store.Store(tmp / "runs.db") as db:
+        db.add_log(text, "m", "x.log")
+        (run,) = db.runs()
+    bare = os_side.bare_cost(res, "rdtsc")
+    return {"record": rec["read_cost"], "figures": figures.tsc_read_cost(res), "html verdict": tsc_row, "html read cost": rdtsc_p50,
+            "html answers": answer, "summary.md": md_p50, "compare": re.sub(r" \d+(\.\d+)?x$", "", cmp_cell),
+            "fleet": fleet.tsc_read(run), "bare and OS": bare}
+
+
+def test_the_tsc_read_cost_is_one_text_everywhere(tmp_path):
+    got = outputs(LOG.read_text(), tmp_path)
+    assert len(set(got.values())) == 1, got
+    assert re.fullmatch(r"\d+\.\d ns", got["record"])
+
+
+def test_an_older_logs_tsc_read_cost_is_one_text_everywhere(tmp_path):
+    """A log from before the verdict records: every output says it from the
+    latency record, the same way."""
+    got = outputs((ROOT / "tests" / "fixtures" / "tcg-q35.log").read_text(), tmp_path)
+    assert set(got.values()) == {"10.0 ns"}, got
+
+
+def test_the_latency_record_says_what_the_image_said(tmp_path):
+    """Where the image wrote its own words, the latency record's figure
+    formatted here says the same, to the 0.05 ns its 3 decimals allow."""
+    res = results.from_log(LOG.read_text(), "x.log")
+    own = figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res))
+    said = figures.tsc_read_cost(res)
+    assert abs(float(own[:-3]) - float(said[:-3])) <= 0.0501 and own.endswith(" ns") and said.endswith(" ns"), (own, said)
+
+
+def test_a_read_below_the_step_is_one_text_everywhere(tmp_path):
+    text = below_step(LOG.read_text())
+    got = outputs(text, tmp_path)
+    assert set(got.values()) == {"below the TSC's step (10.0 ns): 9.54 ns a read by the batch"}, got
+    # the latency record alone says it the same way (an output with no verdict record)
+    res = results.from_log(text, "x.log")
+    assert figures.read_cost(res["latency"]["rdtsc"], figures.tsc_step_ns(res)) == got["record"]
+    res["verdict_rows"] = []
+    assert figures.tsc_read_cost(res) == got["record"]
+
+
+def test_the_rtc_step_is_in_seconds_in_the_summary():
+    res = results.from_log(LOG.read_text(), "x.log")
+    md = ci_formats.markdown(res)
+    assert "1000011844" not in md and not re.search(r"\d{7,}\.\d ns", md)
+    rtc = res["resolution"].get("rtc") or {}
+    assert figures.ns(1000011844.4) == "1.00 s"
+    if figures._num(rtc.get("min_step_ns")) is not None:  # a run that timed two RTC edges or more
+        assert re.search(r"^\| rtc \| .* \| 1\.00 s \|$", md, re.M), md
