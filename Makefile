@@ -39,7 +39,7 @@ ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exception
 #                 discovery of the counters, the results store, checks
 #   experiments/  one file per experiment, their table, the verdict, the
 #                 summary screen and kmain
-LOGIC_SRCS := lib/steal.c lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c lib/aml.c \
+LOGIC_SRCS := lib/steal.c lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c lib/cpuid_decode.c lib/acpi.c lib/acpi_record.c lib/aml.c \
 	lib/timer_analysis.c lib/timer_deadline.c \
 	lib/cpus_analysis.c lib/drift_analysis.c lib/cpu_topology.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
@@ -315,10 +315,13 @@ os-vm: deps $(OS_BIN) $(HOST_TOOL)
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
+# The host tool's own entry points (tools/native/: `clockbench acpi`) beside
+# the tests' (tests/host/shim.c): one library, two owners.
 HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c $(FONT_C)
-$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c $(wildcard lib/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
+TOOL_NATIVE := tools/native/acpi_view.c
+$(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) $(TOOL_NATIVE) tests/host/shim.c $(wildcard lib/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
 	@mkdir -p $(dir $@)
-	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) tests/host/shim.c
+	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) $(TOOL_NATIVE) tests/host/shim.c
 
 # The ACPI parser under libFuzzer with ASan and UBSan (clang from Debian).
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_acpi
@@ -349,7 +352,7 @@ $(HOST_TOOL): tools/pyproject.toml
 	$(Q)$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e tools
 	@touch $@
 
-tool: deps $(HOST_TOOL)
+tool: deps $(HOST_TOOL) $(HOST_LIB)
 
 # Log fixtures for the host tool's tests, from real QEMU runs (TCG and, when usable, KVM).
 fixtures: $(KERNEL)
@@ -368,7 +371,7 @@ VMM_PATH := $(if $(wildcard $(VMM_DIR)/cloud-hypervisor $(VMM_DIR)/firecracker),
 
 # The ISO under QEMU by default; --boot direct|pvh or --vmm in RUN_ARGS pick
 # the kernel the tool boots (build/clockbench.elf or build/clockbench-pvh.elf).
-run: deps $(ISO) $(PVH_KERNEL) $(HOST_TOOL)
+run: deps $(ISO) $(PVH_KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(VMM_PATH)$(CLOCKBENCH) run --iso $(ISO) $(RUN_ARGS)
 
 # Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
@@ -376,7 +379,7 @@ usb: $(ISO) $(HOST_TOOL)
 	@test -n "$(DEV)" || { echo "usage: make usb DEV=/dev/sdX (the whole disk of a USB stick)"; exit 2; }
 	$(CLOCKBENCH) flash $(DEV) --iso $(ISO) $(FLASH_ARGS)
 
-run-direct: deps $(KERNEL) $(HOST_TOOL)
+run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
 
 bench: deps $(KERNEL)

@@ -1,5 +1,6 @@
 /* The inventory section of the report: what was found, where, how wide,
    at what claimed frequency, and why anything is missing. */
+#include "../lib/acpi_record.h"
 #include "../lib/cmdline.h"
 #include "../lib/counters.h"
 #include "../lib/format.h"
@@ -77,8 +78,8 @@ static void report_cpu(const struct cpu_probe *cpu)
         report_note("no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states");
 }
 
-/* dump_acpi on the command line: every table the root lists (and the RSDP
-   and the root itself) as hex in acpi_dump records, like acpidump, for
+/* dump_acpi on the command line: every table the root lists (and the RSDP,
+   the root itself and the DSDT) as hex in acpi_dump records, like acpidump, for
    offline reading and for the fuzzer's seeds (tests/fuzz/make_seeds.py). */
 #define DUMP_CHUNK 512
 
@@ -126,6 +127,9 @@ static void dump_acpi(const struct boot_info *bi)
         if (t->valid && paging_map(t->address, t->length, false, 0))
             dump_bytes(t->signature, t->address, (const uint8_t *)(uintptr_t)t->address, t->length);
     }
+    /* the DSDT too, as acpidump gives it: the FADT names it, the root does not */
+    if (a->dsdt_found && paging_map(a->dsdt_address, a->dsdt_length, false, 0))
+        dump_bytes("DSDT", a->dsdt_address, (const uint8_t *)(uintptr_t)a->dsdt_address, a->dsdt_length);
 }
 
 static void report_acpi(void)
@@ -165,49 +169,7 @@ static void report_acpi(void)
     if (discovered.acpi_faulted)
         kprintf("  ACPI: reading the tables faulted: %s; the run goes on without them\n", discovered.acpi_fault);
 
-    record_begin(&r, "acpi");
-    record_bool(&r, "rsdp_found", a->rsdp_found);
-    record_str(&r, "rsdp_source", a->rsdp_found ? a->rsdp_source : 0);
-    record_u64(&r, "revision", a->revision);
-    record_str(&r, "oem_id", a->oem_id);
-    record_str(&r, "root", a->root_found ? (a->root_is_xsdt ? "XSDT" : "RSDT") : 0);
-    record_hex(&r, "root_address", a->root_address);
-    record_u64(&r, "tables", (uint64_t)a->table_count);
-    record_u64(&r, "hpet_tables", (uint64_t)a->hpet_tables);
-    if (a->hpet_found)
-        record_hex(&r, "hpet_base", a->hpet_base.address);
-    else
-        record_null(&r, "hpet_base");
-    if (a->pm_timer_found) {
-        record_str(&r, "pm_timer_space", a->pm_timer.space_id == ACPI_GAS_IO ? "io" : "memory");
-        record_hex(&r, "pm_timer_address", a->pm_timer.address);
-        record_str(&r, "pm_timer_field", a->pm_timer_field);
-        record_u64(&r, "pm_timer_bits", a->pm_timer_32bit ? 32 : 24);
-        record_u64(&r, "pm_timer_register_bits", a->pm_timer_width);
-        record_str(&r, "pm_timer_width_from", a->pm_timer_width_from);
-        if (a->pm_timer_linux_port)
-            record_hex(&r, "pm_timer_linux_port", a->pm_timer_linux_port);
-        else
-            record_null(&r, "pm_timer_linux_port");
-        record_str(&r, "pm_timer_os_note", a->pm_timer_os_note[0] ? a->pm_timer_os_note : 0);
-        record_bool(&r, "pm_timer_set_aside", a->pm_timer_set_aside);
-    } else {
-        record_null(&r, "pm_timer_address");
-    }
-    if (a->fadt_found) {
-        record_u64(&r, "fadt_revision", a->fadt_revision);
-        record_bool(&r, "hardware_reduced", a->hardware_reduced);
-        record_u64(&r, "pm_timer_len", a->pm_timer_len);
-        record_u64(&r, "pm_timer_conflicts", a->pm_timer_conflicts);
-    }
-    if (a->madt_found) {
-        record_u64(&r, "cpus_enabled", a->cpus_enabled);
-        record_u64(&r, "cpus_listed", a->cpus_listed);
-    } else {
-        record_null(&r, "cpus_enabled");
-        record_null(&r, "cpus_listed");
-    }
-    record_bool(&r, "faulted", discovered.acpi_faulted);
+    acpi_record(&r, a, discovered.acpi_faulted);
     emit(&r);
 
     if (discovered.acpi_faulted)

@@ -93,24 +93,34 @@ uint8_t acpi_checksum(const uint8_t *p, uint32_t len)
     return sum;
 }
 
+static void copy_message(char *dst, const char *src)
+{
+    int i = 0;
+    for (; src[i] && i < ACPI_MESSAGE_CHARS - 1; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
 __attribute__((format(printf, 2, 3))) static void say(struct acpi_info *a, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    fmt_vformat(a->last_message, ACPI_MESSAGE_CHARS, fmt, ap);
+    va_end(ap);
     if (a->message_count == ACPI_MAX_MESSAGES) {
         a->messages_dropped = true;
         return;
     }
-    va_list ap;
-    va_start(ap, fmt);
-    fmt_vformat(a->messages[a->message_count++], ACPI_MESSAGE_CHARS, fmt, ap);
-    va_end(ap);
+    copy_message(a->messages[a->message_count++], a->last_message);
 }
 
-/* The latest message, kept as the reason a counter is missing. */
+/* The latest message said (listed or dropped), kept as the reason a
+   counter is missing; the first reason stays. */
 static void reason_from_last(const struct acpi_info *a, char *dst)
 {
-    if (a->message_count == 0 || dst[0])
+    if (!a->last_message[0] || dst[0])
         return;
-    const char *src = a->messages[a->message_count - 1];
+    const char *src = a->last_message;
     int i = 0;
     for (; src[i] && i < ACPI_MESSAGE_CHARS - 1; i++)
         dst[i] = src[i];
@@ -424,20 +434,51 @@ static void parse_hpet(struct acpi_info *a, const uint8_t *t, uint32_t len, uint
     a->hpet_min_tick = ld16(t + HPET_OFF_MIN_TICK);
 }
 
-/* One processor entry. A CPU listed twice (type 0 and type 9 for the same
-   APIC ID, as firmware may do below 255) is counted once; ACPI 6.5,
-   5.2.12.12 says a type 9 entry is for IDs of 255 and up, but the spec does
-   not forbid both, so the first one kept wins and later ones are noted. */
+/* One processor entry. Placeholders (APIC ID 0xFF in a type 0 entry, the
+   xAPIC broadcast ID; 0xFFFFFFFF in a type 9 one) are counted, not kept.
+   An APIC ID listed again (type 0 and type 9 for the same ID, or disabled
+   copies) is one CPU: an enabled entry wins over disabled ones, as Linux
+   registers only usable entries (acpi_is_processor_usable); between two
+   enabled ones the first is kept. The repeats are tallied by kind in
+   tally_repeats, never one message per entry. */
 static void add_cpu(struct acpi_info *a, uint8_t type, uint32_t apic_id, uint32_t uid, uint32_t flags)
 {
-    for (uint32_t i = 0; i < a->cpu_count; i++)
-        if (a->cpus[i].apic_id == apic_id) {
-            say(a, "APIC table: APIC ID %u listed again (type %u, UID %u); the first entry is used", apic_id, type, uid);
-            return;
-        }
     bool enabled = flags & MADT_ENABLED;
+    if ((type == MADT_LOCAL_APIC && apic_id == 0xFF) || (type == MADT_LOCAL_X2APIC && apic_id == 0xFFFFFFFFu)) {
+        a->madt_placeholders++;
+        if (enabled)
+            a->madt_placeholders_enabled++;
+        return;
+    }
     /* Online Capable is reserved (zero) while Enabled is set (Table 5.37). */
     bool online = !enabled && (flags & MADT_ONLINE_CAPABLE);
+    for (uint32_t i = 0; i < a->cpu_count; i++) {
+        struct acpi_cpu *c = &a->cpus[i];
+        if (c->apic_id != apic_id)
+            continue;
+        if (enabled && c->enabled_entries < 0xFFFF)
+            c->enabled_entries++;
+        else if (!enabled && c->disabled_entries < 0xFFFF)
+            c->disabled_entries++;
+        if (enabled && !c->enabled) { /* the disabled entry met first gives way */
+            if (c->online_capable)
+                a->cpus_online_capable--;
+            if (c->type == MADT_LOCAL_X2APIC)
+                a->cpus_x2apic--;
+            if (type == MADT_LOCAL_X2APIC)
+                a->cpus_x2apic++;
+            a->cpus_enabled++;
+            c->uid = uid;
+            c->flags = flags;
+            c->type = type;
+            c->enabled = true;
+            c->online_capable = false;
+        } else if (online && !c->enabled && !c->online_capable) {
+            c->online_capable = true;
+            a->cpus_online_capable++;
+        }
+        return;
+    }
     a->cpus_listed++;
     if (enabled)
         a->cpus_enabled++;
@@ -447,7 +488,44 @@ static void add_cpu(struct acpi_info *a, uint8_t type, uint32_t apic_id, uint32_
         a->cpus_dropped = true;
         return;
     }
-    a->cpus[a->cpu_count++] = (struct acpi_cpu){apic_id, uid, flags, type, enabled, online};
+    if (type == MADT_LOCAL_X2APIC)
+        a->cpus_x2apic++;
+    a->cpus[a->cpu_count++] = (struct acpi_cpu){apic_id, uid, flags, type, enabled, online, enabled ? 1 : 0, enabled ? 0 : 1};
+}
+
+/* The repeats by kind: one message each, with its count, how many APIC IDs
+   it touches and the first of them. */
+static void tally_repeats(struct acpi_info *a)
+{
+    uint32_t copy_ids = 0, shared_ids = 0, repeat_ids = 0;
+    uint32_t first_copy = 0, first_shared = 0, first_repeat = 0;
+    for (uint32_t i = 0; i < a->cpu_count; i++) {
+        const struct acpi_cpu *c = &a->cpus[i];
+        if (c->enabled) {
+            if (c->disabled_entries && !copy_ids++)
+                first_copy = c->apic_id;
+            a->madt_disabled_copies += c->disabled_entries;
+            if (c->enabled_entries > 1 && !repeat_ids++)
+                first_repeat = c->apic_id;
+            a->madt_enabled_repeats += c->enabled_entries - 1u;
+        } else if (c->disabled_entries > 1) {
+            if (!shared_ids++)
+                first_shared = c->apic_id;
+            a->madt_disabled_shared += c->disabled_entries - 1u;
+        }
+    }
+    if (a->madt_placeholders)
+        say(a, "APIC table: %u placeholder entries (APIC ID 0xFF/0xFFFFFFFF, %u enabled): no CPU; Linux skips them too",
+            a->madt_placeholders, a->madt_placeholders_enabled);
+    if (a->madt_disabled_copies)
+        say(a, "APIC table: %u disabled copies of %u enabled CPUs' APIC IDs (first ID %u): the enabled entry counts",
+            a->madt_disabled_copies, copy_ids, first_copy);
+    if (a->madt_disabled_shared)
+        say(a, "APIC table: %u disabled entries repeat another disabled one's APIC ID (%u IDs, first %u): one CPU each",
+            a->madt_disabled_shared, shared_ids, first_shared);
+    if (a->madt_enabled_repeats)
+        say(a, "APIC table: %u enabled entries repeat an enabled CPU's APIC ID (%u IDs, first %u): the first is used",
+            a->madt_enabled_repeats, repeat_ids, first_repeat);
 }
 
 static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
@@ -459,6 +537,7 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
     a->madt_found = true;
     a->lapic_address = ld32(t + MADT_OFF_LAPIC_ADDRESS);
     a->madt_flags = ld32(t + MADT_OFF_FLAGS);
+    uint32_t ioapics_over = 0, overrides_over = 0;
     for (uint32_t off = MADT_OFF_ENTRIES; off + 2 <= len;) {
         uint8_t type = t[off], elen = t[off + 1];
         const uint8_t *e = t + off;
@@ -478,19 +557,24 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
                 a->ioapics[a->ioapic_count++] = (struct acpi_ioapic){
                     .id = e[IOAPIC_OFF_ID], .address = ld32(e + IOAPIC_OFF_ADDRESS), .gsi_base = ld32(e + IOAPIC_OFF_GSI_BASE)};
             else
-                say(a, "APIC table: more than %u I/O APICs; the rest are ignored", ACPI_MAX_IOAPICS);
+                ioapics_over++;
         } else if (type == MADT_SOURCE_OVERRIDE && elen >= ISO_LEN) {
             if (a->override_count < ACPI_MAX_OVERRIDES)
                 a->overrides[a->override_count++] = (struct acpi_override){
                     .bus = e[ISO_OFF_BUS], .source = e[ISO_OFF_SOURCE], .gsi = ld32(e + ISO_OFF_GSI),
                     .flags = (uint16_t)(e[ISO_OFF_FLAGS] | e[ISO_OFF_FLAGS + 1] << 8)};
             else
-                say(a, "APIC table: more than %u interrupt source overrides; the rest are ignored", ACPI_MAX_OVERRIDES);
+                overrides_over++;
         } else if ((type == MADT_LOCAL_APIC || type == MADT_LOCAL_X2APIC || type == MADT_LAPIC_OVERRIDE ||
                     type == MADT_IOAPIC || type == MADT_SOURCE_OVERRIDE))
             say(a, "APIC table: type %u entry at offset %u is %u bytes, too short; skipped", type, off, elen);
         off += elen;
     }
+    if (ioapics_over)
+        say(a, "APIC table: %u I/O APICs beyond the first %u are ignored", ioapics_over, ACPI_MAX_IOAPICS);
+    if (overrides_over)
+        say(a, "APIC table: %u interrupt source overrides beyond the first %u are ignored", overrides_over, ACPI_MAX_OVERRIDES);
+    tally_repeats(a);
 }
 
 /* --- How to end the machine: FADT power fields, the DSDT's \_S5 --- */

@@ -106,9 +106,22 @@ struct acpi_info {
         uint8_t type;               /* 0 Local APIC, 9 Local x2APIC */
         bool enabled;               /* flags bit 0 */
         bool online_capable;        /* flags bit 1, meaningful only while not enabled */
+        uint16_t enabled_entries;   /* entries with this APIC ID marked enabled */
+        uint16_t disabled_entries;  /* and not enabled */
     } cpus[ACPI_MAX_CPUS];
     uint32_t cpu_count;             /* entries kept in cpus[] */
     bool cpus_dropped;              /* more than ACPI_MAX_CPUS distinct entries */
+    uint32_t cpus_x2apic;           /* CPUs kept whose entry is a type 9 (x2APIC) one */
+    /* Repeated APIC IDs, by kind; each kind is ONE message with its count
+       (nearly half of real MADTs repeat IDs in disabled entries). Every
+       processor entry beyond the first of its APIC ID is in exactly one of
+       the last three. Placeholders are not CPUs: Linux skips them too
+       (arch/x86/kernel/acpi/boot.c, acpi_parse_lapic/x2apic "Ignore invalid ID"). */
+    uint32_t madt_placeholders;     /* APIC ID 0xFF (type 0) or 0xFFFFFFFF (type 9) */
+    uint32_t madt_placeholders_enabled; /* of those, marked enabled */
+    uint32_t madt_disabled_copies;  /* disabled entries repeating an enabled CPU's ID */
+    uint32_t madt_disabled_shared;  /* disabled entries repeating another disabled entry's ID */
+    uint32_t madt_enabled_repeats;  /* enabled entries repeating an enabled CPU's ID: a real contradiction */
     /* I/O APICs (type 1, 5.2.12.3) and interrupt source overrides (type 2,
        5.2.12.5): where each ISA IRQ arrives, and how it is signalled */
     struct acpi_ioapic {
@@ -153,6 +166,9 @@ struct acpi_info {
     char messages[ACPI_MAX_MESSAGES][ACPI_MESSAGE_CHARS];
     int message_count;
     bool messages_dropped;
+    /* The latest message, kept even when the list above is full: a
+       counter's reason comes from here, never from another table's message. */
+    char last_message[ACPI_MESSAGE_CHARS];
 };
 
 /* Who handed over the RSDP copies: a Multiboot 2 loader's tags, or the

@@ -37,6 +37,7 @@ test_packages=(
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
   python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
+  acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
 packages=("${run_packages[@]}")
 [ "$mode" = run ] || packages+=("${test_packages[@]}")

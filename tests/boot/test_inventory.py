@@ -58,6 +58,10 @@ def test_inventory_matches_acpi_and_qemu(boot, machine, firmware, boot_path):
     assert c["nominal_hz"] == 3_579_545
     assert counter(b, "pit")["present"] and counter(b, "tsc")["present"]
     assert acpi["cpus_enabled"] == 1
+    # the record is whole, its MADT counts QEMU's one CPU entry and no repeat
+    assert "truncated" not in acpi and not acpi["messages_dropped"]
+    assert (acpi["cpus_listed"], acpi["madt_placeholders"], acpi["madt_disabled_copies"]) == (1, 0, 0)
+    assert acpi["messages"] == len(records.of_type(b.records, "acpi_message"))
     assert not checks(b, "FAIL")
 
 

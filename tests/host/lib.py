@@ -34,6 +34,10 @@ def load() -> ctypes.CDLL:
     for name in ("shim_cmdline", "shim_bootinfo", "shim_cpuid_decode", "shim_acpi"):
         getattr(lib, name).restype = ctypes.c_char_p
     lib.shim_bootinfo.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32]
+    lib.shim_acpi_record.restype = ctypes.c_char_p
+    lib.shim_acpi_record.argtypes = [ctypes.c_bool]
+    lib.shim_acpi_message.restype = ctypes.c_char_p
+    lib.shim_acpi_message.argtypes = [ctypes.c_int]
     lib.shim_acpi.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p]
     lib.shim_counter_delta.restype = ctypes.c_uint64
     lib.shim_counter_delta.argtypes = [ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint64]

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../lib/acpi.h"
+#include "../../lib/acpi_record.h"
 #include "../../lib/bootinfo.h"
 #include "../../lib/cmdline.h"
 #include "../../lib/counters.h"
@@ -149,78 +150,87 @@ static const void *buffer_map(void *ctx, uint64_t phys, uint64_t len, const char
     return b->mem + (phys - b->base);
 }
 
+static struct acpi_info shim_acpi_info; /* the last shim_acpi's, for shim_acpi_record */
+
 const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uint8_t *tag_new, uint32_t tag_new_len,
                       const uint8_t *tag_old)
 {
-    static struct acpi_info a;
+    struct acpi_info *ap = &shim_acpi_info;
     struct buffer_memory b = {mem, base, len};
     struct acpi_mapper m = {buffer_map, &b};
-    acpi_discover(&m, tag_new, tag_new_len, tag_old, ACPI_FROM_MULTIBOOT2, &a);
+    acpi_discover(&m, tag_new, tag_new_len, tag_old, ACPI_FROM_MULTIBOOT2, ap);
     record_begin(&rec, "acpi");
-    record_bool(&rec, "rsdp_found", a.rsdp_found);
-    record_str(&rec, "rsdp_source", a.rsdp_found ? a.rsdp_source : 0);
-    record_u64(&rec, "rsdp_address", a.rsdp_address);
-    record_u64(&rec, "revision", a.revision);
-    record_str(&rec, "oem_id", a.oem_id);
-    record_bool(&rec, "root_found", a.root_found);
-    record_bool(&rec, "xsdt", a.root_is_xsdt);
-    record_u64(&rec, "table_count", (uint64_t)a.table_count);
-    record_bool(&rec, "fadt", a.fadt_found);
-    record_bool(&rec, "pm", a.pm_timer_found);
-    record_u64(&rec, "pm_space", a.pm_timer.space_id);
-    record_u64(&rec, "pm_address", a.pm_timer.address);
-    record_str(&rec, "pm_field", a.pm_timer_field);
-    record_bool(&rec, "pm_32bit", a.pm_timer_32bit);
-    record_str(&rec, "pm_reason", a.pm_timer_reason);
-    record_u64(&rec, "fadt_revision", a.fadt_revision);
-    record_bool(&rec, "hw_reduced", a.hardware_reduced);
-    record_u64(&rec, "pm_len", a.pm_timer_len);
-    record_u64(&rec, "pm_width", a.pm_timer_width);
-    record_str(&rec, "pm_width_from", a.pm_timer_width_from);
-    record_u64(&rec, "pm_linux_port", a.pm_timer_linux_port);
-    record_bool(&rec, "pm_os_ignored", a.pm_timer_os_ignored);
-    record_bool(&rec, "pm_set_aside", a.pm_timer_set_aside);
-    record_str(&rec, "pm_os_note", a.pm_timer_os_note);
-    record_u64(&rec, "pm_conflicts", a.pm_timer_conflicts);
-    record_bool(&rec, "hpet", a.hpet_found);
-    record_u64(&rec, "hpet_tables", (uint64_t)a.hpet_tables);
-    record_u64(&rec, "hpet_space", a.hpet_base.space_id);
-    record_u64(&rec, "hpet_address", a.hpet_base.address);
-    record_u64(&rec, "hpet_block_id", a.hpet_block_id);
-    record_u64(&rec, "hpet_comparators", a.hpet_comparators);
-    record_bool(&rec, "hpet_64bit", a.hpet_64bit);
-    record_u64(&rec, "hpet_number", a.hpet_number);
-    record_u64(&rec, "hpet_min_tick", a.hpet_min_tick);
-    record_str(&rec, "hpet_reason", a.hpet_reason);
-    record_bool(&rec, "madt", a.madt_found);
-    record_u64(&rec, "cpus_enabled", a.cpus_enabled);
-    record_u64(&rec, "cpus_listed", a.cpus_listed);
-    record_u64(&rec, "cpus_online_capable", a.cpus_online_capable);
-    record_u64(&rec, "lapic_address", a.lapic_address);
-    record_bool(&rec, "lapic_overridden", a.lapic_address_overridden);
-    record_bool(&rec, "cpus_dropped", a.cpus_dropped);
-    record_u64(&rec, "cpu_count", a.cpu_count);
+    record_bool(&rec, "rsdp_found", ap->rsdp_found);
+    record_str(&rec, "rsdp_source", ap->rsdp_found ? ap->rsdp_source : 0);
+    record_u64(&rec, "rsdp_address", ap->rsdp_address);
+    record_u64(&rec, "revision", ap->revision);
+    record_str(&rec, "oem_id", ap->oem_id);
+    record_bool(&rec, "root_found", ap->root_found);
+    record_bool(&rec, "xsdt", ap->root_is_xsdt);
+    record_u64(&rec, "table_count", (uint64_t)ap->table_count);
+    record_bool(&rec, "fadt", ap->fadt_found);
+    record_bool(&rec, "pm", ap->pm_timer_found);
+    record_u64(&rec, "pm_space", ap->pm_timer.space_id);
+    record_u64(&rec, "pm_address", ap->pm_timer.address);
+    record_str(&rec, "pm_field", ap->pm_timer_field);
+    record_bool(&rec, "pm_32bit", ap->pm_timer_32bit);
+    record_str(&rec, "pm_reason", ap->pm_timer_reason);
+    record_u64(&rec, "fadt_revision", ap->fadt_revision);
+    record_bool(&rec, "hw_reduced", ap->hardware_reduced);
+    record_u64(&rec, "pm_len", ap->pm_timer_len);
+    record_u64(&rec, "pm_width", ap->pm_timer_width);
+    record_str(&rec, "pm_width_from", ap->pm_timer_width_from);
+    record_u64(&rec, "pm_linux_port", ap->pm_timer_linux_port);
+    record_bool(&rec, "pm_os_ignored", ap->pm_timer_os_ignored);
+    record_bool(&rec, "pm_set_aside", ap->pm_timer_set_aside);
+    record_str(&rec, "pm_os_note", ap->pm_timer_os_note);
+    record_u64(&rec, "pm_conflicts", ap->pm_timer_conflicts);
+    record_bool(&rec, "hpet", ap->hpet_found);
+    record_u64(&rec, "hpet_tables", (uint64_t)ap->hpet_tables);
+    record_u64(&rec, "hpet_space", ap->hpet_base.space_id);
+    record_u64(&rec, "hpet_address", ap->hpet_base.address);
+    record_u64(&rec, "hpet_block_id", ap->hpet_block_id);
+    record_u64(&rec, "hpet_comparators", ap->hpet_comparators);
+    record_bool(&rec, "hpet_64bit", ap->hpet_64bit);
+    record_u64(&rec, "hpet_number", ap->hpet_number);
+    record_u64(&rec, "hpet_min_tick", ap->hpet_min_tick);
+    record_str(&rec, "hpet_reason", ap->hpet_reason);
+    record_bool(&rec, "madt", ap->madt_found);
+    record_u64(&rec, "cpus_enabled", ap->cpus_enabled);
+    record_u64(&rec, "cpus_listed", ap->cpus_listed);
+    record_u64(&rec, "cpus_online_capable", ap->cpus_online_capable);
+    record_u64(&rec, "lapic_address", ap->lapic_address);
+    record_bool(&rec, "lapic_overridden", ap->lapic_address_overridden);
+    record_bool(&rec, "cpus_dropped", ap->cpus_dropped);
+    record_u64(&rec, "cpu_count", ap->cpu_count);
+    record_u64(&rec, "cpus_x2apic", ap->cpus_x2apic);
+    record_u64(&rec, "placeholders", ap->madt_placeholders);
+    record_u64(&rec, "placeholders_enabled", ap->madt_placeholders_enabled);
+    record_u64(&rec, "disabled_copies", ap->madt_disabled_copies);
+    record_u64(&rec, "disabled_shared", ap->madt_disabled_shared);
+    record_u64(&rec, "enabled_repeats", ap->madt_enabled_repeats);
+    record_bool(&rec, "messages_dropped", ap->messages_dropped);
     /* the first 16 processor entries: id, uid, type, enabled, online capable */
     record_array_begin(&rec, "cpus");
-    for (uint32_t i = 0; i < a.cpu_count && i < 16; i++) {
-        record_array_u64(&rec, a.cpus[i].apic_id);
-        record_array_u64(&rec, a.cpus[i].uid);
-        record_array_u64(&rec, a.cpus[i].type);
-        record_array_u64(&rec, a.cpus[i].enabled);
-        record_array_u64(&rec, a.cpus[i].online_capable);
+    for (uint32_t i = 0; i < ap->cpu_count && i < 16; i++) {
+        record_array_u64(&rec, ap->cpus[i].apic_id);
+        record_array_u64(&rec, ap->cpus[i].uid);
+        record_array_u64(&rec, ap->cpus[i].type);
+        record_array_u64(&rec, ap->cpus[i].enabled);
+        record_array_u64(&rec, ap->cpus[i].online_capable);
     }
     record_array_end(&rec);
     record_array_begin(&rec, "ioapics");   /* id, address, gsi base */
-    for (uint32_t i = 0; i < a.ioapic_count; i++) {
-        record_array_u64(&rec, a.ioapics[i].id);
-        record_array_u64(&rec, a.ioapics[i].address);
-        record_array_u64(&rec, a.ioapics[i].gsi_base);
+    for (uint32_t i = 0; i < ap->ioapic_count; i++) {
+        record_array_u64(&rec, ap->ioapics[i].id);
+        record_array_u64(&rec, ap->ioapics[i].address);
+        record_array_u64(&rec, ap->ioapics[i].gsi_base);
     }
     record_array_end(&rec);
     record_array_begin(&rec, "isa_irqs");  /* per ISA IRQ 0-15: gsi, active low, level */
     for (uint8_t irq = 0; irq < 16; irq++) {
         bool low, level;
-        record_array_u64(&rec, acpi_isa_irq_gsi(&a, irq, &low, &level));
+        record_array_u64(&rec, acpi_isa_irq_gsi(ap, irq, &low, &level));
         record_array_u64(&rec, low);
         record_array_u64(&rec, level);
     }
@@ -232,18 +242,52 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     static const uint32_t gsis[] = {0, 2, 23, 24, 40};
     for (unsigned i = 0; i < sizeof gsis / sizeof *gsis; i++) {
         uint32_t pin = 0;
-        int at = acpi_ioapic_of_gsi(&a, gsis[i], pins, &pin);
+        int at = acpi_ioapic_of_gsi(ap, gsis[i], pins, &pin);
         record_array_i64(&rec, at);
         record_array_u64(&rec, at < 0 ? 0 : pin);
     }
     record_array_end(&rec);
-    record_u64(&rec, "messages", (uint64_t)a.message_count);
-    for (int i = 0; i < a.message_count; i++) {
+    record_u64(&rec, "messages", (uint64_t)ap->message_count);
+    for (int i = 0; i < ap->message_count; i++) {
         char key[16];
         fmt_format(key, sizeof key, "m%d", i);
-        record_str(&rec, key, a.messages[i]);
+        record_str(&rec, key, ap->messages[i]);
     }
     return finish();
+}
+
+/* Message i of the last shim_acpi ("" past the last): a long list can
+   pass what shim_acpi's one record holds. */
+const char *shim_acpi_message(int i)
+{
+    return i >= 0 && i < shim_acpi_info.message_count ? shim_acpi_info.messages[i] : "";
+}
+
+/* The image's `acpi` record (lib/acpi_record.c) for the last shim_acpi,
+   whole, with its prefix. worst: every count at its largest, every string
+   at the longest it can be and all of it escaped ('"' is two characters
+   in JSON), so a test can hold the record's largest size. */
+const char *shim_acpi_record(bool worst)
+{
+    static struct acpi_info w;
+    static char longest[ACPI_MESSAGE_CHARS];
+    const struct acpi_info *a = &shim_acpi_info;
+    if (worst) {
+        w = shim_acpi_info;
+        memset(longest, '"', sizeof longest - 1);
+        longest[sizeof longest - 1] = '\0';
+        w.rsdp_found = w.root_found = w.fadt_found = w.madt_found = w.hpet_found = w.pm_timer_found = true;
+        w.rsdp_source = w.pm_timer_field = w.pm_timer_width_from = w.pm_timer_os_note = longest;
+        memset(w.oem_id, '"', 6);
+        w.revision = w.fadt_revision = w.pm_timer_len = w.pm_timer_width = 0xFF;
+        w.root_address = w.hpet_base.address = w.pm_timer.address = w.pm_timer_linux_port = UINT64_MAX;
+        w.table_count = w.hpet_tables = w.message_count = INT32_MAX;
+        w.pm_timer_conflicts = w.cpus_enabled = w.cpus_listed = w.cpus_online_capable = w.cpus_x2apic = UINT32_MAX;
+        w.madt_placeholders = w.madt_disabled_copies = w.madt_disabled_shared = w.madt_enabled_repeats = UINT32_MAX;
+        a = &w;
+    }
+    acpi_record(&rec, a, worst);
+    return record_end(&rec);
 }
 
 uint64_t shim_counter_delta(unsigned width, uint64_t a, uint64_t b)

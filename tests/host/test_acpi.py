@@ -1,6 +1,7 @@
 """ACPI discovery on crafted tables: the good cases, every rejection, and
 that nothing is read before it is checked."""
 
+import json
 import struct
 
 import acpi_builder as ab
@@ -341,7 +342,8 @@ def test_madt_lapic_override_and_duplicate_ids(lib):
     assert r["lapic_address"] == 0x1_2345_6000 and r["lapic_overridden"]
     assert cpu_rows(r) == [(0, 0, 0, 1, 0), (1, 1, 0, 1, 0)]
     assert r["cpus_listed"] == 2
-    assert any("APIC ID 0 listed again" in msg for msg in messages(r))
+    assert r["enabled_repeats"] == 1
+    assert "APIC table: 1 enabled entries repeat an enabled CPU's APIC ID (1 IDs, first 0): the first is used" in messages(r)
 
 
 def test_madt_short_entries_are_skipped_not_read(lib):
@@ -402,3 +404,82 @@ def test_madt_short_io_apic_entry_is_skipped(lib):
     r = discover(lib, mem)
     assert r["ioapics"] == []
     assert sum("too short; skipped" in msg for msg in messages(r)) == 2
+
+
+def every_kind_of_repeat() -> list[tuple]:
+    """255 processor entries with every kind of repeated APIC ID real MADTs
+    have (and the one contradiction they should not): 51 enabled CPUs,
+    72 placeholders, 51 disabled copies of enabled CPUs (one of them met
+    before its enabled entry), 30 disabled repeats of disabled IDs, 3
+    enabled repeats, 38 plain disabled CPUs."""
+    e = [("lapic", 250, 40, 0)]                                    # disabled, before its enabled entry
+    e += [("lapic", i, i, 1) for i in range(40)]                   # 40 enabled CPUs, IDs 0-39
+    e += [("x2apic", 300 + i, 300 + i, 1) for i in range(10)]      # 10 enabled x2APIC CPUs
+    e += [("lapic", 200, 0xFF, 0)] * 60                            # placeholders, disabled
+    e += [("x2apic", 0xFFFFFFFF, 0xFFFFFFFF, 0)] * 10
+    e += [("lapic", 201, 0xFF, 1)] * 2                             # placeholders marked enabled
+    e += [("lapic", 100 + i % 25, i % 25, 0) for i in range(50)]   # IDs 0-24, two disabled copies each
+    e += [("lapic", 41, 40, 1)]                                    # the enabled entry of ID 40
+    e += [("lapic", 150 + k, 100 + k, 0) for k in range(10) for _ in range(4)]  # IDs 100-109, 4 disabled each
+    e += [("x2apic", 5 + k, 5 + k, 1) for k in range(3)]           # IDs 5-7 again, enabled
+    e += [("lapic", 60 + k, 200 + k, 0) for k in range(38)]        # plain disabled CPUs
+    assert len(e) == 255
+    return e
+
+
+def test_a_255_entry_madt_gives_one_message_per_kind_of_repeat(lib):
+    mem, _ = ab.standard_machine(tables=[ab.fadt(x_pm=ab.gas(1, 0x608)), ab.hpet(), ab.madt_entries(every_kind_of_repeat())])
+    r = discover(lib, mem)
+    assert r["cpus_listed"] == 99 and r["cpus_enabled"] == 51 and r["cpus_x2apic"] == 10
+    assert (r["placeholders"], r["placeholders_enabled"]) == (72, 2)
+    assert (r["disabled_copies"], r["disabled_shared"], r["enabled_repeats"]) == (51, 30, 3)
+    # every entry is one CPU or one repeat of one kind
+    assert r["cpus_listed"] + r["placeholders"] + r["disabled_copies"] + r["disabled_shared"] + r["enabled_repeats"] == 255
+    assert [m for m in messages(r) if m.startswith("APIC table")] == [
+        "APIC table: 72 placeholder entries (APIC ID 0xFF/0xFFFFFFFF, 2 enabled): no CPU; Linux skips them too",
+        "APIC table: 51 disabled copies of 26 enabled CPUs' APIC IDs (first ID 40): the enabled entry counts",
+        "APIC table: 30 disabled entries repeat another disabled one's APIC ID (10 IDs, first 100): one CPU each",
+        "APIC table: 3 enabled entries repeat an enabled CPU's APIC ID (3 IDs, first 5): the first is used",
+    ]
+    assert not r["messages_dropped"] and r["hpet_reason"] == "" and r["pm_reason"] == ""
+    # ID 40: the enabled entry met second replaces the disabled one, its UID with it
+    record = lib.shim_acpi_record(False).decode()
+    assert record.startswith("@cb {") and record.endswith("}\n") and '"truncated"' not in record
+    rec = json.loads(record[4:])
+    assert (rec["cpus_enabled"], rec["cpus_listed"], rec["madt_placeholders"], rec["madt_disabled_copies"],
+            rec["madt_disabled_shared"], rec["madt_enabled_repeats"]) == (51, 99, 72, 51, 30, 3)
+
+
+def test_enabled_entry_after_its_disabled_copy_is_the_cpu(lib):
+    m = ab.madt_entries([("lapic", 9, 3, 0), ("lapic", 8, 3, 2), ("x2apic", 7, 3, 1)])
+    mem, _ = ab.standard_machine(tables=[m])
+    r = discover(lib, mem)
+    assert cpu_rows(r) == [(3, 7, 9, 1, 0)]
+    assert (r["cpus_listed"], r["cpus_enabled"], r["cpus_online_capable"], r["cpus_x2apic"]) == (1, 1, 0, 1)
+    assert r["disabled_copies"] == 2
+
+
+def test_reasons_survive_a_full_message_list(lib):
+    """12 messages from the MADT's broken entries fill the list; the HPET's
+    and the PM timer's reasons are still their own tables' messages."""
+    short = [("raw", bytes([1, 8]) + bytes(6))] * 14
+    mem, _ = ab.standard_machine(tables=[ab.madt_entries(every_kind_of_repeat() + short)])
+    r = discover(lib, mem)
+    assert r["messages"] == 12 and r["messages_dropped"]
+    assert r["hpet_reason"] == "no valid HPET table in the XSDT"
+    assert r["pm_reason"] == "no valid FACP (FADT) table, so no ACPI PM timer"
+    listed = [lib.shim_acpi_message(i).decode() for i in range(12)]
+    assert all(m.startswith("APIC table") for m in listed)  # the reasons were dropped from the list, not from the counters
+    record = lib.shim_acpi_record(False).decode()
+    assert '"truncated"' not in record and json.loads(record[4:])["messages_dropped"] is True
+
+
+def test_the_acpi_record_always_fits(lib):
+    """Every count at its largest and every string at its longest, escaped:
+    the record still ends whole, under RECORD_MAX_CHARS (2048)."""
+    mem, _ = ab.standard_machine(tables=[ab.madt_entries(every_kind_of_repeat())])
+    discover(lib, mem)
+    worst = lib.shim_acpi_record(True).decode()
+    assert '"truncated"' not in worst and worst.endswith("}\n") and len(worst) < 2048
+    rec = json.loads(worst[4:])
+    assert rec["madt_enabled_repeats"] == 0xFFFFFFFF and rec["faulted"] is True

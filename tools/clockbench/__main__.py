@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     __import__("clockbench.osvm", fromlist=["add_parser"]).add_parser(sub)
     storecli.add_parsers(sub)
     __import__("clockbench.netboot", fromlist=["add_parser"]).add_parser(sub)
+    __import__("clockbench.acpi", fromlist=["add_parser"]).add_parser(sub)
     __import__("clockbench.fleet", fromlist=["add_parser"]).add_parser(sub, storecli.add_store_argument)
     f = sub.add_parser("flash", help="write the ISO raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
