@@ -33,6 +33,8 @@ def _run(capsys, tmp_path, *extra):
     (["--migrate-at", "1", "--migrate-gap", "-2"], "--migrate-gap -2"),
     (["--migrate-at", "1", "--migrate-gap", "3601"], "--migrate-gap 3601"),
     (["--migrate-gap", "5"], "--migrate-gap 5"),
+    (["--migrate-after", "drift"], "--migrate-after drift"),
+    (["--migrate-at", "1", "--migrate-after", "drfit"], "--migrate-after"),
 ])
 def test_bad_migration_is_one_line_exit_64_and_no_folder(capsys, tmp_path, extra, names):
     got, runs_dir = _run(capsys, tmp_path, *extra)
@@ -68,3 +70,12 @@ def test_stop_interval_and_its_bound():
     undone = qemu.MigrationResult(qemu.Migration(at_s=1.0), stop_event_wall=5.0, error="QEMU ended")
     assert not undone.done and undone.stopped_s is None and undone.stopped_uncertainty_s is None
     assert "not done; QEMU ended" in undone.describe()
+
+
+def test_the_origin_is_the_first_line_or_the_phase_named():
+    assert qemu.Migration(at_s=1).origin_pattern().search(b"banner\n")
+    after = qemu.Migration(at_s=1, after="drift").origin_pattern()
+    assert not after.search(b'@cb {"type":"progress","phase":"timers"}\n')
+    assert after.search(b'@cb {"type":"progress","phase":"drift","done":0}')
+    assert set(runner.PHASES) == {"calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus",
+                                  "drift", "rtc", "stolen"}

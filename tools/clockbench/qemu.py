@@ -758,6 +758,13 @@ class Migration:
     at_s: float
     gap_s: float = MIGRATE_GAP_DEFAULT_S
     state_dir: Path | None = None  # where the state file goes (default: a temporary folder, removed after)
+    after: str | None = None  # an experiment's name: at_s counts from its first progress record, not the first line
+
+    def origin_pattern(self) -> re.Pattern:
+        """The serial output whose arrival is the migration's origin."""
+        if self.after is None:
+            return re.compile(rb"\n")
+        return re.compile(rf'"type":"progress","phase":"{re.escape(self.after)}"'.encode())
 
 
 @dataclass
@@ -798,7 +805,8 @@ class MigrationResult:
 
     def describe(self) -> str:
         m = self.migration
-        what = f"migration {m.at_s:g} s after the first serial line, gap {m.gap_s:g} s"
+        origin = f"the {m.after} phase began" if m.after else "the first serial line"
+        what = f"migration {m.at_s:g} s after {origin}, gap {m.gap_s:g} s"
         if self.done:
             text = (f"{what}: the VM stood still {self.stopped_s:.6f} s (+- {self.stopped_uncertainty_s:.6f}) "
                     f"by QMP STOP to RESUME; state {self.state_bytes} bytes")
@@ -808,12 +816,12 @@ class MigrationResult:
 
     def to_json(self) -> dict:
         d = {k: v for k, v in dataclasses.asdict(self).items() if k != "migration"}
-        d["at_s"], d["gap_s"] = self.migration.at_s, self.migration.gap_s
+        d["at_s"], d["gap_s"], d["after"] = self.migration.at_s, self.migration.gap_s, self.migration.after
         d["stopped_s"], d["stopped_uncertainty_s"] = self.stopped_s, self.stopped_uncertainty_s
         return d
 
 
-def _qmp_module():
+def qmp_module():
     """qemu.qmp (PyPI), from build/pydeps where `make deps` puts it."""
     if PYDEPS.is_dir() and str(PYDEPS) not in sys.path:
         sys.path.append(str(PYDEPS))
@@ -856,7 +864,11 @@ class _Migrator:
         self.thread = threading.Thread(target=self._main, name="clockbench-migrate", daemon=True)
 
     def feed(self, chunk: bytes) -> None:
-        if not self.first_line.is_set() and b"\n" in chunk:
+        if self.first_line.is_set():
+            return
+        # the tail of what came before, so that a pattern split across chunks is still found
+        self._seen = (getattr(self, "_seen", b"") + chunk)[-4096:]
+        if self.m.origin_pattern().search(self._seen):
             self.result.origin_s = time.monotonic() - self.start
             self.first_line.set()
 
@@ -883,7 +895,7 @@ class _Migrator:
     async def _connect(self, path: Path, proc):
         import asyncio
 
-        qmp = _qmp_module()
+        qmp = qmp_module()
         deadline = time.monotonic() + MONITOR_BOUND_S
         while True:
             client = qmp.QMPClient(path.name)
@@ -903,7 +915,8 @@ class _Migrator:
         src = await self._connect(self.src_sock, self.source)
         try:
             if not await self._wait(self.first_line):
-                r.error = "the run ended before the serial port said anything"
+                r.error = ("the run ended before the serial port said anything" if m.after is None
+                           else f"the run ended before its {m.after} phase began")
                 return
             origin = self.start + r.origin_s
             while time.monotonic() < origin + m.at_s:

@@ -599,11 +599,19 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
 
 # --- --migrate-at: the VM moved to a new QEMU mid-run (qemu.run_migrated) ---
 
+# The image's phases, in run order (experiments/experiments.c): what
+# --migrate-after names.
+PHASES = ("calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus", "drift", "rtc", "stolen")
+
+
 def add_migration_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--migrate-at", type=float, metavar="SECONDS",
                    help="migrate the VM to a new QEMU this many seconds after the serial port's first line: stopped (QMP "
                    "stop), its state written to a file, resumed by a second QEMU started with -incoming; the log goes on "
                    "from it, the status is its. From 0 to below the run's time bound")
+    r.add_argument("--migrate-after", metavar="PHASE",
+                   help="with --migrate-at: count its seconds from the start of this phase of the run (its first "
+                   f"progress record: {', '.join(PHASES)}) instead of the serial port's first line")
     r.add_argument("--migrate-gap", type=float, metavar="SECONDS", default=qemu.MIGRATE_GAP_DEFAULT_S,
                    help="with --migrate-at: the least time the VM stands still between the two QEMUs (longer when "
                    "moving the state takes longer; what it was is measured) (default: %(default)s)")
@@ -615,7 +623,12 @@ def check_migration_arguments(args: argparse.Namespace) -> None:
     if at is None:
         if gap != qemu.MIGRATE_GAP_DEFAULT_S:
             raise _usage("--migrate-gap", f"{gap:g}", "a gap is for a migration: give --migrate-at too")
+        if getattr(args, "migrate_after", None):
+            raise _usage("--migrate-after", args.migrate_after, "a phase is for a migration: give --migrate-at too")
         return
+    after = getattr(args, "migrate_after", None)
+    if after is not None and after not in PHASES:
+        raise _usage("--migrate-after", after, f"the phase must be one of {', '.join(PHASES)}")
     bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
     if not (math.isfinite(at) and 0 <= at < bound):
         raise _usage("--migrate-at", f"{at:g}", f"the migration's time must be from 0 to below the run's time bound "
@@ -623,12 +636,14 @@ def check_migration_arguments(args: argparse.Namespace) -> None:
                      "port's first line")
     if not (math.isfinite(gap) and 0 <= gap <= 3600):
         raise _usage("--migrate-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+    qemu.qmp_module()  # QMP's library, before anything starts: a run that cannot migrate is no run (exit 69)
 
 
 def run_migrated(args, cfg: qemu.QemuConfig, timeout: float, echo, stop, meta: dict, run_dir: Path) -> qemu.RunResult:
-    migration = qemu.Migration(at_s=args.migrate_at, gap_s=args.migrate_gap, state_dir=run_dir)
-    _say(f"migrating the VM to a new QEMU {migration.at_s:g} s after the serial port's first line, stopped at least "
-         f"{migration.gap_s:g} s")
+    after = getattr(args, "migrate_after", None)
+    migration = qemu.Migration(at_s=args.migrate_at, gap_s=args.migrate_gap, state_dir=run_dir, after=after)
+    origin = f"its {after} phase began" if after else "the serial port's first line"
+    _say(f"migrating the VM to a new QEMU {migration.at_s:g} s after {origin}, stopped at least {migration.gap_s:g} s")
     try:
         result, moved = qemu.run_migrated(cfg, migration, timeout=timeout, echo=echo, stop=stop)
     finally:
