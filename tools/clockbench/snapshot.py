@@ -74,6 +74,7 @@ class SnapshotResult:
     restore_s: float | None = None  # from the new monitor's start to its restored VM (paused)
     resume_sent_wall: float | None = None
     resume_reply_wall: float | None = None
+    first_resumed: bool = False  # the snapshot failed: the first monitor's VM was resumed after the gap, unsnapshotted
     error: str | None = None
 
     @property
@@ -97,7 +98,10 @@ class SnapshotResult:
     def describe(self) -> str:
         s = self.snapshot
         what = f"snapshot {s.at_s:g} s after the first serial line, gap {s.gap_s:g} s"
-        if self.done:
+        if self.done and self.first_resumed:
+            text = (f"{what}: the snapshot failed; the VM stood still {self.stopped_s:.6f} s (+- "
+                    f"{self.stopped_uncertainty_s:.6f}) paused in the same monitor, by the API's pause to resume")
+        elif self.done:
             text = (f"{what}: the VM stood still {self.stopped_s:.6f} s (+- {self.stopped_uncertainty_s:.6f}) by the API's "
                     f"pause to resume; snapshot {self.snapshot_bytes} bytes")
         else:
@@ -123,7 +127,9 @@ def _call(what: str, fn, *args) -> tuple[float, float]:
     status, body = fn(*args)
     reply = time.time()
     if not 200 <= status < 300:
-        raise RuntimeError(f"{what}: HTTP {status}: {body}")
+        # Cloud Hypervisor answers a list of errors, the last with a backtrace
+        text = ": ".join(map(str, body)) if isinstance(body, list) else str(body)
+        raise RuntimeError(f"{what}: HTTP {status}: {text.split(chr(10))[0].strip()}")
     return sent, reply
 
 
@@ -267,7 +273,19 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
             first_sock = cfg.api_socket
             r.pause_sent_wall, r.pause_reply_wall = calls.pause(first_sock)
             t0 = time.monotonic()
-            calls.save(first_sock)
+            try:
+                calls.save(first_sock)
+            except RuntimeError as e:
+                # the run goes on where it was, unsnapshotted, and says
+                # why; the VM stays paused for the gap, and the pause is
+                # still a stop of known length
+                r.error = f"{e}"
+                left = r.pause_reply_wall + snap.gap_s - time.time()
+                if left > 0:
+                    ending.wait(left)
+                r.resume_sent_wall, r.resume_reply_wall = calls.resume(first_sock)
+                r.first_resumed = True
+                return
             r.snapshot_s = time.monotonic() - t0
             r.snapshot_bytes = sum(_size(f) for f in calls.files() if f.exists())
             first = procs[0]
@@ -299,8 +317,8 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
             exited = proc.poll() is not None
             if exited and (len(procs) == 2 or not worker.is_alive()):
                 break  # the restored monitor ended, or the first before any snapshot
-            if not worker.is_alive() and result.error and not result.done:
-                break  # the snapshot failed: what was printed is kept, the status says so
+            if not worker.is_alive() and result.error and not result.done and not (result.first_resumed and not exited):
+                break  # the snapshot failed and the VM is not running: what was printed is kept, the status says so
             if len(procs) == 2 or not worker.is_alive():
                 if watch.restarted.is_set():
                     ended_by = "restarted"
@@ -320,20 +338,21 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     finally:
         ending.set()
         worker.join(timeout=API_BOUND_S + 5)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        killed = [p for p in procs if p.poll() is None]
+        for p in killed:
+            p.kill()
+            p.wait()
     for t in readers:
         t.join(timeout=vmrun.READER_JOIN_S)
     output = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
     status, source, end = microvm.verdict_of(output)
     final = procs[-1]
-    stopped = timed_out or interrupted or ended_by is not None or (result.error and not result.done)
+    stopped = timed_out or interrupted or ended_by is not None or final in killed
     code = None if stopped else final.returncode
     notes = []
     if result.error:
-        notes.append(f"the snapshot went wrong: {result.error}")
+        notes.append(f"the snapshot went wrong: {result.error}" + ("; the VM was resumed in the same monitor after the gap "
+                     "and the run went on unsnapshotted" if result.first_resumed else ""))
     if end < len(output.replace("\r", "")):
         output = output.replace("\r", "")[:end]
         notes.append(f"{cfg.vmm} started the image again after its verdict (a second banner); it was stopped, the first "
