@@ -64,6 +64,7 @@ class SnapshotResult:
 
     snapshot: Snapshot
     vmm: str = ""
+    first_command: list[str] | None = None  # the first monitor's, with its API socket
     origin_s: float | None = None  # the first serial line, host monotonic seconds after the first monitor started
     pause_sent_wall: float | None = None
     pause_reply_wall: float | None = None
@@ -226,7 +227,7 @@ def run_snapshotted(cfg: microvm.VmmConfig, snap: Snapshot, timeout: float, echo
 def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     cmd, config = microvm.command(cfg, cfg.workdir)
     bound = timeout + snap.gap_s + 2 * SNAPSHOT_BOUND_S
-    result = SnapshotResult(snap, vmm=cfg.vmm)
+    result = SnapshotResult(snap, vmm=cfg.vmm, first_command=cmd)
     watch = microvm._Watch()
     chunks: list[bytes] = []
     errs: list[bytes] = []
