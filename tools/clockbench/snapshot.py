@@ -228,7 +228,7 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     cmd, config = microvm.command(cfg, cfg.workdir)
     bound = timeout + snap.gap_s + 2 * SNAPSHOT_BOUND_S
     result = SnapshotResult(snap, vmm=cfg.vmm, first_command=cmd)
-    watch = microvm._Watch()
+    watch = microvm.Watch()
     chunks: list[bytes] = []
     errs: list[bytes] = []
     readers: list[threading.Thread] = []
@@ -318,7 +318,10 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
             exited = proc.poll() is not None
             if exited and (len(procs) == 2 or not worker.is_alive()):
                 break  # the restored monitor ended, or the first before any snapshot
-            if not worker.is_alive() and result.error and not result.done and not (result.first_resumed and not exited):
+            # the VM still runs in the first monitor when the pause failed, or
+            # when a failed snapshot resumed it there: the run goes on
+            running_first = (result.first_resumed or result.pause_reply_wall is None) and len(procs) == 1 and not exited
+            if not worker.is_alive() and result.error and not result.done and not running_first:
                 break  # the snapshot failed and the VM is not running: what was printed is kept, the status says so
             if len(procs) == 2 or not worker.is_alive():
                 if watch.restarted.is_set():
