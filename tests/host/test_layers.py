@@ -180,7 +180,7 @@ def test_the_host_library_compiles_all_of_lib():
 PY_LAYERS = [
     {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures"},
     {"plots", "os_side", "report", "compare", "ci_formats", "decode", "store", "fleet", "acpi"},
-    {"qemu", "vmrun", "microvm", "cloud_hypervisor", "firecracker", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench", "storecli", "multicapture",
+    {"qemu", "vmrun", "microvm", "cloud_hypervisor", "firecracker", "snapshot", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench", "storecli", "multicapture",
      "netboot", "lab"},
     {"__main__", "commands", "__init__"},
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .vmrun import api_request
+from .vmrun import API_BOUND_S, api_request
 
 BINARY = "cloud-hypervisor"
 API_PREFIX = "/api/v1/"
@@ -26,7 +26,8 @@ def command(cfg, binary: str, workdir: Path) -> tuple[list[str], None]:
     return cmd, None
 
 
-def api(sock: Path, action: str, body: dict | None = None) -> tuple[int, dict | str | None]:
+def api(sock: Path, action: str, body: dict | None = None,
+        bound_s: float = API_BOUND_S) -> tuple[int, dict | str | None]:
     """One call of the REST API: action "vm.pause", "vm.resume", "vm.snapshot", "vm.info", "vmm.ping"..."""
     method = "GET" if action in ("vm.info", "vmm.ping", "vm.counters") else "PUT"
-    return api_request(sock, method, API_PREFIX + action, body)
+    return api_request(sock, method, API_PREFIX + action, body, bound_s=bound_s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .vmrun import api_request
+from .vmrun import API_BOUND_S, api_request
 
 BINARY = "firecracker"
 CONFIG = "firecracker.json"
@@ -38,6 +38,7 @@ def command(cfg, binary: str, workdir: Path) -> tuple[list[str], dict]:
     return cmd, conf
 
 
-def api(sock: Path, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str | None]:
+def api(sock: Path, method: str, path: str, body: dict | None = None,
+        bound_s: float = API_BOUND_S) -> tuple[int, dict | str | None]:
     """One call of the API: ("PATCH", "/vm", {"state": "Paused"}), ("PUT", "/snapshot/create", {...}), ("GET", "/")..."""
-    return api_request(sock, method, path, body)
+    return api_request(sock, method, path, body, bound_s=bound_s)

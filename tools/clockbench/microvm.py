@@ -161,6 +161,9 @@ class _Watch:
                 self.verdict_at = self.verdict_at or now
 
 
+Watch = _Watch  # snapshot.py reads two monitors' output, one after the other, through one
+
+
 def verdict_of(output: str) -> tuple[int | None, str | None, int]:
     """The run's status from its serial log, where the status came from
     ("summary" or "run ended"), and where the first run's output ends in

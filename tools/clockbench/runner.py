@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import ci_formats, errors, microvm, paths, progress, qemu, runs, secureboot, store
+from . import ci_formats, errors, microvm, paths, progress, qemu, runs, secureboot, snapshot, store
 
 PROFILES = ("quick", "standard", "soak")
 # Seconds of drift window and stolen-time scan per profile (kernel/profile.c).
@@ -138,6 +138,9 @@ def check_vmm_arguments(args: argparse.Namespace) -> None:
         args.boot = "iso" if vmm == "qemu" else "pvh"
     binary = getattr(args, "vmm_binary", None)
     if vmm == "qemu":
+        if getattr(args, "snapshot_at", None) is not None:
+            raise _usage("--snapshot-at", f"{args.snapshot_at:g}", "is for --vmm firecracker or cloud-hypervisor; QEMU's "
+                         "VM moves with --migrate-at")
         if binary is not None and not (Path(binary).is_file() and os.access(binary, os.X_OK)):
             raise _usage("--vmm-binary", binary, "no such file" if not Path(binary).exists() else "not an executable file")
         return
@@ -214,6 +217,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     check_machine_arguments(args)
     check_timeout(args)
     check_migration_arguments(args)
+    check_snapshot_arguments(args)
     if args.firmware == "qboot" and args.boot not in ("direct", "pvh"):
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
     if args.boot == "pvh" and args.firmware == "uefi":
@@ -321,6 +325,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
     add_migration_arguments(r)
+    add_snapshot_arguments(r)
     r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
 
@@ -475,6 +480,8 @@ def _run_microvm(args: argparse.Namespace) -> int:
 
     def start(echo, stop):
         try:
+            if getattr(args, "snapshot_at", None) is not None:
+                return run_snapshotted(args, cfg, timeout, echo, stop, echo_err, meta, run_dir)
             return microvm.run(cfg, timeout, echo=echo, stop=stop, echo_err=echo_err)
         except (RuntimeError, OSError) as e:
             failure = errors.QemuFailed(f"{args.vmm}: {e} (run folder {runs.shown(run_dir)})")
@@ -563,6 +570,8 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     _say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
     if meta.get("migration"):
         _say(meta["migration"]["described"])
+    if meta.get("snapshot"):
+        _say(meta["snapshot"]["described"])
 
     report_dir = Path(args.log).with_suffix("") if args.log else run_dir
     if not args.no_report and result.output:
@@ -649,6 +658,44 @@ def run_migrated(args, cfg: qemu.QemuConfig, timeout: float, echo, stop, meta: d
     finally:
         (run_dir / "vmstate").unlink(missing_ok=True)  # the VM's memory: not kept
     meta["migration"] = {**moved.to_json(), "described": moved.describe()}
+    return result
+
+
+# --- --snapshot-at: a microVM snapshotted and restored mid-run (snapshot.py) ---
+
+def add_snapshot_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--snapshot-at", type=float, metavar="SECONDS",
+                   help="with --vmm firecracker or cloud-hypervisor: this many seconds after the serial port's first line, "
+                   "pause the VM, snapshot it into the run's folder, kill the monitor, and restore the snapshot in a new "
+                   "one that resumes it; the log goes on from it, the status is its. From 0 to below the run's time bound")
+    r.add_argument("--snapshot-gap", type=float, metavar="SECONDS", default=snapshot.SNAPSHOT_GAP_DEFAULT_S,
+                   help="with --snapshot-at: the least time from the pause's answer to the new monitor's start (the VM "
+                   "stands still longer: writing and loading the snapshot; what it was is measured) (default: %(default)s)")
+
+
+def check_snapshot_arguments(args: argparse.Namespace) -> None:
+    at = getattr(args, "snapshot_at", None)
+    gap = getattr(args, "snapshot_gap", snapshot.SNAPSHOT_GAP_DEFAULT_S)
+    if at is None:
+        if gap != snapshot.SNAPSHOT_GAP_DEFAULT_S:
+            raise _usage("--snapshot-gap", f"{gap:g}", "a gap is for a snapshot: give --snapshot-at too")
+        return
+    bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
+    if not (math.isfinite(at) and 0 <= at < bound):
+        raise _usage("--snapshot-at", f"{at:g}", f"the snapshot's time must be from 0 to below the run's time bound "
+                     f"({bound:g} s: --timeout, or what the profile and duration ask for), in seconds after the serial "
+                     "port's first line")
+    if not (math.isfinite(gap) and 0 <= gap <= 3600):
+        raise _usage("--snapshot-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+
+
+def run_snapshotted(args, cfg: microvm.VmmConfig, timeout: float, echo, stop, echo_err, meta: dict,
+                    run_dir: Path) -> microvm.VmmResult:
+    snap = snapshot.Snapshot(at_s=args.snapshot_at, gap_s=args.snapshot_gap, state_dir=run_dir)
+    _say(f"snapshotting the VM {snap.at_s:g} s after the serial port's first line and restoring it in a new {args.vmm}, "
+         f"stopped at least {snap.gap_s:g} s")
+    result, done = snapshot.run_snapshotted(cfg, snap, timeout, echo=echo, stop=stop, echo_err=echo_err)
+    meta["snapshot"] = {**done.to_json(), "described": done.describe()}
     return result
 
 
