@@ -762,9 +762,7 @@ class Migration:
 
     def origin_pattern(self) -> re.Pattern:
         """The serial output whose arrival is the migration's origin."""
-        if self.after is None:
-            return re.compile(rb"\n")
-        return re.compile(rf'"type":"progress","phase":"{re.escape(self.after)}"'.encode())
+        return vmrun.origin_pattern(self.after)
 
 
 @dataclass
@@ -855,7 +853,8 @@ class _Migrator:
         self.src_sock, self.dst_sock = qmp_dir / "source.qmp", qmp_dir / "destination.qmp"
         self.state = Path(migration.state_dir or qmp_dir) / "vmstate"
         self.result = MigrationResult(migration)
-        self.first_line = threading.Event()
+        self.first_line = threading.Event()  # the origin arrived (the first line, or the phase named)
+        self.origin = vmrun.Origin(migration.after)
         self.ending = threading.Event()  # set by run_migrated: the run is over
         self.swapped = threading.Event()  # the destination is the process to wait for
         self.finished = threading.Event()
@@ -864,11 +863,7 @@ class _Migrator:
         self.thread = threading.Thread(target=self._main, name="clockbench-migrate", daemon=True)
 
     def feed(self, chunk: bytes) -> None:
-        if self.first_line.is_set():
-            return
-        # the tail of what came before, so that a pattern split across chunks is still found
-        self._seen = (getattr(self, "_seen", b"") + chunk)[-4096:]
-        if self.m.origin_pattern().search(self._seen):
+        if self.origin.feed(chunk):
             self.result.origin_s = time.monotonic() - self.start
             self.first_line.set()
 

@@ -668,6 +668,9 @@ def add_snapshot_arguments(r: argparse.ArgumentParser) -> None:
                    help="with --vmm firecracker or cloud-hypervisor: this many seconds after the serial port's first line, "
                    "pause the VM, snapshot it into the run's folder, kill the monitor, and restore the snapshot in a new "
                    "one that resumes it; the log goes on from it, the status is its. From 0 to below the run's time bound")
+    r.add_argument("--snapshot-after", metavar="PHASE",
+                   help="with --snapshot-at: count its seconds from the start of this phase of the run (its first "
+                   f"progress record: {', '.join(PHASES)}) instead of the serial port's first line")
     r.add_argument("--snapshot-gap", type=float, metavar="SECONDS", default=snapshot.SNAPSHOT_GAP_DEFAULT_S,
                    help="with --snapshot-at: the least time from the pause's answer to the new monitor's start (the VM "
                    "stands still longer: writing and loading the snapshot; what it was is measured) (default: %(default)s)")
@@ -679,7 +682,12 @@ def check_snapshot_arguments(args: argparse.Namespace) -> None:
     if at is None:
         if gap != snapshot.SNAPSHOT_GAP_DEFAULT_S:
             raise _usage("--snapshot-gap", f"{gap:g}", "a gap is for a snapshot: give --snapshot-at too")
+        if getattr(args, "snapshot_after", None):
+            raise _usage("--snapshot-after", args.snapshot_after, "a phase is for a snapshot: give --snapshot-at too")
         return
+    after = getattr(args, "snapshot_after", None)
+    if after is not None and after not in PHASES:
+        raise _usage("--snapshot-after", after, f"the phase must be one of {', '.join(PHASES)}")
     bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
     if not (math.isfinite(at) and 0 <= at < bound):
         raise _usage("--snapshot-at", f"{at:g}", f"the snapshot's time must be from 0 to below the run's time bound "
@@ -691,8 +699,10 @@ def check_snapshot_arguments(args: argparse.Namespace) -> None:
 
 def run_snapshotted(args, cfg: microvm.VmmConfig, timeout: float, echo, stop, echo_err, meta: dict,
                     run_dir: Path) -> microvm.VmmResult:
-    snap = snapshot.Snapshot(at_s=args.snapshot_at, gap_s=args.snapshot_gap, state_dir=run_dir)
-    _say(f"snapshotting the VM {snap.at_s:g} s after the serial port's first line and restoring it in a new {args.vmm}, "
+    after = getattr(args, "snapshot_after", None)
+    snap = snapshot.Snapshot(at_s=args.snapshot_at, gap_s=args.snapshot_gap, state_dir=run_dir, after=after)
+    origin = f"its {after} phase began" if after else "the serial port's first line"
+    _say(f"snapshotting the VM {snap.at_s:g} s after {origin} and restoring it in a new {args.vmm}, "
          f"stopped at least {snap.gap_s:g} s")
     result, done = snapshot.run_snapshotted(cfg, snap, timeout, echo=echo, stop=stop, echo_err=echo_err)
     meta["snapshot"] = {**done.to_json(), "described": done.describe()}

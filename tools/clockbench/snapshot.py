@@ -55,6 +55,7 @@ class Snapshot:
     at_s: float
     gap_s: float = SNAPSHOT_GAP_DEFAULT_S
     state_dir: Path | None = None  # where the snapshot is written (default: a temporary folder); removed after
+    after: str | None = None  # a phase's name: at_s counts from its first progress record, not the first line
 
 
 @dataclass
@@ -98,7 +99,8 @@ class SnapshotResult:
 
     def describe(self) -> str:
         s = self.snapshot
-        what = f"snapshot {s.at_s:g} s after the first serial line, gap {s.gap_s:g} s"
+        origin = f"the {s.after} phase began" if s.after else "the first serial line"
+        what = f"snapshot {s.at_s:g} s after {origin}, gap {s.gap_s:g} s"
         if self.done and self.first_resumed:
             text = (f"{what}: the snapshot failed; the VM stood still {self.stopped_s:.6f} s (+- "
                     f"{self.stopped_uncertainty_s:.6f}) paused in the same monitor, by the API's pause to resume")
@@ -111,7 +113,7 @@ class SnapshotResult:
 
     def to_json(self) -> dict:
         d = {k: v for k, v in dataclasses.asdict(self).items() if k != "snapshot"}
-        d["at_s"], d["gap_s"] = self.snapshot.at_s, self.snapshot.gap_s
+        d["at_s"], d["gap_s"], d["after"] = self.snapshot.at_s, self.snapshot.gap_s, self.snapshot.after
         d["stopped_s"], d["stopped_uncertainty_s"] = self.stopped_s, self.stopped_uncertainty_s
         return d
 
@@ -232,16 +234,16 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     chunks: list[bytes] = []
     errs: list[bytes] = []
     readers: list[threading.Thread] = []
-    first_line = threading.Event()
+    origin = vmrun.Origin(snap.after)
+    first_line = origin.event  # the origin arrived: the first line, or the phase named
     ending = threading.Event()
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
 
     def feed(chunk: bytes) -> None:
         watch.feed(chunk)
-        if not first_line.is_set() and b"\n" in chunk:
+        if origin.feed(chunk):
             result.origin_s = time.monotonic() - start
-            first_line.set()
 
     def launch(command: list[str]) -> subprocess.Popen:
         p = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -266,7 +268,8 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
         try:
             while not first_line.wait(0.05):
                 if ending.is_set() or procs[0].poll() is not None:
-                    r.error = "the run ended before the serial port said anything"
+                    r.error = ("the run ended before the serial port said anything" if snap.after is None
+                               else f"the run ended before its {snap.after} phase began")
                     return
             if not wait_until(start + r.origin_s + snap.at_s):
                 r.error = "the run ended before the snapshot's time"

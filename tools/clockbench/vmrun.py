@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -175,3 +176,36 @@ def api_request(sock: Path, method: str, path: str, body: dict | None = None,
         return resp.status, json.loads(raw) if raw.strip() else None
     except json.JSONDecodeError:
         return resp.status, raw
+
+
+# --- A moment in the run's serial output, for --migrate-at / --snapshot-at ---
+
+def origin_pattern(after: str | None) -> re.Pattern:
+    """What in the serial output starts the clock of --migrate-at and
+    --snapshot-at: the first line, or (after: a phase's name, as
+    --migrate-after and --snapshot-after give it) that phase's first
+    progress record."""
+    if after is None:
+        return re.compile(rb"\n")
+    return re.compile(rf'"type":"progress","phase":"{re.escape(after)}"'.encode())
+
+
+class Origin:
+    """Fed the serial output as it comes; set once the origin arrives. The
+    last few KiB are kept so that a record split across chunks is found."""
+
+    def __init__(self, after: str | None):
+        self.pattern = origin_pattern(after)
+        self.seen = b""
+        self.event = threading.Event()
+
+    def feed(self, chunk: bytes) -> bool:
+        """True the moment the origin arrives (once)."""
+        if self.event.is_set():
+            return False
+        self.seen = (self.seen + chunk)[-4096:]
+        if self.pattern.search(self.seen):
+            self.event.set()
+            return True
+        return False
+
