@@ -401,6 +401,7 @@ static void report_every_cpu(void)
             record_bool(&r, "measured", row->ran);
             record_str(&r, "reason", row->ran ? 0 : row->why);
             record_u64(&r, "job_ms", row->job_ms);
+            record_u64(&r, "took_ms", row->took_ms);
             record_u64(&r, "cells", row->cells);
             record_u64(&r, "cells_cut", row->cells_cut);
             emit(&r);
@@ -449,6 +450,9 @@ static void report_every_cpu(void)
                    (unsigned long long)tally.asked);
     else if (measured < tried)
         check_skip("timer interrupts: every CPU", "%u of %u other CPUs measured: none early, none lost", measured, tried);
+    else if (cut && !tally.asked)
+        check_skip("timer interrupts: every CPU", "%u other CPU(s) measured, no event asked: every cell cut short at its job's end",
+                   measured);
     else if (cut)
         check_pass("timer interrupts: every CPU", "%u other CPU(s), %llu interrupts, none early, none lost; %u cut short at its job's end",
                    measured, (unsigned long long)tally.asked, cut);
