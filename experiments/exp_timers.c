@@ -580,7 +580,7 @@ static void measure_aps(const struct profile *p)
         if (!done || job_faulted)
             row->ran = false;
     }
-    if (!experiment_chosen("cpus"))
+    if (!experiment_chosen("cpus") && !experiment_chosen("stolen"))
         smp_park_all(); /* nothing else needs them; a later smp_start does nothing */
 }
 
