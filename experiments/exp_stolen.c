@@ -427,8 +427,7 @@ static void steal_report_aps(void)
         }
         uint64_t kvm_ns = x->after_ns - x->before_ns;
         uint64_t window_ticks = x->after_tsc - x->before_tsc;
-        kprintf("  CPU %d: KVM's steal count %s ms over its two reads, %s ms apart (around the\n"
-                "    scan's %s ms)\n",
+        kprintf("  CPU %d: KVM's steal count %s ms, between its two reads %s ms apart (around the scan's %s ms)\n",
                 i, xs(a, ms_of(kvm_ns), 3), xs(b, xf_div(tsc_ticks_ns(window_ticks), xf_from_u64(1000000)), 3),
                 xs(c, xf_div(tsc_ticks_ns(h.ran_tsc), xf_from_u64(1000000)), 3));
         record_bool(&r, "idle", true);
