@@ -709,7 +709,8 @@ static void cpus_measure(const struct profile *p)
     for (int i = 1; i < PERCPU_MAX; i++)
         if (smp_cpu_of(i) && cpus_st.facts[i].kvm_page_ok && smp_run(i, kvm_unregister_job, 0, ms_to_tsc(JOB_SLACK_MS), 0, 0))
             cpus_st.facts[i].kvm_page_ok = false;
-    smp_park_all();
+    if (!experiment_chosen("stolen"))
+        smp_park_all(); /* else the stolen-time phase registers their steal-time areas, then parks them */
     cpus_st.phase_ticks = rdtsc() - cpus_st.phase_start;
 }
 

@@ -15,6 +15,7 @@
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
+#include "../kernel/smp.h"
 #include "../lib/record.h"
 #include "../lib/string.h"
 #include "experiment.h"
@@ -32,10 +33,21 @@ struct hwlat {
 };
 static struct hwlat h;
 
-/* KVM's steal count on the boot CPU, the one the scan runs on. The APs run
-   no scan (by this phase the timers experiment has parked them), so their
-   areas are not registered. */
-static volatile struct kvm_steal_time steal_area __attribute__((aligned(KVM_STEAL_ALIGN)));
+/* KVM's steal count on every running CPU, one area each (64 bytes, so each
+   is 64-byte aligned): the boot CPU's around the scan it runs; each AP's
+   registered and read by a job on it just before the scan and read and
+   disabled by another just after. The APs run no scan: between the jobs
+   they sleep in HLT, and a halted vCPU is not runnable, so what KVM adds
+   to an AP's count is the time its thread waited for a host CPU once woken
+   (for the second job, and any other wake-up). */
+static volatile struct kvm_steal_time steal_area[PERCPU_MAX] __attribute__((aligned(KVM_STEAL_ALIGN)));
+_Static_assert(sizeof(struct kvm_steal_time) % KVM_STEAL_ALIGN == 0, "every CPU's area is aligned");
+static struct ap_steal {
+    bool tried, registered, on; /* a job was sent; the area was filled; both reads settled */
+    char why[96];
+    uint64_t before_ns, after_ns, before_tsc, after_tsc;
+    uint32_t version_before, version_after, retries;
+} ap_st[PERCPU_MAX];
 static struct {
     bool on;                    /* registered, and both reads settled */
     char why[128];              /* why not, when not */
@@ -50,6 +62,79 @@ static struct {
 #define STEAL_FILL_SPINS 10000000
 
 static void steal_enable_run(void *gpa) { kvm_steal_enable((uint64_t)(uintptr_t)gpa); }
+
+/* Until KVM has filled the area (an even, non-zero version): bounded. */
+static bool steal_filled(const volatile struct kvm_steal_time *a)
+{
+    uint64_t deadline = rdtsc() + ms_to_tsc(STEAL_FILL_MS);
+    for (uint32_t i = 0; i < STEAL_FILL_SPINS && rdtsc() < deadline; i++)
+        if (a->version && !(a->version & 1))
+            return true;
+    return false;
+}
+
+/* On an AP (its index in arg): register its area, wait for KVM to fill it
+   and read the count. Faults are caught by the job's probe. */
+static void ap_steal_on_job(void *arg)
+{
+    int i = (int)(uintptr_t)arg;
+    struct ap_steal *a = &ap_st[i];
+    volatile struct kvm_steal_time *area = &steal_area[i];
+    memset((void *)area, 0, sizeof *area);
+    kvm_steal_enable((uint64_t)(uintptr_t)area);
+    if (!steal_filled(area)) {
+        kvm_steal_disable();
+        fmt_format(a->why, sizeof a->why, "KVM did not fill its area within %u ms (version 0x%x)", STEAL_FILL_MS, area->version);
+        return;
+    }
+    a->registered = true;
+    a->version_before = area->version;
+    a->on = kvm_steal_read(area, &a->before_ns, &a->retries);
+    a->before_tsc = rdtsc();
+}
+
+/* On an AP: read its count once more and disable its area. */
+static void ap_steal_off_job(void *arg)
+{
+    int i = (int)(uintptr_t)arg;
+    struct ap_steal *a = &ap_st[i];
+    a->after_tsc = rdtsc();
+    a->on &= kvm_steal_read(&steal_area[i], &a->after_ns, &a->retries);
+    a->version_after = steal_area[i].version;
+    kvm_steal_disable();
+}
+
+#define AP_STEAL_JOB_MS (STEAL_FILL_MS + 300)
+
+/* Sends fn to every running AP; a job that does not end in time or faults
+   says so in its CPU's why. */
+static void ap_steal_all(smp_job fn, bool first)
+{
+    for (int i = 1; i < PERCPU_MAX; i++) {
+        struct ap_steal *a = &ap_st[i];
+        if (!smp.tried || !smp_cpu_of(i) || (!first && !a->registered))
+            continue;
+        const struct smp_cpu *c = smp_cpu_of(i);
+        if (first)
+            *a = (struct ap_steal){.tried = true};
+        bool faulted = false;
+        struct probe_fault fault;
+        if (!smp_run(i, fn, (void *)(uintptr_t)i, ms_to_tsc(AP_STEAL_JOB_MS), &faulted, &fault)) {
+            a->on = false;
+            fmt_format(a->why, sizeof a->why, "its job did not run: %s", c->reason[0] ? c->reason : "it takes no jobs");
+        } else if (faulted) {
+            a->on = false;
+            fmt_format(a->why, sizeof a->why, "%s the area (MSR 0x%x) faulted: %s", first ? "registering" : "disabling",
+                       MSR_KVM_STEAL_TIME, fault.text);
+        } else if (!first && !a->on && !a->why[0])
+            fmt_format(a->why, sizeof a->why, "the area's version never settled (%u reads thrown away)", a->retries);
+        else if (!first && a->after_ns < a->before_ns) {
+            a->on = false;
+            fmt_format(a->why, sizeof a->why, "KVM's count went back (%llu ns, then %llu)", (unsigned long long)a->before_ns,
+                       (unsigned long long)a->after_ns);
+        }
+    }
+}
 static void steal_disable_run(void *unused)
 {
     (void)unused;
@@ -81,22 +166,21 @@ static bool steal_start(void)
     st.on = false;
     if (!steal_offered())
         return false;
-    memset((void *)&steal_area, 0, sizeof steal_area); /* msr.rst: the guest zeroes it first */
+    memset((void *)&steal_area[0], 0, sizeof steal_area[0]); /* msr.rst: the guest zeroes it first */
+    memset(ap_st, 0, sizeof ap_st);
     struct probe_fault fault;
-    if (!probe_run(steal_enable_run, (void *)&steal_area, &fault)) {
+    if (!probe_run(steal_enable_run, (void *)&steal_area[0], &fault)) {
         fmt_format(st.why, sizeof st.why, "registering the area (MSR 0x%x) faulted: %s", MSR_KVM_STEAL_TIME, fault.text);
         return false;
     }
     /* KVM's first update adds all the vCPU thread has waited since it was
        made (Linux x86.c record_steal_time: last_steal starts at 0): the
        count before the scan must be read after it. */
-    uint64_t deadline = rdtsc() + ms_to_tsc(STEAL_FILL_MS);
-    for (uint32_t i = 0; i < STEAL_FILL_SPINS && rdtsc() < deadline; i++)
-        if (steal_area.version && !(steal_area.version & 1))
-            return true;
+    if (steal_filled(&steal_area[0]))
+        return true;
     probe_run(steal_disable_run, 0, &fault);
     fmt_format(st.why, sizeof st.why, "KVM did not fill the area within %u ms of its registration (version 0x%x)", STEAL_FILL_MS,
-               steal_area.version);
+               steal_area[0].version);
     return false;
 }
 
@@ -142,11 +226,15 @@ static void stolen_measure(const struct profile *p)
 
     h.window_tsc = ms_to_tsc(p->hwlat_ms);
     bool steal = steal_start();
+    if (steal) {
+        smp_start(); /* only=stolen: the APs are not running yet */
+        ap_steal_all(ap_steal_on_job, true);
+    }
     uint64_t steal_read_at = rdtsc();
     bool settled = true;
     if (steal) {
-        st.version_before = steal_area.version;
-        settled = kvm_steal_read(&steal_area, &st.before_ns, &st.retries);
+        st.version_before = steal_area[0].version;
+        settled = kvm_steal_read(&steal_area[0], &st.before_ns, &st.retries);
     }
     uint64_t start = rdtsc();
     prev = start;
@@ -170,11 +258,12 @@ static void stolen_measure(const struct profile *p)
     }
     h.ran_tsc = prev - start;
     if (steal) {
-        settled &= kvm_steal_read(&steal_area, &st.after_ns, &st.retries);
-        st.version_after = steal_area.version;
+        settled &= kvm_steal_read(&steal_area[0], &st.after_ns, &st.retries);
+        st.version_after = steal_area[0].version;
         st.edge_ticks = start - steal_read_at + rdtsc() - prev;
         struct probe_fault fault;
         probe_run(steal_disable_run, 0, &fault); /* KVM writes there no more */
+        ap_steal_all(ap_steal_off_job, false);
         if (!settled)
             fmt_format(st.why, sizeof st.why, "the area's version never settled (%u reads thrown away)", st.retries);
         else if (!st.version_after)
@@ -196,6 +285,8 @@ static void stolen_measure(const struct profile *p)
             }
         }
     }
+    if (smp.tried)
+        smp_park_all(); /* the last use of the APs (the timers and cpus phases leave them to this one) */
     if (h.smi_available && !msr_read_safe(MSR_SMI_COUNT, &h.smi_after, &fault)) {
         h.smi_available = false;
         fmt_format(h.smi_note, sizeof h.smi_note, "MSR 0x34 unreadable after the scan: %s", fault.text);
@@ -256,7 +347,7 @@ static struct xf us_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64
 static struct xf ms_of(uint64_t ns) { return xf_div(xf_from_u64(ns), xf_from_u64(1000000)); }
 
 /* KVM's count beside the scan's: a line for people, a record for tools. */
-static void steal_report(void)
+static void steal_report_bsp(void)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
     const char *check = "steal time";
@@ -307,6 +398,51 @@ static void steal_report(void)
     record_u64(&r, "version_updates", (st.version_after - st.version_before) / 2);
     record_u64(&r, "read_retries", st.retries);
     emit(&r);
+}
+
+/* Each AP's count over its two reads, which bracket the scan. */
+static void steal_report_aps(void)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
+    bool said = false;
+    for (int i = 1; i < PERCPU_MAX; i++) {
+        const struct ap_steal *x = &ap_st[i];
+        if (!x->tried)
+            continue;
+        if (!said)
+            kprintf("  The other CPUs, asleep in HLT while the boot CPU scans: KVM's count is the\n"
+                    "  time each vCPU thread was runnable but not running. A halted vCPU is not\n"
+                    "  runnable, so it holds only waits for a host CPU once woken (for the read\n"
+                    "  after the scan, or anything else that woke it).\n");
+        said = true;
+        struct record r;
+        record_begin(&r, "steal");
+        record_u64(&r, "cpu", (uint64_t)i);
+        record_bool(&r, "counted", x->on);
+        if (!x->on) {
+            kprintf("  CPU %d: not counted: %s\n", i, x->why);
+            record_str(&r, "reason", x->why);
+            emit(&r);
+            continue;
+        }
+        uint64_t kvm_ns = x->after_ns - x->before_ns;
+        uint64_t window_ticks = x->after_tsc - x->before_tsc;
+        kprintf("  CPU %d: KVM's steal count %s ms, between its two reads %s ms apart (around the scan's %s ms)\n",
+                i, xs(a, ms_of(kvm_ns), 3), xs(b, xf_div(tsc_ticks_ns(window_ticks), xf_from_u64(1000000)), 3),
+                xs(c, xf_div(tsc_ticks_ns(h.ran_tsc), xf_from_u64(1000000)), 3));
+        record_bool(&r, "idle", true);
+        record_u64(&r, "kvm_ns", kvm_ns);
+        record_xf_fixed(&r, "window_ns", tsc_ticks_ns(window_ticks), 0);
+        record_u64(&r, "version_updates", (x->version_after - x->version_before) / 2);
+        record_u64(&r, "read_retries", x->retries);
+        emit(&r);
+    }
+}
+
+static void steal_report(void)
+{
+    steal_report_bsp();
+    steal_report_aps();
 }
 
 static void stolen_report(void)

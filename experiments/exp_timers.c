@@ -11,6 +11,7 @@
 #include "../kernel/reads.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
+#include "../lib/cmdline.h"
 #include "../lib/counters.h"
 #include "../lib/format.h"
 #include "../lib/latency.h"
@@ -43,6 +44,8 @@
 #define LOST_IN_A_ROW 3             /* a cell stops after this many never came */
 #define TIMERS_AWAY_LATE_MS 10      /* a wait ending this far past its bound or watchdog: the machine was away */
 #define PIT_WATCHDOG_MAX 60000      /* PIT ticks: channel 0 counts 16 bits */
+#define TIMERS_AWAY_CAP_MS 10000    /* a busy wait's bound moves out by time away, up to this */
+#define AP_JOB_SLACK_MS 2000        /* an AP job's end: its cells' budgets, its rate windows and this */
 
 struct timers_state timers_state;
 
@@ -245,10 +248,12 @@ static void drain(void)
 
 static int watchdog_for(int id) { return timer_watchdog_for(timers_state.timer, id, timers_pin_shared()); }
 
-/* One cell: events of timer id armed di ahead (count: its ticks for that),
-   waiting in the wi-th way, into *c. */
-static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks, uint64_t count,
-                          struct timer_cell *c, struct ref_reading *ref_prev)
+/* One cell: events of timer id armed di ahead (count: its ticks for that,
+   at id_per_tsc +- id_per_tsc_u of its ticks per TSC tick), waiting in the
+   wi-th way, into *c. With end_tsc (not 0) no event starts whose wait could
+   run past it: true when that cut the cell short. */
+static bool run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks, uint64_t count, struct xf id_per_tsc,
+                          struct xf id_per_tsc_u, uint64_t end_tsc, struct timer_cell *c, struct ref_reading *ref_prev)
 {
     const struct timer_result *timers = timers_state.timer;
     const struct timer_wait *w = &timers_state.wait[wi];
@@ -270,9 +275,14 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     timers_route_shared_pin(id, wd);
     *c = (struct timer_cell){.ran = true};
     /* the clock it counts: the APIC timer's at divide by 1 (lapic_mode) */
-    struct xf tsc_per_tick = id == TIMER_DEADLINE ? xf_from_u64(1) : timer_tsc_per_tick(timers[id].per_tsc, 1);
+    struct xf tsc_per_tick = id == TIMER_DEADLINE ? xf_from_u64(1) : timer_tsc_per_tick(id_per_tsc, 1);
     if (id != TIMER_DEADLINE)
-        c->rate_u = timer_fire_rate_u(count, tsc_per_tick, timers[id].per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
+        c->rate_u = timer_fire_rate_u(count, tsc_per_tick, id_per_tsc_u, TIMER_RATE_MARGIN_SIGMAS);
+    /* an event's wait, at most: its delay and bound, or the watchdog's span
+       if that is longer (an idle wait re-arms it), and the busy wait once
+       more after a stop (the time away itself is not foreseeable) */
+    uint64_t event_most = delay_ticks[di] + 2 * bound_after + (wd_span > bound_after ? wd_span : 0) + ms_to_tsc(1);
+    bool cut = false;
     uint32_t early = 0;
     struct armed armed = {0}, wd_armed = {0};
     uint32_t in_a_row = 0, n = 0;
@@ -281,6 +291,10 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     if (wd >= 0)
         lapic_mode(wd);
     for (uint32_t e = 0; e < events && rdtsc() - start < budget_ticks; e++) {
+        if (end_tsc && (int64_t)(end_tsc - rdtsc()) < (int64_t)event_most) {
+            cut = true;
+            break;
+        }
         drain();
         if (wd >= 0)
             (void)arm(wd, TIMER_DELAYS, wd_ticks, &wd_armed);
@@ -416,6 +430,7 @@ static void run_cell_into(int id, unsigned wi, unsigned di, uint32_t events, uin
     latency_summarise(widths, n, scratch, 1, &ws);
     c->width_p50 = (uint64_t)ws.p50;
     c->width_max = (uint64_t)ws.max;
+    return cut;
 }
 
 static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t budget_ticks)
@@ -424,7 +439,7 @@ static void run_cell(int id, unsigned wi, unsigned di, uint32_t events, uint64_t
     uint32_t n;
     uint64_t budget;
     timer_cell_plan(events, budget_ticks, timer_main_cell(&timers_state.wait[wi], di), MAX_EVENTS, &n, &budget);
-    run_cell_into(id, wi, di, n, budget, t->count[di], &t->cell[wi][di], &bsp_ref_prev);
+    (void)run_cell_into(id, wi, di, n, budget, t->count[di], t->per_tsc, t->per_tsc_u, 0, &t->cell[wi][di], &bsp_ref_prev);
 }
 
 struct wait_job {
@@ -473,6 +488,7 @@ struct ap_job {
     int index;
     uint32_t events;
     uint64_t budget;
+    uint64_t end_tsc;   /* no event starts whose wait could run past this (the boot CPU's TSC, read here too: the cpus phase measures how far they agree) */
 };
 
 static void ap_timer_job(void *p)
@@ -480,7 +496,7 @@ static void ap_timer_job(void *p)
     struct ap_job *j = p;
     struct timers_ap_row *row = &timers_state.ap[j->index];
     struct ref_reading ref_prev = {0}; /* this CPU's own (bsp_ref_prev) */
-    struct timer_result *timers = timers_state.timer;
+    const struct timer_result *timers = timers_state.timer;
     const struct lapic *l = &smp.lapic; /* the same mode on every CPU; the registers are this CPU's */
     uint32_t svr = lapic_read(l, LAPIC_SVR);
     lapic_write(l, LAPIC_SVR, (svr & ~LAPIC_SVR_VECTOR_MASK) | LAPIC_SVR_ENABLE | VEC_SPURIOUS);
@@ -491,23 +507,22 @@ static void ap_timer_job(void *p)
         lapic_write(l, LAPIC_SVR, svr);
         return;
     }
-    struct timer_result saved = timers[TIMER_LAPIC];
-    timers[TIMER_LAPIC].per_tsc = row->per_tsc;
-    timers[TIMER_LAPIC].per_tsc_u = row->per_tsc_u;
     for (unsigned wi = 0; wi < TIMERS_AP_WAITS && wi < timers_state.wait_count; wi++)
         for (int t = 0; t < TIMERS_AP_TIMERS; t++) {
             int id = t == 0 ? TIMER_LAPIC : TIMER_DEADLINE;
             if (!timers[id].usable || (wi > 0 && watchdog_for(id) < 0))
                 continue;
+            /* its own APIC timer's rate; the TSC-deadline counts the TSC */
+            struct xf per_tsc = id == TIMER_DEADLINE ? timers[id].per_tsc : row->per_tsc;
+            struct xf per_tsc_u = id == TIMER_DEADLINE ? timers[id].per_tsc_u : row->per_tsc_u;
             for (unsigned di = 0; di < TIMER_DELAYS; di++) {
-                uint64_t count = id == TIMER_DEADLINE ? delay_ticks[di]
-                                                      : timer_ticks_for(timers[TIMER_LAPIC].per_tsc, timers[TIMER_LAPIC].per_tsc_u, delay_ticks[di]);
-                run_cell_into(id, wi, di, j->events, j->budget, count, &row->cell[t][wi][di], &ref_prev);
+                row->cells++;
+                uint64_t count = id == TIMER_DEADLINE ? delay_ticks[di] : timer_ticks_for(per_tsc, per_tsc_u, delay_ticks[di]);
+                if (run_cell_into(id, wi, di, j->events, j->budget, count, per_tsc, per_tsc_u, j->end_tsc, &row->cell[t][wi][di], &ref_prev))
+                    row->cells_cut++;
             }
             timers_disarm(id);
         }
-    timers[TIMER_LAPIC].per_tsc = saved.per_tsc;
-    timers[TIMER_LAPIC].per_tsc_u = saved.per_tsc_u;
     irq_disable();
     lapic_timer_free_run(l);
     lapic_write(l, LAPIC_SVR, svr);
@@ -521,8 +536,22 @@ static void measure_aps(const struct profile *p)
     smp_start();
     uint32_t events = p->timer_events < MAX_EVENTS ? p->timer_events : MAX_EVENTS;
     uint64_t budget = ms_to_tsc(p->timer_cell_ms);
-    /* every cell at its budget, plus the rate window and slack */
-    uint64_t job_budget = budget * TIMERS_AP_TIMERS * TIMERS_AP_WAITS * TIMER_DELAYS + ms_to_tsc(TIMERS_RATE_WINDOW_MS + 2000);
+    /* Its end: every cell at its budget, its rate windows, and slack. A cell
+       ends at its budget plus the event under way, which under load (an
+       emulated CPU whose host thread waits for a core) can be its whole
+       bound, so the job itself starts no event whose wait could run past
+       its end. The boot CPU waits past the end as long as the last event
+       can take (its bound moved out by time away, then waited for once
+       more) and, from the end on, wakes the CPU every 10 ms (smp_wait_past):
+       an idle wait whose interrupts never reach that CPU ends at its next
+       wake-up, past its bound. */
+    uint64_t job_ticks = budget * TIMERS_AP_TIMERS * TIMERS_AP_WAITS * TIMER_DELAYS +
+                         ms_to_tsc(TIMERS_RATE_WINDOW_MS * TIMERS_RATE_TRIES + AP_JOB_SLACK_MS);
+    uint64_t forced_ms; /* timers_ap_ms=: a known answer for a job cut at its end */
+    if (cmdline_get_u64(&boot_cmdline, "timers_ap_ms", &forced_ms))
+        job_ticks = ms_to_tsc(forced_ms);
+    uint64_t grace = ms_to_tsc(TIMERS_AWAY_CAP_MS + 3 * TIMERS_BOUND_MIN_MS + 1000) +
+                     3 * timer_bound_ticks(delay_ticks[TIMER_DELAYS - 1], 0);
     for (uint32_t i = 1; i < smp.running && i < PERCPU_MAX; i++) {
         struct timers_ap_row *row = &timers_state.ap[i];
         *row = (struct timers_ap_row){.tried = true};
@@ -532,19 +561,26 @@ static void measure_aps(const struct profile *p)
             continue;
         }
         timers_route_to(cpu->apic_id);
-        struct ap_job j = {.index = (int)i, .events = events, .budget = budget};
+        row->job_ms = (uint32_t)(job_ticks / ms_to_tsc(1));
+        struct ap_job j = {.index = (int)i, .events = events, .budget = budget, .end_tsc = rdtsc() + job_ticks};
         bool job_faulted = false;
         struct probe_fault f;
-        bool done = smp_run((int)i, ap_timer_job, &j, job_budget, &job_faulted, &f);
+        uint64_t t0 = rdtsc();
+        bool posted = smp_post((int)i, ap_timer_job, &j);
+        bool done = posted && smp_wait_past((int)i, job_ticks, grace, &job_faulted, &f);
+        row->took_ms = (uint32_t)((rdtsc() - t0) / ms_to_tsc(1));
         timers_route_to(smp.bsp_apic_id);
-        if (!done)
-            fmt_format(row->why, sizeof row->why, "its job did not finish in time: the CPU is left behind");
+        if (!posted)
+            fmt_format(row->why, sizeof row->why, "it takes no jobs: %s", cpu->reason[0] ? cpu->reason : "busy");
+        else if (!done)
+            fmt_format(row->why, sizeof row->why, "its job did not end within %llu ms of its %u ms: the CPU is left behind",
+                       (unsigned long long)(grace / ms_to_tsc(1)), row->job_ms);
         else if (job_faulted)
             fmt_format(row->why, sizeof row->why, "a CPU exception: %s", f.text);
         if (!done || job_faulted)
             row->ran = false;
     }
-    if (!experiment_chosen("cpus"))
+    if (!experiment_chosen("cpus") && !experiment_chosen("stolen"))
         smp_park_all(); /* nothing else needs them; a later smp_start does nothing */
 }
 
@@ -565,7 +601,7 @@ static void timers_measure(const struct profile *p)
     for (unsigned di = 0; di < TIMER_DELAYS; di++)
         delay_ticks[di] = timer_delay_ticks(results.tsc_estimate_hz, timer_delay_ns[di]);
     gap_ticks = ms_to_tsc(1);
-    away_cap_ticks = ms_to_tsc(10000);
+    away_cap_ticks = ms_to_tsc(TIMERS_AWAY_CAP_MS);
     away_late_ticks = ms_to_tsc(TIMERS_AWAY_LATE_MS);
     timers_setup(&boot_cpu.info);
     have_ref = st->ref_counter >= 0 && counter_source(st->ref_counter, &ref_src);

@@ -32,6 +32,9 @@ struct timers_window {
 struct timers_ap_row {
     bool tried, ran;
     char why[96];
+    uint32_t job_ms;                /* its job's end, ms after it was posted: no event starts whose wait could pass it */
+    uint32_t took_ms;               /* from posting its job to its end (or to giving up on it) */
+    uint32_t cells, cells_cut;      /* cells it ran, and of those cut short (or left empty) by that end */
     struct xf per_tsc, per_tsc_u;   /* its APIC timer against its TSC */
     struct timers_window window;
     struct timer_cell cell[TIMERS_AP_TIMERS][TIMERS_AP_WAITS][TIMER_DELAYS];

@@ -584,24 +584,26 @@ bool smp_post(int index, smp_job fn, void *arg)
     return true;
 }
 
-bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault)
+bool smp_wait_past(int index, uint64_t budget_ticks, uint64_t grace_ticks, bool *faulted, struct probe_fault *fault)
 {
     struct mailbox *mb = usable(index);
     if (!mb)
         return false;
-    uint64_t t0 = rdtsc(), resend = us_to_tsc(WAKE_RESEND_US), last = t0;
+    uint64_t t0 = rdtsc(), resend = us_to_tsc(WAKE_RESEND_US), last = t0, total = budget_ticks + grace_ticks;
     /* the TSC deadline ends the wait; the count only bounds it if the TSC
        stood still. A PAUSE can take 140 cycles (Skylake on), so a fixed
        SPIN_CAP would end a soak job's long budget early: scale it. */
-    uint64_t cap = budget_ticks / 64 > SPIN_CAP ? budget_ticks / 64 : SPIN_CAP;
+    uint64_t cap = total / 64 > SPIN_CAP ? total / 64 : SPIN_CAP;
     for (uint64_t i = 0; i < cap && mb->finished != mb->posted; i++) {
         uint64_t now = rdtsc();
-        if (now - t0 > budget_ticks)
+        if (now - t0 > total)
             break;
-        if (now - last > resend && (mb->taken != mb->posted || mb->napping)) {
+        if (now - last > resend && (mb->taken != mb->posted || mb->napping || now - t0 > budget_ticks)) {
             /* not taken: in case the first IPI was lost; napping: a job
-               asleep in smp_nap looks at its stop flag again. A job that
-               runs with interrupts on (the timers') is left undisturbed. */
+               asleep in smp_nap looks at its stop flag again; past its
+               budget: a job halted for an interrupt that never comes. A
+               job that runs with interrupts on (the timers') is otherwise
+               left undisturbed. */
             wake(index);
             last = now;
         }
@@ -614,8 +616,12 @@ bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_faul
         if (c->never_woke)
             fmt_format(c->reason, sizeof c->reason,
                        "it never woke for a job (asleep in HLT through the wake-up IPIs); no more jobs sent to it");
+        else if (grace_ticks)
+            fmt_format(c->reason, sizeof c->reason, "a job did not end within %llu ms past its %llu ms; no more jobs sent to it",
+                       (unsigned long long)(grace_ticks / us_to_tsc(1000)), (unsigned long long)(budget_ticks / us_to_tsc(1000)));
         else
-            fmt_format(c->reason, sizeof c->reason, "a job did not finish within its time budget; no more jobs sent to it");
+            fmt_format(c->reason, sizeof c->reason, "a job did not finish within its %llu ms; no more jobs sent to it",
+                       (unsigned long long)(budget_ticks / us_to_tsc(1000)));
         return false;
     }
     barrier();
@@ -624,6 +630,11 @@ bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_faul
     if (fault && mb->faulted)
         *fault = mb->fault;
     return true;
+}
+
+bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault)
+{
+    return smp_wait_past(index, budget_ticks, 0, faulted, fault);
 }
 
 bool smp_run(int index, smp_job fn, void *arg, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault)

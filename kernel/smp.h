@@ -86,6 +86,12 @@ bool smp_post(int index, smp_job fn, void *arg);
    never woke for the job or did not finish it. *faulted tells whether the job
    ended in a CPU exception on the AP (caught by probe_run), fault says which. */
 bool smp_wait(int index, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
+/* smp_wait, then, for a job that runs with interrupts on and ends by its
+   own deadline (budget_ticks after it was posted), up to grace_ticks more
+   during which the CPU gets the wake-up IPI every 10 ms: a job halted for
+   an interrupt that never reaches it wakes, finds its bound passed, and
+   ends. Before budget_ticks such a job is left undisturbed. */
+bool smp_wait_past(int index, uint64_t budget_ticks, uint64_t grace_ticks, bool *faulted, struct probe_fault *fault);
 /* post + wait. */
 bool smp_run(int index, smp_job fn, void *arg, uint64_t budget_ticks, bool *faulted, struct probe_fault *fault);
 /* Every AP halts with interrupts off for the rest of the run: no job or

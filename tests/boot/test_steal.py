@@ -133,7 +133,7 @@ def test_scan_and_kvm_agree(steal_run):
     for inj in r.injections:
         assert inj.injected and not inj.error, inj.describe()
     recs = records.parse(r.output)
-    st = records.one(recs, "steal")
+    st = records.one(recs, "steal", cpu=0)
     hw = records.one(recs, "hwlat")
     assert st["counted"], st
     window_ns = hw["window_s"] * 1e9
@@ -168,7 +168,7 @@ def test_kvm_count_is_the_hosts_run_delay(steal_run):
     in that bracket outside the scan."""
     _, r, host = steal_run
     recs = records.parse(r.output)
-    st, hw = records.one(recs, "steal"), records.one(recs, "hwlat")
+    st, hw = records.one(recs, "steal", cpu=0), records.one(recs, "hwlat")
     assert set(host.samples) == set(MARKS), host.samples
     u = st["kvm_uncertainty_ns"]
     _, _, waited_all = host_bracket(host, "measuring", "done")
@@ -183,7 +183,7 @@ def test_kvm_count_is_the_hosts_run_delay(steal_run):
 
 def test_undisturbed_kvm_q35_counts_steal(boot, kvm):
     b = boot(**boots.KVM_Q35)
-    st = records.one(b.records, "steal")
+    st = records.one(b.records, "steal", cpu=0)
     hw = records.one(b.records, "hwlat")
     assert st["counted"], st
     assert 0 <= st["kvm_ns"] <= hw["window_s"] * 1e9 + st["kvm_uncertainty_ns"], st
@@ -192,9 +192,28 @@ def test_undisturbed_kvm_q35_counts_steal(boot, kvm):
     assert any(l.startswith("PASS: steal time:") for l in b.output.split("\n")), b.explain()
 
 
+def test_every_cpu_registers_its_own_area(boot, kvm):
+    """-smp 2 under KVM (boots.KVM_X2APIC, shared): the boot CPU's count
+    beside the scan as with one CPU, and CPU 1's, read by jobs on it just
+    before and just after the scan while it sleeps in HLT. A halted vCPU is
+    not runnable: its count holds only its waits for a host CPU once woken,
+    never more than the time between its two reads, which bracket the scan."""
+    b = boot(**boots.KVM_X2APIC)
+    assert b.status == 0, b.explain()
+    hw = records.one(b.records, "hwlat")
+    st0 = records.one(b.records, "steal", cpu=0)
+    assert st0["counted"] and "idle" not in st0, st0
+    st1 = records.one(b.records, "steal", cpu=1)
+    assert st1["counted"] and st1["idle"] is True, st1
+    assert st1["window_ns"] >= hw["window_s"] * 1e9 * 0.999, (st1, hw)  # it brackets the scan
+    assert 0 <= st1["kvm_ns"] <= st1["window_ns"], st1
+    assert st1["version_updates"] >= 1, st1  # KVM updated the area at least at the second job's entry
+    assert len(records.of_type(b.records, "steal")) == 2
+
+
 def test_tcg_says_skip_and_why(boot):
     b = boot(**boots.TCG_Q35)
-    st = records.one(b.records, "steal")
+    st = records.one(b.records, "steal", cpu=0)
     assert st == {"type": "steal", "cpu": 0, "counted": False, "reason": st["reason"]}
     assert "is not KVM" in st["reason"], st
     [check] = [c for c in records.of_type(b.records, "check") if c["name"] == "steal time"]
@@ -203,7 +222,7 @@ def test_tcg_says_skip_and_why(boot):
 
 def test_kvm_without_the_cpuid_bit_says_skip_and_why(boot, kvm):
     b = boot(**NO_STEAL)
-    st = records.one(b.records, "steal")
+    st = records.one(b.records, "steal", cpu=0)
     assert st["counted"] is False, st
     assert "KVM does not offer steal time (CPUID 0x40000001 EAX bit 5 clear" in st["reason"], st
     [check] = [c for c in records.of_type(b.records, "check") if c["name"] == "steal time"]

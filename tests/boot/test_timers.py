@@ -212,6 +212,29 @@ def test_every_cpu_measures_its_own_apic_timer(boot):
     assert check["result"] == "PASS", check
 
 
+def test_an_ap_job_cut_at_its_end_leaves_the_cpu_taking_jobs(boot):
+    """Known answer: timers_ap_ms=50 ends CPU 1's timers job 50 ms after it
+    is posted, less than any cell's event can take (its bound alone is
+    200 ms), so every cell is cut, none lost; the job ends near its end (not
+    after its cells' 1.3 s of budgets, nor after the boot CPU gives up on it),
+    and CPU 1 then does its part of the cpus experiment."""
+    b = boot(boot="direct", accel="tcg", smp=2, append="only=timers,cpus timers_ap_ms=50", timeout=400)
+    assert b.status == 0, b.explain()
+    row = records.one(b.records, "timer_cpu", cpu=1)
+    assert row["measured"] and row["reason"] is None and row["job_ms"] == 50, row
+    assert row["cells"] == len(DELAYS) * 2 and row["cells_cut"] == row["cells"], row
+    # the rate window (40 ms, up to 3 when disturbed) comes first; then every cell ends at once
+    assert row["took_ms"] < 50 + 3 * 40 + 100, row
+    ap = [r for r in records.of_type(b.records, "timer_latency") if r["cpu"] == 1]
+    assert ap and all(r["asked"] == 0 and r["lost"] == 0 for r in ap), ap
+    check = records.one(b.records, "check", name="timer interrupts: every CPU")
+    assert check["result"] == "SKIP" and "no event asked" in check["detail"], check  # nothing measured is no PASS
+    cpu1 = records.one(b.records, "cpu", index=1)
+    assert cpu1["started"] and cpu1["reason"] is None, cpu1
+    sync = records.one(b.records, "tsc_sync", cpu=1)
+    assert sync["offset_lo_ticks"] is not None and sync["offset_lo_ticks"] <= 0 <= sync["offset_hi_ticks"], sync
+
+
 def test_kvm_every_cpu_in_x2apic_mode(boot, kvm):
     # x2APIC mode (registers are MSRs) and the APs, in the run tests/boot/test_cpus.py reads too
     b = boot(**boots.KVM_X2APIC)
