@@ -626,26 +626,35 @@ def add_migration_arguments(r: argparse.ArgumentParser) -> None:
                    "moving the state takes longer; what it was is measured) (default: %(default)s)")
 
 
-def check_migration_arguments(args: argparse.Namespace) -> None:
-    at = getattr(args, "migrate_at", None)
-    gap = getattr(args, "migrate_gap", qemu.MIGRATE_GAP_DEFAULT_S)
+def _check_stop_arguments(args: argparse.Namespace, opt: str, what: str, gap_default: float) -> bool:
+    """--OPT-at, --OPT-after and --OPT-gap (opt "migrate" or "snapshot"),
+    checked alike: one line and exit 64 for a value out of range, a phase
+    the image has not, or an -after or -gap without its -at. True when a
+    stop was asked for."""
+    at = getattr(args, f"{opt}_at", None)
+    gap = getattr(args, f"{opt}_gap", gap_default)
+    after = getattr(args, f"{opt}_after", None)
     if at is None:
-        if gap != qemu.MIGRATE_GAP_DEFAULT_S:
-            raise _usage("--migrate-gap", f"{gap:g}", "a gap is for a migration: give --migrate-at too")
-        if getattr(args, "migrate_after", None):
-            raise _usage("--migrate-after", args.migrate_after, "a phase is for a migration: give --migrate-at too")
-        return
-    after = getattr(args, "migrate_after", None)
+        if gap != gap_default:
+            raise _usage(f"--{opt}-gap", f"{gap:g}", f"a gap is for a {what}: give --{opt}-at too")
+        if after:
+            raise _usage(f"--{opt}-after", after, f"a phase is for a {what}: give --{opt}-at too")
+        return False
     if after is not None and after not in PHASES:
-        raise _usage("--migrate-after", after, f"the phase must be one of {', '.join(PHASES)}")
+        raise _usage(f"--{opt}-after", after, f"the phase must be one of {', '.join(PHASES)}")
     bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
     if not (math.isfinite(at) and 0 <= at < bound):
-        raise _usage("--migrate-at", f"{at:g}", f"the migration's time must be from 0 to below the run's time bound "
+        raise _usage(f"--{opt}-at", f"{at:g}", f"the {what}'s time must be from 0 to below the run's time bound "
                      f"({bound:g} s: --timeout, or what the profile and duration ask for), in seconds after the serial "
                      "port's first line")
     if not (math.isfinite(gap) and 0 <= gap <= 3600):
-        raise _usage("--migrate-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
-    qemu.qmp_module()  # QMP's library, before anything starts: a run that cannot migrate is no run (exit 69)
+        raise _usage(f"--{opt}-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+    return True
+
+
+def check_migration_arguments(args: argparse.Namespace) -> None:
+    if _check_stop_arguments(args, "migrate", "migration", qemu.MIGRATE_GAP_DEFAULT_S):
+        qemu.qmp_module()  # QMP's library, before anything starts: a run that cannot migrate is no run (exit 69)
 
 
 def run_migrated(args, cfg: qemu.QemuConfig, timeout: float, echo, stop, meta: dict, run_dir: Path) -> qemu.RunResult:
@@ -677,24 +686,7 @@ def add_snapshot_arguments(r: argparse.ArgumentParser) -> None:
 
 
 def check_snapshot_arguments(args: argparse.Namespace) -> None:
-    at = getattr(args, "snapshot_at", None)
-    gap = getattr(args, "snapshot_gap", snapshot.SNAPSHOT_GAP_DEFAULT_S)
-    if at is None:
-        if gap != snapshot.SNAPSHOT_GAP_DEFAULT_S:
-            raise _usage("--snapshot-gap", f"{gap:g}", "a gap is for a snapshot: give --snapshot-at too")
-        if getattr(args, "snapshot_after", None):
-            raise _usage("--snapshot-after", args.snapshot_after, "a phase is for a snapshot: give --snapshot-at too")
-        return
-    after = getattr(args, "snapshot_after", None)
-    if after is not None and after not in PHASES:
-        raise _usage("--snapshot-after", after, f"the phase must be one of {', '.join(PHASES)}")
-    bound = args.timeout if args.timeout is not None else default_timeout(kernel_cmdline(args))
-    if not (math.isfinite(at) and 0 <= at < bound):
-        raise _usage("--snapshot-at", f"{at:g}", f"the snapshot's time must be from 0 to below the run's time bound "
-                     f"({bound:g} s: --timeout, or what the profile and duration ask for), in seconds after the serial "
-                     "port's first line")
-    if not (math.isfinite(gap) and 0 <= gap <= 3600):
-        raise _usage("--snapshot-gap", f"{gap:g}", "the gap must be from 0 to 3600 seconds")
+    _check_stop_arguments(args, "snapshot", "snapshot", snapshot.SNAPSHOT_GAP_DEFAULT_S)
 
 
 def run_snapshotted(args, cfg: microvm.VmmConfig, timeout: float, echo, stop, echo_err, meta: dict,
