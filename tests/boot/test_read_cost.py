@@ -102,4 +102,6 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
     if host_step["step_ticks"] > 4:
         assert abs(step["step_ticks"] - host_step["step_ticks"]) <= 1, (step, host_step)
     else:
-        assert step["step_ticks"] >= host_step["step_ticks"], (step, host_step)
+        # a host TSC with no coarse step (a few ticks is the measurement's own
+        # grain: 2 and 4 were both seen on one Intel host): the guest shows none either
+        assert step["step_ticks"] <= 4, (step, host_step)
