@@ -135,6 +135,19 @@ def ipxe_script(cfg: Config) -> str:
     return "\n".join(lines)
 
 
+def tree_cmdline(script: str, mac: str) -> str:
+    """The command line a tree gives a MAC address, read back from the iPXE
+    script ipxe_script wrote (the GRUB configuration holds the same lines)."""
+    line = ""
+    for text in script.splitlines():
+        if text.startswith("set cb_cmdline "):
+            line = text[len("set cb_cmdline "):]
+        m = re.fullmatch(r"iseq \$\{net0/mac\} (\S+) && set cb_cmdline (.*) \|\|", text)
+        if m and m.group(1) == mac.lower():
+            line = m.group(2)
+    return line
+
+
 def grub_cfg(cfg: Config) -> str:
     lines = ["# clockbench: PXE through GRUB, BIOS (i386-pc) and UEFI (x86_64-efi); written by `make netboot`",
              "serial --unit=0 --speed=115200 --word=8 --parity=no --stop=1",
