@@ -35,15 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import errors, paths, runner
+from .netboot_tree import BOOTFILES, KERNEL_NAME, OUT, tree_cmdline  # noqa: F401 (tree_cmdline: for callers)
 
 CONFIG = paths.ROOT / "netboot" / "machines.toml"
-OUT = paths.BUILD / "netboot"
-KERNEL_NAME = "clockbench.elf"
-BOOTFILES = {
-    "bios-ipxe": "clockbench.ipxe",
-    "bios-grub": "boot/grub/i386-pc/core.0",
-    "uefi-grub": "boot/grub/x86_64-efi/core.efi",
-}
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 # what a command line may hold so that GRUB's and iPXE's scripts take it as words
 _SAFE = re.compile(r"^[A-Za-z0-9_=,.:@/+ -]*$")
@@ -133,19 +127,6 @@ def ipxe_script(cfg: Config) -> str:
     lines += [f"echo clockbench: booting {KERNEL_NAME} for ${{net0/mac}}: ${{cb_cmdline}}",
               f"kernel {KERNEL_NAME} ${{cb_cmdline}}", "boot", ""]
     return "\n".join(lines)
-
-
-def tree_cmdline(script: str, mac: str) -> str:
-    """The command line a tree gives a MAC address, read back from the iPXE
-    script ipxe_script wrote (the GRUB configuration holds the same lines)."""
-    line = ""
-    for text in script.splitlines():
-        if text.startswith("set cb_cmdline "):
-            line = text[len("set cb_cmdline "):]
-        m = re.fullmatch(r"iseq \$\{net0/mac\} (\S+) && set cb_cmdline (.*) \|\|", text)
-        if m and m.group(1) == mac.lower():
-            line = m.group(2)
-    return line
 
 
 def grub_cfg(cfg: Config) -> str:

@@ -490,7 +490,7 @@ def _netboot_tree(args: argparse.Namespace, cfg: qemu.QemuConfig) -> dict:
     the MAC and the command line the tree gives that MAC. The default tree
     is written by `make netboot` when it is missing or holds an older
     kernel than the build's; a tree given with --tftp must exist (exit 66)."""
-    from . import netboot
+    from . import netboot_tree as netboot
     loader = args.loader or NETBOOT_LOADERS[cfg.firmware][0]
     cfg.tftp = Path(args.tftp or paths.default(netboot.OUT))
     cfg.bootfile = netboot.BOOTFILES[f"{cfg.firmware}-{loader}"]
