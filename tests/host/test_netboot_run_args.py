@@ -74,3 +74,31 @@ def test_the_line_a_tree_gives_a_mac():
     assert netboot.tree_cmdline(script, "52:54:00:00:00:01") == "duration=3 only=drift"
     assert netboot.tree_cmdline(script, "52:54:00:00:00:02") == "profile=standard"
     assert netboot.tree_cmdline(script, "52:54:00:12:34:56") == "profile=quick"
+
+
+def test_the_default_tree_is_written_by_make_netboot_and_its_failure_is_66(capsys, tmp_path, monkeypatch):
+    """With no --tftp the run writes the default tree itself, by `make
+    netboot`, when it is missing; if that fails the run is one line naming
+    the target, exit 66, no folder (the make here is a stand-in: no tree is
+    written)."""
+    from clockbench import netboot_tree, paths, runner
+
+    tree = tmp_path / "netboot"
+    monkeypatch.setattr(netboot_tree, "OUT", tree)
+    ran = []
+
+    class Failed:
+        returncode = 2
+
+    def fake_make(argv, **kw):
+        ran.append(argv)
+        return Failed()
+
+    monkeypatch.setattr(runner.subprocess, "run", fake_make)
+    got, runs_dir = _run(capsys, tmp_path, "--boot", "netboot")
+    assert ran == [["make", "-C", str(paths.ROOT), "netboot"]]
+    assert got.code == errors.NO_INPUT, got
+    line = _one_line(got)
+    assert "`make netboot` failed (status 2)" in line and str(tree) in line
+    assert "no netboot tree" in got.out
+    assert not runs_dir.exists()
