@@ -682,7 +682,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     if meta["report"] and report_dir != run_dir:
         _say(f"report in {runs.shown(report_dir)}/report.html")
     if latest:
-        _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+        stored = getattr(args, "store", "none") != "none"
+        where = "" if not stored or Path(args.store).resolve() == Path(store.DEFAULT).resolve() else f" --store {runs.shown(Path(args.store))}"
+        _say(f"{runs.shown(latest)} is a link to its log" +
+             (f"; `{paths.tool_command()} runs{where}` lists the stored runs" if stored else ""))
     _store(args, meta, log, result.output)
     return result.exit_code
 
