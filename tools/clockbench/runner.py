@@ -333,7 +333,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    f"(default: {paths.default(paths.PVH_KERNEL)})")
     r.add_argument("--iso", help=f"the ISO, for --boot iso (default: {paths.default(paths.ISO)})")
     r.add_argument("--tftp", metavar="DIR", help="with --boot netboot: the TFTP tree (default: "
-                   f"{paths.default(paths.BUILD / 'netboot')}, which the run writes with `make netboot` when it is missing)")
+                   f"{paths.default(paths.BUILD / 'netboot')}, which the run writes with `make netboot` when it is missing or holds "
+                   "an older kernel than the build's)")
     r.add_argument("--mac", help="with --boot netboot: the NIC's MAC address, which picks the command line in the tree's "
                    f"machines file (default: QEMU's, {NETBOOT_DEFAULT_MAC})")
     r.add_argument("--loader", choices=["ipxe", "grub"], help="with --boot netboot: what loads the kernel; bios: ipxe "
