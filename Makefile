@@ -111,28 +111,37 @@ all: kernel
 kernel: $(KERNEL) $(PVH_KERNEL)
 
 help:
-	@echo "make            build the kernel ($(KERNEL))"
+	@echo "make            build the kernel ($(KERNEL)); the same as make all"
+	@echo "make kernel     build both kernels: $(KERNEL) (Multiboot 1 and 2, PVH) and $(PVH_KERNEL) (PVH only, for QEMU -kernel)"
 	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO)), signed for Secure Boot with the key in KEY_DIR ($(KEY_DIR); made at the first build)"
 	@echo "make efi        build the kernel as an unsigned EFI program ($(EFI))"
-	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG)"
-	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path)"
+	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG); installs the run set only (DEPS=run)"
+	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path); installs the run set only (DEPS=run)"
+	@echo "make run RUN_ARGS='--boot netboot' boot the netboot tree ($(BUILD)/netboot, written when missing) in QEMU"
 	@echo "make run RUN_ARGS='--vmm firecracker' (or cloud-hypervisor): the PVH kernel under a microVM monitor, from PATH or VMM_DIR ($(VMM_DIR))"
 	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
 	@echo "make netboot    a TFTP tree in $(BUILD)/netboot: BIOS (iPXE, GRUB) and UEFI (GRUB) PXE; NETBOOT_CONFIG=$(NETBOOT_CONFIG)"
 	@echo "make test-fleet 8 QEMU machines netbooted at once, captured (some through labgrid), flagged by clockbench fleet"
-	@echo "make test       host unit tests and QEMU boot tests"
+	@echo "make test       host unit tests and QEMU boot tests (installs everything: make deps)"
+	@echo "make test-host  the host tests only (tests/host)"
+	@echo "make test-boot  the QEMU boot tests only (tests/boot)"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
+	@echo "make fuzz-harness build the fuzzer ($(FUZZ_BIN)); make fuzz-seeds writes its seeds from real boots (tests/fuzz/seeds)"
+	@echo "make tool       the host tool in a virtual environment ($(HOST_TOOL)) and its host library"
+	@echo "make fixtures   rewrite the log fixtures in tests/fixtures/ from real QEMU runs (TCG, and KVM when usable)"
+	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
 	@echo "make clean      remove $(BUILD)/"
+	@echo "make help       this list"
 	@echo "Variables: CROSS=x86_64-elf-  CC=clang  V=1 (full commands)  RUN_ARGS='--firmware uefi --accel tcg ...'"
 
 # A missing tool gets a message naming the Debian package; `make deps`
-# (run by `make run` and `make test`) installs them all.
+# (run by `make test`; `make run` runs `make deps DEPS=run`) installs them.
 check-build-tools:
 	@command -v $(NASM) >/dev/null || { echo "error: $(NASM) not found: install the 'nasm' package (or run 'make deps')"; exit 1; }
 	@command -v $(CC) >/dev/null || { echo "error: $(CC) not found: install 'gcc' (or 'clang' for CC=clang, or a $(CROSS)gcc cross toolchain)"; exit 1; }
@@ -371,8 +380,12 @@ VMM_PATH := $(if $(wildcard $(VMM_DIR)/cloud-hypervisor $(VMM_DIR)/firecracker),
 
 # The ISO under QEMU by default; --boot direct|pvh or --vmm in RUN_ARGS pick
 # the kernel the tool boots (build/clockbench.elf or build/clockbench-pvh.elf).
+# Both install only the run set (`make deps DEPS=run`, unless DEPS is given);
+# `make test` installs everything. --iso is not passed to a netboot, whose
+# tree holds the kernel.
+run run-direct: DEPS = run
 run: deps $(ISO) $(PVH_KERNEL) $(HOST_TOOL) $(HOST_LIB)
-	$(VMM_PATH)$(CLOCKBENCH) run --iso $(ISO) $(RUN_ARGS)
+	$(VMM_PATH)$(CLOCKBENCH) run $(if $(findstring netboot,$(RUN_ARGS)),,--iso $(ISO) )$(RUN_ARGS)
 
 # Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
 usb: $(ISO) $(HOST_TOOL)

@@ -35,15 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import errors, paths, runner
+from .netboot_tree import BOOTFILES, KERNEL_NAME, OUT, tree_cmdline  # noqa: F401 (tree_cmdline: for callers)
 
 CONFIG = paths.ROOT / "netboot" / "machines.toml"
-OUT = paths.BUILD / "netboot"
-KERNEL_NAME = "clockbench.elf"
-BOOTFILES = {
-    "bios-ipxe": "clockbench.ipxe",
-    "bios-grub": "boot/grub/i386-pc/core.0",
-    "uefi-grub": "boot/grub/x86_64-efi/core.efi",
-}
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 # what a command line may hold so that GRUB's and iPXE's scripts take it as words
 _SAFE = re.compile(r"^[A-Za-z0-9_=,.:@/+ -]*$")

@@ -19,6 +19,33 @@ RUN_LOG = BUILD / "run.log"
 VERSION_FILE = BUILD / "version.txt"
 
 
+VENV_TOOL = BUILD / "venv" / "bin" / "clockbench"
+
+
+def tool_command(argv0: str | None = None, on_path: str | None = None) -> str:
+    """The command a hint should print for running this tool again, as it
+    works where the user stands: `clockbench` when that is the program on
+    PATH, else the program's own path (the venv's, build/venv/bin/clockbench,
+    is not on PATH), else, for `python3 -m clockbench`, the venv's program
+    when it exists and the module with its PYTHONPATH when it does not.
+    argv0 and on_path stand in for sys.argv[0] and which("clockbench") in
+    tests."""
+    import os
+    import shutil
+    import sys
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    on_path = shutil.which("clockbench") if on_path is None else on_path
+    here = lambda p: (os.path.relpath(p) if not os.path.relpath(p).startswith("..") else str(p))  # noqa: E731
+    if Path(argv0).name == "clockbench":
+        if on_path and Path(on_path).resolve() == Path(argv0).resolve():
+            return "clockbench"
+        return here(Path(argv0).resolve())
+    if VENV_TOOL.is_file():
+        return here(VENV_TOOL)
+    return f"PYTHONPATH={here(ROOT / 'tools')} python3 -m clockbench"
+
+
 def in_checkout() -> bool:
     return (ROOT / "Makefile").is_file() and (ROOT / "kernel").is_dir()
 

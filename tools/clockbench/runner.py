@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -207,6 +208,40 @@ def check_kernel_words(line: str, option: str) -> tuple[list[tuple[str, int]], l
     return durations, profiles
 
 
+NETBOOT_DEFAULT_MAC = "52:54:00:12:34:56"  # QEMU's NIC when no mac= is given
+NETBOOT_LOADERS = {"bios": ("ipxe", "grub"), "uefi": ("grub",)}
+
+
+def check_netboot_arguments(args: argparse.Namespace) -> None:
+    """--boot netboot boots the TFTP tree (`make netboot`): the tree holds the
+    kernel and each machine's command line (its machines file, by MAC), so
+    the options that would give either are refused, as are the netboot
+    options without it."""
+    netboot = getattr(args, "boot", None) == "netboot"
+    if not netboot:
+        for option, value in (("--tftp", getattr(args, "tftp", None)), ("--mac", getattr(args, "mac", None)),
+                              ("--loader", getattr(args, "loader", None))):
+            if value is not None:
+                raise _usage(option, value, "only with --boot netboot")
+        return
+    for option, value, why in (
+            ("--append", args.append or None, "the command line"), ("--profile", args.profile, "the profile"),
+            ("--duration", args.duration, "the duration"), ("--kernel", args.kernel, "the kernel"),
+            ("--iso", getattr(args, "iso", None), "the image")):
+        if value is not None:
+            raise _usage(option, value, f"with --boot netboot {why} comes from the TFTP tree (its machines file picks the "
+                         "command line by --mac): `make netboot NETBOOT_CONFIG=FILE` writes another")
+    if getattr(args, "migrate_at", None) is not None:
+        raise _usage("--migrate-at", args.migrate_at, "a netbooted run is not migrated: boot the kernel (--boot direct or pvh)")
+    loaders = NETBOOT_LOADERS.get(args.firmware)
+    if loaders is None:
+        raise _usage("--firmware", args.firmware, "the netboot tree boots under bios (iPXE or GRUB) or uefi (GRUB)")
+    if args.loader is not None and args.loader not in loaders:
+        raise _usage("--loader", args.loader, f"the tree's {args.firmware} way is {' or '.join(loaders)}")
+    if args.mac is not None and not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", args.mac):
+        raise _usage("--mac", args.mac, "a MAC address is six hex pairs with colons, as 52:54:00:12:34:56")
+
+
 def check_run_arguments(args: argparse.Namespace) -> None:
     """Every value of `run`'s options, and how they go together: the
     profile and the duration, whether from --profile and --duration or from
@@ -235,6 +270,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
                               f"build ({qemu.OVMF_VARS_MS} has {Path(qemu.OVMF_VARS_MS).stat().st_size})")
     if args.machine == "microvm" and args.boot not in ("direct", "pvh"):
         raise _usage("--machine", args.machine, "microvm boots only a kernel QEMU loads itself: with --boot direct or pvh")
+    check_netboot_arguments(args)
     durations, profiles = check_kernel_words(args.append, "--append")
     if args.duration is not None:
         if not DURATION_MIN_S <= args.duration <= DURATION_MAX_S:
@@ -288,13 +324,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "isa-debug-exit, so the status comes from the summary on the serial log (default: %(default)s)")
     r.add_argument("--vmm-binary", metavar="PATH", help="the monitor's program (default: qemu-system-x86_64, "
                    "cloud-hypervisor or firecracker on PATH)")
-    r.add_argument("--boot", choices=["iso", "direct", "pvh"], default=None,
+    r.add_argument("--boot", choices=["iso", "direct", "pvh", "netboot"], default=None,
                    help="iso: GRUB from the ISO, Multiboot 2 (the tool picks the entry, no menu is shown); "
                    "direct: QEMU -kernel, Multiboot 1, the fast path; pvh: the PVH entry (QEMU -kernel, or a microVM "
-                   "monitor) (default: iso under QEMU, pvh under a microVM monitor)")
+                   "monitor); netboot: PXE from the TFTP tree `make netboot` writes, served by QEMU's own TFTP server "
+                   "(see --tftp, --mac, --loader) (default: iso under QEMU, pvh under a microVM monitor)")
     r.add_argument("--kernel", help=f"the kernel, for --boot direct (default: {paths.default(paths.KERNEL)}) or pvh "
                    f"(default: {paths.default(paths.PVH_KERNEL)})")
-    r.add_argument("--iso", default=paths.default(paths.ISO), help="the ISO, for --boot iso (default: %(default)s)")
+    r.add_argument("--iso", help=f"the ISO, for --boot iso (default: {paths.default(paths.ISO)})")
+    r.add_argument("--tftp", metavar="DIR", help="with --boot netboot: the TFTP tree (default: "
+                   f"{paths.default(paths.BUILD / 'netboot')}, which the run writes with `make netboot` when it is missing or holds "
+                   "an older kernel than the build's)")
+    r.add_argument("--mac", help="with --boot netboot: the NIC's MAC address, which picks the command line in the tree's "
+                   f"machines file (default: QEMU's, {NETBOOT_DEFAULT_MAC})")
+    r.add_argument("--loader", choices=["ipxe", "grub"], help="with --boot netboot: what loads the kernel; bios: ipxe "
+                   "(Multiboot 1, the default) or grub (Multiboot 2); uefi: grub only")
     add_machine_arguments(r, firmware_help="SeaBIOS, OVMF (UEFI), OVMF's Secure Boot build with Secure Boot on "
                           "(uefi-secboot: the ISO on q35, as a retail PC with Microsoft's keys; see --secure-boot-vars) "
                           "or qboot (direct boot only)", firmwares=("bios", "uefi", "uefi-secboot", "qboot"))
@@ -371,11 +415,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_microvm(args)
     cmdline = kernel_cmdline(args)
     kernel = args.kernel or paths.default(paths.PVH_KERNEL if args.boot == "pvh" else paths.KERNEL)
-    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(kernel), iso=Path(args.iso), firmware=args.firmware,
-                          accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp, memory=args.memory,
-                          append=cmdline, display=args.display, extra=args.qemu_arg or [],
+    cfg = qemu.QemuConfig(boot=args.boot, kernel=Path(kernel), iso=Path(args.iso or paths.default(paths.ISO)),
+                          firmware=args.firmware, accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp,
+                          memory=args.memory, append=cmdline, display=args.display, extra=args.qemu_arg or [],
                           binary=getattr(args, "vmm_binary", None) or qemu.QEMU_BINARY)
-    image = cfg.iso if cfg.boot == "iso" else cfg.kernel
+    netbooted = None
+    if cfg.boot == "netboot":
+        netbooted = _netboot_tree(args, cfg)
+        cmdline, image = netbooted["cmdline"], cfg.tftp / cfg.bootfile
+    else:
+        image = cfg.iso if cfg.boot == "iso" else cfg.kernel
     if not image.is_file():
         raise errors.NoInput(f"{image}: no such file (`make {'iso' if cfg.boot == 'iso' else 'kernel'}` builds it)")
     secure = cfg.firmware == "uefi-secboot"
@@ -406,11 +455,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     meta["qemu"] = {"version": version, "command": command, "accel": accel, "accel_why": why, "machine": cfg.machine,
                     "firmware": cfg.firmware, "boot": cfg.boot, "cpu": command[command.index("-cpu") + 1],
                     "smp": cfg.smp, "memory": cfg.memory}
+    if netbooted:
+        meta["netboot"] = {k: v for k, v in netbooted.items() if k != "cmdline"}
     runs.write_metadata(run_dir, meta)
-    _say(f"booting {cfg.boot} boot ({image}), firmware {cfg.firmware}, machine {cfg.machine} under {why}")
+    _say(f"booting {'over the network' if netbooted else f'{cfg.boot} boot'} ({image}), firmware {cfg.firmware}, "
+         f"machine {cfg.machine} under {why}")
     if secure:
         _say(f"Secure Boot on; the firmware holds {keys}")
-    if cmdline:
+    if netbooted:
+        _say(f"PXE from {runs.shown(cfg.tftp)}/ through {netbooted['loader']} ({cfg.bootfile}), MAC {netbooted['mac']}; "
+             f"the tree's machines file gives it \"{cmdline}\"")
+    elif cmdline:
         _say(f"kernel command line \"{cmdline}\"" + (" (handed to GRUB, which shows no menu)" if cfg.boot == "iso" else ""))
     _say(f"keeping the run in {runs.shown(run_dir)}/; time bound {timeout:.0f} s; Ctrl-C stops it")
     if cfg.boot == "iso" and accel == "kvm":
@@ -430,6 +485,33 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise failure from None
 
     return _finish_run(args, run_dir, meta, start, hold=cfg.boot not in ("direct", "pvh"))
+
+
+def _netboot_tree(args: argparse.Namespace, cfg: qemu.QemuConfig) -> dict:
+    """--boot netboot: the tree, its bootfile for the firmware and loader,
+    the MAC and the command line the tree gives that MAC. The default tree
+    is written by `make netboot` when it is missing or holds an older
+    kernel than the build's; a tree given with --tftp must exist (exit 66)."""
+    from . import netboot_tree as netboot
+    loader = args.loader or NETBOOT_LOADERS[cfg.firmware][0]
+    cfg.tftp = Path(args.tftp or paths.default(netboot.OUT))
+    cfg.bootfile = netboot.BOOTFILES[f"{cfg.firmware}-{loader}"]
+    cfg.mac = (args.mac or NETBOOT_DEFAULT_MAC).lower()
+    script = cfg.tftp / netboot.BOOTFILES["bios-ipxe"]
+    copy, built = cfg.tftp / netboot.KERNEL_NAME, Path(paths.default(paths.KERNEL))
+    stale = copy.is_file() and built.is_file() and built.stat().st_mtime > copy.stat().st_mtime
+    if not args.tftp and (stale or not all((cfg.tftp / f).is_file() for f in netboot.BOOTFILES.values())):
+        _say(f"{'the netboot tree holds an older kernel' if stale else 'no netboot tree'} in {runs.shown(cfg.tftp)}/: "
+             "`make netboot` writes it")
+        r = subprocess.run(["make", "-C", str(paths.ROOT), "netboot"], stdout=sys.stderr, stderr=sys.stderr)
+        if r.returncode != 0:
+            raise errors.NoInput(f"{cfg.tftp}: no netboot tree, and `make netboot` failed (status {r.returncode}): "
+                                 "run `make netboot` and read its error")
+    for f in (cfg.tftp / cfg.bootfile, script, cfg.tftp / netboot.KERNEL_NAME):
+        if not f.is_file():
+            raise errors.NoInput(f"{f}: no such file (`clockbench netboot --out {cfg.tftp}` writes the tree)")
+    return {"tftp": str(cfg.tftp.resolve()), "bootfile": cfg.bootfile, "loader": "iPXE" if loader == "ipxe" else "GRUB",
+            "mac": cfg.mac, "cmdline": netboot.tree_cmdline(script.read_text(), cfg.mac)}
 
 
 def _which(program: str) -> str | None:
@@ -601,7 +683,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     if meta["report"] and report_dir != run_dir:
         _say(f"report in {runs.shown(report_dir)}/report.html")
     if latest:
-        _say(f"{runs.shown(latest)} is a link to its log; `clockbench runs` lists the kept runs")
+        stored = getattr(args, "store", "none") != "none"
+        where = "" if not stored or Path(args.store).resolve() == Path(store.DEFAULT).resolve() else f" --store {runs.shown(Path(args.store))}"
+        _say(f"{runs.shown(latest)} is a link to its log" +
+             (f"; `{paths.tool_command()} runs{where}` lists the stored runs" if stored else ""))
     _store(args, meta, log, result.output)
     return result.exit_code
 

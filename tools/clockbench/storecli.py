@@ -42,7 +42,9 @@ def qemu_machine(meta: dict) -> str:
 def meta_of_run(meta: dict, log: Path) -> dict:
     """What a kept run's metadata.json adds to the store's row."""
     q = meta.get("qemu") or meta.get("vmm") or {}
-    return {"firmware": q.get("firmware"), "boot": q.get("boot"), "started": meta.get("started"), "ended": meta.get("ended"),
+    nb = meta.get("netboot") or {}  # `run --boot netboot`: named as capture names a netbooted place's way
+    boot = f"netboot-{q.get('firmware')}-{str(nb.get('loader', '')).lower()}" if nb else q.get("boot")
+    return {"firmware": q.get("firmware"), "boot": boot, "mac": nb.get("mac"), "started": meta.get("started"), "ended": meta.get("ended"),
             "seconds": meta.get("seconds"), "exit": meta.get("exit"), "log_path": str(log), "host": (meta.get("host") or {}).get("name"),
             "image_build": (meta.get("image") or {}).get("build"), "cmdline": meta.get("cmdline")}
 
