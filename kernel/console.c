@@ -240,30 +240,34 @@ void console_emit_record(struct record *r)
     console_write(line, strlen(line));
 }
 
+/* One printf into buf (PRINTF_MAX bytes): the length kept, cut to fit. */
+#define PRINTF_MAX 1024
+static unsigned long format_line(char *buf, const char *fmt, va_list ap)
+{
+    int n = fmt_vformat(buf, PRINTF_MAX, fmt, ap);
+    return n > PRINTF_MAX - 1 ? PRINTF_MAX - 1 : (unsigned long)n;
+}
+
 void kprintf(const char *fmt, ...)
 {
-    char buf[1024];
+    char buf[PRINTF_MAX];
     va_list ap;
     va_start(ap, fmt);
-    int n = fmt_vformat(buf, sizeof buf, fmt, ap);
+    unsigned long n = format_line(buf, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof buf - 1)
-        n = sizeof buf - 1;
-    console_write(buf, (unsigned long)n);
+    console_write(buf, n);
 }
 
 void serial_printf(const char *fmt, ...)
 {
-    char buf[1024];
+    char buf[PRINTF_MAX];
     va_list ap;
     va_start(ap, fmt);
-    int n = fmt_vformat(buf, sizeof buf, fmt, ap);
+    unsigned long n = format_line(buf, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof buf - 1)
-        n = sizeof buf - 1;
     if (line_len)
         emit_line();
-    for (int i = 0; i < n; i++)
+    for (unsigned long i = 0; i < n; i++)
         put_raw(buf[i], false);
 }
 

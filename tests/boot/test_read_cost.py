@@ -82,26 +82,37 @@ def test_the_tsc_step_under_exact_time_is_one_tick(icount_run):
     assert not any(l["below_step"] for l in records.of_type(icount_run.records, "latency"))
 
 
+# A TSC whose staircase jumps by this many ticks or more moves in coarse steps
+# (an AMD host's is 24-26 ticks, about 10 ns: ../shared/PLATFORM.md); one that
+# counts every tick shows a few ticks of the measurement's own grain instead
+# (2, 4, 6 and once 12 on one loaded Intel host, guest and host alike).
+COARSE_STEP_TICKS = 16
+
+
 def test_the_tsc_step_under_tcg_is_the_hosts(boot):
     """Under TCG (no icount) the guest's TSC is the host's, read through
-    QEMU: where the host's own TSC moves in coarse steps (an AMD host's 26
-    ticks, seen by clockbench-os on the host), the image must see the same
-    step; the guest can never resolve finer than the host."""
+    QEMU: where the host's own TSC moves in coarse steps (seen by
+    clockbench-os on the host), the image must see the same step; where the
+    host counts every tick, the image must not invent a coarse step. The
+    host's step is the least of three runs: load only ever widens it."""
     import os
     import subprocess
     from pathlib import Path
 
     build = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build"))
-    host = subprocess.run([str(build / "os" / "clockbench-os"), "--quick", "--current-only"], capture_output=True, text=True,
-                          timeout=180)
-    assert host.returncode == 0, host.stdout[-2000:]
-    (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
+    host_steps = []
+    for _ in range(3):
+        host = subprocess.run([str(build / "os" / "clockbench-os"), "--quick", "--current-only"], capture_output=True,
+                              text=True, timeout=180)
+        assert host.returncode == 0, host.stdout[-2000:]
+        (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
+        host_steps.append(host_step["step_ticks"])
+    host_ticks = min(host_steps)
     b = boot(boot="direct", accel="tcg", append="only=read_cost", timeout=120)
     assert b.status == 0, b.explain()
     (step,) = records.of_type(b.records, "tsc_step")
-    if host_step["step_ticks"] > 4:
-        assert abs(step["step_ticks"] - host_step["step_ticks"]) <= 1, (step, host_step)
+    assert step["step_ticks"] >= 1, step
+    if host_ticks >= COARSE_STEP_TICKS:
+        assert abs(step["step_ticks"] - host_ticks) <= 2, (step, host_steps)
     else:
-        # a host TSC with no coarse step (a few ticks is the measurement's own
-        # grain: 2 and 4 were both seen on one Intel host): the guest shows none either
-        assert step["step_ticks"] <= 4, (step, host_step)
+        assert step["step_ticks"] < COARSE_STEP_TICKS, (step, host_steps)
