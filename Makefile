@@ -15,6 +15,21 @@ GRUB_MKRESCUE ?= grub-mkrescue
 BUILD := build
 VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 
+# Reproducible builds (docs/architecture.md, "Reproducible builds"): every
+# tool that stamps a time (mtools, xorriso, the Authenticode signature) takes
+# it from SOURCE_DATE_EPOCH, the commit's date unless the environment gives
+# one; without git (a `git archive` tarball), the Makefile's modification
+# time, which git archive sets to the commit's. The build folder is mapped
+# to "." in debug information and __FILE__.
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(or $(shell git log -1 --format=%ct 2>/dev/null),$(shell stat -c %Y Makefile))
+endif
+ifeq ($(shell echo '$(SOURCE_DATE_EPOCH)' | grep -xE '[0-9]{1,11}'),)
+$(error SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' is not a time in seconds since 1970 (unset it: the commit's date is taken))
+endif
+export SOURCE_DATE_EPOCH
+PREFIX_MAP := -ffile-prefix-map=$(CURDIR)=.
+
 # The version is baked into the banner and the QR payload: the objects that
 # print it are rebuilt when it changes (the file is rewritten only then).
 VERSION_FILE := $(BUILD)/version.txt
@@ -73,7 +88,7 @@ KERNEL_SRCS := $(LOGIC_SRCS) $(LIB_IMAGE_SRCS) $(DRIVER_SRCS) $(RUNTIME_SRCS) $(
 FREESTANDING := -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fno-pic -fno-pie \
 	-mno-red-zone -mgeneral-regs-only -mcmodel=small -fno-asynchronous-unwind-tables -fno-omit-frame-pointer
 WARNINGS := -Wall -Wextra -Werror
-KERNEL_CFLAGS := -std=gnu11 -O2 -g $(FREESTANDING) $(WARNINGS) -MMD -MP -DCLOCKBENCH_VERSION='"$(VERSION)"'
+KERNEL_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) $(FREESTANDING) $(WARNINGS) -MMD -MP -DCLOCKBENCH_VERSION='"$(VERSION)"'
 ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
 KERNEL_CFLAGS += --target=x86_64-unknown-none-elf
 endif
@@ -186,7 +201,7 @@ $(PVH_KERNEL): $(PVH_OBJS) linker.ld
 # with any is refused. build/clockbench.efi is unsigned; the stick's copy is
 # signed (below).
 EFI := $(BUILD)/clockbench.efi
-EFI_CFLAGS := -std=gnu11 -O2 -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fpic -fvisibility=hidden \
+EFI_CFLAGS := -std=gnu11 -O2 $(PREFIX_MAP) -ffreestanding -fno-builtin -nostdlib -fno-stack-protector -fpic -fvisibility=hidden \
 	-mno-red-zone -mgeneral-regs-only -fno-asynchronous-unwind-tables $(WARNINGS) -MMD -MP -I$(BUILD)/gen
 ifneq ($(findstring clang,$(shell $(CC) --version 2>/dev/null)),)
 EFI_CFLAGS += --target=x86_64-unknown-none-elf
@@ -221,7 +236,7 @@ $(BUILD)/efi/string.o: lib/string.c lib/string.h Makefile
 	$(call say,CC,$<)$(CC) $(EFI_CFLAGS) -c -o $@ $<
 
 $(BUILD)/efi/payload.o: efi/payload.S $(BUILD)/efi/clockbench.bin $(BUILD)/efi/sbat.csv
-	$(call say,AS,$<)$(CC) -c -Wa,-I$(BUILD)/efi -o $@ $<
+	$(call say,AS,$<)$(CC) $(PREFIX_MAP) -c -Wa,-I$(BUILD)/efi -o $@ $<
 
 $(BUILD)/efi/stub.so: $(BUILD)/efi/stub.o $(BUILD)/efi/string.o $(BUILD)/efi/payload.o efi/stub.lds
 	$(call say,LD,$@)$(LD) -shared -Bsymbolic -nostdlib -z noexecstack -T efi/stub.lds -o $@ $(BUILD)/efi/stub.o $(BUILD)/efi/string.o $(BUILD)/efi/payload.o
@@ -298,7 +313,7 @@ $(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(TEST_KEY_DIR)/clockbenc
 OS_BIN := $(BUILD)/os/clockbench-os
 OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c \
 	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
-OS_CFLAGS := -std=gnu11 -O2 -g -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
+OS_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
 $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)
 	@test -r /usr/lib/x86_64-linux-gnu/libc.a || { echo "error: static glibc not found: install 'libc6-dev' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
