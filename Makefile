@@ -97,6 +97,10 @@ ifneq ($(shell $(LD) --help 2>/dev/null | grep -c no-warn-rwx-segments),0)
 LDFLAGS += --no-warn-rwx-segments
 endif
 NASMFLAGS := -f elf64 -g -I boot/
+# NASM (2.16) writes the source's absolute folder as the DWARF compilation
+# folder and cannot map it away: the script sets it to "." (the folder the
+# source names are relative to), as -ffile-prefix-map does for GCC's objects.
+NASM_COMP_DIR = $(PYTHON) scripts/dwarf_comp_dir.py $@ || { rm -f $@; exit 1; }
 
 HOST_CFLAGS := -std=gnu11 -O1 -g -fPIC -shared $(WARNINGS) -fsanitize=undefined -fno-sanitize-recover=all
 
@@ -168,9 +172,10 @@ DEPS ?= all
 deps:
 	@scripts/install-deps.sh $(DEPS)
 
-$(BUILD)/%.o: %.asm boot/constants.inc Makefile | check-build-tools
+$(BUILD)/%.o: %.asm boot/constants.inc scripts/dwarf_comp_dir.py Makefile | check-build-tools
 	@mkdir -p $(dir $@)
 	$(call say,AS,$<)$(NASM) $(NASMFLAGS) -MD $(@:.o=.d) -o $@ $<
+	$(Q)$(NASM_COMP_DIR)
 
 $(BUILD)/%.o: %.c Makefile | check-build-tools
 	@mkdir -p $(dir $@)
@@ -188,9 +193,10 @@ $(KERNEL): $(KERNEL_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(KERNEL_OBJS)
 
 PVH_OBJS := $(filter-out $(BUILD)/boot/multiboot_header.o,$(KERNEL_OBJS)) $(BUILD)/boot/multiboot_header_nomb1.o
-$(BUILD)/boot/multiboot_header_nomb1.o: boot/multiboot_header.asm boot/constants.inc Makefile | check-build-tools
+$(BUILD)/boot/multiboot_header_nomb1.o: boot/multiboot_header.asm boot/constants.inc scripts/dwarf_comp_dir.py Makefile | check-build-tools
 	@mkdir -p $(dir $@)
 	$(call say,AS,$< (no Multiboot 1))$(NASM) $(NASMFLAGS) -DNO_MULTIBOOT1 -MD $(@:.o=.d) -o $@ $<
+	$(Q)$(NASM_COMP_DIR)
 
 $(PVH_KERNEL): $(PVH_OBJS) linker.ld
 	$(call say,LD,$@)$(LD) $(LDFLAGS) -o $@ $(PVH_OBJS)
@@ -283,9 +289,17 @@ $(KEY_DIR)/clockbench.crt $(TEST_KEY_DIR)/clockbench.crt:
 # replaces it (the El Torito UEFI entry and the GPT partition both point at
 # /efi.img; tests/boot/test_secureboot.py checks the ISO's copy is ours).
 # The tests' copy boots the default entry with no menu delay.
+# Reproducible: GRUB 2.06's grub-mkrescue dates the ISO, and names it by a
+# UUID made of that date which its core images search for, from time() (it
+# reads no SOURCE_DATE_EPOCH), so it runs under faketime with the clock
+# stopped at SOURCE_DATE_EPOCH; xorriso (1.5.4) takes that date for the
+# volume and its file dates from SOURCE_DATE_EPOCH, and every file's own date
+# is set to it (-alter_date_r); -r makes the permissions umask-free.
+ISO_DATE = $(shell TZ=UTC date -d @$(SOURCE_DATE_EPOCH) '+%Y-%m-%d %H:%M:%S')
 # $(call make_iso,ISO,TIMEOUT,KEY_DIR)
 define make_iso
 	@command -v $(GRUB_MKRESCUE) >/dev/null || { echo "error: grub-mkrescue not found: install grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools (or run 'make deps')"; exit 1; }
+	@command -v faketime >/dev/null || { echo "error: faketime not found: install the 'faketime' package (or run 'make deps'): it dates the ISO from SOURCE_DATE_EPOCH"; exit 1; }
 	$(call say,ISO,$(1))rm -rf $(dir $(1))isodir $(dir $(1))esp
 	$(Q)mkdir -p $(dir $(1))isodir/boot/grub $(dir $(1))esp
 	$(Q)cp $(KERNEL) $(dir $(1))isodir/boot/clockbench.elf
@@ -295,7 +309,8 @@ define make_iso
 	$(Q)$(CB_TOOL) sign --key-dir $(3) $(GRUB_EFI) -o $(dir $(1))esp/grubx64.efi > /dev/null
 	$(Q)$(CB_TOOL) esp --out $(dir $(1))esp/efi.img --grub $(dir $(1))esp/grubx64.efi --kernel $(dir $(1))esp/clockbench.efi --cert-der $(3)/clockbench.cer
 	$(Q)cp $(dir $(1))esp/efi.img $(dir $(1))isodir/efi.img
-	$(Q)$(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
+	$(Q)TZ=UTC NO_FAKE_STAT=1 faketime -f '$(ISO_DATE)' $(GRUB_MKRESCUE) -o $(1) $(dir $(1))isodir \
+		-- -alter_date_r b =$(SOURCE_DATE_EPOCH) / -- 2>$(dir $(1))grub-mkrescue.log || { cat $(dir $(1))grub-mkrescue.log; exit 1; }
 endef
 
 iso: $(ISO)

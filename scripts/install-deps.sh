@@ -19,6 +19,7 @@ run_packages=(
   make gcc binutils nasm                                # the kernel
   console-setup-linux                                    # the console font, converted at build time
   grub-common grub-pc-bin grub-efi-amd64-bin xorriso mtools  # the hybrid ISO
+  faketime                                               # grub-mkrescue dated from SOURCE_DATE_EPOCH; the reproducibility test
   qemu-system-x86 ovmf                                   # booting it (SeaBIOS, qboot and OVMF firmware)
   ipxe-qemu                                              # the NICs' PXE ROMs: network boot (make netboot)
   shim-signed sbsigntool python3-cryptography            # Secure Boot: shim and MokManager on the stick, signing, the key

@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import errors
+from . import errors, reproducible
 
 KEY_DIR = Path.home() / ".config" / "clockbench" / "secureboot"
 KEY_NAME = "clockbench.key"  # PEM, the private key: mode 0600
@@ -243,6 +243,13 @@ def sign(key_path: Path, cert_path: Path, src: Path, out: Path) -> KeyInfo:
         tmp.unlink(missing_ok=True)
         why = (r.stderr.strip().splitlines() or ["no message"])[-1]
         raise errors.BadInput(f"sbsign refused {src}: {why}")
+    epoch = reproducible.source_date_epoch()
+    if epoch is not None:  # the signature's time: the commit's, not the clock's
+        try:
+            reproducible.pin_signing_time(tmp, key_path, epoch)
+        except Exception:
+            tmp.unlink(missing_ok=True)
+            raise
     os.replace(tmp, out)
     return info
 
@@ -278,12 +285,19 @@ def make_esp(out: Path, grub_efi: Path, kernel_efi: Path, cert_der: Path, shim_d
     with tmp.open("wb") as f:
         f.truncate(ESP_MB << 20)
 
+    # Reproducible: mtools (4.0.32) dates files and folders from
+    # SOURCE_DATE_EPOCH when it is set, in local time (FAT has no zone):
+    # TZ=UTC; the volume serial, random otherwise, is made of the same date.
+    env = {**os.environ, "TZ": "UTC", "LC_ALL": "C"}
+    epoch = reproducible.source_date_epoch()
+    serial = ["-N", f"{epoch & 0xFFFFFFFF:08X}"] if epoch is not None else []
+
     def m(*cmd: str) -> None:
-        r = subprocess.run(list(cmd), capture_output=True, text=True)
+        r = subprocess.run(list(cmd), capture_output=True, text=True, env=env)
         if r.returncode:
             raise errors.CannotWrite(f"{' '.join(cmd[:2])} failed: {r.stderr.strip()[:200]}")
 
-    m("mformat", "-i", str(tmp), "-v", "CLOCKBENCH", "-T", str((ESP_MB << 20) // 512), "-h", "64", "-s", "32", "::")
+    m("mformat", "-i", str(tmp), *serial, "-v", "CLOCKBENCH", "-T", str((ESP_MB << 20) // 512), "-h", "64", "-s", "32", "::")
     m("mmd", "-i", str(tmp), "::/EFI", "::/EFI/BOOT")
     for src, dst in ((shim, "BOOTX64.EFI"), (mm, "mmx64.efi"), (grub_efi, "grubx64.efi"), (kernel_efi, "clockbench.efi")):
         m("mcopy", "-i", str(tmp), str(src), f"::/EFI/BOOT/{dst}")
