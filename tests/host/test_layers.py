@@ -178,7 +178,7 @@ def test_the_host_library_compiles_all_of_lib():
 # capturing; the command line on top. A module may import from its own
 # layer and those below.
 PY_LAYERS = [
-    {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures"},
+    {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures", "reproducible"},
     {"plots", "os_side", "report", "compare", "ci_formats", "decode", "store", "fleet", "acpi"},
     {"qemu", "vmrun", "microvm", "cloud_hypervisor", "firecracker", "snapshot", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench", "storecli", "multicapture",
      "netboot", "netboot_tree", "lab"},
