@@ -10,10 +10,9 @@ it, relative to the top of the tree where the Makefile runs it, so "." is the
 folder they are relative to, as GCC's objects say with -ffile-prefix-map=$(CURDIR)=.
 
 The object is rewritten in place: the string in its compilation unit (DWARF 3,
-7.5.4: DW_FORM_string, inline) replaced and the unit's length with it; the
-new .debug_info goes at the end of the file (its section header pointing
-there, the old bytes zeroed: ELF places sections anywhere), and the
-.debug_info relocations past the string move by the difference. (objcopy
+7.5.4: DW_FORM_string, inline) replaced and the unit's length with it, the
+sections from .debug_info on laid out again, and the .debug_info
+relocations past the string moved by the difference. (objcopy
 --update-section drops a section's relocations, so it cannot do this.)
 Anything not as NASM writes it (not one compilation unit, another form) is
 refused: one line, exit status 1, the object left as it was.
@@ -29,6 +28,7 @@ import sys
 
 NEW_DIR = b"."
 DW_AT_COMP_DIR = 0x1B
+SHT_NOBITS = 8
 # form -> size in a 64-bit DWARF 2-4 unit of the 32-bit format; None: a string
 FORM_SIZES = {0x01: 8, 0x05: 2, 0x06: 4, 0x07: 8, 0x08: None, 0x0B: 1, 0x0C: 1, 0x0E: 4, 0x17: 4}
 
@@ -63,6 +63,10 @@ def sections(elf: bytes) -> dict[str, tuple[int, int, int]]:
         name = elf[start:elf.index(b"\0", start)].decode()
         out[name] = (shoff + i * shentsize, h[4], h[5])
     return out
+
+
+def _type(elf: bytes, hdr_at: int) -> int:
+    return struct.unpack_from("<I", elf, hdr_at + 4)[0]
 
 
 def comp_dir_span(info: bytes, abbrev: bytes) -> tuple[int, int]:
@@ -119,13 +123,22 @@ def rewrite(path: str) -> None:
     if delta == 0 and info[start:end] == NEW_DIR + b"\0":
         return
     struct.pack_into("<I", new_info, 0, len(new_info) - 4)
-    # the new contents at the end of the file, the old ones zeroed
-    fixed = bytearray(elf)
-    fixed[off:off + size] = bytes(size)
-    fixed += bytes(-len(fixed) % 8)
-    hdr_at = secs[".debug_info"][0]
-    struct.pack_into("<QQ", fixed, hdr_at + 24, len(fixed), len(new_info))  # sh_offset, sh_size
-    fixed += new_info
+    # .debug_info and every section after it laid out again, each from a
+    # 16-byte boundary as NASM places them, so that the file depends on the
+    # contents only (the section headers, at the top, are patched in place)
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    if shoff > off:
+        raise Refused("the section headers follow the sections")
+    info_hdr = secs[".debug_info"][0]
+    fixed = bytearray(elf[:off])
+    for hdr_at, s_off, s_size in sorted((h for h in secs.values() if h[1] >= off), key=lambda h: (h[1], h[0])):
+        fixed += bytes(-len(fixed) % 16)
+        body = new_info if hdr_at == info_hdr else b"" if _type(elf, hdr_at) == SHT_NOBITS else elf[s_off:s_off + s_size]
+        struct.pack_into("<Q", fixed, hdr_at + 24, len(fixed))  # sh_offset
+        if hdr_at == info_hdr:
+            struct.pack_into("<Q", fixed, hdr_at + 32, len(new_info))  # sh_size
+        fixed += body
+    secs = sections(bytes(fixed))
     # the relocations of .debug_info (Elf64_Rela, 24 bytes each) past the string move with it
     if ".rela.debug_info" in secs:
         _, roff, rsize = secs[".rela.debug_info"]
