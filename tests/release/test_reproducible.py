@@ -1,6 +1,7 @@
 """Reproducible builds (docs/architecture.md, "Reproducible builds"): two
 builds of the committed HEAD, each in a fresh `git clone`, in folders of
-different paths and lengths, at different wall-clock times (faketime), with
+different paths and lengths (the second on a tmpfs when there is room: another
+order of files in a folder), at different wall-clock times (faketime), with
 umask 022 and 077, TZ=UTC and TZ=Pacific/Chatham (+12:45/+13:45, a zone no
 offset arithmetic gets right by accident), LC_ALL=C and C.UTF-8, both signing
 with one key made once: every output compared byte for byte, each file that
@@ -14,6 +15,7 @@ build/pydeps, which only the host tool's reports and the tests use.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -45,12 +47,17 @@ OUTPUTS = [
     "build/os/clockbench-os",
 ]
 
-# Two builds as unlike each other as one machine allows.
+# Two builds as unlike each other as one machine allows. The second goes on
+# a tmpfs when there is room (a file system that lists a folder's files in
+# another order than ext4's hashed one).
 BUILDS = [
-    {"folder": "a", "umask": 0o022, "env": {"TZ": "UTC", "LC_ALL": "C"}, "faketime": None},
+    {"folder": "a", "umask": 0o022, "env": {"TZ": "UTC", "LC_ALL": "C"}, "faketime": None, "tmpfs": False},
     {"folder": "a-much-longer-folder/with/more/levels/b", "umask": 0o077,
-     "env": {"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"}, "faketime": "+397d"},  # a later wall clock, ticking
+     "env": {"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"}, "faketime": "+397d",  # a later wall clock, ticking
+     "tmpfs": True},
 ]
+TMPFS = Path("/dev/shm")
+TMPFS_NEED = 512 << 20
 # What the builds' environment must not carry over from the test's
 # (a SOURCE_DATE_EPOCH would hide the one the Makefile derives; a parent
 # make's jobserver would take over -j2).
@@ -76,10 +83,14 @@ def first_difference(a: bytes, b: bytes) -> str:
     return f"sizes {len(a)} and {len(b)}, first difference at byte {n:#x}"
 
 
-def build(tmp: Path, spec: dict, key_dir: Path) -> tuple[Path, float]:
-    tree = tmp / spec["folder"]
+def build(parent: Path, spec: dict, key_dir: Path) -> tuple[Path, float]:
+    """A clone of HEAD in parent/folder, built as spec says; its folder and the seconds make took."""
+    tree = parent / spec["folder"]
     tree.parent.mkdir(parents=True, exist_ok=True)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if r.returncode:
+        pytest.fail(f"{ROOT} is not a git checkout ({r.stderr.strip()[:200]}): the test builds its HEAD in two clones")
+    head = r.stdout.strip()
     subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(tree)], check=True, capture_output=True, text=True)
     subprocess.run(["git", "-C", str(tree), "checkout", "--quiet", "--detach", head], check=True, capture_output=True, text=True)
     env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
@@ -99,14 +110,20 @@ def test_two_builds_are_byte_identical():
     if not shutil.which("faketime"):
         pytest.fail("faketime is not installed (Debian package faketime; `make deps`): the reproducibility test "
                     "and the ISO's dating need it")
-    with tempfile.TemporaryDirectory(prefix="clockbench-repro-") as d:
-        tmp = Path(d)
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clockbench-repro-")))
         key_dir = tmp / "key"
         # one key for both, named without this machine's name
         secureboot.make_key(key_dir, common_name="clockbench reproducibility test key")
         start = time.monotonic()
-        trees = [build(tmp, spec, key_dir) for spec in BUILDS]
-        print(f"\ntwo builds: {', '.join(f'{t:.1f} s' for _, t in trees)}; total with clones {time.monotonic() - start:.1f} s")
+        trees = []
+        for spec in BUILDS:
+            parent = tmp
+            if spec["tmpfs"] and TMPFS.is_dir() and shutil.disk_usage(TMPFS).free > TMPFS_NEED:
+                parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clockbench-repro-", dir=TMPFS)))
+            trees.append(build(parent, spec, key_dir))
+        print(f"\ntwo builds ({', '.join(str(t) for t, _ in trees)}): {', '.join(f'{s:.1f} s' for _, s in trees)}; "
+              f"{time.monotonic() - start:.1f} s with the clones")
         (a, _), (b, _) = trees
         fa, fb = files_of(a, OUTPUTS), files_of(b, OUTPUTS)
         missing = sorted(set(fa) ^ set(fb)) + sorted(n for n, p in fa.items() if not p.is_file())
