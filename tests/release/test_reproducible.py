@@ -10,7 +10,9 @@ differs named.
 The clones need no `make deps`: building (the kernels, the EFI programs, the
 ISO, the netboot tree, clockbench-os) uses Debian's python3 with the clone's
 own tools/ on PYTHONPATH (the Makefile's CB_TOOL), never the venv or
-build/pydeps, which only the host tool's reports and the tests use.
+build/pydeps, which only the host tool's reports and the tests use. A target
+added here that needs build/pydeps finds the parent tree's through a symlink
+in the clone's build/ (the tool looks for it beside its own tools/).
 """
 
 from __future__ import annotations
