@@ -105,7 +105,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: release efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: release rebuild-check efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -138,6 +138,7 @@ help:
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
 	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1)"
+	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
 	@echo "make help       this list"
 	@echo "Variables: CROSS=x86_64-elf-  CC=clang  V=1 (full commands)  RUN_ARGS='--firmware uefi --accel tcg ...'"
@@ -456,6 +457,23 @@ release:
 	$(call say,RELEASE,$(VERSION): a build from nothing in $(RELEASE_WORK))rm -rf $(RELEASE_WORK)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
 	@$(RELEASE_TOOL) assemble --version '$(VERSION)' --key-dir '$(KEY_DIR)' --work $(RELEASE_WORK) --out $(RELEASE_DIR)
+
+# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/rebuild.py):
+# `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
+# gets the release's own signature back; every file is then compared.
+REBUILD_KEY := $(BUILD)/rebuild-key
+REBUILD_WORK := $(BUILD)/rebuild-work
+REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
+rebuild-check:
+	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
+	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
+	@v=$$($(REBUILD_TOOL) prepare --release '$(RELEASE)' --key-dir $(REBUILD_KEY)) || exit $$?; \
+	echo "  REBUILD $$v: a build from nothing in $(REBUILD_WORK), with the release's signatures"; \
+	rm -rf $(REBUILD_WORK) && \
+	CLOCKBENCH_SIGNATURES_FROM='$(abspath $(RELEASE))' $(MAKE) --no-print-directory BUILD=$(REBUILD_WORK) \
+		KEY_DIR='$(abspath $(REBUILD_KEY))' VERSION="$$v" $(RELEASE_TARGETS) && \
+	$(RELEASE_TOOL) assemble --version "$$v" --key-dir $(REBUILD_KEY) --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
+	$(REBUILD_TOOL) compare $(BUILD)/rebuild '$(RELEASE)'
 
 clean:
 	rm -rf $(BUILD)
