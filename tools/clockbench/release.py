@@ -197,7 +197,20 @@ def dpkg_versions(names) -> dict[str, str]:
     return out
 
 
-def release_notes(version: str, commit: str, epoch: int, cwd: Path = paths.ROOT) -> str:
+def cert_info(cert_path: Path) -> secureboot.KeyInfo:
+    """The certificate's subject, fingerprints and expiry, for the notes (a
+    rebuild has the certificate only, never the key)."""
+    x509, hashes, serialization, _ = secureboot._crypto()
+    data = cert_path.read_bytes()
+    cert = x509.load_pem_x509_certificate(data) if b"-----BEGIN" in data else x509.load_der_x509_certificate(data)
+    der = cert.public_bytes(serialization.Encoding.DER)
+    fps = [hashlib.new(a, der).hexdigest().upper() for a in ("sha256", "sha1")]
+    fps = [":".join(h[i:i + 2] for i in range(0, len(h), 2)) for h in fps]
+    return secureboot.KeyInfo(Path(""), cert_path, cert_path.with_suffix(".cer"), cert.subject.rfc4514_string(), fps[0],
+                              secureboot.cert_not_after(cert), fps[1])
+
+
+def release_notes(version: str, commit: str, epoch: int, key: secureboot.KeyInfo, cwd: Path = paths.ROOT) -> str:
     """What changed: the log since the previous tag (all of it when there is none)."""
     prev = subprocess.run(["git", "describe", "--tags", "--abbrev=0", f"{commit}^"], cwd=cwd, capture_output=True, text=True)
     since = prev.stdout.strip() if prev.returncode == 0 else ""
@@ -208,7 +221,10 @@ def release_notes(version: str, commit: str, epoch: int, cwd: Path = paths.ROOT)
             f"Commit {commit}, {date:%Y-%m-%d %H:%M} UTC (the commit's date: SOURCE_DATE_EPOCH={epoch}).", "",
             "Check the files before you use them (docs/real-hardware.md, \"Checking a downloaded image\"):",
             "`sha256sum -c SHA256SUMS`; `sbverify --cert clockbench-release.crt` on the EFI programs; or rebuild "
-            "this commit bit for bit with `make release`.", "",
+            "this commit bit for bit with `make rebuild-check RELEASE=DIR`.", "",
+            f"Signed with the release key: {key.subject}, certificate SHA-256 {key.fingerprint_sha256}",
+            f"(SHA-1 {key.fingerprint_sha1}, as MokManager shows it when you enrol clockbench-release.cer), "
+            f"valid until {key.not_after:%Y-%m-%d}.", "",
             f"## Changes {'since ' + since if since else '(every commit: the first release)'}", ""]
     return "\n".join(head) + log
 
@@ -283,7 +299,8 @@ def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = pat
             shutil.copyfile(cert_der, staging / names["cert_der"])
         else:
             secureboot.write_der(cert_pem, staging / names["cert_der"])
-        (staging / names["notes"]).write_text(release_notes(version, commit, epoch, cwd) + "\n")
+        key = cert_info(cert_pem)
+        (staging / names["notes"]).write_text(release_notes(version, commit, epoch, key, cwd) + "\n")
         files = {p.name: p for p in staging.iterdir()}
         write_sbom(staging / names["sbom"], version, commit, epoch, files)
         listed = sorted(p.name for p in staging.iterdir())
