@@ -227,14 +227,23 @@ def test_the_released_iso_boots_and_names_its_version(release, firmware):
     assert_version_everywhere(r, version)
 
 
-def test_the_released_iso_boots_under_secure_boot_with_the_release_certificate(release, key, tmp_path):
+def test_the_released_usb_image_boots_under_bios_and_names_its_version(release):
+    out, version, _ = release
+    r = qemu.run(qemu.QemuConfig(boot="disk", disk=released(release, ".img"), firmware="bios", accel="tcg", append=QUICK),
+                 timeout=BOOT_S)
+    assert_version_everywhere(r, version)
+
+
+@pytest.mark.parametrize("image", [".iso", ".img"])
+def test_the_released_image_boots_under_secure_boot_with_the_release_certificate(release, key, tmp_path, image):
     out, version, _ = release
     r = subprocess.run([sys.executable, "-m", "virt.firmware.vars", "--help"], capture_output=True,
                        env={**os.environ, "PYTHONPATH": str(PYDEPS)})
     assert r.returncode == 0, f"virt-firmware is not installed in {PYDEPS}: `make deps`"
     vars_path = secureboot.make_vars(tmp_path / "vars.fd", out / "clockbench-release.cer", mok=True, pydeps=PYDEPS)
-    r = qemu.run(qemu.QemuConfig(boot="iso", iso=released(release, ".iso"), firmware="uefi-secboot", uefi_vars=vars_path,
-                                 accel="tcg", append=QUICK), timeout=BOOT_S)
+    where = {"iso": released(release, image)} if image == ".iso" else {"disk": released(release, image)}
+    r = qemu.run(qemu.QemuConfig(boot=image[1:].replace("img", "disk"), firmware="uefi-secboot", uefi_vars=vars_path,
+                                 accel="tcg", append=QUICK, **where), timeout=BOOT_S)
     assert_version_everywhere(r, version)
     (machine,) = [x for x in records.parse(r.output) if x.get("type") == "machine"]
     assert machine["secure_boot"] == "on", r.output[-3000:]
