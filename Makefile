@@ -472,7 +472,7 @@ rebuild-check:
 	rm -rf $(REBUILD_WORK) && \
 	CLOCKBENCH_SIGNATURES_FROM='$(abspath $(RELEASE))' $(MAKE) --no-print-directory BUILD=$(REBUILD_WORK) \
 		KEY_DIR='$(abspath $(REBUILD_KEY))' VERSION="$$v" $(RELEASE_TARGETS) && \
-	$(RELEASE_TOOL) assemble --version "$$v" --key-dir $(REBUILD_KEY) --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
+	$(RELEASE_TOOL) assemble --quiet --version "$$v" --key-dir $(REBUILD_KEY) --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
 	$(REBUILD_TOOL) compare $(BUILD)/rebuild '$(RELEASE)'
 
 clean:

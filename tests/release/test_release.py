@@ -258,3 +258,55 @@ def test_the_qr_payload_carries_the_version(release):
     assert_version_everywhere(r, version)
     (qr,) = [x for x in records.parse(r.output) if x.get("type") == "qr"]
     assert f";b={version};" in qr["payload"] + ";", qr
+
+
+# ---- a rebuild, elsewhere, without the key ----------------------------------
+
+def rebuild_check(clone: Path, release_dir: Path, umask: str = "077", env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", f'umask {umask} && exec make --no-print-directory -C "$1" rebuild-check '
+                           f'RELEASE="$2" RELEASE_VENV="$3"', "sh", str(clone), str(release_dir), str(RELEASE_VENV)],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def test_a_rebuild_elsewhere_without_the_key_is_the_release_bit_for_bit(release, tmp_path):
+    """Another folder (another length), umask 077 against 022, another time
+    zone and locale, no private key: every file identical, SHA256SUMS too."""
+    out, version, _ = release
+    other = clone_of_head(tmp_path / "a-second-folder-with-a-longer-name" / "cb")
+    r = rebuild_check(other, out, env={"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"})
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    files = sorted(p.name for p in out.iterdir())
+    for name in files:
+        assert re.search(rf"^  identical  {re.escape(name)}$", r.stdout, re.M), r.stdout[-3000:]
+    assert f"all {len(files)} files are identical to the release, bit for bit" in r.stdout
+    assert not list((other / "build" / "rebuild-key").glob("*.key")), "a rebuild had a private key"
+
+
+def test_a_rebuild_names_each_downloaded_file_that_differs(release, tmp_path):
+    """A downloaded release with one byte changed in its ISO and one in its
+    signed kernel's code: the rebuild's own files are right (the signature
+    still fits what was built), so both downloads are named, and it fails."""
+    out, version, _ = release
+    bad = tmp_path / "download"
+    shutil.copytree(out, bad)
+    for name, at in ((f"clockbench-{version}.iso", 40000), (f"clockbench-{version}.efi", 0x400)):
+        data = bytearray((bad / name).read_bytes())
+        data[at] ^= 0xFF
+        (bad / name).write_bytes(bytes(data))
+    other = clone_of_head(tmp_path / "cb")
+    r = rebuild_check(other, bad, umask="022")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert f"  DIFFERS    clockbench-{version}.iso" in r.stdout and f"  DIFFERS    clockbench-{version}.efi" in r.stdout
+    assert f"  identical  clockbench-{version}.img" in r.stdout
+    assert r.stdout.splitlines()[-1] == f"clockbench rebuild: 2 of {len(list(out.iterdir()))} files differ from the release"
+
+
+def test_a_rebuild_of_another_commit_is_refused_in_one_line(release, tmp_path):
+    out, _, _ = release
+    other = clone_of_head(tmp_path / "cb")
+    subprocess.run(["git", "-C", str(other), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                    "-m", "another commit"], check=True)
+    r = rebuild_check(other, out)
+    said = [l for l in r.stderr.splitlines() if l.startswith("make rebuild-check: ")]
+    assert r.returncode != 0 and len(said) == 1 and "git checkout" in said[0], r.stderr
+    assert not (other / "build" / "rebuild-work").exists()

@@ -328,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--allow-dirty", action="store_true")
     a.add_argument("--work", required=True, help="the release build's folder")
     a.add_argument("--out", required=True, help="the release folder to write")
+    a.add_argument("--quiet", action="store_true", help="say nothing when it is done (a rebuild's own copy)")
     args = p.parse_args(argv)
     try:
         if args.step == "check":
@@ -335,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"clockbench release {args.version}: signing with {info.subject} (SHA-256 {info.fingerprint_sha256[:23]}...)")
         else:
             listed = assemble(args.version, Path(args.work), Path(args.key_dir), Path(args.out))
-            print(f"clockbench release {args.version}: {len(listed)} files in {args.out}; check them with "
-                  f"`cd {args.out} && sha256sum -c SHA256SUMS`")
+            if not args.quiet:
+                print(f"clockbench release {args.version}: {len(listed)} files in {args.out}; check them with "
+                      f"`cd {args.out} && sha256sum -c SHA256SUMS`")
     except errors.ToolError as e:
         print(f"make release: {e}", file=sys.stderr)
         return e.code
