@@ -113,4 +113,7 @@ def version_text() -> str:
         image = f"image in {', '.join(default(p) for p in images)}, build unknown (no {default(VERSION_FILE)})"
     else:
         image = f"no image built in {default(BUILD)} (`make iso`)"
-    return f"clockbench {tool_version()}; {image}"
+    tool = tool_version()
+    if build and build != tool and checkout_version():
+        image += f"; not this checkout's {tool}: `make` rebuilds it"
+    return f"clockbench {tool}; {image}"
