@@ -3,9 +3,10 @@ bit, without its private key, and say file by file whether it matches
 (docs/real-hardware.md, "Checking a downloaded image").
 
 Nobody but the releaser holds the release key, so a rebuild cannot sign.
-It does not need to: sbsign's signature over the same program is the same
-bytes (RSA PKCS#1 v1.5, and sbsign adds no signing time), and sbattach puts
-a detached signature back exactly where sbsign put it. So every place the
+It does not need to: a signature covers the program's Authenticode hash,
+and sbattach puts a detached signature back exactly where sbsign put it
+(the release's signing time is pinned to SOURCE_DATE_EPOCH, reproducible.py,
+but a rebuild does not depend on that: it reuses the signature whole). So every place the
 build would sign an EFI program (secureboot.sign: the ISO's, the USB
 image's, the netboot tree's) takes the signature out of the release's own
 signed copy and attaches it to the program just built, and sbverify checks
