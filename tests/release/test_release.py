@@ -272,7 +272,7 @@ def rebuild_check(clone: Path, release_dir: Path, umask: str = "077", env: dict 
 def rebuilt(release, tmp_path_factory):
     """The release rebuilt by `make rebuild-check` from another clone: another
     folder (of another length), umask 077 against 022, another time zone and
-    locale, minutes later, no private key. (clone, make's result)"""
+    locale, later, no private key. (clone, make's result)"""
     out, _, _ = release
     other = clone_of_head(tmp_path_factory.mktemp("rebuild") / "a-second-folder-with-a-longer-name" / "cb")
     return other, rebuild_check(other, out, env={"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"})
