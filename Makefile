@@ -13,7 +13,8 @@ PYTHON ?= /usr/bin/python3
 GRUB_MKRESCUE ?= grub-mkrescue
 
 BUILD := build
-VERSION := $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
+# scripts/version.sh: the tag, else the commit; the one version every output names
+VERSION := $(or $(shell scripts/version.sh),unknown)
 
 # Reproducible builds (docs/architecture.md, "Reproducible builds"): every
 # tool that stamps a time (mtools, xorriso, the Authenticode signature) takes
@@ -123,7 +124,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: release rebuild-check efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -155,6 +156,8 @@ help:
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
+	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1)"
+	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
 	@echo "make help       this list"
 	@echo "Variables: CROSS=x86_64-elf-  CC=clang  V=1 (full commands)  RUN_ARGS='--firmware uefi --accel tcg ...'"
@@ -466,6 +469,41 @@ test-host: $(HOST_LIB)
 
 test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
 	$(call test_phases,tests/boot)
+
+# The files a person downloads (tools/clockbench/release.py; docs/real-hardware.md,
+# "Checking a downloaded image"): `make release KEY_DIR=<the release key's folder>`.
+# Refused before anything is built: a VERSION that is not one, a dirty tree
+# (ALLOW_DIRTY=1 allows it; the version then says dirty), no KEY_DIR given, a
+# key that cannot sign. Then a build from nothing in its own folder, signed
+# with that key, and build/release/ written whole or not at all.
+RELEASE_DIR := $(BUILD)/release
+RELEASE_WORK := $(BUILD)/release-work
+RELEASE_VENV ?= $(CURDIR)/build/release-venv
+RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
+RELEASE_TARGETS := kernel iso img netboot
+release:
+	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
+	@$(RELEASE_TOOL) check --version '$(VERSION)' --key-dir '$(KEY_DIR)' --key-dir-origin '$(origin KEY_DIR)' $(if $(ALLOW_DIRTY),--allow-dirty)
+	$(call say,RELEASE,$(VERSION): a build from nothing in $(RELEASE_WORK))rm -rf $(RELEASE_WORK)
+	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
+	@$(RELEASE_TOOL) assemble --version '$(VERSION)' --key-dir '$(KEY_DIR)' --work $(RELEASE_WORK) --out $(RELEASE_DIR)
+
+# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/rebuild.py):
+# `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
+# gets the release's own signature back; every file is then compared.
+REBUILD_KEY := $(BUILD)/rebuild-key
+REBUILD_WORK := $(BUILD)/rebuild-work
+REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
+rebuild-check:
+	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
+	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
+	@v=$$($(REBUILD_TOOL) prepare --release '$(RELEASE)' --key-dir $(REBUILD_KEY)) || exit $$?; \
+	echo "  REBUILD $$v: a build from nothing in $(REBUILD_WORK), with the release's signatures"; \
+	rm -rf $(REBUILD_WORK) && \
+	CLOCKBENCH_SIGNATURES_FROM='$(abspath $(RELEASE))' $(MAKE) --no-print-directory BUILD=$(REBUILD_WORK) \
+		KEY_DIR='$(abspath $(REBUILD_KEY))' VERSION="$$v" $(RELEASE_TARGETS) && \
+	$(RELEASE_TOOL) assemble --quiet --version "$$v" --key-dir $(REBUILD_KEY) --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
+	$(REBUILD_TOOL) compare $(BUILD)/rebuild '$(RELEASE)'
 
 clean:
 	rm -rf $(BUILD)

@@ -7,12 +7,14 @@
 #   scripts/install-deps.sh run    (`make deps DEPS=run`): only what building the
 #       image and running it need, as a CI job does (docs/ci.md): no test tools,
 #       no browser, no fuzzer (Ubuntu, for one, has Debian's chromium only as a snap)
+#   scripts/install-deps.sh release (`make release`): the run set and the SPDX
+#       library the release's SBOM is written with (build/release-venv)
 set -euo pipefail
 
 mode="${1:-all}"
 case "$mode" in
-  all|run) ;;
-  *) echo "usage: $0 [all|run]  (all: build, run and test; run: build and run only)" >&2; exit 64 ;;
+  all|run|release) ;;
+  *) echo "usage: $0 [all|run|release]  (all: build, run and test; run: build and run only; release: make release)" >&2; exit 64 ;;
 esac
 
 run_packages=(
@@ -41,7 +43,7 @@ test_packages=(
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
 packages=("${run_packages[@]}")
-[ "$mode" = run ] || packages+=("${test_packages[@]}")
+[ "$mode" = all ] && packages+=("${test_packages[@]}")
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
@@ -56,6 +58,7 @@ packages=("${run_packages[@]}")
 pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10 qemu-qmp==0.0.6)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
+  [ "$mode" = release ] && return 0  # the release needs none of these
   local need=() spec
   for spec in "${pip_packages[@]}"; do
     name="${spec%%==*}"
@@ -132,6 +135,39 @@ install_labgrid() {
   printf '%s\n' "$pins" > "$labgrid_venv/pins.txt"
 }
 
+# The release's SBOM (tools/clockbench/release.py): spdx-tools and what it
+# needs, pinned, in a venv that sees the system's python3-cryptography.
+release_packages=(
+  spdx-tools==0.8.5 beartype==0.23.1 boolean.py==5.0 click==8.5.1 license-expression==30.4.4 ply==3.11
+  pyparsing==3.3.3 PyYAML==6.0.4 rdflib==7.6.0 semantic-version==2.10.0 uritools==6.1.5 xmltodict==1.0.4
+)
+release_venv="${RELEASE_VENV:-$(cd "$(dirname "$0")/.." && pwd)/build/release-venv}"
+install_release() {
+  [ "$mode" = run ] && return 0
+  local pins
+  pins="$(printf '%s\n' "${release_packages[@]}")"
+  [ "$(cat "$release_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$release_venv/bin/python" ] && return 0
+  echo "clockbench: installing the SPDX library into $release_venv (the release's SBOM)"
+  rm -rf "$release_venv"
+  { python3 -m venv --system-site-packages "$release_venv" &&
+    PIP_ROOT_USER_ACTION=ignore "$release_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      "${release_packages[@]}" &&
+    "$release_venv/bin/python" -c 'import spdx_tools.spdx.writer.write_anything'; } || {
+    echo "clockbench: could not install spdx-tools into $release_venv (offline?); make release needs it" >&2
+    rm -rf "$release_venv"
+    exit 1
+  }
+  printf '%s\n' "$pins" > "$release_venv/pins.txt"
+}
+
+# Every Python set this mode needs, after the Debian packages.
+install_python() {
+  install_pip
+  install_lint
+  install_labgrid
+  install_release
+}
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for tool in make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3; do
@@ -142,9 +178,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "clockbench: missing commands: ${missing[*]}" >&2
     exit 1
   fi
-  install_pip
-  install_lint
-  install_labgrid
+  install_python
   exit 0
 fi
 
@@ -152,7 +186,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]})) || { install_pip; install_lint; install_labgrid; exit 0; }
+((${#missing[@]})) || { install_python; exit 0; }
 
 echo "clockbench: installing Debian packages: ${missing[*]}"
 if [ "$(id -u)" -eq 0 ]; then
@@ -166,6 +200,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-install_pip
-install_lint
-install_labgrid
+install_python

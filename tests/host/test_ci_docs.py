@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
 GITHUB = ROOT / "docs" / "ci" / "github-actions.yml"
 GITLAB = ROOT / "docs" / "ci" / "gitlab-ci.yml"
+RELEASE = ROOT / "docs" / "ci" / "github-release.yml"
 LINT_BIN = ROOT / "build" / "lint-venv" / "bin"
 
 
@@ -83,9 +84,33 @@ def test_a_missing_linter_fails_the_test_and_says_how_to_get_it():
 
 # --- GitHub Actions: actionlint (with shellcheck on every run: step) ---
 
-def test_the_workflow_passes_actionlint(tmp_path):
-    r = actionlint(GITHUB.read_text(), tmp_path)
+@pytest.mark.parametrize("path", [GITHUB, RELEASE], ids=["run", "release"])
+def test_the_workflow_passes_actionlint(tmp_path, path):
+    r = actionlint(path.read_text(), tmp_path)
     assert r.returncode == 0 and not r.stdout.strip(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("old,new,rule", [
+    ("runs-on: ubuntu-24.04", "runs_on: ubuntu-24.04", "syntax-check"),  # a key GitHub does not know
+    ("${{ secrets.CLOCKBENCH_RELEASE_KEY }}", "${{ secret.CLOCKBENCH_RELEASE_KEY }}", "expression"),  # no such context
+    ('--notes-file build/release/RELEASE-NOTES.md build/release/*', '--notes-file $NOTES build/release/*', "shellcheck"),  # SC2086
+])
+def test_actionlint_rejects_a_broken_release_workflow(tmp_path, old, new, rule):
+    r = actionlint(broken(RELEASE.read_text(), old, new), tmp_path)
+    assert r.returncode != 0 and f"[{rule}]" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_release_workflow_uses_the_makefiles_release_targets():
+    """What the release job types exists: the targets (in `make help`, which
+    lists every phony target) and the variables their recipes read."""
+    text = RELEASE.read_text()
+    assert 'make release KEY_DIR="$RUNNER_TEMP/release-key"' in text
+    assert 'make rebuild-check RELEASE="$GITHUB_WORKSPACE/build/release"' in text
+    assert "make deps DEPS=release" in text
+    helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    assert "make release KEY_DIR=DIR" in helped and "make rebuild-check RELEASE=DIR" in helped
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--key-dir '$(KEY_DIR)'" in makefile and "--release '$(RELEASE)'" in makefile
 
 
 @pytest.mark.parametrize("old,new,rule", [

@@ -134,3 +134,38 @@ def test_an_internal_error_is_one_line_with_its_status(capsys, monkeypatch):
     r = run_cli(capsys, "compare", KVM)
     assert r.code == errors.INTERNAL
     assert "internal error: KeyError" in r.err and "Traceback" not in r.err
+
+
+def test_one_version_for_the_tool_the_makefile_and_the_script():
+    """`clockbench --version`, the version the Makefile bakes into the image
+    and scripts/version.sh are one (issue 31)."""
+    import subprocess
+
+    script = subprocess.run([str(paths.ROOT / "scripts" / "version.sh")], capture_output=True, text=True).stdout.strip()
+    made = subprocess.run(["make", "-C", str(paths.ROOT), "--no-print-directory", "-p", "-q", "help"], capture_output=True,
+                          text=True).stdout
+    assert re.search(rf"^VERSION := {re.escape(script)}$", made, re.M), script
+    assert paths.tool_version() == script
+
+
+def test_the_version_is_the_tag_else_the_commit(tmp_path):
+    import subprocess
+
+    repo = tmp_path / "r"
+    (repo / "scripts").mkdir(parents=True)
+    shutil_copy = (paths.ROOT / "scripts" / "version.sh").read_bytes()
+    (repo / "scripts" / "version.sh").write_bytes(shutil_copy)
+    (repo / "scripts" / "version.sh").chmod(0o755)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    version = lambda: subprocess.run([str(repo / "scripts" / "version.sh")], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    commit = subprocess.run([*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert version() == commit
+    subprocess.run([*git, "tag", "v1.2.0"], check=True)
+    assert version() == "1.2.0"
+    (repo / "scripts" / "version.sh").write_bytes(shutil_copy + b"\n")
+    assert version() == "1.2.0-dirty"
+    subprocess.run([*git, "commit", "-qam", "two"], check=True)
+    assert re.fullmatch(r"1\.2\.0-1-g[0-9a-f]{7}", version())

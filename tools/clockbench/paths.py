@@ -57,7 +57,27 @@ def default(path: Path) -> str:
     return str(path if in_checkout() else path.relative_to(ROOT))
 
 
+def checkout_version() -> str | None:
+    """The checkout's version as scripts/version.sh gives it (the Makefile
+    bakes the same into the image), or None outside a git checkout."""
+    import subprocess
+
+    script = ROOT / "scripts" / "version.sh"
+    if not script.is_file():
+        return None
+    try:
+        out = subprocess.run([str(script)], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out if out and out != "unknown" else None
+
+
 def tool_version() -> str:
+    """One version for the tool and the image built beside it: the
+    checkout's (scripts/version.sh), else the installed package's."""
+    checkout = checkout_version()
+    if checkout:
+        return checkout
     try:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -93,4 +113,7 @@ def version_text() -> str:
         image = f"image in {', '.join(default(p) for p in images)}, build unknown (no {default(VERSION_FILE)})"
     else:
         image = f"no image built in {default(BUILD)} (`make iso`)"
-    return f"clockbench {tool_version()}; {image}"
+    tool = tool_version()
+    if build and build != tool and checkout_version():
+        image += f"; not this checkout's {tool}: `make` rebuilds it"
+    return f"clockbench {tool}; {image}"
