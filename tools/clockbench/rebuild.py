@@ -25,52 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from . import errors, release, secureboot
+from . import errors, release, reproducible, secureboot
 
-SIGNATURES_FROM_ENV = "CLOCKBENCH_SIGNATURES_FROM"
-
-
-def released_counterpart(release_dir: Path, unsigned: Path) -> Path:
-    """The release's signed copy of a program the build made: its GRUB
-    (clockbench-V-grubx64.efi) or its kernel (clockbench-V.efi)."""
-    efis = sorted(release_dir.glob("clockbench-*.efi"))
-    grub = [p for p in efis if p.name.endswith("-grubx64.efi")]
-    found = grub if unsigned.name == "grubx64.efi" else [p for p in efis if p not in grub]
-    if len(found) != 1:
-        raise errors.NoInput(f"{release_dir} holds {len(found)} signed copies of {unsigned.name} (a release holds one)")
-    return found[0]
-
-
-def attach_released_signature(release_dir: Path, cert: Path, src: Path, out: Path) -> secureboot.KeyInfo | None:
-    """src signed with the release's own signature of it, into out; refused,
-    naming the file, when that signature does not verify on src."""
-    for tool in ("sbattach", "sbverify"):
-        if not shutil.which(tool):
-            raise errors.MissingTool(f"{tool} is not installed (Debian package sbsigntool; `make deps`)")
-    signed = released_counterpart(release_dir, src)
-    tmp = out.with_name(out.name + ".attaching")
-    with tempfile.TemporaryDirectory() as d:
-        sig = Path(d) / "signature.p7"
-        r = subprocess.run(["sbattach", "--detach", str(sig), str(signed)], capture_output=True, text=True)
-        if r.returncode:
-            raise errors.BadInput(f"{signed} carries no signature to reuse: {(r.stderr.strip().splitlines() or [''])[-1]}")
-        shutil.copyfile(src, tmp)
-        r = subprocess.run(["sbattach", "--attach", str(sig), str(tmp)], capture_output=True, text=True)
-        if r.returncode:
-            tmp.unlink(missing_ok=True)
-            raise errors.BadInput(f"sbattach could not attach {signed.name}'s signature to {src}")
-    r = subprocess.run(["sbverify", "--cert", str(cert), str(tmp)], capture_output=True, text=True)
-    if r.returncode:
-        tmp.unlink(missing_ok=True)
-        raise errors.BadInput(f"the rebuilt {src} differs from what the release signed ({signed.name}): its signature "
-                              "does not verify on it")
-    tmp.replace(out)
-    return None
+SIGNATURES_FROM_ENV = reproducible.SIGNATURES_FROM_ENV
+released_counterpart = reproducible.released_counterpart
 
 
 def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT) -> str:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from . import errors
@@ -122,3 +125,48 @@ def pin_signing_time(path: Path, key_path: Path, epoch: int) -> None:
     data[sig[2]:sig[3]] = new
     data[opt + 64:opt + 68] = _pe_checksum(data, opt + 64).to_bytes(4, "little")
     path.write_bytes(data)
+
+
+# ---- a release rebuilt without its key (rebuild.py, `make rebuild-check`) ----
+# Every place the build signs (secureboot.sign) reattaches the release's own
+# signature instead when this names a release folder: rebuild.py says why
+# that is exact.
+SIGNATURES_FROM_ENV = "CLOCKBENCH_SIGNATURES_FROM"
+
+
+def released_counterpart(release_dir: Path, unsigned: Path) -> Path:
+    """The release's signed copy of a program the build made: its GRUB
+    (clockbench-V-grubx64.efi) or its kernel (clockbench-V.efi)."""
+    efis = sorted(release_dir.glob("clockbench-*.efi"))
+    grub = [p for p in efis if p.name.endswith("-grubx64.efi")]
+    found = grub if unsigned.name == "grubx64.efi" else [p for p in efis if p not in grub]
+    if len(found) != 1:
+        raise errors.NoInput(f"{release_dir} holds {len(found)} signed copies of {unsigned.name} (a release holds one)")
+    return found[0]
+
+
+def attach_released_signature(release_dir: Path, cert: Path, src: Path, out: Path) -> None:
+    """src signed with the release's own signature of it, into out; refused,
+    naming the file, when that signature does not verify on src."""
+    for tool in ("sbattach", "sbverify"):
+        if not shutil.which(tool):
+            raise errors.MissingTool(f"{tool} is not installed (Debian package sbsigntool; `make deps`)")
+    signed = released_counterpart(release_dir, src)
+    tmp = out.with_name(out.name + ".attaching")
+    with tempfile.TemporaryDirectory() as d:
+        sig = Path(d) / "signature.p7"
+        r = subprocess.run(["sbattach", "--detach", str(sig), str(signed)], capture_output=True, text=True)
+        if r.returncode:
+            raise errors.BadInput(f"{signed} carries no signature to reuse: {(r.stderr.strip().splitlines() or [''])[-1]}")
+        shutil.copyfile(src, tmp)
+        r = subprocess.run(["sbattach", "--attach", str(sig), str(tmp)], capture_output=True, text=True)
+        if r.returncode:
+            tmp.unlink(missing_ok=True)
+            raise errors.BadInput(f"sbattach could not attach {signed.name}'s signature to {src}")
+    r = subprocess.run(["sbverify", "--cert", str(cert), str(tmp)], capture_output=True, text=True)
+    if r.returncode:
+        tmp.unlink(missing_ok=True)
+        raise errors.BadInput(f"the rebuilt {src} differs from what the release signed ({signed.name}): its signature "
+                              "does not verify on it")
+    tmp.replace(out)
+    return None

@@ -225,10 +225,8 @@ def sign(key_path: Path, cert_path: Path, src: Path, out: Path) -> KeyInfo:
     """sbsign src into out (never in place when out is src: a temporary, then a rename).
     In a rebuild of a release (`make rebuild-check`) the release's own
     signature of src is attached instead: rebuild.py says why that is exact."""
-    from . import rebuild
-
-    if os.environ.get(rebuild.SIGNATURES_FROM_ENV):
-        return rebuild.attach_released_signature(Path(os.environ[rebuild.SIGNATURES_FROM_ENV]), cert_path, src, out)
+    if os.environ.get(reproducible.SIGNATURES_FROM_ENV):
+        return reproducible.attach_released_signature(Path(os.environ[reproducible.SIGNATURES_FROM_ENV]), cert_path, src, out)
     info = check_key(key_path, cert_path)
     check_pe(src)
     if not shutil.which("sbsign"):
@@ -473,7 +471,7 @@ def main_keys(args) -> int:
         info = make_key(key_dir)
         print(f"made a new key in {key_dir}")
     elif args.ensure:
-        if os.environ.get(__import__("clockbench.rebuild", fromlist=["x"]).SIGNATURES_FROM_ENV):
+        if os.environ.get(reproducible.SIGNATURES_FROM_ENV):
             return 0  # a rebuild of a release signs with the release's signatures: no key to make
         info = ensure_key(key_dir)
         if not args.quiet:
