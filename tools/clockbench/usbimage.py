@@ -56,6 +56,7 @@ PART_TYPE_ESP = 0xEF  # "EFI system partition" in an MBR (UEFI 2.10, 5.2.2)
 VOLUME_SERIAL = 0x434C4B42  # "CLKB": the FAT volume serial, fixed (mformat would pick one at random)
 DISK_SIGNATURE = 0x434C4B42  # the MBR's disk signature at 0x1b8, fixed as well
 VOLUME_LABEL = "CLOCKBENCH"
+CLUSTER_SECTORS = 4  # 2 KiB clusters: 7680 of them in 15 MiB, so FAT16 (mformat's default would be FAT12)
 HEADS, SECTORS_PER_TRACK = 64, 32  # the FAT's geometry (as secureboot.make_esp) and the table's CHS
 
 # include/grub/i386/pc/boot.h (GRUB 2.06)
@@ -218,7 +219,7 @@ def build(out: Path, elf: Path, grub_efi: Path, kernel_efi: Path, cert_der: Path
             f.write(core_img)
         part = f"{tmp}@@{PART_START * SECTOR}"
         _run(["mformat", "-i", part, "-N", f"{VOLUME_SERIAL:08X}", "-v", VOLUME_LABEL, "-T", str(total // SECTOR - PART_START),
-              "-h", str(HEADS), "-s", str(SECTORS_PER_TRACK), "-H", str(PART_START), "::"], "mformat", env)
+              "-c", str(CLUSTER_SECTORS), "-h", str(HEADS), "-s", str(SECTORS_PER_TRACK), "-H", str(PART_START), "::"], "mformat", env)
         _run(["mmd", "-i", part, *FAT_DIRS], "mmd", env)
         for name, dest in sorted(ESP_FILES.items(), key=lambda kv: kv[1]):
             _run(["mcopy", "-i", part, str(sources[name]), dest], f"mcopy {name}", env)
