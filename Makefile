@@ -451,8 +451,10 @@ endef
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
 	$(call test_phases,tests)
 
-netboot: $(KERNEL)
-	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot
+# The tree's Secure Boot way (efi/: shim, GRUB and the kernel signed with KEY_DIR) beside the others
+netboot: $(KERNEL) $(EFI) $(KEY_DIR)/clockbench.crt
+	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot \
+		--efi $(EFI) --key-dir $(KEY_DIR)
 
 test-fleet: deps $(KERNEL)
 	CLOCKBENCH_FLEET=1 CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/fleet/test_fleet_boot.py
