@@ -241,7 +241,9 @@ efi: $(EFI)
 # SBAT (grub,5: shim 16.1's level); every module the menu uses is built in
 # (under Secure Boot GRUB loads no module from disk). efi/grub-early.cfg
 # (no comments: GRUB's built-in config takes none) finds iso/grub.cfg on
-# the stick's ISO 9660 tree.
+# the stick's ISO 9660 tree (or the disk image's FAT) by /boot/clockbench.elf:
+# a PC's own disk often holds a /boot/grub/grub.cfg, found first when it
+# comes first (tests/boot/test_usbimage.py boots one ahead of the image).
 GRUB_MKIMAGE ?= grub-mkimage
 GRUB_EFI_MODULES := normal configfile search search_fs_file fat iso9660 part_gpt part_msdos chain boot echo test \
 	regexp smbios serial terminal all_video efi_gop multiboot2 sleep ls cat reboot halt

@@ -59,12 +59,34 @@ def booted(img: Path, tmp_dir: Path, firmware: str) -> tuple[qemu.RunResult, flo
                 if not Path(p).is_file():
                     pytest.fail(f"{p} is missing: `make deps` installs it (ovmf, shim-signed)")
             kw["uefi_vars"] = secureboot.make_vars(tmp_dir / "vars.fd", TEST_KEY / secureboot.CERT_DER_NAME, mok=True, pydeps=PYDEPS)
-        elif firmware == "uefi" and not qemu.find_ovmf():
-            pytest.fail("OVMF is not installed: `make deps` installs it (ovmf)")
+        elif firmware == "uefi":
+            if not qemu.find_ovmf():
+                pytest.fail("OVMF is not installed: `make deps` installs it (ovmf)")
+            # a PC's own disk ahead of the stick, holding a Linux-like /boot/grub/grub.cfg: the stick's GRUB must
+            # not take that menu (efi/grub-early.cfg searches for /boot/clockbench.elf)
+            kw["extra"] = ["-drive", f"file={disk},format=raw"]
+            disk = decoy_disk(tmp_dir / "own-disk.img")
         t0 = time.monotonic()
         r = qemu.run(qemu.QemuConfig(boot="disk", disk=disk, firmware=firmware, accel="tcg", append=QUICK, **kw), timeout=BOOT_S)
         _runs[firmware] = (r, time.monotonic() - t0)
     return _runs[firmware]
+
+
+DECOY = "a menu from the machine's own disk"
+
+
+def decoy_disk(path: Path) -> Path:
+    """A FAT disk with /boot/grub/grub.cfg that says DECOY and halts, as an
+    installed Linux's /boot would be found."""
+    cfg = path.with_suffix(".cfg")
+    cfg.write_text(f'serial --unit=0 --speed=115200\nterminal_output serial console\necho "{DECOY}"\nhalt\n')
+    with path.open("wb") as f:
+        f.truncate(8 << 20)
+    for cmd in (["mformat", "-i", str(path), "-h", "64", "-s", "32", "::"], ["mmd", "-i", str(path), "::/boot", "::/boot/grub"],
+                ["mcopy", "-i", str(path), str(cfg), "::/boot/grub/grub.cfg"]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MTOOLS_ENV)
+        assert r.returncode == 0, r.stderr
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +111,13 @@ def test_bios_boots_through_grub_from_the_mbr(img, boot_dir):
     assert m["secure_boot"] == "unknown" and m["shim"] is None
 
 
-def test_uefi_boots_through_shim_and_the_signed_grub(img, boot_dir):
+def test_uefi_boots_through_shim_and_the_signed_grub_past_the_machines_own_disk(img, boot_dir):
     r, seconds = booted(img, boot_dir, "uefi")
     m = machine(r)
     print(f"UEFI boot to a verdict: {seconds:.1f} s")
     assert m["loader"].startswith("clockbench EFI") and m["shim"] is True
     assert m["secure_boot"] == "off" and m["cmdline"] == QUICK
+    assert DECOY not in r.output  # the disk ahead of the stick held a /boot/grub/grub.cfg too
 
 
 def test_secure_boot_with_the_certificate_enrolled(img, boot_dir):
