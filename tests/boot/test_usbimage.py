@@ -298,5 +298,10 @@ def test_flash_checks_the_images_signatures_before_writing(img, tmp_path, capsys
     with pytest.raises(errors.BadInput, match=r"EFI/BOOT/clockbench\.efi is not signed by the certificate on the stick"):
         flash.main(args(bad), sysfs=sysfs, proc=proc, dev_stat=dev_stat, write=write)
     assert written == [img]
+    junk = tmp_path / "other.img"  # a disk image, not ours: said so, not called an ISO
+    junk.write_bytes(bytes(510) + b"\x55\xaa" + bytes(1 << 20))
+    with pytest.raises(errors.BadInput, match=r"other\.img is not a clockbench disk image \(no EFI partition at LBA 2048\)"):
+        flash.main(args(junk), sysfs=sysfs, proc=proc, dev_stat=dev_stat, write=write)
+    assert written == [img]
     with pytest.raises(errors.NoInput, match=r"run `make img` first"):
         flash.main(args(tmp_path / "none.img"), sysfs=sysfs, proc=proc, dev_stat=dev_stat, write=write)

@@ -175,7 +175,8 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
     if getattr(args, "check_secure_boot", False):  # the command line's default; the unit tests' fake ISOs skip it
         from . import secureboot, usbimage
 
-        signed_by = usbimage.check_image(image) if usbimage.is_disk_image(image) else secureboot.check_iso(image)
+        disk = image.suffix == ".img" or usbimage.is_disk_image(image)
+        signed_by = usbimage.check_image(image) if disk else secureboot.check_iso(image)
     print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
     if signed_by:
