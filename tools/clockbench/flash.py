@@ -83,7 +83,7 @@ def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, d
         t.missing = isinstance(e, FileNotFoundError)
         return t
     if not stat.S_ISBLK(st.st_mode):
-        t.refusals.append(f"{path} is not a block device (write the ISO to a whole disk such as /dev/sdX)")
+        t.refusals.append(f"{path} is not a block device (write the image to a whole disk such as /dev/sdX)")
         return t
     devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     node = (sysfs / "dev" / "block" / devno)
