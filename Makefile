@@ -42,6 +42,9 @@ KERNEL := $(BUILD)/clockbench.elf
 PVH_KERNEL := $(BUILD)/clockbench-pvh.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
+# The raw USB disk image (tools/clockbench/usbimage.py) and the tests' copy
+IMG := $(BUILD)/clockbench.img
+TEST_IMG := $(BUILD)/test/clockbench.img
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
 
 ASM_SRCS := boot/multiboot_header.asm boot/pvh.asm boot/entry.asm boot/exceptions.asm boot/probe_jump.asm boot/trampoline.asm boot/irq.asm
@@ -124,7 +127,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: release rebuild-check efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -134,12 +137,13 @@ help:
 	@echo "make            build the kernel ($(KERNEL)); the same as make all"
 	@echo "make kernel     build both kernels: $(KERNEL) (Multiboot 1 and 2, PVH) and $(PVH_KERNEL) (PVH only, for QEMU -kernel)"
 	@echo "make iso        build the hybrid BIOS+UEFI ISO ($(ISO)), signed for Secure Boot with the key in KEY_DIR ($(KEY_DIR); made at the first build)"
+	@echo "make img        build the raw USB disk image ($(IMG)): GRUB for BIOS in the MBR, the ISO's signed UEFI chain on a FAT partition"
 	@echo "make efi        build the kernel as an unsigned EFI program ($(EFI))"
 	@echo "make run        boot the ISO in QEMU, serial on this terminal (KVM if usable, else TCG); installs the run set only (DEPS=run)"
 	@echo "make run-direct boot the kernel with QEMU -kernel (the fast path); installs the run set only (DEPS=run)"
 	@echo "make run RUN_ARGS='--boot netboot' boot the netboot tree ($(BUILD)/netboot, written when missing) in QEMU"
 	@echo "make run RUN_ARGS='--vmm firecracker' (or cloud-hypervisor): the PVH kernel under a microVM monitor, from PATH or VMM_DIR ($(VMM_DIR))"
-	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets)"
+	@echo "make usb DEV=/dev/sdX  write the ISO to a USB stick (refuses unsafe targets); IMAGE=$(IMG): the disk image"
 	@echo "make netboot    a TFTP tree in $(BUILD)/netboot: BIOS (iPXE, GRUB) and UEFI (GRUB) PXE; NETBOOT_CONFIG=$(NETBOOT_CONFIG)"
 	@echo "make test-fleet 8 QEMU machines netbooted at once, captured (some through labgrid), flagged by clockbench fleet"
 	@echo "make test       host unit tests and QEMU boot tests (installs everything: make deps)"
@@ -261,7 +265,9 @@ efi: $(EFI)
 # SBAT (grub,5: shim 16.1's level); every module the menu uses is built in
 # (under Secure Boot GRUB loads no module from disk). efi/grub-early.cfg
 # (no comments: GRUB's built-in config takes none) finds iso/grub.cfg on
-# the stick's ISO 9660 tree.
+# the stick's ISO 9660 tree (or the disk image's FAT) by /boot/clockbench.elf:
+# a PC's own disk often holds a /boot/grub/grub.cfg, found first when it
+# comes first (tests/boot/test_usbimage.py boots one ahead of the image).
 GRUB_MKIMAGE ?= grub-mkimage
 GRUB_EFI_MODULES := normal configfile search search_fs_file fat iso9660 part_gpt part_msdos chain boot echo test \
 	regexp smbios serial terminal all_video efi_gop multiboot2 sleep ls cat reboot halt
@@ -324,6 +330,30 @@ $(ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(KEY_DIR)/clockbench.crt
 $(TEST_ISO): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg $(TEST_KEY_DIR)/clockbench.crt
 	@mkdir -p $(dir $@)
 	$(call make_iso,$@,0,$(TEST_KEY_DIR))
+
+# The raw USB disk image: the ISO's signed GRUB and kernel, signed here in
+# $(dir IMG)img/ (the ISO's own esp/ folder is remade by each ISO build),
+# and the menu; usbimage.py writes the MBR, core.img and the FAT partition.
+# $(call make_img,IMG,TIMEOUT,KEY_DIR)
+define make_img
+	$(call say,IMG,$(1))rm -rf $(dir $(1))img
+	$(Q)mkdir -p $(dir $(1))img
+	$(Q)sed -e 's/@TIMEOUT@/$(2)/' -e 's/@VERSION@/$(VERSION)/' iso/grub.cfg > $(dir $(1))img/grub.cfg
+	$(Q)$(CB_TOOL) keys --ensure --quiet --dir $(3)
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(EFI) -o $(dir $(1))img/clockbench.efi > /dev/null
+	$(Q)$(CB_TOOL) sign --key-dir $(3) $(GRUB_EFI) -o $(dir $(1))img/grubx64.efi > /dev/null
+	$(Q)$(CB_TOOL) usbimg --out $(1) --elf $(KERNEL) --grub $(dir $(1))img/grubx64.efi --kernel $(dir $(1))img/clockbench.efi \
+		--cert-der $(3)/clockbench.cer --grub-cfg $(dir $(1))img/grub.cfg
+endef
+
+img: $(IMG)
+
+$(IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(KEY_DIR)/clockbench.crt
+	$(call make_img,$@,5,$(KEY_DIR))
+
+$(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(TEST_KEY_DIR)/clockbench.crt
+	@mkdir -p $(dir $@)
+	$(call make_img,$@,0,$(TEST_KEY_DIR))
 
 # clockbench-os: the same measurements through Linux (os/), a static
 # program so that it runs as a VM's init with nothing beside it. It shares
@@ -420,10 +450,12 @@ run run-direct: DEPS = run
 run: deps $(ISO) $(PVH_KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(VMM_PATH)$(CLOCKBENCH) run $(if $(findstring netboot,$(RUN_ARGS)),,--iso $(ISO) )$(RUN_ARGS)
 
-# Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks first).
-usb: $(ISO) $(HOST_TOOL)
-	@test -n "$(DEV)" || { echo "usage: make usb DEV=/dev/sdX (the whole disk of a USB stick)"; exit 2; }
-	$(CLOCKBENCH) flash $(DEV) --iso $(ISO) $(FLASH_ARGS)
+# Writes the ISO to a USB stick: make usb DEV=/dev/sdX (checks and asks
+# first); IMAGE=$(IMG) writes the raw disk image instead.
+IMAGE ?= $(ISO)
+usb: $(IMAGE) $(HOST_TOOL)
+	@test -n "$(DEV)" || { echo "usage: make usb DEV=/dev/sdX [IMAGE=$(IMG)] (the whole disk of a USB stick)"; exit 2; }
+	$(CLOCKBENCH) flash $(DEV) --image $(IMAGE) $(FLASH_ARGS)
 
 run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
@@ -451,11 +483,13 @@ define test_phases
 	rm -rf $(BOOT_CACHE); exit $$status
 endef
 
-test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
 	$(call test_phases,tests)
 
-netboot: $(KERNEL)
-	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot
+# The tree's Secure Boot way (efi/: shim, GRUB and the kernel signed with KEY_DIR) beside the others
+netboot: $(KERNEL) $(EFI) $(KEY_DIR)/clockbench.crt
+	PYTHONPATH=tools $(PYTHON) -m clockbench netboot --config $(NETBOOT_CONFIG) --kernel $(KERNEL) --out $(BUILD)/netboot \
+		--efi $(EFI) --key-dir $(KEY_DIR)
 
 test-fleet: deps $(KERNEL)
 	CLOCKBENCH_FLEET=1 CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q tests/fleet/test_fleet_boot.py
@@ -467,7 +501,7 @@ test-matrix: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO)
 test-host: $(HOST_LIB)
 	$(call test_phases,tests/host)
 
-test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(OS_BIN)
+test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 	$(call test_phases,tests/boot)
 
 # The files a person downloads (tools/clockbench/release.py; docs/real-hardware.md,

@@ -181,7 +181,7 @@ PY_LAYERS = [
     {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures", "reproducible"},
     {"plots", "os_side", "report", "compare", "ci_formats", "decode", "store", "fleet", "acpi"},
     {"qemu", "vmrun", "microvm", "cloud_hypervisor", "firecracker", "snapshot", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench", "storecli", "multicapture",
-     "netboot", "netboot_tree", "lab", "release", "rebuild"},
+     "netboot", "netboot_tree", "lab", "usbimage", "netboot_shim", "release", "rebuild"},
     {"__main__", "commands", "__init__"},
 ]
 TOOL = ROOT / "tools" / "clockbench"

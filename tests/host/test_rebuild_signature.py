@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from buildpaths import BUILD
-from clockbench import errors, rebuild, secureboot
+from clockbench import errors, rebuild, reproducible, secureboot
 
 EFI = BUILD / "clockbench.efi"
 
@@ -47,12 +47,25 @@ def test_a_program_one_byte_different_is_refused_by_name(signed, tmp_path, monke
     data[0x400] ^= 1
     changed.write_bytes(bytes(data))
     monkeypatch.setenv(rebuild.SIGNATURES_FROM_ENV, str(release))
-    with pytest.raises(errors.BadInput, match=r"the rebuilt .*clockbench\.efi differs from what the release signed"):
+    with pytest.raises(errors.BadInput, match=r"the rebuilt .*clockbench\.efi differs from what the release signed: none of its 1 "):
         secureboot.sign(Path("/nonexistent.key"), cert, changed, tmp_path / "out.efi")
     assert not (tmp_path / "out.efi").exists() and not list(tmp_path.glob("*.attaching"))
 
 
-def test_a_release_without_the_signed_program_is_named(signed, tmp_path):
+def test_a_release_without_a_signed_program_is_named(tmp_path):
+    with pytest.raises(errors.NoInput, match=r"holds no signed EFI program"):
+        reproducible.released_programs(tmp_path, tmp_path)
+
+
+def test_the_netboot_tarballs_programs_are_candidates(signed, tmp_path, monkeypatch):
+    """The network GRUB is signed only inside the netboot tarball: found there."""
+    import tarfile
+
     release, cert = signed
-    with pytest.raises(errors.NoInput, match=r"holds 0 signed copies of grubx64\.efi"):
-        rebuild.released_counterpart(release, Path("grubx64.efi"))
+    (release / "clockbench-1.0.efi").rename(tmp_path / "kernel.efi")
+    with tarfile.open(release / "clockbench-1.0-netboot.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "kernel.efi", arcname="clockbench-1.0-netboot/efi/clockbench.efi")
+    monkeypatch.setenv(rebuild.SIGNATURES_FROM_ENV, str(release))
+    out = tmp_path / "out.efi"
+    secureboot.sign(Path("/nonexistent.key"), cert, EFI, out)
+    assert out.read_bytes() == (tmp_path / "kernel.efi").read_bytes()

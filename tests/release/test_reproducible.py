@@ -37,7 +37,7 @@ from clockbench import secureboot  # noqa: E402
 # The one place that says what is built and compared: make targets, and the
 # files (or folders, ending in "/": every file under them) that must come out
 # byte-identical. More (a USB .img, build/release/) go here.
-TARGETS = ["kernel", "efi", "build/efi/grubx64.efi", "build/clockbench.iso", "netboot", "os"]
+TARGETS = ["kernel", "efi", "build/efi/grubx64.efi", "build/clockbench.iso", "img", "netboot", "os"]
 OUTPUTS = [
     "build/clockbench.elf",
     "build/clockbench-pvh.elf",
@@ -45,6 +45,7 @@ OUTPUTS = [
     "build/efi/grubx64.efi",
     "build/esp/",              # the signed clockbench.efi and grubx64.efi, efi.img
     "build/clockbench.iso",
+    "build/clockbench.img",
     "build/netboot/",
     "build/os/clockbench-os",
 ]

@@ -1,5 +1,6 @@
-"""Writes the hybrid ISO raw to a USB stick, safely (`make usb DEV=/dev/sdX`,
-`python3 -m clockbench flash /dev/sdX`).
+"""Writes the hybrid ISO, or the raw USB disk image (usbimage.py,
+build/clockbench.img), to a USB stick, safely (`make usb DEV=/dev/sdX
+[IMAGE=build/clockbench.img]`, `python3 -m clockbench flash /dev/sdX`).
 
 It refuses, with the reason: a path that is not a whole-disk block device;
 a device with a mounted partition (or one a device-mapper/RAID holder uses);
@@ -82,7 +83,7 @@ def check(path: str, sysfs: Path = Path("/sys"), mountinfo: str | None = None, d
         t.missing = isinstance(e, FileNotFoundError)
         return t
     if not stat.S_ISBLK(st.st_mode):
-        t.refusals.append(f"{path} is not a block device (write the ISO to a whole disk such as /dev/sdX)")
+        t.refusals.append(f"{path} is not a block device (write the image to a whole disk such as /dev/sdX)")
         return t
     devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     node = (sysfs / "dev" / "block" / devno)
@@ -161,7 +162,7 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
     write = write or write_and_verify
     image = Path(args.iso)
     if not image.is_file():
-        raise errors.NoInput(f"{image} not found: run `make iso` first")
+        raise errors.NoInput(f"{image} not found: run `make {'img' if image.suffix == '.img' else 'iso'}` first")
     t = check(args.device, sysfs=sysfs, dev_stat=dev_stat, proc=proc)
     if t.missing:
         raise errors.NoInput(t.refusals[0])
@@ -172,9 +173,10 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
         raise errors.BadInput(f"refusing: {why[0]}")
     signed_by = None
     if getattr(args, "check_secure_boot", False):  # the command line's default; the unit tests' fake ISOs skip it
-        from . import secureboot
+        from . import secureboot, usbimage
 
-        signed_by = secureboot.check_iso(image)
+        disk = image.suffix == ".img" or usbimage.is_disk_image(image)
+        signed_by = usbimage.check_image(image) if disk else secureboot.check_iso(image)
     print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
     if signed_by:

@@ -7,7 +7,10 @@ chosen by its MAC address or its group (docs/fleet.md, "Network boot"):
   Multiboot kernel itself;
 - BIOS PXE through GRUB: bootfile `boot/grub/i386-pc/core.0`;
 - UEFI PXE through GRUB: bootfile `boot/grub/x86_64-efi/core.efi`
-  (`grub-mknetdir`; iPXE's UEFI build has no Multiboot).
+  (`grub-mknetdir`; iPXE's UEFI build has no Multiboot);
+- UEFI PXE with Secure Boot, given the EFI program and a key (--efi,
+  --key-dir; `make netboot` gives both): bootfile `efi/bootx64.efi`, shim,
+  then our signed GRUB and the signed kernel (netboot_shim.py).
 Both GRUBs read `boot/grub/grub.cfg`, which picks the command line by
 `$net_default_mac`; the iPXE script by `${net0/mac}`.
 
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import errors, paths, runner
-from .netboot_tree import BOOTFILES, KERNEL_NAME, OUT, tree_cmdline  # noqa: F401 (tree_cmdline: for callers)
+from .netboot_tree import BOOTFILES, KERNEL_NAME, OUT, SHIM_BOOTFILE, tree_cmdline  # noqa: F401 (SHIM_BOOTFILE, tree_cmdline: for callers)
 
 CONFIG = paths.ROOT / "netboot" / "machines.toml"
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -154,8 +157,9 @@ def _mknetdir(out: Path, platform: str) -> None:
         raise errors.ToolError(f"grub-mknetdir for {platform} failed: {r.stderr.strip()[-500:]}", errors.CANNOT_WRITE)
 
 
-def write_tree(cfg: Config, kernel: Path, out: Path) -> dict[str, Path]:
-    """The TFTP tree in `out`; returns the bootfiles by way of booting."""
+def write_tree(cfg: Config, kernel: Path, out: Path, kernel_efi: Path | None = None, key_dir: Path | None = None) -> dict[str, Path]:
+    """The TFTP tree in `out`; returns the bootfiles by way of booting.
+    kernel_efi and key_dir: the Secure Boot way too, "uefi-shim"."""
     if not kernel.is_file():
         raise errors.NoInput(f"{kernel}: no such file (`make kernel` builds it)")
     try:
@@ -167,12 +171,19 @@ def write_tree(cfg: Config, kernel: Path, out: Path) -> dict[str, Path]:
         (out / "boot" / "grub" / "grub.cfg").write_text(grub_cfg(cfg))
     except OSError as e:
         raise errors.CannotWrite(f"cannot write the TFTP tree in {out}: {e.strerror or e}") from None
-    return {way: out / f for way, f in BOOTFILES.items()}
+    made = {way: out / f for way, f in BOOTFILES.items()}
+    if kernel_efi is not None and key_dir is not None:
+        from . import netboot_shim
+
+        made["uefi-shim"] = netboot_shim.write(out, cfg.default, cfg.by_mac, kernel_efi, key_dir)
+    return made
 
 
 def main(args) -> int:
     cfg = load_config(Path(args.config))
-    made = write_tree(cfg, Path(args.kernel), Path(args.out))
+    if (args.efi is None) != (args.key_dir is None):
+        raise errors.UsageError("--efi and --key-dir go together: the Secure Boot way needs the EFI program and the key to sign it")
+    made = write_tree(cfg, Path(args.kernel), Path(args.out), args.efi and Path(args.efi), args.key_dir and Path(args.key_dir))
     print(f"clockbench netboot: TFTP tree in {args.out} ({len(cfg.by_mac)} machine(s) by MAC, default \"{cfg.default}\")")
     for way, p in made.items():
         print(f"  {way:10} bootfile {p.relative_to(Path(args.out))}")
@@ -186,4 +197,7 @@ def add_parser(sub) -> None:
     p.add_argument("--config", default=paths.default(CONFIG), help="the machines file (default: %(default)s)")
     p.add_argument("--kernel", default=paths.default(paths.KERNEL), help="the kernel (default: %(default)s)")
     p.add_argument("--out", default=paths.default(OUT), help="the TFTP tree's folder (default: %(default)s)")
+    p.add_argument("--efi", help="the kernel as an EFI program (build/clockbench.efi): with --key-dir, adds the Secure Boot "
+                   "way, efi/bootx64.efi (shim, then GRUB and the kernel signed with the key)")
+    p.add_argument("--key-dir", help="the signing key's folder (the Makefile's KEY_DIR)")
     p.set_defaults(func=main)

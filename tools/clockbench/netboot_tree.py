@@ -16,6 +16,10 @@ BOOTFILES = {
     "bios-grub": "boot/grub/i386-pc/core.0",
     "uefi-grub": "boot/grub/x86_64-efi/core.efi",
 }
+# the Secure Boot way (netboot_shim.py), written when the tree is given the
+# signed parts (`make netboot` gives them): shim, then signed GRUB and kernel
+SHIM_DIR = "efi"
+SHIM_BOOTFILE = f"{SHIM_DIR}/bootx64.efi"
 
 
 def tree_cmdline(script: str, mac: str) -> str:

@@ -213,6 +213,7 @@ class QemuConfig:
     tftp: Path | None = None  # the TFTP tree (`make netboot`)
     bootfile: str = ""  # its bootfile, relative to the tree (netboot.BOOTFILES)
     mac: str | None = None  # the NIC's MAC address, which picks the command line in the tree
+    nic: str = "e1000"  # the NIC's -device model and options; "virtio-net-pci,romfile=": OVMF's own PXE, no iPXE ROM
     serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
     binary: str = QEMU_BINARY  # the program (`clockbench run --vmm qemu --vmm-binary PATH`)
 
@@ -292,7 +293,7 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
             raise RuntimeError("a netboot needs the TFTP tree and its bootfile (`make netboot`)")
         if any(c in str(cfg.tftp) + cfg.bootfile for c in ", "):
             raise RuntimeError(f"a TFTP tree or bootfile with a comma or space cannot be handed to QEMU: {cfg.tftp}, {cfg.bootfile}")
-        nic = "e1000,netdev=n0" + (f",mac={cfg.mac}" if cfg.mac else "")
+        nic = f"{cfg.nic},netdev=n0" + (f",mac={cfg.mac}" if cfg.mac else "")
         cmd += ["-netdev", f"user,id=n0,restrict=on,tftp={cfg.tftp},bootfile={cfg.bootfile}", "-device", nic, "-boot", "n"]
         if cfg.append:
             raise RuntimeError("a netbooted machine's command line comes from the TFTP tree's machines file, not append")

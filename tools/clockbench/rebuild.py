@@ -31,7 +31,6 @@ from pathlib import Path
 from . import errors, release, reproducible, secureboot
 
 SIGNATURES_FROM_ENV = reproducible.SIGNATURES_FROM_ENV
-released_counterpart = reproducible.released_counterpart
 
 
 def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT) -> str:

@@ -134,39 +134,58 @@ def pin_signing_time(path: Path, key_path: Path, epoch: int) -> None:
 SIGNATURES_FROM_ENV = "CLOCKBENCH_SIGNATURES_FROM"
 
 
-def released_counterpart(release_dir: Path, unsigned: Path) -> Path:
-    """The release's signed copy of a program the build made: its GRUB
-    (clockbench-V-grubx64.efi) or its kernel (clockbench-V.efi)."""
-    efis = sorted(release_dir.glob("clockbench-*.efi"))
-    grub = [p for p in efis if p.name.endswith("-grubx64.efi")]
-    found = grub if unsigned.name == "grubx64.efi" else [p for p in efis if p not in grub]
-    if len(found) != 1:
-        raise errors.NoInput(f"{release_dir} holds {len(found)} signed copies of {unsigned.name} (a release holds one)")
-    return found[0]
+def released_programs(release_dir: Path, scratch: Path) -> list[tuple[str, Path]]:
+    """Every EFI program a release holds, by the name a person sees: the
+    kernel and GRUB beside the images (clockbench-V.efi, -grubx64.efi) and
+    those in the netboot tarball (the network GRUB, the kernel), the latter
+    extracted into scratch. Shim and MokManager are among them; their
+    signatures are Microsoft's and never verify with the release's
+    certificate, so they are never taken."""
+    import tarfile
+
+    found = [(p.name, p) for p in sorted(release_dir.glob("*.efi"))]
+    for tarball in sorted(release_dir.glob("*-netboot.tar.gz")):
+        try:
+            with tarfile.open(tarball) as tar:
+                for i, m in enumerate(m for m in tar.getmembers() if m.isfile() and m.name.endswith(".efi")):
+                    dst = scratch / f"{i}-{Path(m.name).name}"
+                    with tar.extractfile(m) as f:
+                        dst.write_bytes(f.read())
+                    found.append((f"{tarball.name}:{m.name}", dst))
+        except (tarfile.TarError, OSError) as e:
+            raise errors.BadInput(f"{tarball}: not a readable tarball ({e})") from None
+    if not found:
+        raise errors.NoInput(f"{release_dir} holds no signed EFI program (clockbench-VERSION.efi)")
+    return found
+
+
+def _attach(signed: Path, src: Path, out: Path, cert: Path, scratch: Path) -> bool:
+    """signed's signature on a copy of src, at out, if it verifies there."""
+    sig = scratch / "signature.p7"
+    sig.unlink(missing_ok=True)
+    if subprocess.run(["sbattach", "--detach", str(sig), str(signed)], capture_output=True).returncode:
+        return False  # unsigned
+    shutil.copyfile(src, out)
+    if subprocess.run(["sbattach", "--attach", str(sig), str(out)], capture_output=True).returncode:
+        return False
+    return subprocess.run(["sbverify", "--cert", str(cert), str(out)], capture_output=True).returncode == 0
 
 
 def attach_released_signature(release_dir: Path, cert: Path, src: Path, out: Path) -> None:
-    """src signed with the release's own signature of it, into out; refused,
-    naming the file, when that signature does not verify on src."""
+    """src signed with the release's own signature of it, into out: the one
+    among the release's signed programs whose signature verifies on src
+    (a signature covers the program's hash, so only the program it signed
+    matches); refused, naming src, when none does."""
     for tool in ("sbattach", "sbverify"):
         if not shutil.which(tool):
             raise errors.MissingTool(f"{tool} is not installed (Debian package sbsigntool; `make deps`)")
-    signed = released_counterpart(release_dir, src)
     tmp = out.with_name(out.name + ".attaching")
     with tempfile.TemporaryDirectory() as d:
-        sig = Path(d) / "signature.p7"
-        r = subprocess.run(["sbattach", "--detach", str(sig), str(signed)], capture_output=True, text=True)
-        if r.returncode:
-            raise errors.BadInput(f"{signed} carries no signature to reuse: {(r.stderr.strip().splitlines() or [''])[-1]}")
-        shutil.copyfile(src, tmp)
-        r = subprocess.run(["sbattach", "--attach", str(sig), str(tmp)], capture_output=True, text=True)
-        if r.returncode:
-            tmp.unlink(missing_ok=True)
-            raise errors.BadInput(f"sbattach could not attach {signed.name}'s signature to {src}")
-    r = subprocess.run(["sbverify", "--cert", str(cert), str(tmp)], capture_output=True, text=True)
-    if r.returncode:
-        tmp.unlink(missing_ok=True)
-        raise errors.BadInput(f"the rebuilt {src} differs from what the release signed ({signed.name}): its signature "
-                              "does not verify on it")
-    tmp.replace(out)
-    return None
+        programs = released_programs(release_dir, Path(d))
+        for name, signed in programs:
+            if _attach(signed, src, tmp, cert, Path(d)):
+                tmp.replace(out)
+                return None
+    tmp.unlink(missing_ok=True)
+    raise errors.BadInput(f"the rebuilt {src} differs from what the release signed: none of its {len(programs)} signed "
+                          f"programs' signatures verifies on it")

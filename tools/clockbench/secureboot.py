@@ -221,6 +221,17 @@ def check_pe(path: Path) -> None:
         raise errors.BadInput(f"{path} is not a PE image (no PE signature at offset {off:#x})")
 
 
+def check_signer(key_path: Path, cert_path: Path) -> KeyInfo | None:
+    """What sign() will need, checked before anything is written: the key,
+    or in a rebuild of a release (reproducible.SIGNATURES_FROM_ENV) only the
+    release's certificate."""
+    if os.environ.get(reproducible.SIGNATURES_FROM_ENV):
+        if not cert_path.is_file():
+            raise errors.NoInput(f"the release's certificate {cert_path} does not exist")
+        return None
+    return check_key(key_path, cert_path)
+
+
 def sign(key_path: Path, cert_path: Path, src: Path, out: Path) -> KeyInfo:
     """sbsign src into out (never in place when out is src: a temporary, then a rename).
     In a rebuild of a release (`make rebuild-check`) the release's own
