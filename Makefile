@@ -526,7 +526,7 @@ release:
 # `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
 # gets the release's own signature back; every file is then compared.
 REBUILD_KEY := $(BUILD)/rebuild-key
-REBUILD_WORK := $(BUILD)/rebuild-work
+REBUILD_WORK := $(RELEASE_WORK)  # the same folder name as the release build: paths in the debug information
 REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
 rebuild-check:
 	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }

@@ -86,6 +86,7 @@ static void print_banner(void)
     record_str(&r, "boot_protocol", boot.protocol == BOOT_PVH ? "pvh" : boot.protocol == BOOT_MULTIBOOT2 ? "multiboot2"
                                      : boot.protocol == BOOT_MULTIBOOT1 ? "multiboot1" : "unknown");
     record_str(&r, "cmdline", boot.cmdline);
+    record_str(&r, "build", CLOCKBENCH_VERSION); /* the schema record's, again: the machine record is what a fleet keeps */
     record_str(&r, "secure_boot", bootinfo_secure_boot(&boot));
     if (boot.efi_state_present) {
         record_str(&r, "secure_boot_source", "efi variables");

@@ -215,8 +215,9 @@ def assert_version_everywhere(r: qemu.RunResult, version: str) -> None:
     explain = f"{' '.join(r.command)}\n{r.output[-3000:]}"
     assert r.status in (0, 1), explain
     assert f"clockbench {version}: time counters" in r.output, explain
-    (machine,) = [x for x in records.parse(r.output) if x.get("type") == "machine"]
-    assert machine["build"] == version, explain
+    for kind in ("schema", "machine"):
+        (record,) = [x for x in records.parse(r.output) if x.get("type") == kind]
+        assert record["build"] == version, explain
 
 
 @pytest.mark.parametrize("firmware", ["bios", "uefi"])
