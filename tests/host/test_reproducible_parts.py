@@ -3,7 +3,8 @@
 folders come out identical once scripts/dwarf_comp_dir.py has run, and stay
 linkable (their relocations kept); a signature's time is SOURCE_DATE_EPOCH's
 whatever the clock, and still verifies; bad input is refused with one line.
-tests/release/test_reproducible.py checks the whole build."""
+tests/release/test_release.py checks the whole build: a release and its
+keyless rebuild elsewhere, compared file by file."""
 
 from __future__ import annotations
 

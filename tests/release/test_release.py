@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -263,20 +264,45 @@ def test_the_qr_payload_carries_the_version(release):
 
 # ---- a rebuild, elsewhere, without the key ----------------------------------
 
-def rebuild_check(clone: Path, release_dir: Path, umask: str = "077", env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", f'umask {umask} && exec make --no-print-directory -C "$1" rebuild-check '
+# What the builds' environment must not carry over from the test's: a
+# SOURCE_DATE_EPOCH would hide the one the Makefile derives from the commit;
+# a parent make's flags would reach the inner make.
+DROP_ENV = ("SOURCE_DATE_EPOCH", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "KEY_DIR", "CLOCKBENCH_BUILD", "LANG",
+            "LANGUAGE")
+TMPFS = Path("/dev/shm")
+TMPFS_NEED = 512 << 20
+
+
+def rebuild_check(clone: Path, release_dir: Path, umask: str = "077", env: dict | None = None,
+                  faketime: str | None = None) -> subprocess.CompletedProcess:
+    clock = f"faketime -f {faketime} " if faketime else ""
+    base = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
+    return subprocess.run(["sh", "-c", f'umask {umask} && exec {clock}make --no-print-directory -C "$1" rebuild-check '
                            f'RELEASE="$2" RELEASE_VENV="$3"', "sh", str(clone), str(release_dir), str(RELEASE_VENV)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=600, env={**base, **(env or {})})
 
 
 @pytest.fixture(scope="module")
 def rebuilt(release, tmp_path_factory):
-    """The release rebuilt by `make rebuild-check` from another clone: another
-    folder (of another length), umask 077 against 022, another time zone and
-    locale, later, no private key. (clone, make's result)"""
+    """The release rebuilt by `make rebuild-check` from another clone, as
+    unlike the release build as one machine allows: another folder, of
+    another length and depth, on a tmpfs when there is room (another order of
+    a folder's files than ext4's hashed one); umask 077 against 022; the
+    wall clock 397 days on (faketime), TZ=Pacific/Chatham (+12:45, an offset
+    no arithmetic gets right by accident) and LC_ALL=C.UTF-8; no private key.
+    (clone, make's result)"""
+    if not shutil.which("faketime"):
+        pytest.fail("faketime is not installed (Debian package faketime; `make deps`)")
     out, _, _ = release
-    other = clone_of_head(tmp_path_factory.mktemp("rebuild") / "a-second-folder-with-a-longer-name" / "cb")
-    return other, rebuild_check(other, out, env={"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"})
+    parent = tmp_path_factory.mktemp("rebuild")
+    if TMPFS.is_dir() and shutil.disk_usage(TMPFS).free > TMPFS_NEED:
+        parent = Path(tempfile.mkdtemp(prefix="clockbench-rebuild-", dir=TMPFS))
+    other = clone_of_head(parent / "a-second-folder-with-a-longer-name" / "and" / "cb")
+    try:
+        yield other, rebuild_check(other, out, env={"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"}, faketime="+397d")
+    finally:
+        if str(parent).startswith(str(TMPFS)):
+            shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_a_rebuild_elsewhere_without_the_key_is_the_release_bit_for_bit(release, rebuilt):
@@ -288,6 +314,11 @@ def test_a_rebuild_elsewhere_without_the_key_is_the_release_bit_for_bit(release,
         assert re.search(rf"^  identical  {re.escape(name)}$", r.stdout, re.M), r.stdout[-3000:]
     assert f"all {len(files)} files are identical to the release, bit for bit" in r.stdout
     assert not list((other / "build" / "rebuild-key").glob("*.key")), "a rebuild had a private key"
+    # neither build's folder in any file (a path of one length in both would not show above)
+    for folder in (out.parents[1], other):
+        for name in files:
+            if not name.endswith(".gz"):
+                assert str(folder).encode() not in (out / name).read_bytes(), f"{name} holds the build folder {folder}"
 
 
 def test_a_rebuild_names_each_downloaded_file_that_differs(release, rebuilt, tmp_path):
