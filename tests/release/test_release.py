@@ -80,7 +80,7 @@ def one_line_refusal(r: subprocess.CompletedProcess, status: int, words: str) ->
 
 @pytest.mark.parametrize("args, env, status, words", [
     ((), {}, 64, r"KEY_DIR=DIR"),
-    (("KEY_DIR=/nonexistent/key",), {}, 66, r"/nonexistent/key/clockbench.key does not exist"),
+    (("KEY_DIR=/nonexistent/key",), {}, 66, r"no release key in /nonexistent/key .*keys --new --dir /nonexistent/key"),
     (("KEY_DIR={key}", "VERSION=not-a-version"), {}, 64, r"not-a-version.* is not a version"),
     (("KEY_DIR={key}", "VERSION=1.0;rm"), {}, 64, r"is not a version"),
     (("KEY_DIR={loose}",), {}, 77, r"permissions|mode"),

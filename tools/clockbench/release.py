@@ -31,6 +31,7 @@ import hashlib
 import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -128,9 +129,12 @@ def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cw
         raise errors.UsageError(f"VERSION={version} on a dirty tree: leave VERSION unset (the version then ends -dirty) "
                                 "or put dirty in it")
     if key_dir_origin not in ("command line", "environment", "environment override"):
-        raise errors.UsageError("make release signs with the release key: name its folder, `make release KEY_DIR=DIR` "
+        raise errors.UsageError("a release is signed with the release key: name its folder, `make release KEY_DIR=DIR` "
                                 "(`clockbench keys --new --dir DIR` makes one; never your own key by default)")
     key, cert, _ = secureboot.paths(Path(key_dir))
+    if not key.exists() and not cert.exists():
+        raise errors.NoInput(f"no release key in {key_dir} ({key.name}, {cert.name}): `clockbench keys --new --dir "
+                             f"{shlex.quote(key_dir)}` makes one")
     info = secureboot.check_key(key, cert)
     _spdx()
     return info
