@@ -479,7 +479,7 @@ define test_phases
 	echo "== timed tests, one at a time"; \
 	$(PYTEST) -p no:xdist -m timed $(1) || [ $$? -eq 5 ] || status=1; \
 	echo "== the other tests, on $(TEST_JOBS) cores"; \
-	$(PYTEST) -n $(TEST_JOBS) -m "not timed" $(1) || [ $$? -eq 5 ] || status=1; \
+	$(PYTEST) -n $(TEST_JOBS) --dist loadgroup -m "not timed" $(1) || [ $$? -eq 5 ] || status=1; \
 	rm -rf $(BOOT_CACHE); exit $$status
 endef
 

@@ -27,6 +27,10 @@ from buildpaths import ROOT
 
 from clockbench import qemu, records, secureboot
 
+# One worker runs them all (make test: pytest-xdist's loadgroup): the release
+# and its rebuild are module fixtures, built once, not once a worker.
+pytestmark = pytest.mark.xdist_group("release")
+
 RELEASE_VENV = ROOT / "build" / "release-venv"
 PYDEPS = ROOT / "build" / "pydeps"
 QUICK = "profile=quick only=read_cost"
