@@ -574,7 +574,8 @@ def counter_rows(res: dict) -> list[dict]:
 def cpu_rows(res: dict) -> tuple[list[dict], list[dict]]:
     cpus = [{"index": c.get("index", "-"), "apic": c.get("apic_id"), "state": "started" if c.get("started") else (c.get("reason") or "not started"),
              "adjust": "-" if c.get("tsc_adjust") is None else c.get("tsc_adjust"),
-             "read": figures.read_cost({"p50_ns": c.get("read_p50_ns"), "below_step": c.get("read_below_step")}, figures.tsc_step_ns(res)),
+             "read": figures.read_cost({"p50_ns": c.get("read_p50_ns"), "below_step": c.get("read_below_step"),
+                                        "batch_ns_per_read": c.get("batch_ns_per_read")}, figures.tsc_step_ns(res)),
              "bits": c.get("cpuid_time_bits", "-")} for c in _l(res.get("cpus"))]
     sync = []
     for s in _l(res.get("tsc_sync")):
