@@ -96,3 +96,17 @@ def test_the_rtc_step_is_in_seconds_in_the_summary():
     assert figures.ns(1000011844.4) == "1.00 s"
     if figures._num(rtc.get("min_step_ns")) is not None:  # a run that timed two RTC edges or more
         assert re.search(r"^\| rtc \| .* \| 1\.00 s \|$", md, re.M), md
+
+
+def test_the_terminal_verdicts_cost_line_is_not_its_advice():
+    """An older log's verdict read from its terminal text: the line under a
+    row that gives the batch's figure is the read's cost, not its advice."""
+    text = ("== Verdict ==\n"
+            "  counter     read p50  resolution               freq monotonic\n"
+            "  tsc          9.54* ns     10.0 ns        +-0.054 ppm       yes\n"
+            "           -> a good clock\n"
+            "           -> * a read is below the TSC's step (10.0 ns): 9.54 ns a read by the batch\n"
+            "\n")
+    v = report.verdict_text(report.sections(text.split("\n")))
+    assert v["advice"]["tsc"] == "a good clock", v
+    assert v["rows"]["tsc"]["read"] == "9.54*", v

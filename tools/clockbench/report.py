@@ -105,6 +105,8 @@ def verdict_text(secs: list[dict]) -> dict:
         elif only:
             last = only.group(1)
             advice[last] = only.group(3)
+        elif adv and last and adv.group(1).lstrip("* ").startswith("a read is"):
+            continue  # the read's cost below the TSC's step, not its advice
         elif adv and last:
             advice[last] = adv.group(1)
         elif last and last in advice and line.startswith("    ") and line.strip():
