@@ -25,7 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # the image's logs; a clockbench-os log (os-*.log) has a page of its own,
 # without plots (test_os_side.py)
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
-SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "checks", "terminal")
+SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "rtc", "checks", "terminal")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -434,6 +434,11 @@ addEventListener("load", () => {
   for (let n = walk.nextNode(); n; n = walk.nextNode())
     if (n.parentElement && !n.parentElement.closest("pre, script, style") && shown(n.parentElement)) parts.push(n.textContent);
   out.visible = parts.join(" ");
+  const rtc = document.getElementById("rtc");
+  if (rtc) out.rtc = {indexed: !!document.querySelector('nav a[href="#rtc"]'), shown: shown(rtc),
+                      rows: Array.from(rtc.querySelectorAll("table tr")).slice(1).map(tr => Array.from(tr.cells).map(c => c.innerText)),
+                      bare_pre: Array.from(rtc.querySelectorAll("pre")).filter(p => !p.closest("details")).length,
+                      right: Math.round(rtc.getBoundingClientRect().right)};
   const pre = document.createElement("pre"); pre.id = "layout-probe"; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });
@@ -515,6 +520,16 @@ def test_the_page_fits_says_whole_sentences_and_answers_first(log, tmp_path):
     assert not cut, cut
     # the timer interrupts: a section of its own, in the page's index
     assert 'href="#timers"' in (tmp_path / "out" / "report.html").read_text()
+    # the RTC: a section of its own, in the index, its record's fields a table as the page shows it (not raw text)
+    rtc, rec = got.get("rtc"), res.get("rtc") or {}
+    assert rtc and rtc["indexed"] and rtc["shown"] and rtc["bare_pre"] == 0 and rtc["right"] <= got["width"], rtc
+    assert [r[0] for r in rtc["rows"]] == [r["what"] for r in report.rtc_rows(res)] and rtc["rows"], rtc["rows"]
+    shown = dict((r[0], r[1]) for r in rtc["rows"])
+    assert shown["date and time"].startswith(f"{rec['date']} {rec['time']}"), shown
+    assert shown["second edges"].startswith(f"{rec['edges']} timed, {rec['edges_used']} fitted"), shown
+    if figures._num(rec.get("ppm_tsc_vs_rtc")) is not None:  # fitted: the reference's crystal against the RTC's, rounded to its +-
+        assert figures.pm(rec["ppm_tsc_vs_rtc"], rec["uncertainty_ppm"]) in shown[f"the reference ({rec['reference']}) against the RTC"]
+    assert "The RTC" not in [o["title"] for o in report.other_sections(res)]
 
 
 def test_the_cut_sentence_check_fails_on_the_old_page(tmp_path):
