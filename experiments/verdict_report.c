@@ -194,7 +194,7 @@ void verdict_report(void)
         kprintf("  %-8s %8s ns %8s ns %18s %9s\n", counters[c].name, v->read, v->res, v->freq, v->mono);
         kprintf("  %-8s -> %s%s\n", "", qualify, v->advice);
         if (in.measured && results.target[t].below_step)
-            kprintf("  %-8s -> %c a read is %s\n", "", results.target[t].batch_done ? '*' : ' ', results_read_cost(cost, t));
+            kprintf("  %-8s -> %sa read is %s\n", "", results.target[t].batch_done ? "* " : "", results_read_cost(cost, t));
     }
     if (results.tsc_measured) {
         kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),
