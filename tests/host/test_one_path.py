@@ -105,10 +105,13 @@ def test_the_terminal_verdicts_cost_line_is_not_its_advice():
             "  counter     read p50  resolution               freq monotonic\n"
             "  tsc          9.54* ns     10.0 ns        +-0.054 ppm       yes\n"
             "           -> a good clock\n"
-            "           -> * a read is below the TSC's step (10.0 ns): 9.54 ns a read by the batch\n"
+            "           -> * a read is below the TSC's step (10.0 ns): 9.54 ns a read by\n"
+            "             the batch\n"
+            "  hpet       9384.0 ns   9384.0 ns          reference       yes\n"
+            "           -> a good reference; too slow to read for timestamps\n"
             "\n")
     v = report.verdict_text(report.sections(text.split("\n")))
-    assert v["advice"]["tsc"] == "a good clock", v
+    assert v["advice"]["tsc"] == "a good clock" and v["advice"]["hpet"].startswith("a good reference"), v
     assert v["rows"]["tsc"]["read"] == "9.54*", v
 
 

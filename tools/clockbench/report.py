@@ -96,9 +96,12 @@ def verdict_text(secs: list[dict]) -> dict:
     """The verdict table as the image printed it: each counter's row and
     its advice line (the advice is in no record)."""
     sec = next((s for s in secs if s["title"] == "Verdict"), None)
-    advice, rows, last = {}, {}, None
+    advice, rows, last, cost_line = {}, {}, None, False
     for line in sec["lines"] if sec else []:
         m, only, adv = _VERDICT_ROW.match(line), _VERDICT_ONLY.match(line), _ADVICE.match(line)
+        if cost_line and not adv and line.startswith("    ") and line.strip():
+            continue  # the read's cost line, wrapped
+        cost_line = False
         if m and m.group(1) != "counter":
             last = m.group(1)
             rows[last] = {"read": m.group(2), "resolution": m.group(3), "freq": m.group(4), "mono": m.group(5)}
@@ -106,7 +109,7 @@ def verdict_text(secs: list[dict]) -> dict:
             last = only.group(1)
             advice[last] = only.group(3)
         elif adv and last and adv.group(1).lstrip("* ").startswith("a read is"):
-            continue  # the read's cost below the TSC's step, not its advice
+            cost_line = True  # the read's cost below the TSC's step, not its advice
         elif adv and last:
             advice[last] = adv.group(1)
         elif last and last in advice and line.startswith("    ") and line.strip():
@@ -254,8 +257,10 @@ def warnings(res: dict) -> list[str]:
     out = []
     m, hw, cs, feat, prof = (_d(res.get(k)) for k in ("machine", "hwlat", "cpu_speed", "cpu_features", "profile"))
     if hw.get("rdtsc_intercepted"):
-        out.append("The hypervisor appears to intercept RDTSC: a read costs "
-                   f"{figures.tsc_read_cost(res)} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
+        cost = figures.tsc_read_cost(res)
+        cost = f"a read is {cost}" if cost.startswith("below") else f"a read costs {cost} (p50)"
+        out.append(f"The hypervisor appears to intercept RDTSC: {cost}, where hardware needs 10-40 ns. "
+                   "Every TSC read here is a trip into the hypervisor.")
     if cs.get("emulated"):
         rate = cs.get("iterations_per_s")
         out.append("The CPU seems emulated: a one-instruction loop runs "
