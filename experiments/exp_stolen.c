@@ -467,8 +467,8 @@ static void stolen_report(void)
         /* the read's cost as every output says it (results_read_cost) */
         char cost[RESULTS_COST_CHARS];
         bool below = results.target[TARGET_RDTSC].below_step;
-        kprintf("  The hypervisor appears to intercept RDTSC: a read %s %s%s, where\n"
-                "  hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.\n",
+        kprintf("  The hypervisor appears to intercept RDTSC: a read %s %s%s, where hardware needs 10-40 ns. "
+                "Every TSC read here is a trip into the hypervisor.\n",
                 below ? "is" : "costs", results_read_cost(cost, TARGET_RDTSC), below ? "" : " (p50)");
     }
     report_discontinuities();
