@@ -66,7 +66,11 @@ void verdict_make(const struct verdict_input *in, struct verdict_row *v)
     fmt_format(v->read, sizeof v->read, "-");
     fmt_format(v->res, sizeof v->res, "-");
     if (in->measured) {
+        /* the read's one figure; below the TSC's step its p50 is the step's
+           quantisation: the batch's figure, or the step where that is finer */
         struct xf read = in->cost.p50_ns;
+        if (in->cost.below_step && in->cost.batch_done)
+            read = xf_cmp(in->cost.batch_ns, in->cost.step_ns) > 0 ? in->cost.batch_ns : in->cost.step_ns;
         struct xf res = in->repeats && xf_cmp(in->step_ns, read) > 0 ? in->step_ns : read;
         read_cost_cell(v->read, &in->cost);
         xs(v->res, res, 1);
