@@ -84,7 +84,7 @@ def test_the_verdict_row_shows_the_batch_figure_below_the_step(verdict):
     assert (v["read"], v["read_ns_x10"]) == ("9.54*", 95)
     assert v["res"] == "10.0"  # the batch's 9.54 is finer than the TSC's step: the step is what a read resolves
     # a read dearer than the step: the resolution is the read's one figure, not its quantised p50
-    v = verdict(read=594_800, tsc=1, below_step=1, tsc_step=318_300, batch_done=1, batch=525_450)
-    assert (v["read"], v["res"]) == ("525.45*", "525.5"), v
+    v = verdict(read=594_800, tsc=1, below_step=1, tsc_step=318_300, batch_done=1, batch=525_460)
+    assert (v["read"], v["res"]) == ("525.46*", "525.5"), v
     v = verdict(read=29_640, tsc=1, tsc_step=10_000, batch_done=1, batch=28_100)
     assert (v["read"], v["read_ns_x10"]) == ("29.6", 296)
