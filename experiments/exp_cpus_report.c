@@ -46,13 +46,23 @@ static bool entry_stands_out(const struct smp_cpu *c, const struct cpu_facts *f,
     return f->time_bits != bf->time_bits || f->apic_id_cpuid != c->apic_id;
 }
 
+/* One CPU's RDTSC cost, in the words every output uses (lib/verdict.h). */
+static void cpu_cost(const struct cpu_facts *f, struct read_cost *c)
+{
+    *c = (struct read_cost){.p50_ns = tsc_ticks_ns(f->p50_ticks), .below_step = stats_below_step(f->p50_ticks, results.tsc_step_ticks),
+                            .step_ns = tsc_ticks_ns(results.tsc_step_ticks), .batch_done = true,
+                            .batch_ns = tsc_ticks_to_ns(f->batch_ticks)};
+}
+
 static void report_cpu_table(bool full)
 {
     char a[FMT_FIXED_CHARS];
+    struct read_cost rc;
+    bool marked = false;
+    const struct cpu_facts *cost_min = 0, *cost_max = 0;
     const struct cpu_facts *bf = &cpus_st.facts[0];
     const struct topo_shifts *topo = &cpus_st.topo;
     uint32_t shown = 0, hidden = 0, disabled = 0, running = 0, disabled_all = 0;
-    uint64_t p50_min = UINT64_MAX, p50_max = 0;
     for (uint32_t e = 0; e < smp.count; e++)
         disabled_all += !smp.cpus[e].enabled;
     /* a MADT that lists every possible CPU (QEMU's maxcpus=) has many disabled entries: one line for them */
@@ -96,6 +106,7 @@ static void report_cpu_table(bool full)
             record_xf_fixed(&r, "read_p50_ns", tsc_ticks_ns(f->p50_ticks), 1);
             record_u64(&r, "read_p50_ticks", f->p50_ticks);
             record_bool(&r, "read_below_step", stats_below_step(f->p50_ticks, results.tsc_step_ticks));
+            record_xf_fixed(&r, "batch_ns_per_read", tsc_ticks_to_ns(f->batch_ticks), 3);
             record_hex(&r, "cpuid_time_bits", f->time_bits);
             record_u64(&r, "cpuid_apic_id", f->apic_id_cpuid);
             record_u64(&r, "start_ticks", c->start_ticks);
@@ -104,6 +115,7 @@ static void report_cpu_table(bool full)
             record_null(&r, "tsc_adjust");
             record_null(&r, "tsc_aux");
             record_null(&r, "read_p50_ns");
+            record_null(&r, "batch_ns_per_read");
         }
         emit(&r);
 
@@ -111,10 +123,14 @@ static void report_cpu_table(bool full)
             disabled++;
         if (f && f->done) {
             running++;
-            if (f->p50_ticks < p50_min)
-                p50_min = f->p50_ticks;
-            if (f->p50_ticks > p50_max)
-                p50_max = f->p50_ticks;
+            struct read_cost lo, hi;
+            cpu_cost(f, &rc);
+            if (cost_min)
+                cpu_cost(cost_min, &lo), cpu_cost(cost_max, &hi);
+            if (!cost_min || read_cost_ns_x10(&rc) < read_cost_ns_x10(&lo))
+                cost_min = f;
+            if (!cost_max || read_cost_ns_x10(&rc) > read_cost_ns_x10(&hi))
+                cost_max = f;
         }
         if (fold_disabled && !c->enabled)
             continue;
@@ -128,7 +144,7 @@ static void report_cpu_table(bool full)
         }
         if (!shown++)
             kprintf("  %-3s %5s %5s %-6s %-10s %10s %7s %10s  %s\n", "cpu", "apic", "uid", "mode", "state", "TSC_ADJUST", "TSC_AUX",
-                    "rdtsc p50", "CPUID bits");
+                    "rdtsc", "CPUID bits");
         char idx[8], adj[24], aux[16], cost[FMT_FIXED_CHARS + 4];
         fmt_format(idx, sizeof idx, c->index >= 0 ? "%d" : "-", c->index);
         const char *state = c->is_bsp ? "boot CPU" : c->started && !c->lost ? "started" : "not running";
@@ -145,15 +161,16 @@ static void report_cpu_table(bool full)
             fmt_format(aux, sizeof aux, "%u", f->tsc_aux);
         else
             fmt_format(aux, sizeof aux, "-");
-        if (stats_below_step(f->p50_ticks, results.tsc_step_ticks))
-            fmt_format(cost, sizeof cost, "<%s ns", ns_cell(a, tsc_ticks_ns(results.tsc_step_ticks)));
-        else
-            fmt_format(cost, sizeof cost, "%s ns", ns_cell(a, tsc_ticks_ns(f->p50_ticks)));
+        cpu_cost(f, &rc);
+        fmt_format(cost, sizeof cost, "%s ns", read_cost_cell(a, &rc));
+        marked |= rc.below_step;
         kprintf("  %-3s %5u %5u %-6s %-10s %10s %7s %10s  0x%02x%s\n", idx, c->apic_id, c->uid, mode_name(f), state, adj, aux,
                 cost, f->time_bits, c->index == 0 ? "" : f->time_bits == bf->time_bits ? " same" : " DIFFERS");
         if (f->apic_id_cpuid != c->apic_id)
             kprintf("       note: CPUID gives APIC ID %u on this CPU, the MADT %u\n", f->apic_id_cpuid, c->apic_id);
     }
+    if (shown && marked)
+        kprintf("  %s (%s ns)\n", READ_COST_MARK_NOTE, ns_cell(a, tsc_ticks_ns(results.tsc_step_ticks)));
     if (shown)
         kprintf("  CPUID bits: 0x01 TSC, 0x02 RDTSCP, 0x04 invariant TSC, 0x08 TSC-deadline,\n"
                 "  0x10 TSC_ADJUST, 0x20 x2APIC; bits that differ from CPU 0's are a finding\n");
@@ -161,8 +178,13 @@ static void report_cpu_table(bool full)
         kprintf("  %u more MADT entries are disabled: left alone (each is a cpu record)\n", disabled_all);
     if (!full) {
         char b[FMT_FIXED_CHARS];
-        kprintf("  %u CPUs answered, rdtsc p50 %s to %s ns; %u disabled MADT entries left alone\n", running,
-                running ? ns_cell(a, tsc_ticks_ns(p50_min)) : "-", running ? ns_cell(b, tsc_ticks_ns(p50_max)) : "-", disabled);
+        struct read_cost lo, hi;
+        if (running)
+            cpu_cost(cost_min, &lo), cpu_cost(cost_max, &hi);
+        kprintf("  %u CPUs answered, an RDTSC %s to %s ns; %u disabled MADT entries left alone\n", running,
+                running ? read_cost_cell(a, &lo) : "-", running ? read_cost_cell(b, &hi) : "-", disabled);
+        if (running && (lo.below_step || hi.below_step) && !(shown && marked))
+            kprintf("  %s (%s ns)\n", READ_COST_MARK_NOTE, ns_cell(a, tsc_ticks_ns(results.tsc_step_ticks)));
         kprintf("  %s (each CPU's row is a cpu record)\n",
                 shown ? "The rows above stand out" : "No CPU stands out: all started, CPUID bits and APIC IDs agree");
         if (hidden && shown == CPUS_LISTED_MAX)

@@ -9,6 +9,7 @@
 #include "../kernel/percpu.h"
 #include "../lib/cpu_topology.h"
 #include "../lib/tsc_sync.h"
+#include "../lib/xf.h"
 
 /* Budgets: together under 1 s for 64 CPUs on hardware (15 ms each), plus
    the rate window. Under an emulator an AP takes longer (the exchanges and
@@ -43,6 +44,7 @@ struct cpu_facts {
     uint64_t *costs;            /* COST_READS, empty bracket subtracted; only while measuring */
     uint64_t overhead;
     uint64_t p50_ticks;
+    struct xf batch_ticks;      /* per read, from CPU_BATCH_K reads timed as one: the figure below the TSC's step */
     bool kvm_page_ok;           /* this CPU's kvmclock page registered and settled */
 };
 

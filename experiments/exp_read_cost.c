@@ -165,8 +165,8 @@ static void read_cost_report(void)
     kprintf("  two serialised TSC reads, less the median of the same code without the\n  read (run interleaved with it)\n");
     struct xf step_ns = tsc_ticks_to_ns(xf_from_u64(tsc_step));
     if (tsc_step > 1)
-        kprintf("  the TSC moves in steps of %llu ticks (%s ns) here: a p50 under %u steps is the\n"
-                "  step's, not a cost, and is not printed as one\n",
+        kprintf("  the TSC moves in steps of %llu ticks (%s ns) here:\n"
+                "  a p50 under %u steps is the step's, not a cost, and is not printed as one\n",
                 (unsigned long long)tsc_step, xs(b[1], step_ns, 2), STEP_FEW);
     else if (tsc_step)
         kprintf("  the TSC counts every tick here (its step: %llu)\n", (unsigned long long)tsc_step);

@@ -463,10 +463,14 @@ static void stolen_report(void)
         kprintf("  SMI count: unavailable (%s)\n", h.smi_note);
     steal_report();
     bool trapped = results_rdtsc_intercepted();
-    if (trapped)
-        kprintf("  The hypervisor appears to intercept RDTSC: a read costs %s ns (p50), where\n"
-                "  hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.\n",
-                xs(a, tsc_ticks_ns(results.target[TARGET_RDTSC].p50_ticks), 0));
+    if (trapped) {
+        /* the read's cost as every output says it (results_read_cost) */
+        char cost[RESULTS_COST_CHARS];
+        bool below = results.target[TARGET_RDTSC].below_step;
+        kprintf("  The hypervisor appears to intercept RDTSC: a read %s %s%s, where hardware needs 10-40 ns. "
+                "Every TSC read here is a trip into the hypervisor.\n",
+                below ? "is" : "costs", results_read_cost(cost, TARGET_RDTSC), below ? "" : " (p50)");
+    }
     report_discontinuities();
     struct record r;
     record_begin(&r, "hwlat");

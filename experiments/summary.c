@@ -257,6 +257,18 @@ static void print_names(const char *title, bool failures, unsigned total, unsign
     screen_printf("\n");
 }
 
+/* A verdict row shows the batch's figure, marked (lib/verdict.h). */
+static bool marked(void)
+{
+    for (int i = 0; i < COUNTER_COUNT; i++)
+        if (results.verdict[i].measured) {
+            size_t n = strlen(results.verdict[i].read);
+            if (n && results.verdict[i].read[n - 1] == '*')
+                return true;
+        }
+    return false;
+}
+
 /* The whole screen width: identity, the verdict table, the checks. */
 static void draw_wide(unsigned p, unsigned f, unsigned s)
 {
@@ -285,6 +297,8 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
         if (v->advice)
             screen_printf("           -> %.66s\n", v->advice);
     }
+    if (marked())
+        screen_printf("  %s\n", READ_COST_MARK_NOTE);
     if (cpus_verdict.ran)
         screen_printf("\nCPUs:       %.66s\n", cpus_verdict.line);
     screen_printf("\nSUMMARY: %u passed, %u failed, %u skipped\n", p, f, s);
@@ -314,6 +328,10 @@ static void draw_narrow(unsigned p, unsigned f, unsigned s, unsigned width, unsi
             screen_printf("%-8s %7s ns %4s\n", counters[i].name, v->read, v->mono);
         else
             screen_printf("%-8s %s\n", counters[i].name, v->present ? "not measured" : "absent");
+    }
+    if (marked()) {
+        screen_printf("* by the batch\n");
+        used++;
     }
     if (cpus_verdict.ran) {
         screen_printf("CPUs: %u running, %s\n", cpus_verdict.cpus,

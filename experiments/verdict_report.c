@@ -133,9 +133,7 @@ static void fill_input(int c, struct verdict_input *in)
         in->advice_good = "ignored by the OS (hardware-reduced ACPI): measured here, never the default reference";
     if (!ct->present)
         return;
-    in->read_ns = tsc_ticks_ns(tf->p50_ticks);
-    in->read_below_step = tf->below_step;
-    in->tsc_step_ns = tsc_ticks_ns(results.tsc_step_ticks);
+    results_cost_of(t, &in->cost);
     in->repeats = tf->seq_done && tf->zero_deltas > 0;
     in->step_ns = c == COUNTER_TSC ? tsc_ticks_ns(tf->min_step) : counter_ticks_ns(c, xf_from_u64(tf->min_step));
     bool backward = tf->backward || (cf->drift_done && cf->backward);
@@ -196,7 +194,7 @@ void verdict_report(void)
         kprintf("  %-8s %8s ns %8s ns %18s %9s\n", counters[c].name, v->read, v->res, v->freq, v->mono);
         kprintf("  %-8s -> %s%s\n", "", qualify, v->advice);
         if (in.measured && results.target[t].below_step)
-            kprintf("  %-8s -> a read is %s\n", "", results_read_cost(cost, t));
+            kprintf("  %-8s -> %sa read is %s\n", "", results.target[t].batch_done ? "* " : "", results_read_cost(cost, t));
     }
     if (results.tsc_measured) {
         kprintf("\n  TSC %s Hz, measured against the %s: relative to it +-%s ppm;\n", xs(a, results.tsc_hz, 0),

@@ -21,23 +21,27 @@ uint64_t ms_to_tsc(uint64_t ms) { return results.tsc_estimate_hz / 1000 * ms; }
 bool results_rdtsc_intercepted(void)
 {
     const struct target_findings *t = &results.target[TARGET_RDTSC];
+    struct read_cost c;
+    results_cost_of(TARGET_RDTSC, &c);
     /* A hardware RDTSC costs 10-40 ns (../shared/ANCHORS.md); 250 ns is far
-       beyond any real CPU and typical of a VM exit. */
-    return t->cost_done && boot_cpu.info.hypervisor && xf_cmp(tsc_ticks_ns(t->p50_ticks), xf_from_u64(250)) > 0;
+       beyond any real CPU and typical of a VM exit. The read's one figure:
+       its p50, or below the TSC's step the batch's. */
+    return t->cost_done && boot_cpu.info.hypervisor && read_cost_ns_x10(&c) > 2500;
+}
+
+void results_cost_of(int target, struct read_cost *c)
+{
+    const struct target_findings *tf = &results.target[target];
+    *c = (struct read_cost){.p50_ns = tsc_ticks_ns(tf->p50_ticks), .below_step = tf->below_step,
+                            .step_ns = tsc_ticks_ns(results.tsc_step_ticks), .batch_done = tf->batch_done,
+                            .batch_ns = tsc_ticks_to_ns(tf->batch_ticks)};
 }
 
 const char *results_read_cost(char buf[RESULTS_COST_CHARS], int target)
 {
-    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
-    const struct target_findings *tf = &results.target[target];
-    if (!tf->below_step)
-        fmt_format(buf, RESULTS_COST_CHARS, "%s ns", xs(a, tsc_ticks_ns(tf->p50_ticks), 1));
-    else if (tf->batch_done)
-        fmt_format(buf, RESULTS_COST_CHARS, "below the TSC's step (%s ns): %s ns a read by the batch",
-                   xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1), xs(b, tsc_ticks_to_ns(tf->batch_ticks), 2));
-    else
-        fmt_format(buf, RESULTS_COST_CHARS, "below the TSC's step (%s ns): not resolved", xs(a, tsc_ticks_ns(results.tsc_step_ticks), 1));
-    return buf;
+    struct read_cost c;
+    results_cost_of(target, &c);
+    return read_cost_text(buf, &c);
 }
 
 bool results_emulator(void)

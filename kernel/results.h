@@ -97,8 +97,10 @@ bool results_emulator(void);
 /* A read's cost as every output says it (docs/output.md, `below_step`):
    "29.6 ns", or "below the TSC's step (10.0 ns): 9.54 ns a read by the
    batch" (or ": not resolved" with no batch). */
-#define RESULTS_COST_CHARS 96
+#define RESULTS_COST_CHARS READ_COST_CHARS
 const char *results_read_cost(char buf[RESULTS_COST_CHARS], int target);
+/* The figures behind it (lib/verdict.h), for a table's cell. */
+void results_cost_of(int target, struct read_cost *c);
 #define TCG_SIGNATURE "TCGTCGTCGTCG" /* CPUID 0x40000000 under QEMU TCG (tests/fixtures/tcg-q35.log) */
 
 #endif

@@ -6,6 +6,38 @@ static const char *xs(char buf[FMT_FIXED_CHARS], struct xf v, unsigned decimals)
     return fmt_fixed(buf, xf_to_fixed(v, decimals), decimals, decimals);
 }
 
+const char *read_cost_text(char buf[READ_COST_CHARS], const struct read_cost *c)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    if (!c->below_step)
+        fmt_format(buf, READ_COST_CHARS, "%s ns", xs(a, c->p50_ns, 1));
+    else if (c->batch_done)
+        fmt_format(buf, READ_COST_CHARS, "below the TSC's step (%s ns): %s ns a read by the batch", xs(a, c->step_ns, 1),
+                   xs(b, c->batch_ns, 2));
+    else
+        fmt_format(buf, READ_COST_CHARS, "below the TSC's step (%s ns): not resolved", xs(a, c->step_ns, 1));
+    return buf;
+}
+
+const char *read_cost_cell(char buf[FMT_FIXED_CHARS], const struct read_cost *c)
+{
+    char a[FMT_FIXED_CHARS];
+    if (!c->below_step)
+        return xs(buf, c->p50_ns, 1);
+    if (c->batch_done)
+        fmt_format(buf, FMT_FIXED_CHARS, "%s*", xs(a, c->batch_ns, 2));
+    else
+        fmt_format(buf, FMT_FIXED_CHARS, "<%s", xs(a, c->step_ns, 1));
+    return buf;
+}
+
+int64_t read_cost_ns_x10(const struct read_cost *c)
+{
+    if (!c->below_step)
+        return xf_to_fixed(c->p50_ns, 1);
+    return xf_to_fixed(c->batch_done ? c->batch_ns : c->step_ns, 1);
+}
+
 static const char *mono_text(enum mono_state m)
 {
     switch (m) {
@@ -34,15 +66,15 @@ void verdict_make(const struct verdict_input *in, struct verdict_row *v)
     fmt_format(v->read, sizeof v->read, "-");
     fmt_format(v->res, sizeof v->res, "-");
     if (in->measured) {
-        struct xf res = in->repeats && xf_cmp(in->step_ns, in->read_ns) > 0 ? in->step_ns : in->read_ns;
-        if (in->read_below_step) {
-            char step[FMT_FIXED_CHARS];
-            fmt_format(v->read, sizeof v->read, "<%s", xs(step, in->tsc_step_ns, 1));
-        } else {
-            xs(v->read, in->read_ns, 1);
-        }
+        /* the read's one figure; below the TSC's step its p50 is the step's
+           quantisation: the batch's figure, or the step where that is finer */
+        struct xf read = in->cost.p50_ns;
+        if (in->cost.below_step && in->cost.batch_done)
+            read = xf_cmp(in->cost.batch_ns, in->cost.step_ns) > 0 ? in->cost.batch_ns : in->cost.step_ns;
+        struct xf res = in->repeats && xf_cmp(in->step_ns, read) > 0 ? in->step_ns : read;
+        read_cost_cell(v->read, &in->cost);
         xs(v->res, res, 1);
-        v->read_ns_x10 = xf_to_fixed(in->read_ns, 1);
+        v->read_ns_x10 = read_cost_ns_x10(&in->cost);
         v->res_ns_x10 = xf_to_fixed(res, 1);
     } else if (in->repeats) {
         xs(v->res, in->step_ns, 1);

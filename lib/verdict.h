@@ -13,14 +13,36 @@
 enum mono_state { MONO_UNKNOWN, MONO_YES, MONO_NO, MONO_STUCK };
 enum freq_state { FREQ_NONE, FREQ_REFERENCE, FREQ_TSC_MEASURED, FREQ_VS_NOMINAL };
 
+/* One read's cost, from which every output's words come (docs/output.md,
+   `verdict`'s read_cost and `latency`'s below_step): its p50, or, where
+   the p50 lies within a few of the TSC's steps, the batch's figure. */
+struct read_cost {
+    struct xf p50_ns;
+    bool below_step;                /* the p50 lies within a few of the TSC's steps: not a cost */
+    struct xf step_ns;              /* that step, when below_step */
+    bool batch_done;                /* a batch of reads timed as one: its per-read figure stands for a read */
+    struct xf batch_ns;
+};
+
+#define READ_COST_CHARS 96
+/* The words: "29.6 ns"; "below the TSC's step (10.0 ns): 9.54 ns a read by
+   the batch"; "below the TSC's step (10.0 ns): not resolved" (no batch). */
+const char *read_cost_text(char buf[READ_COST_CHARS], const struct read_cost *c);
+/* The same figure in a narrow table's cell, without its unit: "29.6";
+   "9.54*" (the batch's, marked: READ_COST_MARK_NOTE says what the mark
+   means); "<10.0" (below the step, no batch). */
+const char *read_cost_cell(char buf[FMT_FIXED_CHARS], const struct read_cost *c);
+/* The figure a cell shows, in tenths of ns (the QR summary's `c=`). */
+int64_t read_cost_ns_x10(const struct read_cost *c);
+/* The line under a table that holds a marked cell. */
+#define READ_COST_MARK_NOTE "* a read below the TSC's step, by the batch"
+
 struct verdict_input {
     const char *name;
     bool present;
     const char *absent_reason;
     bool measured;                  /* the read cost was measured (read_ns holds it) */
-    struct xf read_ns;              /* p50 */
-    bool read_below_step;           /* the p50 lies within a few of the TSC's steps: shown as "<step", not as a cost */
-    struct xf tsc_step_ns;          /* that step, when read_below_step */
+    struct read_cost cost;          /* the read's: its p50, or the batch's figure below the TSC's step */
     bool repeats;                   /* consecutive reads saw the same value */
     struct xf step_ns;              /* the smallest step, when it repeats */
     enum mono_state mono;
@@ -35,9 +57,9 @@ struct verdict_input {
 
 struct verdict_row {
     bool present, measured;
-    char read[FMT_FIXED_CHARS], res[FMT_FIXED_CHARS], freq[48], mono[8];
+    char read[FMT_FIXED_CHARS], res[FMT_FIXED_CHARS], freq[48], mono[8]; /* read: read_cost_cell */
     const char *advice;
-    int64_t read_ns_x10, res_ns_x10; /* tenths of ns */
+    int64_t read_ns_x10, res_ns_x10; /* tenths of ns: read_cost_ns_x10 */
     bool has_ppm;
     int64_t ppm_x100;                /* hundredths of ppm from nominal, or the TSC's +- in hundredths */
 };

@@ -10,10 +10,12 @@ bounds are. Boots use only=cpus to skip the other experiments.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import boots
-from clockbench import records
+from clockbench import decode, figures, records, report, results
 
 ONLY = "only=cpus"
 
@@ -148,3 +150,37 @@ def test_iso_with_four_cpus(boot, firmware):
     b = boot(boot="iso", accel="tcg", firmware=firmware, smp=4, timeout=300)
     assert b.status == 0, b.explain()
     assert_all_started_and_in_sync(b, 4)
+
+
+def _figure(text: str) -> str:
+    """The number a read-cost text or cell carries: "30.4 ns" -> "30.4";
+    "below the TSC's step (10.0 ns): 9.54 ns a read by the batch" and
+    the cell "9.54*" -> "9.54"."""
+    m = re.search(r"([\d.]+)\*?(?: ns)?(?: a read by the batch)?$", text.strip())
+    assert m, text
+    return m.group(1)
+
+
+def test_each_read_cost_is_one_figure_in_the_terminal_the_page_and_the_qr(boot):
+    """One truth for a read's cost (lib/verdict.c read_cost_*): the
+    terminal's CPU table and verdict cell, the HTML page's CPU and verdict
+    tables and the QR summary's tenths carry the same figure for the same
+    run; every CPU's record has its batch figure, which stands for a read
+    below the TSC's step (docs/output.md, `cpu`)."""
+    b = cpu_run(boot, 2, append="only=read_cost,cpus")
+    assert b.status == 0, b.explain()
+    res = results.from_log(b.result.output, "x.log")
+    page_cpus, _ = report.cpu_rows(res)
+    cpus = records.of_type(b.records, "cpu")
+    assert len(cpus) == 2 and all(c["batch_ns_per_read"] > 0 for c in cpus), cpus
+    table = {int(m.group(1)): m.group(2) for m in
+             re.finditer(r"^  (\d+)\s+\d+\s+\d+\s+\S+\s+(?:boot CPU|started)\s+\S+\s+\S+\s+(\S+) ns\s+0x", b.output, re.M)}
+    assert sorted(table) == [0, 1], b.output[-4000:]
+    for row in page_cpus:
+        assert _figure(table[row["index"]]) == _figure(row["read"]), (table, row)
+    verdict = re.search(r"^  tsc\s+(\S+) ns", b.output.split("== Verdict ==")[1], re.M).group(1)
+    said = figures.tsc_read_cost(res)
+    assert _figure(verdict) == _figure(said), (verdict, said)
+    (qr,) = records.of_type(b.records, "qr")
+    tsc = decode.parse_payload(qr["payload"])["counters"][0]
+    assert tsc["name"] == "tsc" and abs(tsc["read_p50_ns"] - float(_figure(said))) <= 0.051, (tsc, said)

@@ -79,6 +79,9 @@ def test_ctrl_c_stops_qemu_and_keeps_the_partial_log(tmp_path):
     assert "Traceback" not in err and "Traceback" not in out
     run = only_run(runs_dir)
     assert "interrupted after" in out and "The partial log" in out and f"{run}/run.log" in out
+    # one line says it (docs/output.md's 130: what was read is kept, and where is said)
+    said = [l for l in out.splitlines() if l.startswith("clockbench: interrupted after")]
+    assert len(said) == 1 and f"{run}/run.log" in said[0], said
     log = (run / "run.log").read_text()
     assert "== Measuring" in log and '"phase":"drift"' in log and "SUMMARY:" not in log
     meta = json.loads((run / "metadata.json").read_text())

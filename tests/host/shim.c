@@ -494,11 +494,15 @@ const char *shim_freq_uncertainty(const int64_t *x, const int64_t *y, const uint
 
 /* The verdict row for one counter's findings (figures in thousandths). */
 const char *shim_verdict(int present, int measured, int64_t read_ns_x1000, int repeats, int64_t step_ns_x1000, int mono,
-                         int freq, int64_t ppm_x1000, int64_t u_x1000, int is_tsc, int intercepted, int invariant)
+                         int freq, int64_t ppm_x1000, int64_t u_x1000, int is_tsc, int intercepted, int invariant,
+                         int below_step, int64_t tsc_step_x1000, int batch_done, int64_t batch_x1000)
 {
     struct verdict_input in = {
         .name = "c", .present = present, .absent_reason = "gone", .measured = measured,
-        .read_ns = xf_div(xf_from_i64(read_ns_x1000), xf_from_u64(1000)), .repeats = repeats,
+        .cost = {.p50_ns = xf_div(xf_from_i64(read_ns_x1000), xf_from_u64(1000)), .below_step = below_step,
+                 .step_ns = xf_div(xf_from_i64(tsc_step_x1000), xf_from_u64(1000)), .batch_done = batch_done,
+                 .batch_ns = xf_div(xf_from_i64(batch_x1000), xf_from_u64(1000))},
+        .repeats = repeats,
         .step_ns = xf_div(xf_from_i64(step_ns_x1000), xf_from_u64(1000)), .mono = (enum mono_state)mono,
         .freq = (enum freq_state)freq, .freq_ppm = xf_div(xf_from_i64(ppm_x1000), xf_from_u64(1000)),
         .uncertainty_ppm = xf_div(xf_from_i64(u_x1000), xf_from_u64(1000)), .is_tsc = is_tsc,
@@ -518,6 +522,20 @@ const char *shim_verdict(int present, int measured, int64_t read_ns_x1000, int r
     record_i64(&rec, "ppm_x100", v.ppm_x100);
     record_i64(&rec, "read_ns_x10", v.read_ns_x10);
     record_i64(&rec, "res_ns_x10", v.res_ns_x10);
+    return finish();
+}
+
+/* A read's cost in words and in a cell (figures in thousandths of ns). */
+const char *shim_read_cost(int64_t p50_x1000, int below_step, int64_t step_x1000, int batch_done, int64_t batch_x1000)
+{
+    struct read_cost c = {.p50_ns = xf_div(xf_from_i64(p50_x1000), xf_from_u64(1000)), .below_step = below_step,
+                          .step_ns = xf_div(xf_from_i64(step_x1000), xf_from_u64(1000)), .batch_done = batch_done,
+                          .batch_ns = xf_div(xf_from_i64(batch_x1000), xf_from_u64(1000))};
+    char text[READ_COST_CHARS], cell[FMT_FIXED_CHARS];
+    record_begin(&rec, "read_cost");
+    record_str(&rec, "text", read_cost_text(text, &c));
+    record_str(&rec, "cell", read_cost_cell(cell, &c));
+    record_i64(&rec, "ns_x10", read_cost_ns_x10(&c));
     return finish();
 }
 

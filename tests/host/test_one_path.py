@@ -96,3 +96,40 @@ def test_the_rtc_step_is_in_seconds_in_the_summary():
     assert figures.ns(1000011844.4) == "1.00 s"
     if figures._num(rtc.get("min_step_ns")) is not None:  # a run that timed two RTC edges or more
         assert re.search(r"^\| rtc \| .* \| 1\.00 s \|$", md, re.M), md
+
+
+def test_the_terminal_verdicts_cost_line_is_not_its_advice():
+    """An older log's verdict read from its terminal text: the line under a
+    row that gives the batch's figure is the read's cost, not its advice."""
+    text = ("== Verdict ==\n"
+            "  counter     read p50  resolution               freq monotonic\n"
+            "  tsc          9.54* ns     10.0 ns        +-0.054 ppm       yes\n"
+            "           -> a good clock\n"
+            "           -> * a read is below the TSC's step (10.0 ns): 9.54 ns a read by\n"
+            "             the batch\n"
+            "  hpet       9384.0 ns   9384.0 ns          reference       yes\n"
+            "           -> a good reference; too slow to read for timestamps\n"
+            "\n")
+    v = report.verdict_text(report.sections(text.split("\n")))
+    assert v["advice"]["tsc"] == "a good clock" and v["advice"]["hpet"].startswith("a good reference"), v
+    assert v["rows"]["tsc"]["read"] == "9.54*", v
+
+
+def test_the_read_cost_plot_draws_a_read_below_the_step_as_the_batch(tmp_path):
+    """plots.read_cost: a row below the TSC's step is no distribution (its
+    percentiles are the step's quantisation): it is drawn as the batch's
+    figure, labelled as the tables say it; a row with no batch at the step,
+    labelled not resolved; the others as measured. The plot is drawn."""
+    from clockbench import plots
+
+    res = results.from_log(below_step(LOG.read_text()), "x.log")
+    res["latency"]["hpet"] = dict(res["latency"]["hpet"], below_step=True)  # no batch: a counter
+    notes: list[str] = []
+    series = {s["name"]: s for s in plots.read_cost_series(res, notes)}
+    assert series["rdtsc"]["kind"] == "batch" and series["rdtsc"]["points"] == [(9.541, 0.5)], series["rdtsc"]
+    assert "9.54 ns by the batch" in series["rdtsc"]["label"] and "below the TSC's step" in series["rdtsc"]["label"]
+    assert series["hpet"]["kind"] == "unresolved" and series["hpet"]["points"] == [(10.0, 0.5)], series["hpet"]
+    assert "not resolved" in series["hpet"]["label"]
+    assert series["rdtscp"]["kind"] == "percentiles" and series["rdtscp"]["points"][1][0] == res["latency"]["rdtscp"]["p50_ns"]
+    out = plots.read_cost(res, tmp_path / "read_cost.png", notes)
+    assert out.stat().st_size > 1000 and any("below the TSC's step" in n for n in notes), notes

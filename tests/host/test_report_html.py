@@ -25,7 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # the image's logs; a clockbench-os log (os-*.log) has a page of its own,
 # without plots (test_os_side.py)
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
-SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "checks", "terminal")
+SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "rtc", "checks", "terminal")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -161,10 +161,15 @@ def test_the_kvm_fixture_warns_of_a_trapped_rdtsc_and_an_emulated_cpu(tmp_path):
     if not log.exists():
         pytest.skip("no KVM fixture (`make fixtures` on a machine with /dev/kvm)")
     _, page = page_only(log.read_text(), tmp_path / "out", log)
-    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0])
+    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0]).replace("&#39;", "'")
     recs = records.parse_log(log.read_text()).records
-    rdtsc = records.one(recs, "latency", counter="rdtsc")["p50_ns"]
-    assert f"intercept RDTSC: a read costs {rdtsc:.1f} ns (p50)" in warn  # as every output says it (figures.read_cost)
+    lat = records.one(recs, "latency", counter="rdtsc")
+    cost = figures.tsc_read_cost(results.from_log(log.read_text(), str(log)))
+    if lat.get("below_step"):  # the batch's figure, in the words every output uses (figures.read_cost)
+        batch = float(re.search(r"([\d.]+) ns a read by the batch$", cost).group(1))  # the image rounds its exact figure
+        assert abs(batch - lat["batch_ns_per_read"]) <= 0.0051 and f"intercept RDTSC: a read is {cost}," in warn, (cost, warn)
+    else:
+        assert f"intercept RDTSC: a read costs {lat['p50_ns']:.1f} ns (p50)" in warn
     assert "CPU seems emulated" in warn and "KVMKVMKVM" in warn
     # stolen time and the discontinuities the log holds
     assert "gaps over" in page
@@ -175,7 +180,7 @@ def test_the_kvm_fixture_warns_of_a_trapped_rdtsc_and_an_emulated_cpu(tmp_path):
 
 def test_the_images_own_notes_are_warnings(tmp_path):
     _, page = page_only((FIXTURES / "tcg-q35.log").read_text(), tmp_path / "out")
-    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0])
+    warn = text_of(page.split('id="warnings"')[1].split("</section>")[0]).replace("&#39;", "'")
     # joined across the console's line break, and said once
     assert warn.count("invariant") == 1
     assert "Note: no invariant-TSC bit: the TSC rate may change with P-states or stop in deep C-states" in warn
@@ -434,6 +439,11 @@ addEventListener("load", () => {
   for (let n = walk.nextNode(); n; n = walk.nextNode())
     if (n.parentElement && !n.parentElement.closest("pre, script, style") && shown(n.parentElement)) parts.push(n.textContent);
   out.visible = parts.join(" ");
+  const rtc = document.getElementById("rtc");
+  if (rtc) out.rtc = {indexed: !!document.querySelector('nav a[href="#rtc"]'), shown: shown(rtc),
+                      rows: Array.from(rtc.querySelectorAll("table tr")).slice(1).map(tr => Array.from(tr.cells).map(c => c.innerText)),
+                      bare_pre: Array.from(rtc.querySelectorAll("pre")).filter(p => !p.closest("details")).length,
+                      right: Math.round(rtc.getBoundingClientRect().right)};
   const pre = document.createElement("pre"); pre.id = "layout-probe"; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });
@@ -515,6 +525,16 @@ def test_the_page_fits_says_whole_sentences_and_answers_first(log, tmp_path):
     assert not cut, cut
     # the timer interrupts: a section of its own, in the page's index
     assert 'href="#timers"' in (tmp_path / "out" / "report.html").read_text()
+    # the RTC: a section of its own, in the index, its record's fields a table as the page shows it (not raw text)
+    rtc, rec = got.get("rtc"), res.get("rtc") or {}
+    assert rtc and rtc["indexed"] and rtc["shown"] and rtc["bare_pre"] == 0 and rtc["right"] <= got["width"], rtc
+    assert [r[0] for r in rtc["rows"]] == [r["what"] for r in report.rtc_rows(res)] and rtc["rows"], rtc["rows"]
+    shown = dict((r[0], r[1]) for r in rtc["rows"])
+    assert shown["date and time"].startswith(f"{rec['date']} {rec['time']}"), shown
+    assert shown["second edges"].startswith(f"{rec['edges']} timed, {rec['edges_used']} fitted"), shown
+    if figures._num(rec.get("ppm_tsc_vs_rtc")) is not None:  # fitted: the reference's crystal against the RTC's, rounded to its +-
+        assert figures.pm(rec["ppm_tsc_vs_rtc"], rec["uncertainty_ppm"]) in shown[f"the reference ({rec['reference']}) against the RTC"]
+    assert "The RTC" not in [o["title"] for o in report.other_sections(res)]
 
 
 def test_the_cut_sentence_check_fails_on_the_old_page(tmp_path):

@@ -146,7 +146,7 @@ def table(runs: list[dict], names: list[str]) -> list[list[str]]:
         else:
             cells.append("-")
     rows.append(["TSC frequency", *cells])
-    rows.append(["TSC measured against", *[str(_dict(r.get("profile")).get("tsc_hz_source") or "-") for r in runs], *none])
+    rows.append(["TSC frequency from", *[str(_dict(r.get("profile")).get("tsc_hz_source") or "-") for r in runs], *none])
     rows.append(["checks", *[checks_line(r) for r in runs], *none])
     return rows
 

@@ -10,7 +10,7 @@ import math
 import sys
 from pathlib import Path
 
-from . import records
+from . import figures, records
 
 # name -> (title in the page, what the figure answers)
 FIGURES = {
@@ -103,14 +103,48 @@ def allantools():
 _QUANTILES = (("min_ns", None), ("p50_ns", 0.5), ("p99_ns", 0.99), ("p999_ns", 0.999), ("max_ns", None))
 
 
+def read_cost_series(res: dict, notes: list[str]) -> list[dict]:
+    """What the read-cost plot draws for each target: its recorded
+    percentiles as (ns, share) points, or one point at 0.5 for a figure that
+    stands alone (`kind` "percentiles", "p50 only", "batch", "unresolved").
+    A read whose p50 lies below the TSC's step (`below_step`) has no
+    percentiles worth drawing (they are the step's quantisation): it is the
+    batch's per-read figure, as every table says it (figures.read_cost), or,
+    with no batch, a mark at the step labelled so."""
+    step = figures.tsc_step_ns(res)
+    out = []
+    for name, r in (res.get("latency") or {}).items():
+        if not _whole(r, lambda r: numbers(r, "p50_ns") or r.get("below_step") is True, "read cost", notes):
+            continue
+        if r.get("below_step") is True:
+            if numbers(r, "batch_ns_per_read") and r["batch_ns_per_read"] > 0:
+                out.append({"name": name, "kind": "batch", "points": [(r["batch_ns_per_read"], 0.5)],
+                            "label": f"{name}: below the TSC's step, {r['batch_ns_per_read']:.2f} ns by the batch"})
+            elif number(step) and step > 0:
+                out.append({"name": name, "kind": "unresolved", "points": [(step, 0.5)],
+                            "label": f"{name}: below the TSC's step ({step:.1f} ns), not resolved"})
+            continue
+        if not numbers(r, "min_ns", "p99_ns", "p999_ns", "max_ns", "n") or r["n"] < 2:
+            out.append({"name": name, "kind": "p50 only", "points": [(r["p50_ns"], 0.5)], "label": f"{name} (p50 only)"})
+            continue
+        n = r["n"]
+        # nearest-rank percentiles: at least q of the reads cost at most x.
+        # min and max sit at the first and last plotting positions,
+        # (k - 0.5) / n, so the logit axis can hold them; steps, because
+        # nothing is known between two recorded percentiles
+        pts = [(r["min_ns"], 0.5 / n)] + [(r[k], q) for k, q in _QUANTILES[1:4]] + [(r["max_ns"], 1 - 0.5 / n)]
+        out.append({"name": name, "kind": "percentiles", "points": pts, "label": name, "n": n})
+    return out
+
+
 def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     """The CDF of each target's read cost through its recorded percentiles,
-    on a log x axis and a logit y axis (the tails are where reads differ)."""
-    lat = {n: r for n, r in (res.get("latency") or {}).items()
-           if _whole(r, lambda r: numbers(r, "p50_ns"), "read cost", notes)}
-    if not lat:
+    on a log x axis and a logit y axis (the tails are where reads differ);
+    a read below the TSC's step as the batch's figure (read_cost_series)."""
+    series = read_cost_series(res, notes)
+    if not series:
         raise TooLittle("no read cost was measured")
-    positive = [r[k] for r in lat.values() for k, _ in _QUANTILES if number(r.get(k)) and r[k] > 0]
+    positive = [x for s in series for x, _ in s["points"] if number(x) and x > 0]
     floor = min(positive) / 3 if positive else 0.1  # where a 0 is drawn: a log axis has no zero
     plt = _plt()
     from matplotlib.ticker import NullLocator
@@ -118,21 +152,20 @@ def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     fig, ax = plt.subplots(figsize=(8.5, 4.2))
     only_p50, edge = [], 0.5
     markers = "os^vDPX*<>"
-    for i, (name, r) in enumerate(lat.items()):
+    for i, s in enumerate(series):
         style = dict(color=f"C{i % 10}", marker=markers[i % len(markers)], ms=4, alpha=0.85)
-        if not numbers(r, "min_ns", "p99_ns", "p999_ns", "max_ns", "n") or r["n"] < 2:
-            only_p50.append(name)  # a decoded QR code carries only the p50
-            ax.plot([max(r["p50_ns"], floor)], [0.5], ls="none", label=f"{name} (p50 only)", **style)
+        pts = [(max(x, floor), q) for x, q in s["points"]]
+        if s["kind"] == "percentiles":
+            edge = min(edge, 0.5 / s["n"])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], drawstyle="steps-post", lw=1.3, label=s["label"], **style)
             continue
-        n = r["n"]
-        edge = min(edge, 0.5 / n)
-        # nearest-rank percentiles: at least q of the reads cost at most x.
-        # min and max sit at the first and last plotting positions,
-        # (k - 0.5) / n, so the logit axis can hold them; steps, because
-        # nothing is known between two recorded percentiles
-        pts = [(r["min_ns"], 0.5 / n)] + [(r[k], q) for k, q in _QUANTILES[1:4]] + [(r["max_ns"], 1 - 0.5 / n)]
-        pts = [(max(x, floor), q) for x, q in pts]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], drawstyle="steps-post", lw=1.3, label=name, **style)
+        if s["kind"] == "p50 only":
+            only_p50.append(s["name"])  # a decoded QR code carries only the p50
+        elif s["kind"] == "batch":
+            style.update(marker="*", ms=9, mfc="none")
+        else:
+            style.update(marker="<", ms=7)
+        ax.plot([pts[0][0]], [pts[0][1]], ls="none", label=s["label"], **style)
     ax.set_xscale("log")
     ax.set_yscale("logit")
     ax.yaxis.set_minor_locator(NullLocator())
@@ -142,6 +175,9 @@ def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     ax.set_xlabel(f"read cost (ns, log scale; a 0 is drawn at {floor:.2g} ns)")
     ax.set_ylabel("share of reads costing at most x")
     ax.set_title("What does one read cost? (min, p50, p99, p99.9, max; steps between)")
+    if any(s["kind"] in ("batch", "unresolved") for s in series):
+        notes.append("read cost: a read below the TSC's step is drawn as the batch's per-read figure (a star), "
+                     "or at the step (a triangle) where no batch ran; its percentiles are the step's quantisation")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     if only_p50:
         notes.append(f"read cost: only the median is known for {', '.join(only_p50)} (a decoded QR code)")
@@ -181,6 +217,8 @@ def sequential_reads(res: dict, path: Path, notes: list[str]) -> Path:
         total = sum(c for _, c in bins)
         lat = (res.get("latency") or {}).get(n) or {}
         p50 = lat["p50_ns"] if numbers(lat, "p50_ns") and lat["p50_ns"] > 0 else None
+        if lat.get("below_step") is True:  # the step's quantisation: the batch's figure stands for a read
+            p50 = lat["batch_ns_per_read"] if numbers(lat, "batch_ns_per_read") and lat["batch_ns_per_read"] > 0 else None
         if moved:
             xs = [x for x, _ in moved]
             # each bar spans at most a factor of 1.15 around its value, and

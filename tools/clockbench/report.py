@@ -96,15 +96,20 @@ def verdict_text(secs: list[dict]) -> dict:
     """The verdict table as the image printed it: each counter's row and
     its advice line (the advice is in no record)."""
     sec = next((s for s in secs if s["title"] == "Verdict"), None)
-    advice, rows, last = {}, {}, None
+    advice, rows, last, cost_line = {}, {}, None, False
     for line in sec["lines"] if sec else []:
         m, only, adv = _VERDICT_ROW.match(line), _VERDICT_ONLY.match(line), _ADVICE.match(line)
+        if cost_line and not adv and line.startswith("    ") and line.strip():
+            continue  # the read's cost line, wrapped
+        cost_line = False
         if m and m.group(1) != "counter":
             last = m.group(1)
             rows[last] = {"read": m.group(2), "resolution": m.group(3), "freq": m.group(4), "mono": m.group(5)}
         elif only:
             last = only.group(1)
             advice[last] = only.group(3)
+        elif adv and last and adv.group(1).lstrip("* ").startswith("a read is"):
+            cost_line = True  # the read's cost below the TSC's step, not its advice
         elif adv and last:
             advice[last] = adv.group(1)
         elif last and last in advice and line.startswith("    ") and line.strip():
@@ -252,8 +257,10 @@ def warnings(res: dict) -> list[str]:
     out = []
     m, hw, cs, feat, prof = (_d(res.get(k)) for k in ("machine", "hwlat", "cpu_speed", "cpu_features", "profile"))
     if hw.get("rdtsc_intercepted"):
-        out.append("The hypervisor appears to intercept RDTSC: a read costs "
-                   f"{figures.tsc_read_cost(res)} (p50), where hardware needs 10-40 ns. Every TSC read here is a trip into the hypervisor.")
+        cost = figures.tsc_read_cost(res)
+        cost = f"a read is {cost}" if cost.startswith("below") else f"a read costs {cost} (p50)"
+        out.append(f"The hypervisor appears to intercept RDTSC: {cost}, where hardware needs 10-40 ns. "
+                   "Every TSC read here is a trip into the hypervisor.")
     if cs.get("emulated"):
         rate = cs.get("iterations_per_s")
         out.append("The CPU seems emulated: a one-instruction loop runs "
@@ -571,10 +578,70 @@ def counter_rows(res: dict) -> list[dict]:
             for c in _l(res.get("counters"))]
 
 
+def rtc_rows(res: dict) -> list[dict]:
+    """The `rtc` record's fields (docs/output.md), a row each: what, the
+    value as every output says it (figures.py), and "bad" where the RTC
+    failed a check. [] when the run has no rtc record."""
+    r = _d(res.get("rtc"))
+    if not r:
+        return []
+    rows = []
+
+    def row(what, value, bad=False):
+        rows.append({"what": what, "value": value, "bad": bool(bad)})
+
+    def yes(v, t="yes", f="no"):
+        return "?" if not isinstance(v, bool) else (t if v else f)
+
+    if r.get("present") is not True:
+        row("present", f"no: {r.get('reason') or 'no reason given'}")
+        return rows
+    if r.get("stuck"):
+        row("stuck", "no update ended in a window of 1.5 s or more: the RTC does not count", True)
+    row("date and time", f"{r['date']} {r.get('time', '?')} (the RTC's own, no time zone; read as the drift window opened)"
+        if r.get("date") else f"unreadable: {r.get('date_problem') or '?'}", not r.get("date"))
+    row("registers", ", ".join([yes(r.get("bcd"), "BCD", "binary"), yes(r.get("hour_24"), "24 h", "12 h"),
+                                yes(r.get("battery_ok"), "battery held (VRT set)", "battery LOST (VRT clear)")]),
+        r.get("battery_ok") is False)
+    if "edges" in r:
+        row("second edges", f"{count(r.get('edges'))} timed, {count(r.get('edges_used'))} fitted, {count(r.get('edges_wide'))} too wide, "
+            f"{count(r.get('edges_outliers'))} outliers; {count(r.get('missed'))} missed (the loop was away)")
+        row("window", f"{sig(r.get('window_s'))} s ({'the drift window' if r.get('window') == 'drift' else 'its own'}), "
+            f"{sig(r.get('span_s'))} RTC seconds fitted" + (" (coarse: under 10 s)" if r.get("coarse") else ""))
+        row("discontinuities", f"{count(r.get('discontinuities'))} (the RTC and the TSC disagree by half a second or more)",
+            _num(r.get("discontinuities")) and r["discontinuities"] > 0)
+        row("edge timing", f"widest bracket {ns(r.get('widest_edge_ns'))}, longest poll that caught one "
+            f"{ns(_num(r.get('longest_spin_us')) and r['longest_spin_us'] * 1e3)}, first update waited "
+            f"{ns(_num(r.get('phase_wait_ms')) and r['phase_wait_ms'] * 1e6)}")
+        row("polling", f"{count(r.get('polls'))} polls, one every {ns(_num(r.get('call_gap_us')) and r['call_gap_us'] * 1e3)} on "
+            f"average, the longest call {ns(_num(r.get('longest_call_us')) and r['longest_call_us'] * 1e3)}; "
+            f"{count(r.get('bad_clock_reads'))} bad clock reads" + ("; the first 2,048 edges kept" if r.get("edges_full") else "")
+            + (f"; stopped early: {r['stopped']}" if r.get("stopped") else ""))
+    if _num(r.get("tsc_hz")):
+        row("TSC by the RTC", f"{hz(r['tsc_hz'], r.get('fit_uncertainty_ppm'))} {unc(r.get('fit_uncertainty_ppm'))} (the fit alone)")
+    if _num(r.get("ppm_tsc_vs_rtc")):
+        ref = r.get("reference") or "the reference"
+        row(f"the reference ({ref}) against the RTC", pm(r["ppm_tsc_vs_rtc"], r.get("uncertainty_ppm"))
+            + f" (the TSC's rate by the RTC over its rate by {ref}, minus 1; the RTC crystal's tolerance "
+            f"{unc(r.get('tolerance_ppm'))})", _num(r.get("uncertainty_ppm")) is not None and _num(r.get("tolerance_ppm")) is not None
+            and abs(r["ppm_tsc_vs_rtc"]) > r["tolerance_ppm"] + r["uncertainty_ppm"])
+    for c in ("hpet", "acpi_pm"):
+        if _num(r.get(f"{c}_ppm_vs_rtc")):
+            row(f"{c} by the RTC", pm(r[f"{c}_ppm_vs_rtc"], r.get(f"{c}_uncertainty_ppm")) + " from nominal")
+    cost = figures.target_read_cost(res, "rtc")
+    if cost != "-":
+        row("a read of the seconds register", cost)
+    step = figures._num(_d(_d(res.get("resolution")).get("rtc")).get("min_step_ns"))
+    if step is not None:
+        row("least time between two edges", ns(step))
+    return rows
+
+
 def cpu_rows(res: dict) -> tuple[list[dict], list[dict]]:
     cpus = [{"index": c.get("index", "-"), "apic": c.get("apic_id"), "state": "started" if c.get("started") else (c.get("reason") or "not started"),
              "adjust": "-" if c.get("tsc_adjust") is None else c.get("tsc_adjust"),
-             "read": figures.read_cost({"p50_ns": c.get("read_p50_ns"), "below_step": c.get("read_below_step")}, figures.tsc_step_ns(res)),
+             "read": figures.read_cost({"p50_ns": c.get("read_p50_ns"), "below_step": c.get("read_below_step"),
+                                        "batch_ns_per_read": c.get("batch_ns_per_read")}, figures.tsc_step_ns(res)),
              "bits": c.get("cpuid_time_bits", "-")} for c in _l(res.get("cpus"))]
     sync = []
     for s in _l(res.get("tsc_sync")):
@@ -598,6 +665,7 @@ TERMINAL_OF = {
     "monotonicity": ("Monotonicity",),
     "cpus": ("CPUs and the TSC",),
     "timers": ("Timer interrupts",),
+    "rtc": ("The RTC",),
 }
 
 
@@ -742,7 +810,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),
         terminal={k: _terminal_for(res, k) for k in TERMINAL_OF}, others=other_sections(res),
         answers=answers(res, meta), timers=timer_rows(res)[0], timer_cells=timer_rows(res)[1],
-        timer_choice=_d(res.get("timer_choice")),
+        timer_choice=_d(res.get("timer_choice")), rtc=rtc_rows(res),
         full_text=_full_text(res), bare_and_os=os_table,
         sig=sig, ns=ns, pm=pm,
     )

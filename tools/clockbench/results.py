@@ -72,6 +72,7 @@ def from_log(text: str, source: str = "") -> dict:
         "image_notes": [str(n.get("text")) for n in by("note") if isinstance(n.get("text"), str)],  # notes, whole
         "verdict_rows": by("verdict"),  # the verdict as the image made it: cells, read cost, advice
         "timer_choice": first("timer_choice"),
+        "rtc": first("rtc"),  # the CMOS RTC: its date, registers, second edges and the rates against them
         # clockbench-os (docs/output.md, "The OS side"); empty for the image
         "os": first("os"),
         "os_latency": by("os_latency"),
@@ -151,11 +152,12 @@ _SHAPE = {
     "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
     "os_clocksources": (list, []), "os_histograms": (list, []),
     "tsc_step": (dict, None), "timer_choice": (dict, None), "image_notes": (list, []), "verdict_rows": (list, []),
+    "rtc": (dict, None),
 }
 # The members above that are one record (an object of any members), not
 # an object of records
 _ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore",
-               "tsc_step", "timer_choice")
+               "tsc_step", "timer_choice", "rtc")
 
 
 def _checked(data: dict, source: str) -> dict:
