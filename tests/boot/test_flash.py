@@ -196,7 +196,7 @@ def test_loop_device_is_written_verified_and_boots(loop_device, boot):
     r = cli(dev, "--iso", str(TEST_ISO), "--yes")
     assert r.returncode == errors.BAD_INPUT and "not a removable disk (--force to write anyway)" in r.stderr
     r = cli(dev, "--iso", str(TEST_ISO), "--force")  # no --yes, no answer: nothing written, and no failed run's status
-    assert r.returncode == errors.DECLINED and "not written (declined)" in r.stdout
+    assert r.returncode == errors.DECLINED and "not written (declined)" in r.stderr
     assert backing.read_bytes()[:512] == bytes(512)
     r = cli(dev, "--iso", str(TEST_ISO), "--force", "--yes")
     assert r.returncode == 0, r.stderr

@@ -303,7 +303,7 @@ def test_capture_stopped_by_ctrl_c_keeps_the_log_and_says_where(tmp_path, port):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == errors.INTERRUPTED, out + err
     assert "Traceback" not in err
-    assert f"interrupted (Ctrl-C); {len(part)} bytes kept in {log}" in out
+    assert f"interrupted (Ctrl-C); {len(part)} bytes kept in {log}" in err
     assert log.read_bytes() == part
 
 

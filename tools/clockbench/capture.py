@@ -178,9 +178,10 @@ def main(args) -> int:
         print(f"clockbench capture: {why}; nothing was read from {args.port} (machine on? cable? --baud {args.baud}?): "
               "no log kept", file=sys.stderr)
         return errors.INTERRUPTED if why == INTERRUPTED else results.NO_VERDICT
-    print(f"clockbench capture: {why}; {size} bytes kept in {log}")
-    if why == INTERRUPTED:
+    if why == INTERRUPTED:  # a status that is not a verdict: its one line on standard error
+        print(f"clockbench capture: {why}; {size} bytes kept in {log}", file=sys.stderr)
         return errors.INTERRUPTED
+    print(f"clockbench capture: {why}; {size} bytes kept in {log}")
     store_capture(args, log, why, complete)
     try:
         res = results.load_path(log)

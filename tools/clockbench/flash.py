@@ -177,7 +177,8 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
 
         disk = image.suffix == ".img" or usbimage.is_disk_image(image)
         signed_by = usbimage.check_image(image) if disk else secureboot.check_iso(image)
-    print(f"Target: {args.device}: {t.model}, {t.size_bytes / 1e9:.1f} GB, {'removable' if t.removable else 'NOT removable'}")
+    size = f"{t.size_bytes / 1e9:.1f} GB" if t.size_bytes >= 1e9 else f"{t.size_bytes / 1e6:.1f} MB"
+    print(f"Target: {args.device}: {t.model}, {size}, {'removable' if t.removable else 'NOT removable'}")
     print(f"Image:  {image} ({image.stat().st_size / 1e6:.1f} MB). Everything on {args.device} will be lost.")
     if signed_by:
         print(f"Secure Boot: GRUB and the kernel are signed by {signed_by}; enrol /clockbench.cer from the stick once per machine")
@@ -187,7 +188,7 @@ def main(args, sysfs: Path = Path("/sys"), proc: Path = Path("/proc"), dev_stat=
         except EOFError:
             answer = ""
         if answer.strip() != "yes":
-            print("clockbench flash: not written (declined)")
+            print("clockbench flash: not written (declined)", file=sys.stderr)
             return errors.DECLINED
 
     def progress(done, total):
