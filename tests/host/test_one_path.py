@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from clockbench import ci_formats, compare, figures, fleet, os_side, records, report, results, store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,3 +135,13 @@ def test_the_read_cost_plot_draws_a_read_below_the_step_as_the_batch(tmp_path):
     assert series["rdtscp"]["kind"] == "percentiles" and series["rdtscp"]["points"][1][0] == res["latency"]["rdtscp"]["p50_ns"]
     out = plots.read_cost(res, tmp_path / "read_cost.png", notes)
     assert out.stat().st_size > 1000 and any("below the TSC's step" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("value, u, shown", [
+    (-0.3, 22, "0 \u00b1 22 ppm"),  # rounded to nothing: no sign, never "-0"
+    (0.3, 22, "0 \u00b1 22 ppm"),
+    (-0.036481, 0.3, "-0.04 \u00b1 0.30 ppm"),
+    (12.0, 2.5, "+12.0 \u00b1 2.5 ppm"),
+])
+def test_a_figure_rounded_to_zero_has_no_sign(value, u, shown):
+    assert figures.pm(value, u) == shown

@@ -55,6 +55,8 @@ def pm(value, u, unit: str = "ppm", signed: bool = True) -> str:
         return f"{value:+g} {unit}".strip() if signed else f"{value:g} {unit}".strip()
     d = _decimals_for(u)
     v = f"{value:+.{d}f}" if signed else f"{value:.{d}f}"
+    if float(v) == 0:  # rounded to nothing: "0 +- 22 ppm", never "-0 +- 22 ppm"
+        v = f"{0:.{d}f}"
     return f"{v} \u00b1 {u:.{d}f} {unit}".strip()
 
 

@@ -59,7 +59,13 @@ def default(path: Path) -> str:
 
 def checkout_version() -> str | None:
     """The checkout's version as scripts/version.sh gives it (the Makefile
-    bakes the same into the image), or None outside a git checkout."""
+    bakes the same into the image), or None outside a git checkout: read
+    once, when this module is first imported, so that no later command (nor
+    a test that forbids starting programs) runs git for it."""
+    return _CHECKOUT_VERSION
+
+
+def _read_checkout_version() -> str | None:
     import subprocess
 
     script = ROOT / "scripts" / "version.sh"
@@ -70,6 +76,9 @@ def checkout_version() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out if out and out != "unknown" else None
+
+
+_CHECKOUT_VERSION = _read_checkout_version()
 
 
 def tool_version() -> str:
