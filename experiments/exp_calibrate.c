@@ -28,6 +28,7 @@
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
+#include "../lib/cmdline.h"
 #include "../lib/pvclock.h"
 #include "../lib/record.h"
 #include "../lib/rtc_fit.h"
@@ -52,6 +53,9 @@ struct calibration {
     uint32_t kept, thrown, rounds, window_ms;
     uint64_t spread_ppm;
     bool ok, second_ok;
+    bool remeasured;                /* the first two estimates disagreed: both measured again */
+    int64_t first_disagreement_ppm;
+    uint64_t skew_ppm, skew_times;  /* cal_skew=PPM:N: the second estimate's first N skewed (a test's known fault) */
     /* the RTC, when no counter could be a reference */
     bool rtc_tried, rtc_ok;
     char rtc_why[96];
@@ -61,6 +65,7 @@ struct calibration {
     const char *claim_src;
 };
 static struct calibration cal;
+static int64_t ppm_between(uint64_t a, uint64_t b);
 
 /* One window: TSC ticks for `target` ticks of the reference, or 0 when a
    single step took too long (interrupted) or the reference did not move. */
@@ -93,6 +98,29 @@ static inline __attribute__((always_inline)) uint64_t window_kind(enum read_kind
 }
 
 #define WINDOW_CALL(K, s, target, out) (*(out) = window_kind(K, s, target))
+
+/* cal_skew=PPM:N (docs/output.md): the second reference's estimate made
+   PPM too high for its first N measurements (1 or 2), a disagreement of
+   known size from inside the image, for the re-measure's tests. */
+static void skew_parse(void)
+{
+    const char *v = cmdline_get(&boot_cmdline, "cal_skew");
+    if (!v)
+        return;
+    char num[24];
+    const char *times = cmdline_split(v, ':', num, sizeof num);
+    if (!times || !cmdline_parse_u64(num, &cal.skew_ppm) || !cmdline_parse_u64(times, &cal.skew_times) || !cal.skew_ppm ||
+        cal.skew_ppm > 1000000 || cal.skew_times < 1 || cal.skew_times > 2) {
+        kprintf("Note: cal_skew=%s is not PPM:N (PPM 1-1000000, N 1 or 2); nothing is skewed\n", v);
+        cal.skew_ppm = cal.skew_times = 0;
+    }
+}
+
+static void skew_second(uint64_t *hz, uint64_t measurement)
+{
+    if (cal.skew_ppm && measurement <= cal.skew_times)
+        *hz += *hz / 1000000 * cal.skew_ppm + *hz % 1000000 * cal.skew_ppm / 1000000;
+}
 
 /* The TSC rate against reference c; false when no round held together. */
 static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
@@ -212,11 +240,31 @@ static void calibrate_measure(const struct profile *p)
             cal.reference = order[i];
             cal.ok = true;
         }
+    skew_parse();
     for (int i = 0; i < n && cal.ok && cal.second < 0; i++)
         if (order[i] != cal.reference) {
             cal.second = order[i];
             cal.second_ok = calibrate_against(order[i], &cal.second_hz, 0);
+            skew_second(&cal.second_hz, 1);
         }
+    /* Two references that disagree are both measured once more before the
+       check judges them: a disturbance that lasts through one estimate's
+       windows (a host that moved or starved this vCPU for tens of ms: a
+       loaded test host gave the PM timer 10 % against the HPET once) passes
+       with the estimate; two counters that really disagree disagree again. */
+    if (cal.ok && cal.second_ok) {
+        int64_t d = ppm_between(cal.second_hz, cal.hz);
+        if (d > CAL_AGREE_PPM || d < -CAL_AGREE_PPM) {
+            uint64_t hz = 0, second_hz = 0;
+            cal.remeasured = true;
+            cal.first_disagreement_ppm = d;
+            if (calibrate_against(cal.reference, &hz, &cal) && calibrate_against(cal.second, &second_hz, 0)) {
+                skew_second(&second_hz, 2);
+                cal.hz = hz;
+                cal.second_hz = second_hz;
+            }
+        }
+    }
     cal.claim_hz = claimed_tsc_hz(&cal.claim_src);
     /* no counter answered at all (not one that moved badly): the RTC */
     if (!cal.ok && n == 0 && calibrate_against_rtc(&cal))
@@ -294,6 +342,18 @@ static void calibrate_report(void)
                 (long long)d);
         record_str(&r, "second", counters[cal.second].name);
         record_u64(&r, "second_hz", cal.second_hz);
+        if (cal.skew_ppm) {
+            record_u64(&r, "skew_injected_ppm", cal.skew_ppm);
+            record_u64(&r, "skew_injected_times", cal.skew_times);
+            kprintf("  (cal_skew: %s's estimate was made %llu ppm high, %llu time(s), on purpose)\n",
+                    counters[cal.second].name, (unsigned long long)cal.skew_ppm, (unsigned long long)cal.skew_times);
+        }
+        if (cal.remeasured) {
+            record_i64(&r, "first_disagreement_ppm", cal.first_disagreement_ppm);
+            kprintf("  (the first pair of estimates disagreed by %lld ppm: both were measured again,\n"
+                    "  and these are the second pair)\n",
+                    (long long)cal.first_disagreement_ppm);
+        }
         if (d > CAL_AGREE_PPM || d < -CAL_AGREE_PPM)
             check_fail("quick TSC estimate agrees across references", "%s gives %lld ppm from %s (limit %d)",
                        counters[cal.second].name, (long long)d, counters[cal.reference].name, CAL_AGREE_PPM);
