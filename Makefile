@@ -515,18 +515,22 @@ RELEASE_WORK := $(BUILD)/release-work
 RELEASE_VENV ?= $(CURDIR)/build/release-venv
 RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
 RELEASE_TARGETS := kernel iso img netboot
+# the commit as make read it: assemble refuses a release whose HEAD moved during the build
+RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+RELEASE_FLAGS = --version '$(VERSION)' --key-dir '$(KEY_DIR)' --commit '$(RELEASE_COMMIT)' $(if $(filter 1,$(ALLOW_DIRTY)),--allow-dirty)
 release:
 	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
-	@$(RELEASE_TOOL) check --version '$(VERSION)' --key-dir '$(KEY_DIR)' --key-dir-origin '$(origin KEY_DIR)' $(if $(ALLOW_DIRTY),--allow-dirty)
+	@$(RELEASE_TOOL) check $(RELEASE_FLAGS) --key-dir-origin '$(origin KEY_DIR)' --source-date-epoch '$(SOURCE_DATE_EPOCH)'
 	$(call say,RELEASE,$(VERSION): a build from nothing in $(RELEASE_WORK))rm -rf $(RELEASE_WORK)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
-	@$(RELEASE_TOOL) assemble --version '$(VERSION)' --key-dir '$(KEY_DIR)' --work $(RELEASE_WORK) --out $(RELEASE_DIR)
+	@$(RELEASE_TOOL) assemble $(RELEASE_FLAGS) --work $(RELEASE_WORK) --out $(RELEASE_DIR)
 
 # A downloaded release rebuilt bit for bit, without its key (tools/clockbench/rebuild.py):
 # `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
 # gets the release's own signature back; every file is then compared.
 REBUILD_KEY := $(BUILD)/rebuild-key
-REBUILD_WORK := $(RELEASE_WORK)  # the same folder name as the release build: paths in the debug information
+# the same folder as the release build's: its name is in the debug information
+REBUILD_WORK := $(RELEASE_WORK)
 REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
 rebuild-check:
 	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
@@ -536,7 +540,7 @@ rebuild-check:
 	rm -rf $(REBUILD_WORK) && \
 	CLOCKBENCH_SIGNATURES_FROM='$(abspath $(RELEASE))' $(MAKE) --no-print-directory BUILD=$(REBUILD_WORK) \
 		KEY_DIR='$(abspath $(REBUILD_KEY))' VERSION="$$v" $(RELEASE_TARGETS) && \
-	$(RELEASE_TOOL) assemble --quiet --version "$$v" --key-dir $(REBUILD_KEY) --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
+	$(RELEASE_TOOL) assemble --quiet --version "$$v" --key-dir $(REBUILD_KEY) --commit '$(RELEASE_COMMIT)' --work $(REBUILD_WORK) --out $(BUILD)/rebuild && \
 	$(REBUILD_TOOL) compare $(BUILD)/rebuild '$(RELEASE)'
 
 clean:

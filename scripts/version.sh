@@ -6,5 +6,10 @@
 # (banner, machine record, QR payload, SBAT) and `clockbench --version`
 # prints it; without git it is "unknown" and `make release` wants VERSION=.
 cd "$(dirname "$0")/.." || exit 1
-v=$(git describe --tags --always --dirty --abbrev=7 2>/dev/null) || v=unknown
+# a tree unpacked inside another repository is not that repository's version
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
+  v=$(git describe --tags --always --dirty --abbrev=7 2>/dev/null) || v=unknown
+else
+  v=unknown
+fi
 printf '%s\n' "${v#v}"

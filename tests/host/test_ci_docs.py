@@ -104,7 +104,8 @@ def test_the_release_workflow_uses_the_makefiles_release_targets():
     """What the release job types exists: the targets (in `make help`, which
     lists every phony target) and the variables their recipes read."""
     text = RELEASE.read_text()
-    assert 'make release KEY_DIR="$RUNNER_TEMP/release-key"' in text
+    assert 'make release KEY_DIR="$RUNNER_TEMP/release-key" VERSION="${GITHUB_REF_NAME#v}"' in text
+    assert "persist-credentials: false" in text
     assert 'make rebuild-check RELEASE="$GITHUB_WORKSPACE/build/release"' in text
     assert "make deps DEPS=release" in text
     helped = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout

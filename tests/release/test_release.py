@@ -33,18 +33,29 @@ pytestmark = pytest.mark.xdist_group("release")
 
 RELEASE_VENV = ROOT / "build" / "release-venv"
 PYDEPS = ROOT / "build" / "pydeps"
+# What the builds' environment must not carry over from the test's: a
+# SOURCE_DATE_EPOCH would hide the one the Makefile derives from the commit;
+# a parent make's flags would reach the inner make.
+DROP_ENV = ("SOURCE_DATE_EPOCH", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "KEY_DIR", "CLOCKBENCH_BUILD", "LANG",
+            "LANGUAGE")
 QUICK = "profile=quick only=read_cost"
 BOOT_S = 120
 
 
 def make(clone: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
     return subprocess.run(["make", "--no-print-directory", "-C", str(clone), "release", f"RELEASE_VENV={RELEASE_VENV}", *args],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=600, env={**base, **(env or {})})
 
 
-def clone_of_head(where: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(where)], check=True, timeout=120)
+def clone_of_head(where: Path, source: Path = ROOT) -> Path:
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(where)], check=True, timeout=120)
     return where
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout
 
 
 def release_key(where: Path) -> Path:
@@ -53,15 +64,25 @@ def release_key(where: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
-    if not (RELEASE_VENV / "bin" / "python").is_file():
-        pytest.fail(f"{RELEASE_VENV} is missing: `make deps` installs the SPDX library there")
-    return clone_of_head(tmp_path_factory.mktemp("rel") / "clockbench")
+def key(tmp_path_factory) -> Path:
+    return release_key(tmp_path_factory.mktemp("relkey") / "key")
+
+
+def fingerprint(cert: Path) -> str:
+    return secureboot.check_key(cert.with_name(secureboot.KEY_NAME), cert).fingerprint_sha256
 
 
 @pytest.fixture(scope="module")
-def key(tmp_path_factory) -> Path:
-    return release_key(tmp_path_factory.mktemp("relkey") / "key")
+def clone(tmp_path_factory, key) -> Path:
+    """A clone of HEAD whose release-certificate.sha256 publishes the test
+    release key's certificate, committed: the project's own commit would."""
+    if not (RELEASE_VENV / "bin" / "python").is_file():
+        pytest.fail(f"{RELEASE_VENV} is missing: `make deps` installs the SPDX library there")
+    c = clone_of_head(tmp_path_factory.mktemp("rel") / "clockbench")
+    anchor = c / "release-certificate.sha256"
+    anchor.write_text(anchor.read_text() + f"{fingerprint(key / secureboot.CERT_NAME)}  clockbench release key (tests)\n")
+    git(c, "commit", "-qam", "publish the tests' release certificate")
+    return c
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +91,7 @@ def release(clone, key):
     r = make(clone, f"KEY_DIR={key}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     version = subprocess.run([str(clone / "scripts" / "version.sh")], capture_output=True, text=True).stdout.strip()
+    assert "the certificate is one release-certificate.sha256 publishes" in r.stdout, r.stdout[-2000:]
     return clone / "build" / "release", version, r.stdout + r.stderr
 
 
@@ -88,16 +110,24 @@ def one_line_refusal(r: subprocess.CompletedProcess, status: int, words: str) ->
     (("KEY_DIR={key}", "VERSION=not-a-version"), {}, 64, r"not-a-version.* is not a version"),
     (("KEY_DIR={key}", "VERSION=1.0;rm"), {}, 64, r"is not a version"),
     (("KEY_DIR={loose}",), {}, 77, r"permissions|mode"),
-], ids=["no-key-dir", "missing-key", "bad-version", "shell-in-version", "loose-key"])
+    (("KEY_DIR={other}",), {}, 77, r"is not a release certificate this checkout publishes in release-certificate\.sha256"),
+    (("KEY_DIR={stale}",), {}, 77, r"clockbench\.cer is not clockbench\.crt in DER"),
+    (("KEY_DIR={key}", "SOURCE_DATE_EPOCH=1000000000"), {}, 64, r"SOURCE_DATE_EPOCH=1000000000 is not the commit's date"),
+], ids=["no-key-dir", "missing-key", "bad-version", "shell-in-version", "loose-key", "unpublished-key", "stale-der",
+        "foreign-date"])
 def test_a_refused_release_writes_nothing(clone, key, tmp_path, args, env, status, words):
     loose = tmp_path / "loose"
     shutil.copytree(key, loose)
     os.chmod(loose / secureboot.KEY_NAME, 0o644)
+    other = release_key(tmp_path / "other")
+    stale = tmp_path / "stale"
+    shutil.copytree(key, stale)
+    (stale / secureboot.CERT_DER_NAME).write_bytes((other / secureboot.CERT_DER_NAME).read_bytes())
     out = clone / "build" / "release"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     (out / "earlier.txt").write_text("a release made before\n")
-    r = make(clone, *[a.format(key=key, loose=loose) for a in args], env=env)
+    r = make(clone, *[a.format(key=key, loose=loose, other=other, stale=stale) for a in args], env=env)
     one_line_refusal(r, status, words)
     assert sorted(p.name for p in out.iterdir()) == ["earlier.txt"], "an earlier release was touched"
     assert not (clone / "build" / "release.partial").exists()
@@ -161,12 +191,12 @@ def test_the_sbom_is_valid_spdx_naming_every_file_and_what_the_images_hold(relea
         assert sha == sums[name], name
     packages = {p["name"]: p for p in doc["packages"]}
     assert packages["clockbench"]["versionInfo"] == version
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(out.parents[1]), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert packages["clockbench"]["sourceInfo"] == f"git commit {commit}"
     for deb in ("grub-pc-bin", "grub-efi-amd64-bin", "shim-signed", "gcc", "nasm", "xorriso"):
         installed = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", deb], capture_output=True, text=True).stdout
         assert packages[deb].get("versionInfo") == installed, deb
-    epoch = int(subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True).stdout)
+    epoch = int(subprocess.run(["git", "-C", str(out.parents[1]), "log", "-1", "--format=%ct"], capture_output=True, text=True).stdout)
     import datetime
     assert doc["creationInfo"]["created"] == datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -174,8 +204,8 @@ def test_the_sbom_is_valid_spdx_naming_every_file_and_what_the_images_hold(relea
 def test_the_notes_name_the_version_commit_and_changes(release):
     out, version, _ = release
     notes = (out / "RELEASE-NOTES.md").read_text()
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    subject = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--no-merges", "--format=%s"], capture_output=True,
+    commit = subprocess.run(["git", "-C", str(out.parents[1]), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    subject = subprocess.run(["git", "-C", str(out.parents[1]), "log", "-1", "--no-merges", "--format=%s"], capture_output=True,
                              text=True).stdout.strip()
     assert notes.startswith(f"# clockbench {version}\n")
     assert f"Commit {commit}" in notes
@@ -268,11 +298,6 @@ def test_the_qr_payload_carries_the_version(release):
 
 # ---- a rebuild, elsewhere, without the key ----------------------------------
 
-# What the builds' environment must not carry over from the test's: a
-# SOURCE_DATE_EPOCH would hide the one the Makefile derives from the commit;
-# a parent make's flags would reach the inner make.
-DROP_ENV = ("SOURCE_DATE_EPOCH", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "KEY_DIR", "CLOCKBENCH_BUILD", "LANG",
-            "LANGUAGE")
 TMPFS = Path("/dev/shm")
 TMPFS_NEED = 512 << 20
 
@@ -301,7 +326,7 @@ def rebuilt(release, tmp_path_factory):
     parent = tmp_path_factory.mktemp("rebuild")
     if TMPFS.is_dir() and shutil.disk_usage(TMPFS).free > TMPFS_NEED:
         parent = Path(tempfile.mkdtemp(prefix="clockbench-rebuild-", dir=TMPFS))
-    other = clone_of_head(parent / "a-second-folder-with-a-longer-name" / "and" / "cb")
+    other = clone_of_head(parent / "a-second-folder-with-a-longer-name" / "and" / "cb", source=release[0].parents[1])
     try:
         yield other, rebuild_check(other, out, env={"TZ": "Pacific/Chatham", "LC_ALL": "C.UTF-8"}, faketime="+397d")
     finally:
@@ -317,6 +342,7 @@ def test_a_rebuild_elsewhere_without_the_key_is_the_release_bit_for_bit(release,
     for name in files:
         assert re.search(rf"^  identical  {re.escape(name)}$", r.stdout, re.M), r.stdout[-3000:]
     assert f"all {len(files)} files are identical to the release, bit for bit" in r.stdout
+    assert "the certificate is one release-certificate.sha256 publishes" in r.stderr, r.stderr
     assert not list((other / "build" / "rebuild-key").glob("*.key")), "a rebuild had a private key"
     # neither build's folder in any file (a path of one length in both would not show above)
     for folder in (out.parents[1], other):
@@ -350,10 +376,25 @@ def test_a_rebuild_names_each_downloaded_file_that_differs(release, rebuilt, tmp
 
 def test_a_rebuild_of_another_commit_is_refused_in_one_line(release, tmp_path):
     out, _, _ = release
-    other = clone_of_head(tmp_path / "cb")
-    subprocess.run(["git", "-C", str(other), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-                    "-m", "another commit"], check=True)
+    other = clone_of_head(tmp_path / "cb", source=out.parents[1])
+    git(other, "commit", "-q", "--allow-empty", "-m", "another commit")
     r = rebuild_check(other, out)
     said = [l for l in r.stderr.splitlines() if l.startswith("make rebuild-check: ")]
     assert r.returncode != 0 and len(said) == 1 and "git checkout" in said[0], r.stderr
-    assert not (other / "build" / "rebuild-work").exists()
+    assert not (other / "build" / "release-work").exists()
+
+
+def test_a_download_signed_by_a_certificate_the_checkout_does_not_publish_is_refused(release, tmp_path):
+    """Certificate, signatures and notes swapped together pass every check
+    a download can make of itself: the checkout's release-certificate.sha256
+    is what tells. (The swap: another key's certificate in its place.)"""
+    out, _, _ = release
+    swapped = tmp_path / "download"
+    shutil.copytree(out, swapped)
+    shutil.copyfile(release_key(tmp_path / "other") / secureboot.CERT_NAME, swapped / "clockbench-release.crt")
+    other = clone_of_head(tmp_path / "cb", source=out.parents[1])
+    r = rebuild_check(other, swapped)
+    said = [l for l in r.stderr.splitlines() if l.startswith("make rebuild-check: ")]
+    assert r.returncode == 77 or "Error 77" in r.stderr, r.stderr
+    assert len(said) == 1 and "is not a release certificate this checkout publishes" in said[0], r.stderr
+    assert not (other / "build" / "release-work").exists()

@@ -55,6 +55,8 @@ def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT) ->
     cert = release_dir / release.release_names(version)["cert_pem"]
     if not cert.is_file():
         raise errors.NoInput(f"{cert} is missing: the release's certificate checks each signature")
+    said = release.anchored(cert, "the release's certificate", cwd)
+    print(f"clockbench rebuild {version}: {said}", file=sys.stderr)
     shutil.rmtree(key_dir, ignore_errors=True)
     key_dir.mkdir(parents=True)
     shutil.copyfile(cert, key_dir / secureboot.CERT_NAME)

@@ -84,7 +84,8 @@ SHIPPED_PACKAGES = {
     "shim-signed": "shim (BOOTX64.EFI) and MokManager, signed by Microsoft's UEFI CA",
     "console-setup-linux": "the console font (Lat15-VGA16), converted into the kernel",
 }
-BUILD_PACKAGES = ("gcc", "binutils", "nasm", "grub-common", "xorriso", "mtools", "sbsigntool", "python3-cryptography")
+BUILD_PACKAGES = ("gcc", "binutils", "nasm", "grub-common", "xorriso", "libisofs6", "libisoburn1", "libburn4", "mtools",
+                  "faketime", "libfaketime", "sbsigntool", "python3", "python3-cryptography", "zlib1g")
 
 
 def _git(*args: str, cwd: Path = paths.ROOT) -> str:
@@ -95,12 +96,52 @@ def _git(*args: str, cwd: Path = paths.ROOT) -> str:
     return r.stdout
 
 
+def source_date_epoch_of_commit(cwd: Path = paths.ROOT) -> int:
+    return int(_git("log", "-1", "--format=%ct", cwd=cwd).strip())
+
+
 def source_date_epoch(cwd: Path = paths.ROOT) -> int:
     """SOURCE_DATE_EPOCH as the Makefile exports it, else the commit's date."""
     env = os.environ.get("SOURCE_DATE_EPOCH", "")
     if env.isdigit():
         return int(env)
-    return int(_git("log", "-1", "--format=%ct", cwd=cwd).strip())
+    return source_date_epoch_of_commit(cwd)
+
+
+# The fingerprints of the project's release certificates, committed with the
+# code: what ties a downloaded release to the project.
+ANCHOR = "release-certificate.sha256"
+
+
+def published_fingerprints(cwd: Path = paths.ROOT) -> set[str]:
+    """The SHA-256 fingerprints release-certificate.sha256 lists (upper case,
+    no colons); empty when it lists none."""
+    try:
+        text = (cwd / ANCHOR).read_text()
+    except OSError:
+        return set()
+    out = set()
+    for line in text.splitlines():
+        word = line.split("#", 1)[0].split()
+        if word:
+            fp = word[0].replace(":", "").upper()
+            if not re.fullmatch(r"[0-9A-F]{64}", fp):
+                raise errors.BadInput(f"{ANCHOR}: {word[0]!r} is not a SHA-256 fingerprint")
+            out.add(fp)
+    return out
+
+
+def anchored(cert: Path, what: str, cwd: Path = paths.ROOT) -> str:
+    """Refuses a certificate the repository does not list; says what was
+    checked, for the output."""
+    listed = published_fingerprints(cwd)
+    fp = cert_info(cert).fingerprint_sha256.replace(":", "")
+    if not listed:
+        return (f"{ANCHOR} lists no release certificate: the certificate is checked against the download only, not "
+                "against the project")
+    if fp not in listed:
+        raise errors.BadKey(f"{what} (SHA-256 {fp[:16]}...) is not a release certificate this checkout publishes in {ANCHOR}")
+    return f"the certificate is one {ANCHOR} publishes"
 
 
 # ---- 1. check -----------------------------------------------------------
@@ -118,8 +159,16 @@ def dirty_files(cwd: Path = paths.ROOT) -> list[str]:
     return [line[3:] for line in _git("status", "--porcelain", "--untracked-files=no", cwd=cwd).splitlines() if line]
 
 
-def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cwd: Path = paths.ROOT) -> secureboot.KeyInfo:
+def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cwd: Path = paths.ROOT,
+          epoch: str | None = None, commit: str | None = None) -> tuple[secureboot.KeyInfo, str]:
     check_version(version)
+    if commit is not None and not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise errors.UsageError("this is not a git checkout: a release is made from one (its commit names it)")
+    if epoch is not None:
+        committed = str(source_date_epoch_of_commit(cwd))
+        if epoch != committed:
+            raise errors.UsageError(f"SOURCE_DATE_EPOCH={epoch} is not the commit's date ({committed}): a rebuild could not "
+                                    "find it; unset it")
     dirty = dirty_files(cwd)
     if dirty and not allow_dirty:
         more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
@@ -131,13 +180,16 @@ def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cw
     if key_dir_origin not in ("command line", "environment", "environment override"):
         raise errors.UsageError("a release is signed with the release key: name its folder, `make release KEY_DIR=DIR` "
                                 "(`clockbench keys --new --dir DIR` makes one; never your own key by default)")
-    key, cert, _ = secureboot.paths(Path(key_dir))
+    key, cert, der = secureboot.paths(Path(key_dir))
     if not key.exists() and not cert.exists():
         raise errors.NoInput(f"no release key in {key_dir} ({key.name}, {cert.name}): `clockbench keys --new --dir "
-                             f"{shlex.quote(key_dir)}` makes one")
+                             f"{shlex.quote(key_dir)} --name 'clockbench release key'` makes one")
     info = secureboot.check_key(key, cert)
+    if der.exists() and der.read_bytes() != cert_der_bytes(cert):
+        raise errors.BadKey(f"{der} is not {cert.name} in DER (left from another key?): remove it, the build writes it anew")
+    said = anchored(cert, f"the certificate in {key_dir}", cwd)
     _spdx()
-    return info
+    return info, said
 
 
 # ---- 3. assemble --------------------------------------------------------
@@ -201,6 +253,13 @@ def dpkg_versions(names) -> dict[str, str]:
     return out
 
 
+def cert_der_bytes(cert_path: Path) -> bytes:
+    x509, _, serialization, _ = secureboot._crypto()
+    data = cert_path.read_bytes()
+    cert = x509.load_pem_x509_certificate(data) if b"-----BEGIN" in data else x509.load_der_x509_certificate(data)
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
 def cert_info(cert_path: Path) -> secureboot.KeyInfo:
     """The certificate's subject, fingerprints and expiry, for the notes (a
     rebuild has the certificate only, never the key)."""
@@ -214,12 +273,20 @@ def cert_info(cert_path: Path) -> secureboot.KeyInfo:
                               secureboot.cert_not_after(cert), fps[1])
 
 
+NOTES_MAX = 300  # commits named in the notes (GitHub takes a release body of 125,000 characters)
+
+
 def release_notes(version: str, commit: str, epoch: int, key: secureboot.KeyInfo, cwd: Path = paths.ROOT) -> str:
     """What changed: the log since the previous tag (all of it when there is none)."""
     prev = subprocess.run(["git", "describe", "--tags", "--abbrev=0", f"{commit}^"], cwd=cwd, capture_output=True, text=True)
     since = prev.stdout.strip() if prev.returncode == 0 else ""
     span = f"{since}..{commit}" if since else commit
-    log = _git("log", "--no-merges", "--format=- %s (%h)", span, cwd=cwd)
+    # the commit's first 12 hex digits, not %h, whose length grows with the
+    # clone's object count (a later clone would write other notes)
+    entries = [line.split(" ", 1) for line in _git("log", "--no-merges", "--format=%H %s", span, cwd=cwd).splitlines()]
+    log = "".join(f"- {subject} ({full[:12]})\n" for full, subject in entries[:NOTES_MAX])
+    if len(entries) > NOTES_MAX:
+        log += f"- ... and {len(entries) - NOTES_MAX} earlier commits (`git log {entries[NOTES_MAX][0][:12]}`)\n"
     date = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
     head = [f"# clockbench {version}", "",
             f"Commit {commit}, {date:%Y-%m-%d %H:%M} UTC (the commit's date: SOURCE_DATE_EPOCH={epoch}).", "",
@@ -281,14 +348,22 @@ def write_sbom(out: Path, version: str, commit: str, epoch: int, files: dict[str
     write_file(doc, str(out), validate=True)
 
 
-def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = paths.ROOT) -> list[str]:
+def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = paths.ROOT, commit: str | None = None,
+             allow_dirty: bool = False) -> list[str]:
     """The release folder, from the release build in work. Returns the file
-    names it holds. Written beside out and renamed into place last."""
+    names it holds. Written beside out and swapped into place last. commit:
+    the HEAD make read before the build; a release whose HEAD moved or whose
+    tree changed during the build is refused."""
     names = release_names(version)
     for role, rel in WORK_INPUTS.items():
         if not (work / rel).exists():
             raise errors.NoInput(f"the release build has no {work / rel}: the build step did not finish")
-    commit = _git("rev-parse", "HEAD", cwd=cwd).strip()
+    head = _git("rev-parse", "HEAD", cwd=cwd).strip()
+    if commit and head != commit:
+        raise errors.UsageError(f"HEAD moved during the build ({commit[:12]} to {head[:12]}): make release again")
+    if not allow_dirty and dirty_files(cwd):
+        raise errors.UsageError("the tree changed during the build: make release again on a clean tree")
+    commit = head
     epoch = source_date_epoch(cwd)
     _, cert_pem, cert_der = secureboot.paths(key_dir)
     staging = out.with_name(out.name + ".partial")
@@ -299,10 +374,7 @@ def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = pat
             shutil.copyfile(work / WORK_INPUTS[role], staging / names[role])
         write_tarball(work / WORK_INPUTS["netboot"], staging / names["netboot"], epoch, f"clockbench-{version}-netboot")
         shutil.copyfile(cert_pem, staging / names["cert_pem"])
-        if cert_der.is_file():
-            shutil.copyfile(cert_der, staging / names["cert_der"])
-        else:
-            secureboot.write_der(cert_pem, staging / names["cert_der"])
+        (staging / names["cert_der"]).write_bytes(cert_der_bytes(cert_pem))  # from the PEM: never a stale .cer
         key = cert_info(cert_pem)
         (staging / names["notes"]).write_text(release_notes(version, commit, epoch, key, cwd) + "\n")
         files = {p.name: p for p in staging.iterdir()}
@@ -311,8 +383,12 @@ def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = pat
         (staging / names["sums"]).write_text("".join(f"{sha256(staging / n)}  {n}\n" for n in listed))
         for p in staging.iterdir():
             os.chmod(p, 0o644)
-        shutil.rmtree(out, ignore_errors=True)
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out.exists():
+            os.replace(out, old)  # aside, whole; the new one takes its place in one rename
         os.replace(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -328,18 +404,23 @@ def main(argv: list[str] | None = None) -> int:
     for q in (c, a):
         q.add_argument("--version", required=True)
         q.add_argument("--key-dir", required=True)
+        q.add_argument("--commit", help="HEAD as make read it")
+        q.add_argument("--allow-dirty", action="store_true")
     c.add_argument("--key-dir-origin", default="command line", help="make's $(origin KEY_DIR)")
-    c.add_argument("--allow-dirty", action="store_true")
+    c.add_argument("--source-date-epoch", help="the Makefile's SOURCE_DATE_EPOCH")
     a.add_argument("--work", required=True, help="the release build's folder")
     a.add_argument("--out", required=True, help="the release folder to write")
     a.add_argument("--quiet", action="store_true", help="say nothing when it is done (a rebuild's own copy)")
     args = p.parse_args(argv)
     try:
         if args.step == "check":
-            info = check(args.version, args.key_dir, args.key_dir_origin, args.allow_dirty)
-            print(f"clockbench release {args.version}: signing with {info.subject} (SHA-256 {info.fingerprint_sha256[:23]}...)")
+            info, said = check(args.version, args.key_dir, args.key_dir_origin, args.allow_dirty,
+                               epoch=args.source_date_epoch, commit=args.commit)
+            print(f"clockbench release {args.version}: signing with {info.subject} (SHA-256 {info.fingerprint_sha256[:23]}...); "
+                  f"{said}")
         else:
-            listed = assemble(args.version, Path(args.work), Path(args.key_dir), Path(args.out))
+            listed = assemble(args.version, Path(args.work), Path(args.key_dir), Path(args.out), commit=args.commit,
+                              allow_dirty=args.allow_dirty)
             if not args.quiet:
                 print(f"clockbench release {args.version}: {len(listed)} files in {args.out}; check them with "
                       f"`cd {args.out} && sha256sum -c SHA256SUMS`")

@@ -147,8 +147,8 @@ def released_programs(release_dir: Path, scratch: Path) -> list[tuple[str, Path]
     for tarball in sorted(release_dir.glob("*-netboot.tar.gz")):
         try:
             with tarfile.open(tarball) as tar:
-                for i, m in enumerate(m for m in tar.getmembers() if m.isfile() and m.name.endswith(".efi")):
-                    dst = scratch / f"{i}-{Path(m.name).name}"
+                for m in (m for m in tar.getmembers() if m.isfile() and m.name.endswith(".efi")):
+                    dst = scratch / f"{len(found)}-{Path(m.name).name}"  # numbered across every tarball
                     with tar.extractfile(m) as f:
                         dst.write_bytes(f.read())
                     found.append((f"{tarball.name}:{m.name}", dst))

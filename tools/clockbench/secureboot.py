@@ -124,7 +124,8 @@ def check_key(key_path: Path, cert_path: Path, now: datetime.datetime | None = N
 
     for p, what in ((key_path, "key"), (cert_path, "certificate")):
         if not p.exists():
-            raise errors.NoInput(f"the signing {what} {p} does not exist (`clockbench keys --new` makes one)")
+            where = "" if p.parent == KEY_DIR else f" --dir {shlex.quote(str(p.parent))}"
+            raise errors.NoInput(f"the signing {what} {p} does not exist (`clockbench keys --new{where}` makes one)")
         if not p.is_file():
             raise errors.NoInput(f"the signing {what} {p} is not a file")
     mode = key_path.stat().st_mode
@@ -479,7 +480,7 @@ def enrol_with_mokmanager(cfg, timeout: float, shots: Path | None = None) -> str
 def main_keys(args) -> int:
     key_dir = Path(args.dir)
     if args.new:
-        info = make_key(key_dir)
+        info = make_key(key_dir, common_name=args.name)
         print(f"made a new key in {key_dir}")
     elif args.ensure:
         if os.environ.get(reproducible.SIGNATURES_FROM_ENV):
@@ -526,6 +527,8 @@ def add_parsers(sub) -> None:
     g.add_argument("--new", action="store_true", help="make a new key and certificate (refused if one is there)")
     g.add_argument("--ensure", action="store_true", help="make one only if there is none (what the build does)")
     k.add_argument("--quiet", action="store_true", help="with --ensure: say nothing unless a key is made")
+    k.add_argument("--name", help="with --new: the certificate's common name (default: 'clockbench Secure Boot key (HOST)'; "
+                   "a release key wants one without a machine's name, e.g. 'clockbench release key')")
     k.set_defaults(func=main_keys)
     s = sub.add_parser("sign", help="sign an EFI program (sbsign) with your key, or one you name (--key, --cert)")
     s.add_argument("file", help="the PE image to sign, e.g. build/clockbench.efi")
