@@ -137,6 +137,7 @@ static void probe_and_date(void)
     if (!st.date_read)
         return;
     run.date_valid = rtc_decode(&st.raw, &run.date);
+    run.hour_mode_ignored = rtc_hour_ignores_mode(&st.raw);
     if (!run.date_valid)
         fmt_format(run.date_why, sizeof run.date_why,
                    "the registers hold no valid date (year %02x month %02x day %02x, %02x:%02x:%02x, register B 0x%02x)",

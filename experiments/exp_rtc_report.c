@@ -136,6 +136,11 @@ static void rtc_report_main(const struct rtc_run *run)
     record_str(&r, "date_problem", run->date_valid ? 0 : run->date_why);
     record_bool(&r, "bcd", !(run->rtc.reg_b & RTC_B_DM_BINARY));
     record_bool(&r, "hour_24", run->rtc.reg_b & RTC_B_24H);
+    if (run->hour_mode_ignored) {
+        record_bool(&r, "hour_mode_ignored", true);
+        kprintf("  register B says 12-hour, but the hour reads %u with no PM bit: the RTC keeps 24-hour\n"
+                "  time whatever B says; read as 24-hour, as Linux reads it\n", run->date.hour);
+    }
     record_bool(&r, "battery_ok", run->rtc.battery_ok);
     record_u64(&r, "edges", run->edge_count);
     record_u64(&r, "edges_used", run->fit.used);

@@ -49,6 +49,7 @@ struct rtc_run {
     char reason[128];              /* why absent */
     struct rtc rtc;                /* as probed: data and hour mode, battery */
     bool date_valid;
+    bool hour_mode_ignored; /* register B says 12-hour, the hour reads 0 or 13-23: 24-hour time */
     struct rtc_datetime date;      /* read as the window opened */
     char date_why[128];            /* why it was not read, or is not valid */
 

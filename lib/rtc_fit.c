@@ -21,11 +21,26 @@ static bool field(uint8_t v, bool binary, uint8_t *out)
     return true;
 }
 
+bool rtc_hour_ignores_mode(const struct rtc_raw *raw)
+{
+    uint8_t h;
+    return !(raw->reg_b & RTC_B_24H) && !(raw->hour & RTC_HOUR_PM) && field(raw->hour, raw->reg_b & RTC_B_DM_BINARY, &h) &&
+           (h == 0 || (h >= 13 && h <= 23));
+}
+
 static bool decode_hour(const struct rtc_raw *raw, uint8_t *hour)
 {
     bool binary = raw->reg_b & RTC_B_DM_BINARY;
     if (raw->reg_b & RTC_B_24H)
         return field(raw->hour, binary, hour) && *hour < 24;
+    /* Register B says 12-hour, but an hour of 0 or 13-23 with no PM bit can
+       only be 24-hour time: a device that ignores the mode bit (Cloud
+       Hypervisor v53 leaves B at 0 and counts 0-23). Linux reads the hour as
+       24-hour whatever B says (rtc-mc146818-lib.c); so does this, and the
+       report names the contradiction (rtc_hour_ignores_mode). Hours 1-12
+       stay 12-hour: 12 is midnight there, which such a device means as noon. */
+    if (rtc_hour_ignores_mode(raw))
+        return field(raw->hour, binary, hour);
     uint8_t h;
     if (!field(raw->hour & 0x7F, binary, &h) || h < 1 || h > 12)
         return false;

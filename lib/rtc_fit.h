@@ -26,6 +26,10 @@ struct rtc_datetime {
 /* False when a field is out of range or not BCD in BCD mode; then only
    what decoded is meaningful. */
 bool rtc_decode(const struct rtc_raw *raw, struct rtc_datetime *out);
+
+/* Register B says 12-hour, yet the hour reads 0 or 13-23 with no PM bit:
+   the device keeps 24-hour time whatever B says (decoded so, as Linux does). */
+bool rtc_hour_ignores_mode(const struct rtc_raw *raw);
 /* Seconds, minutes and hours only (day fields ignored). */
 bool rtc_decode_clock(const struct rtc_raw *raw, uint32_t *seconds_of_day);
 

@@ -618,6 +618,7 @@ const char *shim_rtc_decode(uint8_t sec, uint8_t min, uint8_t hour, uint8_t day,
     record_begin(&rec, "rtc_decode");
     record_bool(&rec, "valid", ok);
     record_bool(&rec, "clock_valid", clock_ok);
+    record_bool(&rec, "hour_mode_ignored", rtc_hour_ignores_mode(&raw));
     record_u64(&rec, "year", d.year);
     record_u64(&rec, "month", d.month);
     record_u64(&rec, "day", d.day);

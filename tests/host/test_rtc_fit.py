@@ -55,11 +55,23 @@ def test_binary_and_12_hour_modes(lib):
     assert decode(lib, 0, 0, 0x80 | 11, 1, 1, 0, BINARY)["hour"] == 23
 
 
+def test_an_rtc_that_ignores_the_12_hour_bit_is_read_as_24_hour(lib):
+    """Cloud Hypervisor v53: register B 0x00 (12 h, BCD), the hour counting
+    0-23. After noon the hour reads 0x13: refused before, which left the
+    RTC with no edges every afternoon. Read as 24-hour, as Linux reads it."""
+    for reg, want in ((0x13, 13), (0x23, 23), (0x00, 0)):
+        got = decode(lib, 0x07, 0x37, reg, 0x26, 0x11, 0x26, 0)
+        assert got["valid"] and got["clock_valid"] and got["hour"] == want, (hex(reg), got)
+        assert got["hour_mode_ignored"] is True, got
+    assert decode(lib, 0, 0, 0x11, 1, 1, 0, 0)["hour_mode_ignored"] is False  # 11 AM: no contradiction to see
+    assert decode(lib, 0, 0, 0x13, 1, 1, 0, H24)["hour_mode_ignored"] is False
+
+
 def test_invalid_fields_are_refused(lib):
     assert not decode(lib, 0x5A, 0, 0, 1, 1, 0, H24)["valid"]  # not BCD
     assert not decode(lib, 60, 0, 0, 1, 1, 0, BINARY | H24)["valid"]
-    assert not decode(lib, 0, 0, 0x13, 1, 1, 0, 0)["valid"]  # 13 in 12 h mode
-    assert not decode(lib, 0, 0, 0x00, 1, 1, 0, 0)["valid"]  # 0 in 12 h mode
+    assert not decode(lib, 0, 0, 0x93, 1, 1, 0, 0)["valid"]  # 13 PM in 12 h mode
+    assert not decode(lib, 0, 0, 0x24, 1, 1, 0, 0)["valid"]  # 24 in 12 h mode
     assert not decode(lib, 0, 0, 24, 1, 1, 0, BINARY | H24)["valid"]
     bad_date = decode(lib, 0x10, 0x20, 0x08, 0x00, 0x13, 0x20, H24)  # day 0, month 13
     assert not bad_date["valid"] and bad_date["clock_valid"] and bad_date["seconds_of_day"] == 8 * 3600 + 20 * 60 + 10
