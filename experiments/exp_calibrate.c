@@ -350,8 +350,8 @@ static void calibrate_report(void)
         }
         if (cal.remeasured) {
             record_i64(&r, "first_disagreement_ppm", cal.first_disagreement_ppm);
-            kprintf("  (the first pair of estimates disagreed by %lld ppm: both were measured again,\n"
-                    "  and these are the second pair)\n",
+            kprintf("  the first pair disagreed by %lld ppm: both measured again,\n"
+                    "  and these are the second pair\n",
                     (long long)cal.first_disagreement_ppm);
         }
         if (d > CAL_AGREE_PPM || d < -CAL_AGREE_PPM)
