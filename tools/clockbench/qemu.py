@@ -804,8 +804,7 @@ class MigrationResult:
 
     def describe(self) -> str:
         m = self.migration
-        origin = f"the {m.after} phase began" if m.after else "the first serial line"
-        what = f"migration {m.at_s:g} s after {origin}, gap {m.gap_s:g} s"
+        what = vmrun.stop_heading("migration", m.at_s, m.gap_s, m.after)
         if self.done:
             text = (f"{what}: the VM stood still {self.stopped_s:.6f} s (+- {self.stopped_uncertainty_s:.6f}) "
                     f"by QMP STOP to RESUME; state {self.state_bytes} bytes")
@@ -814,10 +813,7 @@ class MigrationResult:
         return text + (f"; {self.error}" if self.error else "")
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in dataclasses.asdict(self).items() if k != "migration"}
-        d["at_s"], d["gap_s"], d["after"] = self.migration.at_s, self.migration.gap_s, self.migration.after
-        d["stopped_s"], d["stopped_uncertainty_s"] = self.stopped_s, self.stopped_uncertainty_s
-        return d
+        return vmrun.stop_json(self, "migration")
 
 
 def qmp_module():

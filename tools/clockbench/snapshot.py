@@ -99,8 +99,7 @@ class SnapshotResult:
 
     def describe(self) -> str:
         s = self.snapshot
-        origin = f"the {s.after} phase began" if s.after else "the first serial line"
-        what = f"snapshot {s.at_s:g} s after {origin}, gap {s.gap_s:g} s"
+        what = vmrun.stop_heading("snapshot", s.at_s, s.gap_s, s.after)
         if self.done and self.first_resumed:
             text = (f"{what}: the snapshot failed; the VM stood still {self.stopped_s:.6f} s (+- "
                     f"{self.stopped_uncertainty_s:.6f}) paused in the same monitor, by the API's pause to resume")
@@ -112,10 +111,7 @@ class SnapshotResult:
         return text + (f"; {self.error}" if self.error else "")
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in dataclasses.asdict(self).items() if k != "snapshot"}
-        d["at_s"], d["gap_s"], d["after"] = self.snapshot.at_s, self.snapshot.gap_s, self.snapshot.after
-        d["stopped_s"], d["stopped_uncertainty_s"] = self.stopped_s, self.stopped_uncertainty_s
-        return d
+        return vmrun.stop_json(self, "snapshot")
 
 
 def _size(path: Path) -> int:

@@ -10,6 +10,7 @@ unix socket (Cloud Hypervisor's and Firecracker's)."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import re
@@ -188,6 +189,24 @@ def origin_pattern(after: str | None) -> re.Pattern:
     if after is None:
         return re.compile(rb"\n")
     return re.compile(rf'"type":"progress","phase":"{re.escape(after)}"'.encode())
+
+
+def stop_heading(kind: str, at_s: float, gap_s: float, after: str | None) -> str:
+    """How a stop from outside (a migration, a snapshot) was asked for, as
+    its describe() begins: "migration 4 s after the drift phase began, gap 3 s"."""
+    origin = f"the {after} phase began" if after else "the first serial line"
+    return f"{kind} {at_s:g} s after {origin}, gap {gap_s:g} s"
+
+
+def stop_json(result, field: str) -> dict:
+    """A stop's result for metadata.json: its own fields, the request's
+    at_s, gap_s and after (from result.<field>), and the stop's length and
+    its uncertainty."""
+    spec = getattr(result, field)
+    d = {k: v for k, v in dataclasses.asdict(result).items() if k != field}
+    d["at_s"], d["gap_s"], d["after"] = spec.at_s, spec.gap_s, spec.after
+    d["stopped_s"], d["stopped_uncertainty_s"] = result.stopped_s, result.stopped_uncertainty_s
+    return d
 
 
 class Origin:
