@@ -463,24 +463,22 @@ run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 bench: deps $(KERNEL)
 	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
-# The suite runs in two phases (tests/conftest.py): first the tests marked
-# `timed` (they time something, or stop QEMU from outside), one at a time, so
-# that no other QEMU of ours shares the CPU with them; then the rest, on
-# TEST_JOBS cores (pytest-xdist). Each QEMU configuration boots once for
-# both phases (BOOT_CACHE): a run the timed phase made alone is read again
-# by the other tests that ask for it. Each phase lists its 15 slowest tests.
+# The suite runs in two lanes at once (scripts/test_lanes.sh): the tests
+# marked `timed` (they time something, or stop QEMU from outside), one at a
+# time at normal priority, so that no QEMU of theirs waits for another of
+# ours; beside them the rest, on TEST_JOBS cores (pytest-xdist) at the
+# lowest priority, taking only the CPU the timed ones leave. Each QEMU
+# configuration boots once per lane (BOOT_CACHE): a run the timed lane made
+# is read again by the other tests that ask for it. Each lane lists its 15
+# slowest tests.
 TEST_JOBS ?= 2
 BOOT_CACHE := $(BUILD)/test-boots
 PYTEST := CLOCKBENCH_BOOT_CACHE=$(BOOT_CACHE) CLOCKBENCH_STORE=$(BUILD)/test/clockbench.db PYTHONPATH=tools $(PYTHON) -m pytest -q --durations=15
-# $(1): the folders to test. Status 5 (nothing collected in a phase) is no failure.
+# $(1): the folders to test.
 define test_phases
 	@rm -rf $(BOOT_CACHE)
-	@status=0; \
-	echo "== timed tests, one at a time"; \
-	$(PYTEST) -p no:xdist -m timed $(1) || [ $$? -eq 5 ] || status=1; \
-	echo "== the other tests, on $(TEST_JOBS) cores"; \
-	$(PYTEST) -n $(TEST_JOBS) --dist loadgroup -m "not timed" $(1) || [ $$? -eq 5 ] || status=1; \
-	rm -rf $(BOOT_CACHE); exit $$status
+	@PYTEST="$(PYTEST)" TEST_JOBS=$(TEST_JOBS) BUILD=$(BUILD) scripts/test_lanes.sh $(1); \
+	status=$$?; rm -rf $(BOOT_CACHE); exit $$status
 endef
 
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness

@@ -12,10 +12,15 @@
    steps of about 10 ns): such a row is printed as below the step, and for
    the TSC variants the batch gives the per-read figure instead.
 
+   A read whose bracket held a stop of the machine (a VM paused, migrated
+   or restored while the TSC ran on, as under KVM: STOP_MS or more) is no
+   cost of a read: it is left out of every figure, counted and reported.
+
    Known answer: under QEMU's TCG with -icount shift=0 every instruction
    advances the TSC by exactly one tick, so a read costs the number of its
    instructions: rdtsc 1, lfence;rdtsc 2, an HPET load 1
    (tests/boot/test_read_cost.py). */
+#include "../drivers/cpu.h"
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
 #include "../kernel/discover.h"
@@ -23,12 +28,17 @@
 #include "../kernel/reads.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
+#include "../lib/cmdline.h"
 #include "../lib/record.h"
 #include "experiment.h"
 
 #define BATCH_K 64
 #define BATCH_REPS 100
 #define STAIR_REPS 32             /* the least of this many brackets per stair (drivers/cpu.h) */
+/* a read this long held a stop of the machine, not a loaded host's
+   hiccup (0.1-0.3 s here): the drift's threshold (exp_rtc.c STOP_MIN_MS) */
+#define STOP_MS 500
+#define READ_STALL_MAX_MS 10000
 
 struct cost {
     bool available, measured;
@@ -37,6 +47,9 @@ struct cost {
     uint64_t bracket_overhead;    /* the empty bracket's median */
     bool batch_done;
     struct xf batch_ticks;        /* per read */
+    uint32_t stops;               /* reads left out: their bracket held a stop */
+    uint64_t longest_stop;        /* the longest of them, ticks */
+    uint64_t stall_ms;            /* read_stall=MS, injected into this row */
 };
 static struct cost costs[TARGET_COUNT];
 /* The TSC's own step, ticks (0 when not measured), by the staircase: the
@@ -44,6 +57,18 @@ static struct cost costs[TARGET_COUNT];
    differences, which the sequential experiment reports, are RDTSC's own
    latency where the TSC is coarse, and cannot tell it.) */
 static uint64_t tsc_step;
+/* read_stall=MS (docs/output.md), 0 when not given */
+static uint64_t read_stall_ms;
+
+static void stall_parse(void)
+{
+    read_stall_ms = 0;
+    const char *v = cmdline_get(&boot_cmdline, "read_stall");
+    if (v && (!cmdline_parse_u64(v, &read_stall_ms) || read_stall_ms < 1 || read_stall_ms > READ_STALL_MAX_MS)) {
+        kprintf("Note: read_stall=%s is not a number of milliseconds (1-%u); nothing is stalled\n", v, READ_STALL_MAX_MS);
+        read_stall_ms = 0;
+    }
+}
 
 static void measure_tsc_step(void)
 {
@@ -78,6 +103,33 @@ static inline __attribute__((always_inline)) uint32_t cost_loop(enum read_kind k
     return n;
 }
 
+/* read_stall=MS: the rdtsc row's loop with its middle read held `stall`
+   ticks inside its bracket, as a stop of the machine holds it: a fault of
+   known size from inside, for the test that such a read is left out. A
+   loop of its own, so that the code every other run measures is unchanged. */
+static __attribute__((noinline)) uint32_t cost_loop_stalled(const struct read_src *s, uint64_t *full, uint64_t *empty,
+                                                            uint32_t n, uint64_t budget, uint64_t stall)
+{
+    const struct read_src src = *s;
+    uint64_t start = bracket_begin();
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e0 = bracket_begin();
+        read_raw(READ_NONE, &src);
+        uint64_t e1 = bracket_end();
+        uint64_t a = bracket_begin();
+        read_raw(READ_RDTSC, &src);
+        if (i == n / 2)  /* bounded by the TSC and by a count */
+            for (uint64_t k = 0; k < 4000000000ull && rdtsc() - a < stall; k++)
+                cpu_relax();
+        uint64_t b = bracket_end();
+        empty[i] = e1 - e0;
+        full[i] = b - a;
+        if (b - start > budget + stall)
+            return i + 1;
+    }
+    return n;
+}
+
 #define REPEAT8(x) x x x x x x x x
 #define REPEAT64(x) REPEAT8(REPEAT8(x))
 
@@ -107,7 +159,16 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
         return;
     }
     uint32_t got = 0;
-    READ_DISPATCH(src->kind, COST_CALL, src, full, empty, n, budget, &got);
+    if (read_stall_ms && src->kind == READ_RDTSC) {
+        c->stall_ms = read_stall_ms;
+        got = cost_loop_stalled(src, full, empty, n, budget, ms_to_tsc(read_stall_ms));
+    } else {
+        READ_DISPATCH(src->kind, COST_CALL, src, full, empty, n, budget, &got);
+    }
+    uint64_t stop_ticks = ms_to_tsc(STOP_MS);
+    size_t kept = stats_drop_pairs_above(full, empty, got, stop_ticks ? stop_ticks : ~0ull, &c->longest_stop);
+    c->stops = got - (uint32_t)kept;
+    got = (uint32_t)kept;
     struct summary sf, se;
     stats_summarise(full, got, scratch, &sf);
     stats_summarise(empty, got, scratch, &se);
@@ -118,6 +179,8 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
     c->latency = sf;
     stats_subtract(&c->latency, se.p50);
     c->measured = got > 0;
+    if (!c->measured && c->stops)
+        c->why = "every read held a stop of the machine";
     results.target[t].cost_done = c->measured;
     results.target[t].p50_ticks = c->latency.p50;
     results.target[t].below_step = stats_below_step(c->latency.p50, tsc_step);
@@ -142,6 +205,7 @@ static void cost_one(enum target_id t, const struct read_src *src, uint32_t n, u
 
 static void read_cost_measure(const struct profile *p)
 {
+    stall_parse();
     measure_tsc_step();
     for (int t = 0; t < TARGET_COUNT; t++) {
         struct read_src src;
@@ -213,6 +277,13 @@ static void read_cost_report(void)
         record_u64(&r, "max_ticks", s->max);
         record_u64(&r, "bracket_overhead_ticks", c->bracket_overhead);
         record_bool(&r, "below_step", below);
+        record_u64(&r, "stops_left_out", c->stops);
+        if (c->stops)
+            record_xf_fixed(&r, "longest_left_out_ns", tsc_ticks_ns(c->longest_stop), 0);
+        else
+            record_null(&r, "longest_left_out_ns");
+        if (c->stall_ms)
+            record_u64(&r, "stall_injected_ms", c->stall_ms);
         if (c->batch_done) {
             record_u64(&r, "batch_k", BATCH_K);
             record_xf_fixed(&r, "batch_ns_per_read", tsc_ticks_to_ns(c->batch_ticks), 3);
@@ -220,6 +291,13 @@ static void read_cost_report(void)
         }
         emit(&r);
     }
+    for (int t = 0; t < TARGET_COUNT; t++)
+        if (costs[t].available && costs[t].stops)
+            kprintf("  %s: %u read(s) held a stop of the machine (the longest %s s%s),\n"
+                    "  left out of its figures: no read costs that\n",
+                    target_info[t].name, costs[t].stops,
+                    xs(b[0], xf_div(tsc_ticks_ns(costs[t].longest_stop), xf_from_u64(1000000000ull)), 3),
+                    costs[t].stall_ms ? "; read_stall, on purpose" : "");
     kprintf("  Batches: %u reads in a row between two brackets, unrolled, an empty\n  bracket subtracted:\n", BATCH_K);
     for (int t = 0; t < TARGET_COUNT; t++)
         if (costs[t].batch_done)

@@ -114,6 +114,24 @@ void stats_subtract(struct summary *s, uint64_t overhead)
     s->mean = mean.neg ? xf_from_u64(0) : mean;
 }
 
+size_t stats_drop_pairs_above(uint64_t *a, uint64_t *b, size_t n, uint64_t limit, uint64_t *longest)
+{
+    size_t kept = 0;
+    *longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t worst = a[i] > b[i] ? a[i] : b[i];
+        if (worst > limit) {
+            if (worst > *longest)
+                *longest = worst;
+            continue;
+        }
+        a[kept] = a[i];
+        b[kept] = b[i];
+        kept++;
+    }
+    return kept;
+}
+
 uint64_t stats_gcd(uint64_t a, uint64_t b)
 {
     while (b) {

@@ -34,6 +34,13 @@ void stats_summarise(uint64_t *v, size_t n, uint64_t *scratch, struct summary *s
    deviation is unchanged. */
 void stats_subtract(struct summary *s, uint64_t overhead);
 
+/* Leaves out the pairs (a[i], b[i]) of which either is above `limit`: the
+   bracketed read and its empty bracket that held a stop of the machine (a
+   VM paused, migrated, restored, while the TSC ran on), which is no cost of
+   a read. The rest keep their order; returns how many are kept. *longest
+   gets the longest sample left out (0 when none). */
+size_t stats_drop_pairs_above(uint64_t *a, uint64_t *b, size_t n, uint64_t limit, uint64_t *longest);
+
 /* Greatest common divisor; gcd(0, b) = b. */
 uint64_t stats_gcd(uint64_t a, uint64_t b);
 

@@ -160,12 +160,19 @@ install_release() {
   printf '%s\n' "$pins" > "$release_venv/pins.txt"
 }
 
-# Every Python set this mode needs, after the Debian packages.
+# Every Python set this mode needs, after the Debian packages: the four at
+# once (each is mostly waiting for the registry), each in a subshell whose
+# `exit 1` is its failure; any one failing fails `make deps`.
 install_python() {
-  install_pip
-  install_lint
-  install_labgrid
-  install_release
+  local pids=() step status=0
+  for step in install_pip install_lint install_labgrid install_release; do
+    ( "$step" ) &
+    pids+=($!)
+  done
+  for step in "${pids[@]}"; do
+    wait "$step" || status=1
+  done
+  return "$status"
 }
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
@@ -178,7 +185,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "clockbench: missing commands: ${missing[*]}" >&2
     exit 1
   fi
-  install_python
+  install_python || exit 1
   exit 0
 fi
 
@@ -186,7 +193,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-((${#missing[@]})) || { install_python; exit 0; }
+((${#missing[@]})) || { install_python || exit 1; exit 0; }
 
 echo "clockbench: installing Debian packages: ${missing[*]}"
 if [ "$(id -u)" -eq 0 ]; then

@@ -4,13 +4,18 @@ Boots are shared. The `boot` fixture runs each QEMU configuration once and
 hands the same run to every test that asks for it again: in this process,
 and, when CLOCKBENCH_BOOT_CACHE names a folder (`make test` sets it), in
 every other pytest process of the same `make test` too (the xdist workers,
-and the two phases below), one boot per QEMU command line.
+and the two lanes below), one boot per QEMU command line and lane.
 
-`make test` runs the suite in two phases (README, "How `make test` runs"):
-- the tests marked `timed`, one at a time: they time something, or stop
-  QEMU from outside, and must not share the CPU with another QEMU;
-- then everything else on every core (pytest-xdist), reading the timed
-  phase's boots where they ask for the same configuration.
+`make test` runs the suite in two lanes at once (scripts/test_lanes.sh;
+README, "How `make test` runs"):
+- the quiet lane (CLOCKBENCH_LANE=quiet): the tests marked `timed`, one at
+  a time: they time something, or stop QEMU from outside, and must not
+  wait for another QEMU of ours;
+- the busy lane (CLOCKBENCH_LANE=busy): everything else on every core
+  (pytest-xdist) at the lowest priority, reading the quiet lane's boots
+  where they ask for the same configuration.
+A quiet-lane test never reads a run the busy lane made: that run may have
+waited for the CPU, which is what a timed test must not see.
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ sys.path.insert(0, str(ROOT / "tools"))
 from clockbench import microvm, qemu, records  # noqa: E402
 
 BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
+# "quiet": runs made alone (the timed tests' lane, and any run outside
+# `make test`); "busy": runs made at the lowest priority beside them
+LANE = os.environ.get("CLOCKBENCH_LANE", "quiet")
 
 TIMED = ("timed: times something or stops QEMU from outside, so it must not share the CPU with another QEMU: "
-         "`make test` runs these one at a time, before the rest")
+         "`make test` runs these one at a time, with the rest beside them at the lowest priority")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", TIMED)
+    # pytest-xdist's own marker, named here too for the timed lane, which runs without xdist
+    config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist keeps on one worker")
 
 
 class Boot:
@@ -117,17 +127,33 @@ class BootCache:
         if not self.folder:
             self.runs[key] = self._boot(cfg, timeout)
             return self.runs[key]
-        # one process boots it; any other that wants it meanwhile waits for it
-        with open(self.folder / f"{key}.lock", "w") as lock:
+        quiet = self.folder / f"{key}.pickle"
+        r = None
+        if LANE == "busy":
+            # the quiet lane's run, if it has made it; else one of this lane's own
+            r = self._read(quiet)
+            if not self.usable(r, timeout, cfg):
+                r = self._read_or_boot(self.folder / f"{key}.busy.pickle", cfg, timeout)
+        else:
+            r = self._read_or_boot(quiet, cfg, timeout)
+        self.runs[key] = r
+        return r
+
+    @staticmethod
+    def _read(path: Path):
+        return pickle.loads(path.read_bytes()) if path.exists() else None
+
+    def _read_or_boot(self, path: Path, cfg, timeout: float):
+        # one process boots it; any other of the same lane that wants it
+        # meanwhile waits for it (the lanes never wait for each other)
+        with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            path = self.folder / f"{key}.pickle"
-            r = pickle.loads(path.read_bytes()) if path.exists() else None
+            r = self._read(path)
             if not self.usable(r, timeout, cfg):
                 r = self._boot(cfg, timeout)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_bytes(pickle.dumps(r))
                 tmp.replace(path)
-        self.runs[key] = r
         return r
 
 

@@ -89,6 +89,7 @@ def test_the_tsc_step_under_exact_time_is_one_tick(icount_run):
 COARSE_STEP_TICKS = 16
 
 
+@pytest.mark.timed  # the host's step and the guest's: load only widens them
 def test_the_tsc_step_under_tcg_is_the_hosts(boot):
     """Under TCG (no icount) the guest's TSC is the host's, read through
     QEMU: where the host's own TSC moves in coarse steps (seen by
@@ -104,7 +105,9 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
     for _ in range(3):
         host = subprocess.run([str(build / "os" / "clockbench-os"), "--quick", "--current-only"], capture_output=True,
                               text=True, timeout=180)
-        assert host.returncode == 0, host.stdout[-2000:]
+        # its own checks may fail on a loaded host (a coarse clock's ticks
+        # merged): only its TSC step is read here, and it must have ended
+        assert host.returncode in (0, 1) and records.of_type(records.parse(host.stdout), "summary"), host.stdout[-2000:]
         (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
         host_steps.append(host_step["step_ticks"])
     host_ticks = min(host_steps)
@@ -116,3 +119,41 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
         assert abs(step["step_ticks"] - host_ticks) <= 2, (step, host_steps)
     else:
         assert step["step_ticks"] < COARSE_STEP_TICKS, (step, host_steps)
+
+
+STALL_MS = 700
+
+
+@pytest.fixture(scope="module")
+def stalled_run(boot):
+    # the rdtsc row's middle read held 700 ms inside its bracket (read_stall),
+    # as a stop of the machine holds it while the TSC runs on (KVM)
+    b = boot(boot="direct", accel="tcg", append=f"only=read_cost read_stall={STALL_MS}", timeout=120)
+    assert b.status is not None, b.explain()
+    return b
+
+
+@pytest.mark.timed  # the stall's length is a known answer only when QEMU is not made to wait
+def test_a_read_that_held_a_stop_is_left_out_and_sized(stalled_run):
+    b = stalled_run
+    lat = {r["counter"]: r for r in records.of_type(b.records, "latency")}
+    row = lat["rdtsc"]
+    assert row["stall_injected_ms"] == STALL_MS and row["stops_left_out"] == 1, row
+    # known answer: the spin ends once the TSC has advanced 700 ms at the
+    # quick estimate's rate (within its 0.5 % check) and is read at the
+    # measured one; the bracket's own end adds microseconds
+    assert STALL_MS * 0.995e6 <= row["longest_left_out_ns"] <= STALL_MS * 1.005e6 + 5e6, row
+    # out of every figure: the read that held it is not the maximum, and one read fewer is counted
+    assert row["max_ns"] < 500e6, row
+    others = [r for c, r in lat.items() if c != "rdtsc"]
+    assert others and all(r["stops_left_out"] == 0 and r["longest_left_out_ns"] is None for r in others), others
+    assert row["n"] == max(r["n"] for r in others if r["counter"] in ("rdtscp", "lfence;rdtsc")) - 1, row
+    assert "rdtsc: 1 read(s) held a stop of the machine (the longest 0.70" in " ".join(b.output.split()), b.explain()
+    assert records.one(b.records, "summary")["status"] == "passed"
+
+
+def test_a_read_stall_that_is_not_one_gets_a_note(boot):
+    b = boot(boot="direct", accel="tcg", append="only=read_cost read_stall=20000", timeout=120)
+    text = " ".join(b.output.split())  # a long note is wrapped at 80 columns like every line for people
+    assert "Note: read_stall=20000 is not a number of milliseconds (1-10000); nothing is stalled" in text, b.explain()
+    assert all(r["stops_left_out"] == 0 and "stall_injected_ms" not in r for r in records.of_type(b.records, "latency"))
