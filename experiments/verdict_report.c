@@ -185,6 +185,9 @@ void verdict_report(void)
             record_str(&r, "monotonic", v->mono);
         }
         record_str(&r, "qualifier", *qualify ? "in this emulator" : 0);
+        /* the TSC's rate, and every ns figure, rests on this counter */
+        record_str(&r, "reference", c == COUNTER_TSC && results.tsc_measured && results.reference >= 0
+                                        ? counters[results.reference].name : 0);
         record_str(&r, "advice", v->advice);
         emit(&r);
         if (!v->measured) {

@@ -123,6 +123,10 @@ def test_under_tcg_the_verdict_speaks_of_the_emulator(tcg_run):
     assert "An OS in this emulator: Linux would use" in out and "An OS here:" not in out
     tsc = next(v for v in records.of_type(tcg_run.records, "verdict") if v["counter"] == "tsc")
     assert tsc["qualifier"] == "in this emulator" and f"-> in this emulator: {tsc['advice']}" in out
+    # the verdict names the reference every ns figure rests on: the TSC's frequency record's
+    freq = next(f for f in records.of_type(tcg_run.records, "frequency") if f["counter"] == "tsc")
+    assert tsc["reference"] == freq["reference"] == "hpet", (tsc, freq)
+    assert all(v["reference"] is None for v in records.of_type(tcg_run.records, "verdict") if v["counter"] != "tsc")
     assert records.one(tcg_run.records, "os_choice")["emulator"] is True
     # each verdict record's read cost is the latency record's p50, to the 0.1 ns it prints
     lat = {r["counter"]: r for r in records.of_type(tcg_run.records, "latency")}
