@@ -434,6 +434,13 @@ void rtc_run_mark(bool end)
         m->hpet = hpet_counter(&discovered.hpet);
         m->hpet_ok = true;
     }
+    /* kvmclock: 64-bit ns, the host's time as the hypervisor scales the TSC */
+    struct read_src k;
+    const char *k_why;
+    if (target_source(TARGET_KVMCLOCK, &k, &k_why)) {
+        m->kvmclock = read_value(READ_KVMCLOCK, &k);
+        m->kvmclock_ok = true;
+    }
 }
 
 /* A stop of the machine in the drift window: the drift loop away for a

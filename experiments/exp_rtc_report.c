@@ -329,8 +329,10 @@ static void stop_report(const struct stop_found *f)
 }
 
 /* Over the whole run, from before the first experiment to after the last:
-   the RTC's count (whole seconds, so +-1 s) and the 64-bit HPET's against
-   the TSC. A stop outside the drift window shows here, and only here. */
+   the RTC's count (whole seconds, so +-1 s), the 64-bit HPET's and
+   kvmclock's against the TSC. A stop outside the drift window shows here,
+   and only here. (The PM timer and the PIT wrap within seconds: they
+   cannot say how far they went over a whole run.) */
 static void whole_run_report(const struct rtc_run *run)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
@@ -376,6 +378,21 @@ static void whole_run_report(const struct rtc_run *run)
     } else {
         record_null(&r, "hpet_step_ns");
         record_null(&r, "hpet_step_uncertainty_ns");
+    }
+    if (m0->kvmclock_ok && m1->kvmclock_ok && m1->kvmclock >= m0->kvmclock) {
+        struct xf step = xf_sub(xf_from_u64(m1->kvmclock - m0->kvmclock), tsc_ns);
+        /* its rate is the hypervisor's scaling of the TSC, within its stated tolerance, against the TSC's measured rate */
+        struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(counters[COUNTER_KVMCLOCK].nominal_accuracy_ppm)),
+                                    xf_from_u64(1000000)), u_rate);
+        bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
+        any = any || stepped;
+        record_xf_fixed(&r, "kvmclock_step_ns", step, 0);
+        record_xf_fixed(&r, "kvmclock_step_uncertainty_ns", u, 0);
+        kprintf("  kvmclock %s s +-%s against the TSC%s\n", xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
+                stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+    } else {
+        record_null(&r, "kvmclock_step_ns");
+        record_null(&r, "kvmclock_step_uncertainty_ns");
     }
     record_bool(&r, "stopped", any);
     emit(&r);

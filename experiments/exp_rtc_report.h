@@ -39,9 +39,9 @@ struct stop_found {
 
 /* rtc_run_mark's two readings */
 struct run_mark {
-    bool rtc_ok, hpet_ok;
+    bool rtc_ok, hpet_ok, kvmclock_ok;
     uint32_t sod;                  /* the RTC's time of day, whole seconds */
-    uint64_t tsc, hpet;
+    uint64_t tsc, hpet, kvmclock;  /* kvmclock: ns */
 };
 
 struct rtc_run {

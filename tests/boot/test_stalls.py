@@ -248,6 +248,11 @@ def test_baseline_has_no_false_discontinuity(run):
     for d in discontinuities(b):
         if d["kind"] == "residual step":
             assert "the reads' timing may have moved, not a clock" in b.output, d
+    # nor does the whole run's account name a stop: the RTC, the HPET and
+    # (under KVM) kvmclock kept step with the TSC within their uncertainties
+    rc = records.one(b.records, "run_clocks")
+    assert rc["stopped"] is False, rc
+    assert rc["hpet_step_ns"] is not None and (rc["kvmclock_step_ns"] is not None) == (b.result.accel == "kvm"), rc
 
 
 # b, c. stalls and pauses mid-window
