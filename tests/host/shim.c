@@ -72,6 +72,9 @@ const char *shim_bootinfo(uint32_t magic, const uint8_t *mem, uint32_t info_addr
     record_u64(&rec, "efi_fw_revision", bi.efi_fw_revision);
     record_str(&rec, "efi_firmware_vendor", bi.efi_firmware_vendor);
     record_u64(&rec, "efi_system_table", bi.efi_system_table);
+    record_str(&rec, "firmware", bootinfo_firmware(&bi));
+    record_str(&rec, "secure_boot_shown", bootinfo_secure_boot_shown(&bi));
+    record_bool(&rec, "efi_boot_services", bi.efi_boot_services_tag);
     record_bool(&rec, "rsdp_old", bi.rsdp_old_present);
     record_bool(&rec, "rsdp_new", bi.rsdp_new_present);
     record_u64(&rec, "rsdp_new_len", bi.rsdp_new_len);

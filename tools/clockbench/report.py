@@ -511,7 +511,8 @@ def what_machine(res: dict) -> str:
 
 def secure_boot(res: dict, meta: dict | None = None) -> str:
     """Secure Boot as the machine record says it; where the boot cannot have
-    it (QEMU's own loader or a BIOS firmware, the PVH entry), not applicable
+    it (QEMU's own loader, a BIOS firmware by the run's metadata or by the
+    image's reading of the Multiboot 2 tags, the PVH entry), not applicable
     rather than unknown."""
     m = _d(res.get("machine"))
     state = m.get("secure_boot")
@@ -520,7 +521,7 @@ def secure_boot(res: dict, meta: dict | None = None) -> str:
     fw = str(_d(_d(meta).get("qemu")).get("firmware") or "").lower()
     if m.get("boot_protocol") == "pvh":
         return "not applicable (the PVH entry: no UEFI firmware)"
-    if m.get("loader") == "qemu" or fw in ("bios", "seabios", "qboot"):
+    if m.get("loader") == "qemu" or m.get("firmware") == "bios" or fw in ("bios", "seabios", "qboot"):
         return "not applicable (BIOS)"
     return str(state or "unknown")
 
