@@ -611,7 +611,9 @@ def rtc_rows(res: dict) -> list[dict]:
             f"{sig(r.get('span_s'))} RTC seconds fitted" + (" (coarse: under 10 s)" if r.get("coarse") else ""))
         row("discontinuities", f"{count(r.get('discontinuities'))} (the RTC and the TSC disagree by half a second or more)",
             _num(r.get("discontinuities")) and r["discontinuities"] > 0)
-        row("edge timing", f"widest bracket {ns(r.get('widest_edge_ns'))}, longest poll that caught one "
+        widest = f"widest bracket {ns(r['widest_edge_ns'])}" if _num(r.get("widest_edge_ns")) and r.get("edges_used") \
+            else "no edges fitted"  # a log from before null: 0.0 with none fitted
+        row("edge timing", f"{widest}, longest poll that caught one "
             f"{ns(_num(r.get('longest_spin_us')) and r['longest_spin_us'] * 1e3)}, first update waited "
             f"{ns(_num(r.get('phase_wait_ms')) and r['phase_wait_ms'] * 1e6)}")
         row("polling", f"{count(r.get('polls'))} polls, one every {ns(_num(r.get('call_gap_us')) and r['call_gap_us'] * 1e3)} on "
