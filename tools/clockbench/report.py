@@ -571,11 +571,28 @@ def timer_rows(res: dict) -> tuple[list[dict], list[dict]]:
     return timers, cells
 
 
+# the `counter` record's reference_role (docs/output.md), in words
+REFERENCE_ROLES = {"ranked": "ranked reference", "set aside": "set aside: never the default reference",
+                   "last resort": "last resort reference", "no": "not a reference"}
+
+
+def counter_role(c: dict) -> str:
+    """How the image treats a counter as a reference, with its note (what
+    the OS makes of it): "set aside: never the default reference; ignored by
+    the OS (hardware-reduced ACPI)". "" when the record says neither."""
+    role = c.get("reference_role")
+    words = [REFERENCE_ROLES.get(role, str(role))] if isinstance(role, str) and role else []
+    if isinstance(c.get("note"), str) and c["note"]:
+        words.append(c["note"])
+    return "; ".join(words)
+
+
 def counter_rows(res: dict) -> list[dict]:
     return [{"name": str(c.get("name", "?")), "present": "present" if c.get("present") else "absent",
              "width": c["width_bits"] if _num(c.get("width_bits")) else ("calendar fields" if c.get("name") == "rtc" else "-"),
              "nominal": hz(c["nominal_hz"]) if _num(c.get("nominal_hz")) and c["nominal_hz"] else "unknown",
-             "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or "")}
+             "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or ""),
+             "role": counter_role(c)}
             for c in _l(res.get("counters"))]
 
 
