@@ -150,7 +150,10 @@ static void rtc_report_main(const struct rtc_run *run)
     record_u64(&r, "span_s", run->fit.span_s);
     record_xf_fixed(&r, "window_s", tsc_ticks_s(run->window_tsc), 3);
     record_str(&r, "window", run->own_window ? "own" : "drift");
-    record_xf_fixed(&r, "widest_edge_ns", tsc_ticks_ns(run->fit.widest_tsc), 1);
+    if (run->fit.used) /* the widest bracket among the edges fitted; with none fitted there is no figure */
+        record_xf_fixed(&r, "widest_edge_ns", tsc_ticks_ns(run->fit.widest_tsc), 1);
+    else
+        record_null(&r, "widest_edge_ns");
     record_xf_fixed(&r, "longest_spin_us", xf_div(tsc_ticks_ns(run->longest_spin_tsc), xf_from_u64(1000)), 1);
     record_xf_fixed(&r, "phase_wait_ms", xf_div(tsc_ticks_ns(run->phase_wait_tsc), xf_from_u64(1000000)), 1);
     record_xf_fixed(&r, "longest_call_us", xf_div(tsc_ticks_ns(run->longest_call_tsc), xf_from_u64(1000)), 1);
@@ -162,8 +165,17 @@ static void rtc_report_main(const struct rtc_run *run)
     record_str(&r, "stopped", run->stopped_why);
     record_u64(&r, "tolerance_ppm", RTC_TOLERANCE_PPM);
 
-    kprintf("  %u second boundaries (UIP falling) timed by the TSC over %s s; widest bracket %s us\n", run->edge_count,
-            xs(a, tsc_ticks_s(run->window_tsc), 1), xs(b, xf_div(tsc_ticks_ns(run->fit.widest_tsc), xf_from_u64(1000)), 1));
+    /* the bracket in ns under 1 us (a 30 ns bracket is not "0.0 us") */
+    struct xf widest_ns = tsc_ticks_ns(run->fit.widest_tsc);
+    bool in_us = xf_cmp(widest_ns, xf_from_u64(1000)) >= 0;
+    char edges_text[FMT_FIXED_CHARS + 32];
+    if (!run->fit.used)
+        fmt_format(edges_text, sizeof edges_text, "no edges fitted");
+    else
+        fmt_format(edges_text, sizeof edges_text, "widest bracket %s %s", xs(b, in_us ? xf_div(widest_ns, xf_from_u64(1000)) : widest_ns, 1),
+                   in_us ? "us" : "ns");
+    kprintf("  %u second boundaries (UIP falling) timed by the TSC over %s s; %s\n", run->edge_count,
+            xs(a, tsc_ticks_s(run->window_tsc), 1), edges_text);
     if (run->fit.wide || run->fit.outliers)
         kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,
                 run->fit.outliers);

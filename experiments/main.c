@@ -36,7 +36,10 @@ static const char *secure_boot_how(void)
 {
     static char how[160];
     const char *state = bootinfo_secure_boot(&boot);
-    if (!boot.efi_state_present)
+    const char *fw = bootinfo_firmware(&boot);
+    if (!boot.efi_state_present && fw && !strcmp(fw, "bios"))
+        fmt_format(how, sizeof how, "not applicable (BIOS: the Multiboot 2 information has no EFI system table tag)");
+    else if (!boot.efi_state_present)
         fmt_format(how, sizeof how, "%s (not started through clockbench's EFI entry, which reads the firmware's variables)",
                    state);
     else if (boot.efi_secure_boot == BOOTINFO_EFI_VAR_ABSENT)
@@ -88,6 +91,7 @@ static void print_banner(void)
     record_str(&r, "cmdline", boot.cmdline);
     record_str(&r, "build", CLOCKBENCH_VERSION); /* the schema record's, again: the machine record is what a fleet keeps */
     record_str(&r, "secure_boot", bootinfo_secure_boot(&boot));
+    record_str(&r, "firmware", bootinfo_firmware(&boot));
     if (boot.efi_state_present) {
         record_str(&r, "secure_boot_source", "efi variables");
         if (boot.efi_setup_mode == BOOTINFO_EFI_VAR_ABSENT)
@@ -153,6 +157,7 @@ void kmain(uint32_t magic, uint32_t info_addr)
     bool boot_ok = bootinfo_parse(magic, 0, info_addr, &boot);
     cmdline_parse(&boot_cmdline, boot.cmdline);
     results.secure_boot = bootinfo_secure_boot(&boot);
+    results.secure_boot_shown = bootinfo_secure_boot_shown(&boot);
     console_init(&boot);
     cpuinfo_probe(&boot_cpu);
     print_banner();

@@ -277,7 +277,7 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
     screen_printf("clockbench %s: summary\n\n", CLOCKBENCH_VERSION);
     screen_printf("CPU:        %s %s\n", ci->vendor, ci->brand);
     screen_printf("Hypervisor: %s\n", ci->hypervisor ? ci->hv_vendor : "none reported");
-    screen_printf("Secure Boot: %s\n", results.secure_boot ? results.secure_boot : "unknown");
+    screen_printf("Secure Boot: %s\n", results.secure_boot_shown ? results.secure_boot_shown : "unknown");
     screen_printf("Profile:    %s\n", results.profile ? results.profile->name : "-");
     screen_printf("TSC:        %s MHz, %s\n", fmt_fixed(a, xf_to_fixed(results.tsc_hz, 3), 9, 3), results.tsc_hz_source);
     /* in place of the blank line, so the screen keeps its height */

@@ -165,7 +165,7 @@ static void report_acpi(void)
         emit(&r);
     }
     if (a->messages_dropped)
-        kprintf("  ACPI: (more messages were dropped)\n");
+        kprintf("  ACPI: %u more message%s not kept\n", a->messages_not_kept, a->messages_not_kept == 1 ? "" : "s");
     if (discovered.acpi_faulted)
         kprintf("  ACPI: reading the tables faulted: %s; the run goes on without them\n", discovered.acpi_fault);
 

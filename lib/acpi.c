@@ -105,10 +105,17 @@ __attribute__((format(printf, 2, 3))) static void say(struct acpi_info *a, const
 {
     va_list ap;
     va_start(ap, fmt);
-    fmt_vformat(a->last_message, ACPI_MESSAGE_CHARS, fmt, ap);
+    int n = fmt_vformat(a->last_message, ACPI_MESSAGE_CHARS, fmt, ap);
     va_end(ap);
+    /* Never cut silently: a message that did not fit ends in "..." (the
+       buffer fits every message this file writes; a test holds it so). */
+    if (n >= ACPI_MESSAGE_CHARS)
+        for (int i = ACPI_MESSAGE_CHARS - 4; i < ACPI_MESSAGE_CHARS - 1; i++)
+            a->last_message[i] = '.';
     if (a->message_count == ACPI_MAX_MESSAGES) {
         a->messages_dropped = true;
+        if (a->messages_not_kept < UINT32_MAX)
+            a->messages_not_kept++;
         return;
     }
     copy_message(a->messages[a->message_count++], a->last_message);
@@ -593,19 +600,29 @@ static void parse_madt(struct acpi_info *a, const uint8_t *t, uint32_t len)
 #define FADT_OFF_HYPERVISOR_VENDOR 268
 #define FADT_HYPERVISOR_VENDOR_LEN 8
 
-/* One PM1 control block, chosen as ACPICA does (tbfadt.c): the X_ GAS when
-   its address is set, else the 32-bit field as an I/O port, PM1_CNT_LEN
-   bytes wide. Address 0: absent. */
-static const char *pm1_cnt_block(struct acpi_gas *g, const uint8_t *t, uint32_t len, uint32_t off32, uint32_t off_x,
-                                 uint8_t cnt_len, const char *name32, const char *name_x)
+/* One PM1 control block, chosen as ACPICA does (tbfadt.c,
+   AcpiTbConvertFadt): the X_ GAS when its address is set, else the 32-bit
+   field as an I/O port, PM1_CNT_LEN bytes wide. Address 0: absent. Both set
+   and different is ACPICA's "32/64X address mismatch": it keeps the X_
+   block (AcpiGbl_Use32BitFadtAddresses is FALSE unless Linux is booted with
+   acpi_force_32bit_fadt_addr), and so does the image, saying so. */
+static const char *pm1_cnt_block(struct acpi_info *a, struct acpi_gas *g, const uint8_t *t, uint32_t len, uint32_t off32,
+                                 uint32_t off_x, uint8_t cnt_len, const char *name32, const char *name_x)
 {
     *g = (struct acpi_gas){0};
+    uint32_t legacy = ld32(t + off32);
     if (len >= off_x + GAS_LEN) {
         read_gas(g, t + off_x);
-        if (g->address)
+        if (g->address) {
+            if (legacy && g->address != legacy) {
+                a->pm1_cnt_conflicts++;
+                char ab = name32[3]; /* "PM1a_CNT_BLK": 'a' or 'b' */
+                say(a, "FACP table: X_PM1%c_CNT_BLK 0x%llx and PM1%c_CNT_BLK 0x%x disagree; X_PM1%c_CNT_BLK used (to power off), as ACPICA does",
+                    ab, (unsigned long long)g->address, ab, legacy, ab);
+            }
             return name_x;
+        }
     }
-    uint32_t legacy = ld32(t + off32);
     if (!legacy)
         return 0;
     *g = (struct acpi_gas){ACPI_GAS_IO, (uint8_t)(cnt_len * 8), 0, 0, legacy};
@@ -623,9 +640,9 @@ static void acpi_read_power(struct acpi_info *a, const struct acpi_mapper *m, co
     a->pm1_cnt_len = t[FADT_OFF_PM1_CNT_LEN];
     a->smi_cmd = ld32(t + FADT_OFF_SMI_CMD);
     a->acpi_enable = t[FADT_OFF_ACPI_ENABLE];
-    a->pm1a_cnt_field = pm1_cnt_block(&a->pm1a_cnt, t, len, FADT_OFF_PM1A_CNT_BLK, FADT_OFF_X_PM1A_CNT_BLK, a->pm1_cnt_len,
+    a->pm1a_cnt_field = pm1_cnt_block(a, &a->pm1a_cnt, t, len, FADT_OFF_PM1A_CNT_BLK, FADT_OFF_X_PM1A_CNT_BLK, a->pm1_cnt_len,
                                       "PM1a_CNT_BLK", "X_PM1a_CNT_BLK");
-    (void)pm1_cnt_block(&a->pm1b_cnt, t, len, FADT_OFF_PM1B_CNT_BLK, FADT_OFF_X_PM1B_CNT_BLK, a->pm1_cnt_len, "PM1b_CNT_BLK",
+    (void)pm1_cnt_block(a, &a->pm1b_cnt, t, len, FADT_OFF_PM1B_CNT_BLK, FADT_OFF_X_PM1B_CNT_BLK, a->pm1_cnt_len, "PM1b_CNT_BLK",
                         "X_PM1b_CNT_BLK");
     /* reserved in the ACPI 1.0 FADT (revision 1 and 2); Linux reads it from
        revision 3 (FADT2_REVISION_ID) on */

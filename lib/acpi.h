@@ -34,7 +34,9 @@ struct acpi_gas {
 
 #define ACPI_MAX_TABLES 48
 #define ACPI_MAX_MESSAGES 12
-#define ACPI_MESSAGE_CHARS 112
+/* The longest message lib/acpi.c can write, every number at its largest and
+   every name at its longest, fits (tests/host/test_acpi_messages.py). */
+#define ACPI_MESSAGE_CHARS 160
 #define ACPI_MAX_TABLE_BYTES (4u << 20) /* larger claimed lengths are rejected as corrupt */
 #define ACPI_MAX_IOAPICS 8
 #define ACPI_MAX_OVERRIDES 16
@@ -147,6 +149,7 @@ struct acpi_info {
     struct acpi_gas pm1a_cnt, pm1b_cnt; /* address 0: absent */
     const char *pm1a_cnt_field;     /* "X_PM1a_CNT_BLK" or "PM1a_CNT_BLK" (NULL when absent) */
     uint8_t pm1_cnt_len;            /* PM1_CNT_LEN */
+    uint32_t pm1_cnt_conflicts;     /* X_PM1x_CNT_BLK and PM1x_CNT_BLK both set and different: one message each */
     uint32_t smi_cmd;               /* SMI_CMD port (offset 48), 0: the machine is always in ACPI mode */
     uint8_t acpi_enable;            /* ACPI_ENABLE (offset 52): written to SMI_CMD to enter ACPI mode */
     struct acpi_gas sleep_control;  /* SLEEP_CONTROL_REG (FADT offset 244); address 0: absent */
@@ -166,6 +169,7 @@ struct acpi_info {
     char messages[ACPI_MAX_MESSAGES][ACPI_MESSAGE_CHARS];
     int message_count;
     bool messages_dropped;
+    uint32_t messages_not_kept; /* said after the list was full: counted, not kept */
     /* The latest message, kept even when the list above is full: a
        counter's reason comes from here, never from another table's message. */
     char last_message[ACPI_MESSAGE_CHARS];

@@ -37,6 +37,7 @@ void acpi_record(struct record *r, const struct acpi_info *a, bool faulted)
         record_bool(r, "hardware_reduced", a->hardware_reduced);
         record_u64(r, "pm_timer_len", a->pm_timer_len);
         record_u64(r, "pm_timer_conflicts", a->pm_timer_conflicts);
+        record_u64(r, "pm1_cnt_conflicts", a->pm1_cnt_conflicts);
     }
     if (a->madt_found) {
         record_u64(r, "cpus_enabled", a->cpus_enabled);
@@ -53,5 +54,6 @@ void acpi_record(struct record *r, const struct acpi_info *a, bool faulted)
     }
     record_u64(r, "messages", (uint64_t)a->message_count);
     record_bool(r, "messages_dropped", a->messages_dropped);
+    record_u64(r, "messages_not_kept", a->messages_not_kept);
     record_bool(r, "faulted", faulted);
 }

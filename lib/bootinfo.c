@@ -183,9 +183,18 @@ static bool parse_mb2(uintptr_t base, uint32_t info_addr, struct boot_info *bi)
                 bi->rsdp_new_present = true;
             }
             break;
+        case MB2_TAG_EFI32:
+            bi->efi_system_table_tag = true;
+            if (body_len >= 4 && !bi->efi_system_table)
+                bi->efi_system_table = ld32(body);
+            break;
         case MB2_TAG_EFI64:
+            bi->efi_system_table_tag = true;
             if (body_len >= 8)
                 bi->efi_system_table = ld64(body);
+            break;
+        case MB2_TAG_EFI_BS:
+            bi->efi_boot_services_tag = true;
             break;
         case BOOTINFO_MB2_TAG_EFI_STATE:
             if (body_len >= BOOTINFO_EFI_STATE_BYTES && body[BOOTINFO_EFI_STATE_VERSION] >= 1) {
@@ -310,4 +319,21 @@ const char *bootinfo_secure_boot(const struct boot_info *bi)
     if (bi->efi_secure_boot == 0)
         return "off";
     return "unknown";
+}
+
+const char *bootinfo_firmware(const struct boot_info *bi)
+{
+    if (bi->efi_state_present || bi->efi_system_table_tag || bi->efi_boot_services_tag)
+        return "uefi";
+    if (bi->protocol == BOOT_MULTIBOOT2)
+        return "bios";
+    return 0;
+}
+
+const char *bootinfo_secure_boot_shown(const struct boot_info *bi)
+{
+    const char *fw = bootinfo_firmware(bi);
+    if (!bi->efi_state_present && fw && fw[0] == 'b')
+        return "not applicable (BIOS)";
+    return bootinfo_secure_boot(bi);
 }

@@ -25,9 +25,11 @@ enum boot_protocol { BOOT_UNKNOWN = 0, BOOT_MULTIBOOT1 = 1, BOOT_MULTIBOOT2 = 2,
 #define MB2_TAG_LOADER 2
 #define MB2_TAG_MMAP 6
 #define MB2_TAG_FRAMEBUFFER 8
-#define MB2_TAG_EFI64 12
+#define MB2_TAG_EFI32 11 /* EFI 32-bit system table pointer */
+#define MB2_TAG_EFI64 12 /* EFI 64-bit system table pointer */
 #define MB2_TAG_ACPI_OLD 14
 #define MB2_TAG_ACPI_NEW 15
+#define MB2_TAG_EFI_BS 18 /* EFI boot services not terminated */
 
 /* A Multiboot 2 information tag of clockbench's own, written only by its
    EFI entry (efi/stub.c; docs/architecture.md): the firmware's Secure Boot
@@ -89,7 +91,11 @@ struct boot_info {
     bool efi_shim;
     uint32_t efi_fw_revision, efi_uefi_revision;
     char efi_firmware_vendor[BOOTINFO_EFI_VENDOR_MAX]; /* "EDK II", or "" */
-    uint64_t efi_system_table; /* Multiboot 2 tag 12, 0 when absent */
+    uint64_t efi_system_table; /* Multiboot 2 tag 12 (or 11), 0 when absent */
+    /* A Multiboot 2 loader started by UEFI passes the system table (tag 11
+       or 12; GRUB always does, efi/stub.c too) and, when it left boot
+       services running, tag 18 (Multiboot 2 spec, 3.6.13-3.6.16). */
+    bool efi_system_table_tag, efi_boot_services_tag;
     char error[96]; /* why parsing stopped early, or "" */
 };
 
@@ -104,5 +110,14 @@ const char *bootinfo_protocol_name(int protocol);
 /* "on", "off" or "unknown" (no EFI entry, or SecureBoot unreadable):
    docs/output.md, the machine record's secure_boot. */
 const char *bootinfo_secure_boot(const struct boot_info *bi);
+
+/* Which firmware started the loader, as far as the boot information says:
+   "uefi" (an EFI tag, or clockbench's EFI entry), "bios" (Multiboot 2
+   information with no EFI tag: a UEFI loader always passes the system
+   table), or NULL when it cannot tell (Multiboot 1, PVH). */
+const char *bootinfo_firmware(const struct boot_info *bi);
+/* For people: bootinfo_secure_boot's word, or "not applicable (BIOS)" where
+   the firmware is BIOS and Secure Boot does not exist. */
+const char *bootinfo_secure_boot_shown(const struct boot_info *bi);
 
 #endif

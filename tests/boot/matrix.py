@@ -11,6 +11,7 @@ QEMU's -acpitable, with QEMU's own HPET off unless the row says otherwise).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,3 +117,39 @@ SCENARIOS = [
     Scenario("safe mode: HPET and PIT left alone", {**DIRECT, "append": "safe"},
              must=[SUMMARY_OK, r"^SKIP: hpet: not programmed: safe mode", r"measured against acpi_pm"]),
 ]
+
+
+class RobustnessNotWritten(UserWarning):
+    """docs/robustness.md was left as it was: the run left rows out."""
+
+
+def robustness_table(rows: list[str], outcomes: list[tuple[str, str, float]], when: str,
+                     qemu_version: str) -> tuple[str | None, str]:
+    """docs/robustness.md's text from one run of the matrix (rows: the
+    names that should have run; outcomes: (name, outcome, seconds) of those
+    that did), or None when rows were left out (-k, -x, Ctrl-C, a crash): a
+    partial run never replaces the whole table with its few rows. The
+    second value says what happened, naming every row that did not run."""
+    ran = {name for name, _, _ in outcomes}
+    missing = [r for r in rows if r not in ran]
+    if missing:
+        return None, (f"docs/robustness.md not written: {len(missing)} of {len(rows)} rows did not run "
+                      f"({'; '.join(missing)}); `make test-matrix` runs them all")
+    by_name = {name: (outcome, secs) for name, outcome, secs in outcomes}
+    lines = [
+        "# Robustness matrix",
+        "",
+        "Written by `make test-matrix` (tests/boot/test_matrix.py) from its own run; do not edit by hand.",
+        f"Run {when}, QEMU {qemu_version}.",
+        "",
+        "| scenario | outcome | seconds |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {name} | {by_name[name][0]} | {by_name[name][1]:.1f} |" for name in rows]
+    return "\n".join(lines) + "\n", f"docs/robustness.md written: all {len(rows)} rows"
+
+
+def say_not_written(message: str) -> None:
+    """The "not written" message where pytest shows it even when every test
+    passed (its warnings summary); stderr in a fixture's teardown is hidden."""
+    warnings.warn(message, RobustnessNotWritten, stacklevel=2)

@@ -14,6 +14,7 @@ import pytest
 
 from clockbench import qemu
 
+import matrix
 from matrix import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,24 +31,12 @@ def robustness_table():
     yield
     if not FULL:
         return
-    ran = {name for name, _, _ in OUTCOMES}
-    missing = [s.name for s in ROWS if s.name not in ran]
-    if missing:
-        # a partial run (-k, -x, Ctrl-C) must not replace the whole table with its few rows
-        print(f"\ndocs/robustness.md not written: {len(missing)} of {len(ROWS)} rows did not run "
-              f"(first: {missing[0]}); `make test-matrix` runs them all", file=sys.stderr)
+    text, message = matrix.robustness_table([s.name for s in ROWS], OUTCOMES, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                            qemu_version())
+    if text is None:
+        matrix.say_not_written(message)
         return
-    lines = [
-        "# Robustness matrix",
-        "",
-        "Written by `make test-matrix` (tests/boot/test_matrix.py) from its own run; do not edit by hand.",
-        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, QEMU {qemu_version()}.",
-        "",
-        "| scenario | outcome | seconds |",
-        "| --- | --- | --- |",
-    ]
-    lines += [f"| {name} | {outcome} | {secs:.1f} |" for name, outcome, secs in OUTCOMES]
-    (ROOT / "docs" / "robustness.md").write_text("\n".join(lines) + "\n")
+    (ROOT / "docs" / "robustness.md").write_text(text)
 
 
 def qemu_version() -> str:

@@ -103,3 +103,25 @@ def test_no_rtc_is_absent_and_nothing_hangs(boot):
     assert not c["present"] and c["reason"] == r["reason"]
     assert check(b)["result"] == "SKIP"
     assert not [x for x in records.of_type(b.records, "latency") if x["counter"] == "rtc"]
+
+
+def test_the_widest_bracket_is_said_in_a_unit_that_shows_it(clock_vm):
+    """Fitted edges: the record's widest bracket is a figure and the human
+    line gives it in ns under 1 us (never "0.0 us")."""
+    r = rtc(clock_vm)
+    assert r["widest_edge_ns"] > 0, r
+    want = f"widest bracket {r['widest_edge_ns']:.1f} ns" if r["widest_edge_ns"] < 1000 else "widest bracket "
+    said = " ".join(clock_vm.output.split())  # the console wraps long lines
+    assert want in said and "widest bracket 0.0" not in said
+
+
+def test_no_edge_fitted_is_no_figure(boot):
+    """A window of 1 s holds one edge at most: nothing is fitted, the record
+    has no widest bracket (null, not 0.0) and the line says so."""
+    b = boot(accel="tcg", extra=["-rtc", "clock=vm"], append="duration=1 only=drift,rtc", timeout=120)
+    assert b.status in (0, 1), b.explain()
+    r = rtc(b)
+    assert r["present"] and r["edges_used"] == 0, r
+    assert r["widest_edge_ns"] is None, r
+    said = " ".join(b.output.split())
+    assert "no edges fitted" in said and "widest bracket" not in said

@@ -72,6 +72,9 @@ const char *shim_bootinfo(uint32_t magic, const uint8_t *mem, uint32_t info_addr
     record_u64(&rec, "efi_fw_revision", bi.efi_fw_revision);
     record_str(&rec, "efi_firmware_vendor", bi.efi_firmware_vendor);
     record_u64(&rec, "efi_system_table", bi.efi_system_table);
+    record_str(&rec, "firmware", bootinfo_firmware(&bi));
+    record_str(&rec, "secure_boot_shown", bootinfo_secure_boot_shown(&bi));
+    record_bool(&rec, "efi_boot_services", bi.efi_boot_services_tag);
     record_bool(&rec, "rsdp_old", bi.rsdp_old_present);
     record_bool(&rec, "rsdp_new", bi.rsdp_new_present);
     record_u64(&rec, "rsdp_new_len", bi.rsdp_new_len);
@@ -185,6 +188,7 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_bool(&rec, "pm_set_aside", ap->pm_timer_set_aside);
     record_str(&rec, "pm_os_note", ap->pm_timer_os_note);
     record_u64(&rec, "pm_conflicts", ap->pm_timer_conflicts);
+    record_u64(&rec, "pm1_cnt_conflicts", ap->pm1_cnt_conflicts);
     record_bool(&rec, "hpet", ap->hpet_found);
     record_u64(&rec, "hpet_tables", (uint64_t)ap->hpet_tables);
     record_u64(&rec, "hpet_space", ap->hpet_base.space_id);
@@ -210,6 +214,7 @@ const char *shim_acpi(const uint8_t *mem, uint64_t len, uint64_t base, const uin
     record_u64(&rec, "disabled_shared", ap->madt_disabled_shared);
     record_u64(&rec, "enabled_repeats", ap->madt_enabled_repeats);
     record_bool(&rec, "messages_dropped", ap->messages_dropped);
+    record_u64(&rec, "messages_not_kept", ap->messages_not_kept);
     /* the first 16 processor entries: id, uid, type, enabled, online capable */
     record_array_begin(&rec, "cpus");
     for (uint32_t i = 0; i < ap->cpu_count && i < 16; i++) {
@@ -267,10 +272,19 @@ const char *shim_acpi_message(int i)
    whole, with its prefix. worst: every count at its largest, every string
    at the longest it can be and all of it escaped ('"' is two characters
    in JSON), so a test can hold the record's largest size. */
+#define SHIM_ACPI_NAME_CHARS 112
+int shim_acpi_name_chars(void)
+{
+    return SHIM_ACPI_NAME_CHARS;
+}
+
 const char *shim_acpi_record(bool worst)
 {
     static struct acpi_info w;
-    static char longest[ACPI_MESSAGE_CHARS];
+    /* rsdp_source, pm_timer_field, pm_timer_width_from and pm_timer_os_note
+       point at lib/acpi.c's fixed names, each shorter than this (held by
+       tests/host/test_acpi_messages.py) */
+    static char longest[SHIM_ACPI_NAME_CHARS];
     const struct acpi_info *a = &shim_acpi_info;
     if (worst) {
         w = shim_acpi_info;
@@ -284,6 +298,8 @@ const char *shim_acpi_record(bool worst)
         w.table_count = w.hpet_tables = w.message_count = INT32_MAX;
         w.pm_timer_conflicts = w.cpus_enabled = w.cpus_listed = w.cpus_online_capable = w.cpus_x2apic = UINT32_MAX;
         w.madt_placeholders = w.madt_disabled_copies = w.madt_disabled_shared = w.madt_enabled_repeats = UINT32_MAX;
+        w.messages_not_kept = w.pm1_cnt_conflicts = UINT32_MAX;
+        w.messages_dropped = true;
         a = &w;
     }
     acpi_record(&rec, a, worst);

@@ -569,3 +569,27 @@ def test_the_emulator_fixture_answers_in_words(tmp_path):
     assert tsc["qualifier"] == "in this emulator"
     _, page = page_only(text, tmp_path / "out", log)
     assert "in this emulator: cheap, but not invariant" in text_of(page)
+
+
+def test_the_counters_table_shows_each_counters_role_and_note(tmp_path):
+    """A hardware-reduced machine's PM timer (the `counter` record's
+    reference_role "set aside" and its note): the counters table says both,
+    as Chromium shows the page; the others say their role."""
+    text = (FIXTURES / "kvm-q35.log").read_text()  # its counter records carry reference_role
+    before = '"name":"acpi_pm","present":true'
+    assert before in text
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("@cb ") and '"type":"counter"' in line and '"name":"acpi_pm"' in line:
+            rec = json.loads(line[4:])
+            rec.update(reference_role="set aside", note="ignored by the OS (hardware-reduced ACPI)")
+            line = "@cb " + json.dumps(rec, separators=(",", ":"))
+        lines.append(line)
+    page_only("\n".join(lines), tmp_path / "out")
+    dom = browser(tmp_path / "out" / "report.html", tmp_path)
+    table = re.search(r"<h3>Time counters</h3>\s*<table>(.*?)</table>", dom, re.S).group(1)
+    rows = {re.sub(r"<[^>]+>", "", r[0]): [text_of(c).strip() for c in r] for r in
+            [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)]}
+    assert rows["counter"][-1] == "as a reference"
+    assert rows["acpi_pm"][-1] == "set aside: never the default reference; ignored by the OS (hardware-reduced ACPI)"
+    assert rows["hpet"][-1] == "ranked reference" and rows["tsc"][-1] == "not a reference"

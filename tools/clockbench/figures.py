@@ -68,18 +68,28 @@ def hz(value, unc_ppm=None) -> str:
     """A frequency in the unit its size asks for (MHz from 1 MHz, kHz from
     1 kHz, else Hz), with as many digits as its relative uncertainty allows
     ("2596.12008 MHz" at 0.21 ppm); a nominal rate with none stated to the
-    Hz: "3.579545 MHz", "32.768 kHz", "1 Hz" (never "0.000001 MHz")."""
+    Hz: "3.579545 MHz", "32.768 kHz", "1 Hz" (never "0.000001 MHz"), and
+    below 1 Hz to 6 significant figures ("0.5 Hz", never "0 Hz"). The unit
+    is chosen on the figure as printed: 999999.9999 Hz is "1.000000 MHz",
+    not "1000 kHz"."""
     if _num(value) is None:
         return "?"
-    unit, scale = next((u, s) for u, s in (("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0)) if abs(value) >= s or u == "Hz")
-    x = value / scale
-    if _num(unc_ppm) is not None and unc_ppm > 0 and value:
-        return f"{x:.{_decimals_for(x * unc_ppm * 1e-6)}f} {unit}"
-    digits = {"MHz": 6, "kHz": 3, "Hz": 0}[unit]
-    text = f"{x:.{digits}f}"
-    if unit != "MHz" and "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text} {unit}"
+    units = (("MHz", 1e6), ("kHz", 1e3), ("Hz", 1.0))
+    i = next(k for k, (u, s) in enumerate(units) if abs(value) >= s or u == "Hz")
+    while True:
+        unit, scale = units[i]
+        x = value / scale
+        if _num(unc_ppm) is not None and unc_ppm > 0 and value:
+            text = f"{x:.{_decimals_for(x * unc_ppm * 1e-6)}f}"
+        elif unit == "Hz" and value and abs(x) < 1:
+            text = f"{x:.{5 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")
+        else:
+            text = f"{x:.{ {'MHz': 6, 'kHz': 3, 'Hz': 0}[unit] }f}"
+            if unit != "MHz" and "." in text:
+                text = text.rstrip("0").rstrip(".")
+        if i == 0 or abs(float(text)) < 1000:
+            return f"{text} {unit}"
+        i -= 1  # rounded up to 1000 of this unit: the next one up
 
 
 def read_cost(lat: dict | None, step_ns=None) -> str:

@@ -511,7 +511,8 @@ def what_machine(res: dict) -> str:
 
 def secure_boot(res: dict, meta: dict | None = None) -> str:
     """Secure Boot as the machine record says it; where the boot cannot have
-    it (QEMU's own loader or a BIOS firmware, the PVH entry), not applicable
+    it (QEMU's own loader, a BIOS firmware by the run's metadata or by the
+    image's reading of the Multiboot 2 tags, the PVH entry), not applicable
     rather than unknown."""
     m = _d(res.get("machine"))
     state = m.get("secure_boot")
@@ -520,7 +521,7 @@ def secure_boot(res: dict, meta: dict | None = None) -> str:
     fw = str(_d(_d(meta).get("qemu")).get("firmware") or "").lower()
     if m.get("boot_protocol") == "pvh":
         return "not applicable (the PVH entry: no UEFI firmware)"
-    if m.get("loader") == "qemu" or fw in ("bios", "seabios", "qboot"):
+    if m.get("loader") == "qemu" or m.get("firmware") == "bios" or fw in ("bios", "seabios", "qboot"):
         return "not applicable (BIOS)"
     return str(state or "unknown")
 
@@ -570,11 +571,28 @@ def timer_rows(res: dict) -> tuple[list[dict], list[dict]]:
     return timers, cells
 
 
+# the `counter` record's reference_role (docs/output.md), in words
+REFERENCE_ROLES = {"ranked": "ranked reference", "set aside": "set aside: never the default reference",
+                   "last resort": "last resort reference", "no": "not a reference"}
+
+
+def counter_role(c: dict) -> str:
+    """How the image treats a counter as a reference, with its note (what
+    the OS makes of it): "set aside: never the default reference; ignored by
+    the OS (hardware-reduced ACPI)". "" when the record says neither."""
+    role = c.get("reference_role")
+    words = [REFERENCE_ROLES.get(role, str(role))] if isinstance(role, str) and role else []
+    if isinstance(c.get("note"), str) and c["note"]:
+        words.append(c["note"])
+    return "; ".join(words)
+
+
 def counter_rows(res: dict) -> list[dict]:
     return [{"name": str(c.get("name", "?")), "present": "present" if c.get("present") else "absent",
              "width": c["width_bits"] if _num(c.get("width_bits")) else ("calendar fields" if c.get("name") == "rtc" else "-"),
              "nominal": hz(c["nominal_hz"]) if _num(c.get("nominal_hz")) and c["nominal_hz"] else "unknown",
-             "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or "")}
+             "source": str(c.get("nominal_source") or c.get("reason") or ""), "access": str(c.get("access") or ""),
+             "role": counter_role(c)}
             for c in _l(res.get("counters"))]
 
 
@@ -610,7 +628,9 @@ def rtc_rows(res: dict) -> list[dict]:
             f"{sig(r.get('span_s'))} RTC seconds fitted" + (" (coarse: under 10 s)" if r.get("coarse") else ""))
         row("discontinuities", f"{count(r.get('discontinuities'))} (the RTC and the TSC disagree by half a second or more)",
             _num(r.get("discontinuities")) and r["discontinuities"] > 0)
-        row("edge timing", f"widest bracket {ns(r.get('widest_edge_ns'))}, longest poll that caught one "
+        widest = f"widest bracket {ns(r['widest_edge_ns'])}" if _num(r.get("widest_edge_ns")) and r.get("edges_used") \
+            else "no edges fitted"  # a log from before null: 0.0 with none fitted
+        row("edge timing", f"{widest}, longest poll that caught one "
             f"{ns(_num(r.get('longest_spin_us')) and r['longest_spin_us'] * 1e3)}, first update waited "
             f"{ns(_num(r.get('phase_wait_ms')) and r['phase_wait_ms'] * 1e6)}")
         row("polling", f"{count(r.get('polls'))} polls, one every {ns(_num(r.get('call_gap_us')) and r['call_gap_us'] * 1e3)} on "
