@@ -109,6 +109,9 @@ def test_bios_boots_through_grub_from_the_mbr(img, boot_dir):
     assert m["loader"].startswith("GRUB 2.") and m["multiboot"] == 2 and m["boot_protocol"] == "multiboot2"
     assert m["cmdline"] == QUICK  # the menu read the SMBIOS string: grub.cfg came from the FAT partition
     assert m["secure_boot"] == "unknown" and m["shim"] is None
+    # GRUB under BIOS hands no EFI system table tag: the machine has no UEFI, and the banner says so
+    assert m["firmware"] == "bios", m
+    assert "Secure Boot: not applicable (BIOS" in r.output, r.output[-3000:]
 
 
 def test_uefi_boots_through_shim_and_the_signed_grub_past_the_machines_own_disk(img, boot_dir):
@@ -116,7 +119,7 @@ def test_uefi_boots_through_shim_and_the_signed_grub_past_the_machines_own_disk(
     m = machine(r)
     print(f"UEFI boot to a verdict: {seconds:.1f} s")
     assert m["loader"].startswith("clockbench EFI") and m["shim"] is True
-    assert m["secure_boot"] == "off" and m["cmdline"] == QUICK
+    assert m["secure_boot"] == "off" and m["cmdline"] == QUICK and m["firmware"] == "uefi", m
     assert DECOY not in r.output  # the disk ahead of the stick held a /boot/grub/grub.cfg too
 
 
