@@ -488,6 +488,8 @@ def keep(v: dict, src: Source, args) -> str:
 def main(args) -> int:
     if args.machine is not None and args.store is None:
         raise errors.UsageError("--machine names the machine in the store: give --store too")
+    if args.machine is not None and not args.machine.strip():
+        raise errors.UsageError("--machine: an empty name")
     src = read_source(args.path)
     if not any(t.sig == "FACP" for t in src.tables):
         raise errors.BadInput(f"{src.path}: no FACP (FADT) table among the {len(src.tables)} read: not a machine's tables")
