@@ -7,6 +7,7 @@ store that cannot be used refused in one line with nothing kept."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import socket
@@ -173,6 +174,17 @@ def test_runs_acpi_lists_and_shows(capsys, tmp_path):
     one_line(run_cli(capsys, "runs", "--acpi", "--machine", "vm", "--store", db), errors.USAGE,
              "no ACPI preview of machine 'vm'", "it has 1 run", "--store --machine vm", command="runs")
     one_line(run_cli(capsys, "runs", "--acpi", "--store", tmp_path / "none.db"), errors.NO_INPUT, "no store here", command="runs")
+
+
+def test_export_has_the_previews_lines(capsys, tmp_path):
+    db = tmp_path / "s.db"
+    assert run_cli(capsys, "acpi", TABLET, "--store", db).code == 0
+    r = run_cli(capsys, "export", "--store", db, "--out", tmp_path / "out")
+    assert r.code == 0 and "acpi_previews.csv" in r.out, r
+    with (tmp_path / "out" / "acpi_previews.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    (p,) = kept(db)
+    assert {k: row[k] for k in ("machine", "taken", "source", "summary")} == {k: p[k] for k in ("machine", "taken", "source", "summary")}
 
 
 def test_beside_a_machines_runs_the_preview_against_the_run(capsys, tmp_path):

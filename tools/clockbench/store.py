@@ -408,11 +408,15 @@ class Store:
     # -- export ---------------------------------------------------------------
 
     def tables(self) -> dict[str, tuple[list[str], list[tuple]]]:
-        """runs (without the logs), checks and figures, as (columns, rows)."""
+        """runs (without the logs), checks, figures and the ACPI previews
+        (without the previews themselves: `runs --acpi --json` has them), as
+        (columns, rows)."""
         out = {}
         for name, sql in (("runs", f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY id"),
                           ("checks", "SELECT run_id, name, result, detail FROM checks ORDER BY run_id, rowid"),
-                          ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid")):
+                          ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid"),
+                          ("acpi_previews", "SELECT id, machine, taken, source, source_kind, host, summary, problems, origin, added "
+                           "FROM acpi_previews ORDER BY id")):
             rows = self._query(sql)
             cols = list(rows[0].keys()) if rows else [c.strip() for c in sql.split("SELECT ")[1].split(" FROM")[0].split(",")]
             out[name] = (cols, [tuple(r) for r in rows])
