@@ -516,9 +516,9 @@ def add_parser(sub) -> None:
                        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("path", nargs="?", help=f"an acpidump text file, or a folder of tables (default: {SYSFS}, root only)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object, for tools")
-    from . import storecli
+    from . import store
 
-    p.add_argument("--store", nargs="?", const=storecli.store_default(), metavar="DB",
+    p.add_argument("--store", nargs="?", const=store.default_text(), metavar="DB",
                    help="keep the preview in the store of runs, as the machine's (DB default: %(const)s)")
     p.add_argument("--machine", help="the machine's name in the store, as its runs name it (default: this host's name "
                    "for /sys/firmware/acpi/tables, else the file's or folder's name)")

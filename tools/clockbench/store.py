@@ -523,6 +523,11 @@ def _tool_of(recs: list[dict]) -> str | None:
     return tool if isinstance(tool, str) else "clockbench"
 
 
+def default_text() -> str:
+    """The default store as --help shows it: relative to the checkout when it is inside it."""
+    return paths.default(DEFAULT) if DEFAULT.is_relative_to(paths.ROOT) else str(DEFAULT)
+
+
 def open_store(path, create: bool = True) -> Store:
     return Store(Path(path), create=create)
 

@@ -13,13 +13,13 @@ import socket
 import sys
 from pathlib import Path
 
-from . import errors, paths, records, runs, store
+from . import errors, records, runs, store
 
 STORE_HELP = "the store of runs (default: %(default)s)"
 
 
 def store_default() -> str:
-    return paths.default(store.DEFAULT) if store.DEFAULT.is_relative_to(paths.ROOT) else str(store.DEFAULT)
+    return store.default_text()
 
 
 def add_store_argument(p) -> None:
