@@ -10,9 +10,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import os
 import socket
 import sqlite3
 import struct
+
+import pytest
 
 from cli_logs import ROOT, TCG, run_cli
 from clockbench import acpi, errors, store
@@ -108,6 +111,10 @@ def test_the_machines_default_name(tmp_path):
     for t in src.tables:
         (box / f"{t.sig}.dat").write_bytes(t.data)
     assert acpi.machine_name(acpi.read_source(str(box)), None) == "box-7"
+    # a pipe names nothing: --machine is needed
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(errors.UsageError, match="give --machine"):
+        acpi.machine_name(acpi.Source(str(tmp_path / "fifo"), "acpidump"), None)
     # /sys/firmware/acpi/tables: the tables are this host's own
     assert acpi.machine_name(acpi.Source(str(acpi.SYSFS), "sysfs"), None) == socket.gethostname()
 

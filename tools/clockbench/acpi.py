@@ -471,7 +471,12 @@ def machine_name(src: Source, given: str | None) -> str:
     if src.kind == "sysfs":
         return socket.gethostname()
     p = Path(src.path)
-    return (p.stem if p.is_file() else p.resolve().name) or str(p)
+    if p.is_dir():
+        return p.resolve().name or str(p)
+    if p.is_file():
+        return p.stem or p.name
+    # a pipe (`<(acpidump)`) or a device: its name says nothing of the machine
+    raise errors.UsageError(f"{p}: not a file or folder whose name can name the machine: give --machine")
 
 
 def keep(v: dict, src: Source, args) -> str:
