@@ -270,6 +270,8 @@ def test_a_store_that_cannot_be_used_keeps_nothing(capsys, tmp_path):
     one_line(run_cli(capsys, "acpi", TABLET, "--store", bad / "s.db"), errors.CANNOT_WRITE, "cannot open the store")
     # a folder given as the store: 66, as for every store command
     one_line(run_cli(capsys, "acpi", TABLET, "--store", tmp_path), errors.NO_INPUT, "is a folder")
+    # --store's optional DB swallowing the tables' path: 64, the file untouched
+    one_line(run_cli(capsys, "acpi", "--store", TABLET), errors.USAGE, "--store took", f"`clockbench acpi {TABLET} --store`")
     # newer than this tool: refused, nothing kept
     newer = tmp_path / "newer.db"
     c = sqlite3.connect(str(newer))

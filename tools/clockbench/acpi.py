@@ -479,6 +479,20 @@ def machine_name(src: Source, given: str | None) -> str:
     raise errors.UsageError(f"{p}: not a file or folder whose name can name the machine: give --machine")
 
 
+def _not_a_store(p: Path) -> bool:
+    """A folder, or a file that is not SQLite's: tables, not a store."""
+    if p.is_dir():
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False  # missing (a new store) or unreadable: the store says which
+    from . import store
+
+    return bool(head) and head != store.SQLITE_MAGIC
+
+
 def keep(v: dict, src: Source, args) -> str:
     """Adds the preview to the store (one transaction); the line saying so."""
     from . import store
@@ -495,6 +509,10 @@ def main(args) -> int:
         raise errors.UsageError("--machine names the machine in the store: give --store too")
     if args.machine is not None and not args.machine.strip():
         raise errors.UsageError("--machine: an empty name")
+    if args.path is None and args.store is not None and _not_a_store(Path(args.store)):
+        # `acpi --store dump.txt`: --store's optional DB took the tables' path
+        raise errors.UsageError(f"--store took {args.store} as the store, and it is not one: write "
+                                f"`clockbench acpi {args.store} --store` (or `--store DB {args.store}`)")
     src = read_source(args.path)
     if not any(t.sig == "FACP" for t in src.tables):
         raise errors.BadInput(f"{src.path}: no FACP (FADT) table among the {len(src.tables)} read: not a machine's tables")
