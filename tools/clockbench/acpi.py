@@ -9,14 +9,22 @@ HPET's comparators and minimum tick, the PM timer and whether Linux would
 use it, the CPUs, the IRQ routing overrides, how the image would power the
 machine off, the firmware's contradictions, and where Linux reads the tables
 differently. Exit 0; 65 for input that is not tables (or a table the parser
-rejected: the others are still shown); 66 for a path missing or unreadable."""
+rejected: the others are still shown); 66 for a path missing or unreadable.
+
+--store [DB] keeps the preview (the --json object, whole) in the store of
+runs as a machine's (--machine; default: this host's name for sysfs, else
+the file's or folder's name), beside that machine's runs: `clockbench runs
+--acpi` lists the kept previews. A store that cannot be written exits 73, a
+damaged one 76, and then nothing is printed or kept."""
 
 from __future__ import annotations
 
 import ctypes
+import datetime as dt
 import json
 import os
 import re
+import socket
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -386,6 +394,60 @@ def render(v: dict) -> str:
     return "\n".join(L)
 
 
+def _hex(v) -> int | None:
+    """A record's address: "0xfed00000" as the image writes it, or a number."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    try:
+        return int(v, 16) if isinstance(v, str) else None
+    except ValueError:
+        return None
+
+
+def against_run(v: dict, recs: list[dict]) -> list[str]:
+    """What the preview said beside what a run of the stick on the same
+    machine found: the HPET, the PM timer and the enabled CPUs, from the
+    run's own `acpi` record (the record the preview's parser also gives)
+    and its `counter` records (whether the counter answered)."""
+    run_acpi = next((r for r in recs if r.get("type") == "acpi"), None)
+    if run_acpi is None:
+        return ["the run has no acpi record to compare with"]
+    counters = {r.get("name"): r for r in recs if r.get("type") == "counter"}
+    a, h, pm = v["acpi_record"], v["hpet_table"], v["pm_timer"]
+    out = []
+
+    def line(what: str, said: str, found: str, same: bool) -> None:
+        out.append(f"{what}: the preview said {said}, the run found {found}: {'the same' if same else 'DIFFERENT'}")
+
+    def found(name: str, addr: int | None, where: str) -> str:
+        c = counters.get(name) or {}
+        if addr is None:
+            return "none" + (f" ({c['reason']})" if c.get("reason") else "")
+        if c and not c.get("present"):
+            return f"{where} in its tables, but no counter ({c.get('reason') or 'not present'})"
+        return where
+
+    run_hpet = _hex(run_acpi.get("hpet_base")) or None
+    said = _space_addr("memory", h["address"]) if h.get("found") else "none"
+    got = found("hpet", run_hpet, _space_addr("memory", run_hpet))
+    line("HPET", said, got, (h["address"] if h.get("found") else None) == run_hpet
+         and (run_hpet is None or (counters.get("hpet") or {}).get("present", True)))
+    run_pm = _hex(run_acpi.get("pm_timer_address")) or None
+    said = f"{_space_addr(pm['space'], pm['address'])}, {pm['counter_bits']}-bit" if pm.get("found") else "none"
+    where = f"{_space_addr(run_acpi.get('pm_timer_space'), run_pm)}, {run_acpi.get('pm_timer_bits')}-bit"
+    got = found("acpi_pm", run_pm, where)
+    line("ACPI PM timer", said, got, (pm["address"] if pm.get("found") else None) == run_pm
+         and (run_pm is None or (pm["space"] == run_acpi.get("pm_timer_space") and pm["counter_bits"] == run_acpi.get("pm_timer_bits")
+                                 and (counters.get("acpi_pm") or {}).get("present", True))))
+    line("enabled CPUs", str(a.get("cpus_enabled")), str(run_acpi.get("cpus_enabled")),
+         a.get("cpus_enabled") == run_acpi.get("cpus_enabled"))
+    return out
+
+
+def _space_addr(space, address) -> str:
+    return f"{_space(space)} 0x{address:x}" if isinstance(address, int) else "none"
+
+
 def _ids(ids: list[int]) -> str:
     """Runs of consecutive IDs: 0-7, 16, 18."""
     out, i = [], 0
@@ -398,15 +460,71 @@ def _ids(ids: list[int]) -> str:
     return ", ".join(out) or "none"
 
 
+def machine_name(src: Source, given: str | None) -> str:
+    """The machine a preview is kept as: the name given; for sysfs this host's
+    name (the tables are its own); else the file's or folder's name, as
+    `clockbench import` names a bare log."""
+    if given is not None:
+        if not given.strip():
+            raise errors.UsageError("--machine: an empty name")
+        return given
+    if src.kind == "sysfs":
+        return socket.gethostname()
+    p = Path(src.path)
+    if p.is_dir():
+        return p.resolve().name or str(p)
+    if p.is_file():
+        return p.stem or p.name
+    # a pipe (`<(acpidump)`) or a device: its name says nothing of the machine
+    raise errors.UsageError(f"{p}: not a file or folder whose name can name the machine: give --machine")
+
+
+def _not_a_store(p: Path) -> bool:
+    """A folder, or a file that is not SQLite's: tables, not a store."""
+    if p.is_dir():
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False  # missing (a new store) or unreadable: the store says which
+    from . import store
+
+    return bool(head) and head != store.SQLITE_MAGIC
+
+
+def keep(v: dict, src: Source, args) -> str:
+    """Adds the preview to the store (one transaction); the line saying so."""
+    from . import store
+
+    machine = machine_name(src, args.machine)
+    with store.open_store(args.store) as st:
+        pid, new = st.add_acpi_preview(v, machine, "acpi", host=socket.gethostname())
+    return (f"clockbench acpi: stored as ACPI preview {pid} of machine {machine!r} in {args.store}"
+            + ("" if new else " (these tables were already kept)"))
+
+
 def main(args) -> int:
+    if args.machine is not None and args.store is None:
+        raise errors.UsageError("--machine names the machine in the store: give --store too")
+    if args.machine is not None and not args.machine.strip():
+        raise errors.UsageError("--machine: an empty name")
+    if args.path is None and args.store is not None and _not_a_store(Path(args.store)):
+        # `acpi --store dump.txt`: --store's optional DB took the tables' path
+        raise errors.UsageError(f"--store took {args.store} as the store, and it is not one: write "
+                                f"`clockbench acpi {args.store} --store` (or `--store DB {args.store}`)")
     src = read_source(args.path)
     if not any(t.sig == "FACP" for t in src.tables):
         raise errors.BadInput(f"{src.path}: no FACP (FADT) table among the {len(src.tables)} read: not a machine's tables")
     v = view(src)
+    v["taken"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    stored = keep(v, src, args) if args.store is not None else None  # first: a store that fails leaves nothing half-done
     if args.json:
         print(json.dumps(v, indent=1))
     else:
         print(render(v))
+    if stored:
+        print(stored, file=sys.stderr if args.json else sys.stdout)
     rejected = [t["signature"] for t in v["tables"] if not t["valid"]]
     if src.problems or rejected:
         first = src.problems[0] if src.problems else \
@@ -421,4 +539,10 @@ def add_parser(sub) -> None:
                        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("path", nargs="?", help=f"an acpidump text file, or a folder of tables (default: {SYSFS}, root only)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object, for tools")
+    from . import store
+
+    p.add_argument("--store", nargs="?", const=store.default_text(), metavar="DB",
+                   help="keep the preview in the store of runs, as the machine's (DB default: %(const)s)")
+    p.add_argument("--machine", help="the machine's name in the store, as its runs name it (default: this host's name "
+                   "for /sys/firmware/acpi/tables, else the file's or folder's name)")
     p.set_defaults(func=main)

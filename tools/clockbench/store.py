@@ -5,7 +5,9 @@ fills from kept run folders and logs, and `runs`, `fleet` and `export` read
 
 Each run is a row of `runs` (its machine, CPU, firmware, boot path, image
 build, date, status, and its whole log, compressed: nothing is lost), a row
-of `checks` per check, and a row of `figures` per key figure (figures.py).
+of `checks` per check, and a row of `figures` per key figure (figures.py);
+a machine's ACPI previews (`clockbench acpi --store`, acpi.py) are rows of
+`acpi_previews`, each with its whole --json object, compressed.
 The schema's version is SQLite's user_version, and the file is marked as
 ours by its application_id; MIGRATIONS brings an older store up to date in
 one transaction, and a newer one is refused. Many processes may write at
@@ -80,6 +82,25 @@ MIGRATIONS = [
     # in from their logs by _fill_tool.
     """
     ALTER TABLE runs ADD COLUMN tool TEXT;
+    """,
+    # 4: what `clockbench acpi` read of a machine's tables before the stick
+    # was booted there, kept per machine beside its runs
+    """
+    CREATE TABLE acpi_previews (
+      id INTEGER PRIMARY KEY,
+      uid TEXT NOT NULL UNIQUE,          -- sha256 of the preview (without its time) and machine: the same tables kept twice are one
+      machine TEXT NOT NULL,             -- as its runs name it: given, or the host name (sysfs), or the file's name
+      taken TEXT NOT NULL,               -- UTC, ISO 8601: when the tables were read
+      source TEXT NOT NULL,              -- the path read
+      source_kind TEXT NOT NULL,         -- sysfs, folder, acpidump
+      host TEXT,                         -- the host the tool ran on (NULL for an import)
+      summary TEXT NOT NULL,             -- one line: the counters and their addresses, the CPUs
+      problems INTEGER NOT NULL,         -- tables rejected or cut short (the tool exited 65 on them)
+      origin TEXT NOT NULL,              -- acpi (`clockbench acpi --store`) or import
+      preview BLOB NOT NULL,             -- the whole --json object, zlib-compressed
+      added TEXT NOT NULL
+    );
+    CREATE INDEX acpi_previews_machine ON acpi_previews (machine, taken);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -274,6 +295,38 @@ class Store:
         except sqlite3.Error as e:
             raise translate(e, self.path) from None
 
+    def add_acpi_preview(self, preview: dict, machine: str, origin: str, *, host: str | None = None,
+                         taken: str | None = None) -> tuple[int, bool]:
+        """Keeps one `clockbench acpi --json` object (whole) as machine's;
+        returns (its id, whether it is new: the same tables of the same
+        machine, read again, are the preview already kept)."""
+        check_preview(preview)
+        body = {k: v for k, v in preview.items() if k != "taken"}
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode())
+        digest.update(b"\0" + machine.encode())
+        row = {"uid": digest.hexdigest(), "machine": machine, "taken": preview.get("taken") or taken or _now(),
+               "source": str(preview["source"]), "source_kind": str(preview["source_kind"]), "host": host,
+               "summary": acpi_summary(preview), "problems": preview_problems(preview), "origin": origin,
+               "preview": zlib.compress(json.dumps(preview).encode(), 6), "added": _now()}
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                old = db.execute("SELECT id FROM acpi_previews WHERE uid = ?", (row["uid"],)).fetchone()
+                if old:
+                    db.execute("COMMIT")
+                    return old[0], False
+                cols = list(row)
+                cur = db.execute(f"INSERT INTO acpi_previews ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                 [row[c] for c in cols])
+                db.execute("COMMIT")
+                return cur.lastrowid, True
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise translate(e, self.path) from None
+
     # -- reading --------------------------------------------------------------
 
     def _query(self, sql: str, args=()) -> list[sqlite3.Row]:
@@ -327,6 +380,24 @@ class Store:
         """Each machine's name and its number of runs."""
         return {r[0]: r[1] for r in self._query("SELECT machine, count(*) FROM runs GROUP BY machine ORDER BY machine")}
 
+    def acpi_previews(self, machine: str | None = None) -> list[dict]:
+        """The kept ACPI previews, oldest first (by when they were taken):
+        each its row, with the whole preview under "preview"."""
+        where, args = ("WHERE machine = ?", (machine,)) if machine else ("", ())
+        out = []
+        for r in self._query(f"SELECT * FROM acpi_previews {where} ORDER BY taken, id", args):
+            row = dict(r)
+            try:
+                row["preview"] = json.loads(zlib.decompress(row["preview"]))
+            except (zlib.error, ValueError) as e:
+                raise StoreCorrupt(f"{self.path}: ACPI preview {row['id']} is damaged ({e})") from None
+            out.append(row)
+        return out
+
+    def acpi_machines(self) -> dict[str, int]:
+        """Each machine with a kept ACPI preview, and how many."""
+        return {r[0]: r[1] for r in self._query("SELECT machine, count(*) FROM acpi_previews GROUP BY machine ORDER BY machine")}
+
     def log(self, run_id: int) -> str | None:
         r = self._query("SELECT log FROM runs WHERE id = ?", (run_id,))
         return zlib.decompress(r[0][0]).decode("utf-8", "replace") if r and r[0][0] is not None else None
@@ -337,11 +408,15 @@ class Store:
     # -- export ---------------------------------------------------------------
 
     def tables(self) -> dict[str, tuple[list[str], list[tuple]]]:
-        """runs (without the logs), checks and figures, as (columns, rows)."""
+        """runs (without the logs), checks, figures and the ACPI previews
+        (without the previews themselves: `runs --acpi --json` has them), as
+        (columns, rows)."""
         out = {}
         for name, sql in (("runs", f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY id"),
                           ("checks", "SELECT run_id, name, result, detail FROM checks ORDER BY run_id, rowid"),
-                          ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid")):
+                          ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid"),
+                          ("acpi_previews", "SELECT id, machine, taken, source, source_kind, host, summary, problems, origin, added "
+                           "FROM acpi_previews ORDER BY id")):
             rows = self._query(sql)
             cols = list(rows[0].keys()) if rows else [c.strip() for c in sql.split("SELECT ")[1].split(" FROM")[0].split(",")]
             out[name] = (cols, [tuple(r) for r in rows])
@@ -389,6 +464,55 @@ def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) 
     return row
 
 
+PREVIEW_KEYS = {"source": str, "source_kind": str, "acpi_record": dict, "pm_timer": dict, "hpet_table": dict,
+                "madt": dict, "tables": list, "problems": list}
+
+
+def check_preview(v) -> None:
+    """BadInput unless v is a `clockbench acpi --json` object (docs/output.md)."""
+    if not isinstance(v, dict):
+        raise errors.BadInput("not a `clockbench acpi --json` object")
+    wrong = [k for k, t in PREVIEW_KEYS.items() if not isinstance(v.get(k), t)]
+    if wrong:
+        raise errors.BadInput(f"not a `clockbench acpi --json` object (no {', '.join(wrong)} of the right type)")
+
+
+def is_preview(v) -> bool:
+    return isinstance(v, dict) and "acpi_record" in v and "source_kind" in v
+
+
+def preview_problems(v: dict) -> int:
+    return len(v.get("problems") or []) + sum(1 for t in v.get("tables") or [] if isinstance(t, dict) and not t.get("valid", True))
+
+
+def _addr(space, address) -> str:
+    shown = {"io": "I/O", "memory": "MMIO"}.get(space, space)
+    return f"{shown} 0x{address:x}" if isinstance(address, int) else "?"
+
+
+def acpi_summary(v: dict) -> str:
+    """A preview in one line: the counters the stick will find there, their
+    addresses, and the CPUs."""
+    h, pm, a = v.get("hpet_table") or {}, v.get("pm_timer") or {}, v.get("acpi_record") or {}
+    parts = []
+    if h.get("found"):
+        parts.append(f"HPET {_addr(h.get('space'), h.get('address'))} ({h.get('comparators')} comparators, "
+                     f"{'64' if h.get('counter_64bit') else '32'}-bit, min tick {h.get('min_tick')})")
+    else:
+        parts.append(f"HPET none ({h.get('reason') or 'no HPET table'})")
+    if pm.get("found"):
+        parts.append(f"PM timer {_addr(pm.get('space'), pm.get('address'))} {pm.get('counter_bits')}-bit"
+                     + (f", {pm['os_note']}" if pm.get("os_note") else ""))
+    else:
+        parts.append(f"PM timer none ({pm.get('reason') or 'none in the FADT'})")
+    if (v.get("madt") or {}).get("found"):
+        parts.append(f"{a.get('cpus_enabled')} of {a.get('cpus_listed')} CPUs enabled")
+    else:
+        parts.append("no valid MADT")
+    bad = preview_problems(v)
+    return "; ".join(parts) + (f"; {bad} table problem{'' if bad == 1 else 's'}" if bad else "")
+
+
 def _tool_of(recs: list[dict]) -> str | None:
     """Which program wrote a log (its schema record's tool, "clockbench"
     when it names none), or None when the log holds no record at all."""
@@ -397,6 +521,11 @@ def _tool_of(recs: list[dict]) -> str | None:
     schema = next((r for r in recs if r.get("type") == "schema"), None) or {}
     tool = schema.get("tool")
     return tool if isinstance(tool, str) else "clockbench"
+
+
+def default_text() -> str:
+    """The default store as --help shows it: relative to the checkout when it is inside it."""
+    return paths.default(DEFAULT) if DEFAULT.is_relative_to(paths.ROOT) else str(DEFAULT)
 
 
 def open_store(path, create: bool = True) -> Store:

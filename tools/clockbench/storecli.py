@@ -1,7 +1,8 @@
 """The store's commands: `clockbench runs` (the store's runs, or with --dir
-the kept run folders as before), `clockbench import` (kept run folders,
-a runs folder of them, or logs) and `clockbench export` (CSV, Parquet);
-and the name a run's machine gets when nobody gave one."""
+the kept run folders as before; with --acpi the machines' kept ACPI
+previews), `clockbench import` (kept run folders, a runs folder of them,
+logs, or `clockbench acpi --json` files) and `clockbench export` (CSV,
+Parquet); and the name a run's machine gets when nobody gave one."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import socket
 import sys
 from pathlib import Path
 
-from . import errors, paths, records, runs, store
+from . import errors, records, runs, store
 
 STORE_HELP = "the store of runs (default: %(default)s)"
 
 
 def store_default() -> str:
-    return paths.default(store.DEFAULT) if store.DEFAULT.is_relative_to(paths.ROOT) else str(store.DEFAULT)
+    return store.default_text()
 
 
 def add_store_argument(p) -> None:
@@ -77,7 +78,7 @@ def cmd_import(args) -> int:
     """Each path: a run folder, a folder of them (build/runs/), or a log.
     A log that is not clockbench's is named and skipped (exit 65 at the end);
     nothing already imported is added twice."""
-    added = same = 0
+    added = same = previews = 0
     bad: list[str] = []
     with store.open_store(args.store) as st:
         for arg in args.paths:
@@ -98,6 +99,17 @@ def cmd_import(args) -> int:
                     items.append((d / runs.LOG, meta_of_run(meta, d / runs.LOG) if meta else {"log_path": str(d / runs.LOG)},
                                   args.machine or (qemu_machine(meta) if meta.get("qemu") or meta.get("vmm") else d.name)))
             else:
+                preview = _preview_file(p)
+                if preview is not None:
+                    try:
+                        pid, new = st.add_acpi_preview(preview, args.machine or p.stem, "import", taken=_file_date(p))
+                    except errors.BadInput as e:
+                        bad.append(f"{p}: {e}")
+                        continue
+                    previews += 1
+                    print(f"clockbench import: {p}: ACPI preview {pid} of machine {args.machine or p.stem!r}"
+                          + ("" if new else " (already in the store)"))
+                    continue
                 items.append((p, {"log_path": str(p), "started": log_date(p)}, args.machine or p.stem))
             for log, meta, machine in items:
                 try:
@@ -116,8 +128,27 @@ def cmd_import(args) -> int:
         total = st.count()
     for b in bad:
         print(f"clockbench import: skipped: {b}", file=sys.stderr)
-    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped; {total} runs in {args.store}")
+    kept = f", {previews} ACPI preview{'' if previews == 1 else 's'}" if previews else ""
+    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped{kept}; {total} runs in {args.store}")
     return errors.BAD_INPUT if bad else 0
+
+
+def _preview_file(p: Path) -> dict | None:
+    """A `clockbench acpi --json` file's object, or None for anything else
+    (a log, results: add_log judges those)."""
+    try:
+        with p.open("rb") as f:
+            head = f.read(1 << 16).lstrip()[:1]
+        if head != b"{":
+            return None
+        v = json.loads(p.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return v if store.is_preview(v) else None
+
+
+def _file_date(p: Path) -> str:
+    return dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def cmd_export(args) -> int:
@@ -162,22 +193,95 @@ def _id_ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
+def _no_machine(args, machines: dict[str, int], kept: int, what: str = "run") -> errors.UsageError:
+    """A name the store does not hold: what it does hold, and the nearest names."""
+    near = difflib.get_close_matches(args.machine, list(machines), n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+    held = (f"it holds {kept} {what}{'' if kept == 1 else 's'} of {len(machines)} "
+            f"machine{'' if len(machines) == 1 else 's'}: {', '.join(list(machines)[:12])}"
+            f"{', ...' if len(machines) > 12 else ''}") if machines else "it is empty"
+    return errors.UsageError(f"no machine {args.machine!r} in {args.store}; {hint}{held}")
+
+
+def _acpi_row(p: dict) -> dict:
+    return {k: p[k] for k in ("id", "machine", "taken", "source", "source_kind", "host", "origin", "summary", "problems",
+                              "added", "preview")}
+
+
+def _acpi(args) -> int:
+    """`clockbench runs --acpi`: the kept ACPI previews (one line each); with
+    --machine, that machine's, and its newest shown whole."""
+    from . import acpi
+
+    with store.open_store(args.store, create=False) as st:
+        previews = st.acpi_previews(args.machine)
+        held = st.acpi_machines()
+        run_machines = st.machines()
+    if args.machine and args.machine not in held:
+        if args.machine in run_machines:
+            n = run_machines[args.machine]
+            raise errors.UsageError(f"no ACPI preview of machine {args.machine!r} in {args.store} (it has {n} "
+                                    f"run{'' if n == 1 else 's'}; `clockbench acpi --store --machine {args.machine}` "
+                                    "on it keeps one)")
+        raise _no_machine(args, held, sum(held.values()), "ACPI preview")
+    if args.last:
+        previews = previews[-args.last:]
+    if args.json:
+        print(json.dumps([_acpi_row(p) for p in previews], indent=1))
+        return 0
+    if not previews:
+        print(f"clockbench runs: no ACPI preview in {args.store} (`clockbench acpi --store` keeps one)", file=sys.stderr)
+        return 0
+    rows = [("id", "taken (UTC)", "machine", "source", "counters and CPUs")]
+    for p in previews:
+        rows.append((str(p["id"]), p["taken"][:19].replace("T", " "), p["machine"], f"{p['source']} ({p['source_kind']})",
+                     p["summary"]))
+    widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
+    print("\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in rows))
+    print(f"({len(previews)} ACPI preview{'' if len(previews) == 1 else 's'} in {args.store})")
+    if args.machine:
+        p = previews[-1]
+        print(f"\nACPI preview {p['id']} of {p['machine']}, taken {p['taken']}:")
+        print(acpi.render(p["preview"]))
+    return 0
+
+
+def machine_acpi_lines(st: store.Store, machine: str, kept: list[store.Run]) -> list[str]:
+    """Beside a machine's runs: its newest kept ACPI preview in one line, and
+    what that preview said against what its newest run of the image found."""
+    from . import acpi
+
+    previews = st.acpi_previews(machine)
+    if not previews:
+        return []
+    p = previews[-1]
+    out = [f"ACPI preview {p['id']} (taken {p['taken'][:19].replace('T', ' ')}, {p['source']}): {p['summary']}"]
+    image = [r for r in kept if r.get("tool") == "clockbench" and r["status"] != store.DID_NOT_RUN]
+    if image:
+        run = image[-1]
+        text = st.log(run["id"]) or ""
+        out.append(f"  against run {run['id']}:")
+        out += [f"    {line}" for line in acpi.against_run(p["preview"], records.parse_log(text).records)]
+    return out
+
+
 def cmd_runs(args) -> int:
     if args.dir:
         return runs.main(args)
     if args.delete:
         return _delete(args)
+    if args.acpi:
+        return _acpi(args)
     with store.open_store(args.store, create=False) as st:
         kept = st.runs(latest=False)
         machines = st.machines()
-    if args.machine and args.machine not in machines:
-        # a typo: say what the store does hold, and the nearest names
-        near = difflib.get_close_matches(args.machine, list(machines), n=3, cutoff=0.5)
-        hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
-        held = (f"it holds {len(kept)} run{'' if len(kept) == 1 else 's'} of {len(machines)} "
-                f"machine{'' if len(machines) == 1 else 's'}: {', '.join(list(machines)[:12])}"
-                f"{', ...' if len(machines) > 12 else ''}") if machines else "it is empty"
-        raise errors.UsageError(f"no machine {args.machine!r} in {args.store}; {hint}{held}")
+        previewed = st.acpi_machines() if args.machine else {}
+        if args.machine in machines or args.machine in previewed:
+            beside = machine_acpi_lines(st, args.machine, kept=[r for r in kept if r["machine"] == args.machine])
+        else:
+            beside = []
+    if args.machine and args.machine not in machines and args.machine not in previewed:
+        raise _no_machine(args, machines, len(kept))  # a typo: what the store does hold, and the nearest names
     if args.machine:
         kept = [r for r in kept if r["machine"] == args.machine]
     if args.last:
@@ -186,6 +290,10 @@ def cmd_runs(args) -> int:
         print(json.dumps([store.as_json(r) for r in kept], indent=1))
         return 0
     if not kept:
+        if beside:  # a machine previewed, never run
+            print(f"clockbench runs: no run of {args.machine!r} in {args.store}", file=sys.stderr)
+            print("\n".join(beside))
+            return 0
         print(f"clockbench runs: {args.store} is empty (`clockbench run`, `capture` or `import` add runs)", file=sys.stderr)
         return 0
     rows = [("id", "date (UTC)", "machine", "CPU", "firmware", "boot", "profile", "status (exit)", "checks", "source")]
@@ -198,6 +306,8 @@ def cmd_runs(args) -> int:
     widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
     print("\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in rows))
     print(f"({len(kept)} runs in {args.store}; checks are passed/failed/skipped)")
+    if beside:
+        print("\n".join(beside))
     return 0
 
 
@@ -208,11 +318,14 @@ def add_parsers(sub) -> None:
     rs.add_argument("--machine", help="only this machine's runs")
     rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
     rs.add_argument("--json", action="store_true", help="the runs as one JSON array (with their figures and checks)")
+    rs.add_argument("--acpi", action="store_true", help="the machines' kept ACPI previews (`clockbench acpi --store`) "
+                    "instead of their runs; with --machine, its newest shown whole")
     rs.add_argument("--delete", type=int, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
                     "all of them, or none when one is not in the store")
     rs.set_defaults(func=cmd_runs)
     im = sub.add_parser("import", help="add kept run folders (build/runs/) and logs to the store")
-    im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, or a log")
+    im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, a log, or a "
+                    "`clockbench acpi --json` file (kept as the machine's ACPI preview)")
     im.add_argument("--machine", help="the machine's name for every run imported (default: from the run's metadata, "
                     "else the folder's or log's name)")
     add_store_argument(im)
