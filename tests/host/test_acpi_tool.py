@@ -365,3 +365,11 @@ def test_a_folder_gets_the_dsdt_where_its_fadt_says_and_nothing_over_it(tmp_path
     assert v["power"]["dsdt"] and v["power"]["s5"] and v["power"]["slp_typa"] == 5
     assert v["power_off"].startswith("ACPI S5: PM1a_CNT_BLK (I/O 0x604), SLP_TYP 5 from \\_S5")
     assert v["messages"] == []
+
+
+def test_messages_past_the_twelve_kept_are_counted_in_the_text():
+    """The image keeps 12 ACPI messages and counts the rest
+    (`messages_not_kept`): the preview says how many it did not keep."""
+    v = acpi.view(acpi.read_source(str(DATA / f"{MACHINES[0]}.txt")))
+    v["acpi_record"].update(messages_dropped=True, messages_not_kept=8)
+    assert "  (8 more not kept: the image keeps 12)" in acpi.render(v).split("\n")

@@ -386,7 +386,8 @@ def render(v: dict) -> str:
     L.append("The firmware's contradictions and the parser's notes")
     L += [f"  {msg}" for msg in v["messages"]] or ["  none"]
     if a.get("messages_dropped"):
-        L.append("  (more notes were dropped: the image keeps 12)")
+        more = a.get("messages_not_kept")
+        L.append(f"  ({more} more not kept: the image keeps 12)" if more else "  (more notes were dropped: the image keeps 12)")
     L.append("Where Linux reads it differently")
     L += [f"  {d}" for d in v["linux_differs"]] or ["  nowhere the counters or CPUs depend on"]
     for prob in v["problems"]:
