@@ -45,11 +45,17 @@ void vga_text_init(uint64_t phys_addr, uint32_t ncols, uint32_t nrows)
     textgrid_init(&grid, cells, ncols, nrows);
     textgrid_set_history(&grid, history, HISTORY_BYTES / ncols);
     attrs_reset();
-    /* The hardware cursor stays where the firmware left it, blinking over
-       the text (and the QR code): this console never moves it, so off. */
+    vga_text_flush();
+}
+
+/* The hardware cursor stays where the firmware left it, blinking over the
+   text (and the QR code): this console never moves it, so off. */
+void vga_text_hide_cursor(void)
+{
+    if (!screen)
+        return;
     outb(VGA_CRTC_INDEX, VGA_CRTC_CURSOR_START);
     outb(VGA_CRTC_DATA, (uint8_t)(inb(VGA_CRTC_DATA) | VGA_CURSOR_DISABLE));
-    vga_text_flush();
 }
 
 void vga_text_flush(void)

@@ -7,6 +7,9 @@
 
 void vga_text_init(uint64_t phys_addr, uint32_t cols, uint32_t rows);
 void vga_text_putc(char c);
+/* Turns the blinking hardware cursor off: the CRT controller's ports
+   (0x3D4/0x3D5), which only a machine with VGA has (console.c decides). */
+void vga_text_hide_cursor(void);
 /* Copies the text to the screen (it otherwise reaches it once a screenful). */
 void vga_text_flush(void);
 /* Clears the screen and puts the cursor top left; what it showed goes to

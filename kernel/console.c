@@ -162,6 +162,12 @@ void console_init(const struct boot_info *bi)
 
 const struct console_status *console_status(void) { return &status; }
 
+void console_hide_cursor(void)
+{
+    if (screen_kind == SCREEN_VGA)
+        vga_text_hide_cursor();
+}
+
 static void put_raw(char c, bool screen)
 {
     if (c == '\n')

@@ -21,6 +21,10 @@ struct console_status {
    value and what is used instead. */
 void console_init(const struct boot_info *bi);
 const struct console_status *console_status(void);
+/* Turns the VGA text screen's blinking cursor off, through the CRT
+   controller's ports: called once discovery knows the machine has a VGA
+   (finish.h, machine_vga_ruled_out). */
+void console_hide_cursor(void);
 void console_write(const char *s, unsigned long n);
 struct record;
 /* Closes a machine record and writes it whole (records can be longer than

@@ -12,6 +12,7 @@
 #include "../lib/format.h"
 #include "../lib/string.h"
 #include "../lib/xf.h"
+#include "console.h"
 #include "finish.h"
 #include "paging.h"
 #include "probe.h"
@@ -223,6 +224,11 @@ static void discover_pit(void)
     struct counter *c = &counters[COUNTER_PIT];
     if (cmdline_get(&boot_cmdline, "safe")) {
         set_absent(c, "not programmed: safe mode (command line 'safe')");
+        return;
+    }
+    const char *ruled_out = machine_pit_ruled_out();
+    if (ruled_out) {
+        set_absent(c, "%s", ruled_out);
         return;
     }
     char why[128];
@@ -491,6 +497,8 @@ void discover_all(const struct boot_info *bi, const struct cpu_probe *cpu)
     }
     smp_use(bi, &discovered.acpi);
     run_finish_use(&discovered.acpi);
+    if (!machine_vga_ruled_out())
+        console_hide_cursor();
     discover_rtc();
     tsc_variants_probe(&cpu->info, &discovered.lfence);
     discover_tsc(&cpu->info);

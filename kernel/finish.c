@@ -168,6 +168,47 @@ static void identify(struct machine *m)
     m->firecracker = !strcmp(a->hypervisor_vendor, "FIRECKVM") || !strcmp(a->oem_id, "FIRECK");
 }
 
+/* See finish.h. A hardware-reduced machine (FADT flags bit 20) other than
+   QEMU: its firmware promises none of the PC's legacy devices, and Linux
+   sets up no PIT and no legacy PIC there (arch/x86/kernel/acpi/boot.c,
+   acpi_generic_reduced_hw_init). QEMU is excepted: its microvm keeps a PIT
+   if asked (pit=on), and it ignores an absent device's ports silently. */
+static bool legacy_unpromised(struct machine *m)
+{
+    const struct acpi_info *a = finish_acpi;
+    if (!a || !a->fadt_length || !a->hardware_reduced)
+        return false;
+    identify(m);
+    return m->kind != MACHINE_QEMU;
+}
+
+/* Firecracker has a PIT all the same (KVM's in-kernel one, which it
+   creates); Cloud Hypervisor has none, and logs each access to 0x42/0x43. */
+const char *machine_pit_ruled_out(void)
+{
+    struct machine m;
+    if (!legacy_unpromised(&m) || (m.kind == MACHINE_VMM && m.firecracker))
+        return 0;
+    return "not probed: hardware-reduced ACPI (FADT flags bit 20) promises no PIT, and no PIT is known on this machine";
+}
+
+/* ACPI 6.5, 5.2.9.3, Table 5.11: IAPC_BOOT_ARCH bit 2, VGA Not Present: the
+   OS "must not blindly probe" its ports (Firecracker sets it). Cloud
+   Hypervisor has no VGA either, yet leaves the bit clear: there the
+   hardware-reduced rule above decides. */
+#define FADT_IAPC_VGA_NOT_PRESENT (1u << 2)
+
+const char *machine_vga_ruled_out(void)
+{
+    const struct acpi_info *a = finish_acpi;
+    if (a && a->iapc_boot_arch_valid && (a->iapc_boot_arch & FADT_IAPC_VGA_NOT_PRESENT))
+        return "the FADT says VGA Not Present (IAPC_BOOT_ARCH bit 2)";
+    struct machine m;
+    if (legacy_unpromised(&m))
+        return "hardware-reduced ACPI (FADT flags bit 20) promises no VGA";
+    return 0;
+}
+
 static const char *kind_name(enum machine_kind k)
 {
     return k == MACHINE_QEMU ? "qemu" : k == MACHINE_VMM ? "vmm" : "pc";

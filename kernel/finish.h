@@ -29,6 +29,11 @@ void run_finish_set_idle(void (*idle)(void));
 /* The ACPI tables as discovery read them: how to power off, and whether
    this is QEMU. Until set, a virtual machine is taken for QEMU. */
 void run_finish_use(const struct acpi_info *acpi);
+/* Why the PC's PIT (I/O 0x40-0x43, 0x61), or its VGA's ports (the CRT
+   controller, 0x3D4/0x3D5), must not be touched, from the ACPI tables and
+   the identification above; 0 where they may be: finish.c has the rules. */
+const char *machine_pit_ruled_out(void);
+const char *machine_vga_ruled_out(void);
 /* Resets the machine: the keyboard controller, then the chipset's reset
    register (0xcf9), then a triple fault. */
 __attribute__((noreturn)) void machine_reboot(void);

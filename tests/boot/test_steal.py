@@ -14,8 +14,11 @@ itself in /proc/PID/task/TID/schedstat (its second field, ns).
   lines that bracket the scan, and the scan's count must agree with KVM's
   within their stated uncertainties, but for what the host's own account
   says was not steal (see test_scan_and_kvm_agree). "Near zero" for the
-  undisturbed run is what the host's scheduler says the vCPU waited: zero
-  on a quiet host, not on a host that other work keeps busy.
+  undisturbed run: KVM's count no more than the host's own run_delay of the
+  vCPU thread (plus KVM's stated uncertainty) and under NEAR_ZERO of the
+  scan's window, where the hog takes about half (a quarter at least is
+  required of it); the scan's count no more than KVM's, its uncertainties
+  and the host-measured time that was not steal.
 - The undisturbed KVM run of boots.KVM_Q35 (shared): the count is read, and
   KVM's count is within what the scan saw (the check PASSes).
 - Under TCG there is no KVM, and under KVM with QEMU's kvm-steal-time=off
@@ -37,6 +40,13 @@ from clockbench import qemu, records
 
 STOLEN_PROGRESS = r'"type":"progress".*"phase":"stolen"'
 SCAN_MS = 1000  # duration=10 sizes the scan at 1 s (kernel/profile.c: 100 ms a second)
+# The undisturbed run's KVM count, as a fraction of the scan's window: the
+# hog takes about half, at least a quarter; `make test` runs these tests
+# one at a time, with no other VM of ours on the CPU. A host that other work
+# keeps busy fails it, and says so (seen on this shared machine, load 7-10 on
+# 2 cores: 598 and 694 ms of 1000 ms, the host's run_delay confirming it, as
+# much as the hog's; the vCPU thread at nice -20 still lost 58 %).
+NEAR_ZERO = 0.05
 STEAL_KVM = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="only=stolen duration=10",
                  extra=["-name", "debug-threads=on"])  # names the vCPU thread "CPU 0/KVM"
 RUNS = {"undisturbed": STEAL_KVM,
@@ -127,7 +137,15 @@ def test_scan_and_kvm_agree(steal_run):
     hypervisor's work for the vCPU, which under this machine's PVM KVM
     grows after each switch back to the vCPU (seen: 290 ms of a 1 s scan).
     Both are measured over the host's bracket of the scan and allowed; the
-    image's own `agree` says whether the two counts met without them."""
+    image's own `agree` says whether the two counts met without them.
+
+    Why `agree` is not simply required: on this machine's PVM KVM every
+    guest instruction the hypervisor emulates is time the vCPU thread RUNS
+    on a host CPU (schedstat's first field), so KVM, which counts only its
+    waits on a run queue, rightly leaves it out of steal, while the scan
+    sees it as gaps. Where that host-measured time (away_ns + overhead_ns)
+    is within the two stated uncertainties, it cannot explain a
+    disagreement, and `agree` is required."""
     kind, r, host = steal_run
     assert r.status is not None, r.describe()
     for inj in r.injections:
@@ -151,11 +169,21 @@ def test_scan_and_kvm_agree(steal_run):
         # on a loaded host; a quarter shows the hog took effect
         assert st["kvm_ns"] > window_ns / 4, st
         assert st["scan_ns"] > st["scan_uncertainty_ns"], st
+    else:
+        # undisturbed: next to nothing stolen, by KVM's count and by the
+        # host's own account of the vCPU thread's waits over the scan's bracket
+        assert st["kvm_ns"] <= waited_ns + st["kvm_uncertainty_ns"], (st, waited_ns)
+        assert st["kvm_ns"] <= NEAR_ZERO * window_ns, \
+            (f"KVM counted {st['kvm_ns'] / 1e6:.1f} ms stolen of a {window_ns / 1e6:.0f} ms scan, above "
+             f"{NEAR_ZERO:.0%}; the host's own run_delay of the vCPU thread over it: {waited_ns / 1e6:.1f} ms (load "
+             f"{open('/proc/loadavg').read().split()[0]}): other work on this host kept it waiting", st)
     allowed = st["kvm_uncertainty_ns"] + st["scan_uncertainty_ns"]
     assert st["kvm_ns"] - st["scan_ns"] <= allowed, st
     assert st["scan_ns"] - st["kvm_ns"] <= allowed + away_ns + overhead_ns, (st, away_ns, overhead_ns)
     assert st["difference_ns"] == st["scan_ns"] - st["kvm_ns"]
     assert st["agree"] is (abs(st["difference_ns"]) <= allowed)
+    if away_ns + overhead_ns <= allowed:
+        assert st["agree"] is True, (st, away_ns, overhead_ns)
 
 
 @pytest.mark.timed

@@ -4,7 +4,11 @@ skips), as `clockbench run --vmm` runs them (microvm.py): each with 1 vCPU
 (the drift window only, 4 s) and 2 vCPUs (Cloud Hypervisor: the CPUs
 experiment only; Firecracker: the timers, then the CPUs experiment),
 booted once each and read by every test here. On this machine's KVM, which
-emulates every instruction, a run costs 20-40 s.
+emulates every instruction, a run costs 20-40 s. The two 1-vCPU runs go
+through `clockbench run --vmm ... --store DB` itself, as a user runs them,
+report and store included (CLI_RUNS); the two 2-vCPU runs through
+microvm.run, shared by the `vmm_boot` fixture. One more Firecracker run is
+killed from outside in its drift window (a monitor that dies mid-run).
 
 They are `timed`: they measure the TSC's rate, and must not share the CPU
 with another VM. Known answer: the TSC's rate the image measures on either
@@ -14,16 +18,22 @@ and the claim's rounding."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
+import sqlite3
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from buildpaths import VMM_DIR
-from clockbench import cloud_hypervisor, firecracker, microvm, records
+from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
+from clockbench import cloud_hypervisor, firecracker, microvm, qemu, records
 
 pytestmark = pytest.mark.timed
 
@@ -43,16 +53,88 @@ RUNS = {
     ("firecracker", 2): dict(vmm="firecracker", smp=2, append=TWO_JOBS),
 }
 IDS = [f"{v}-smp{n}" for v, n in RUNS]
+# These go through `clockbench run` (report on, a store of their own); the others through microvm.run.
+CLI_RUNS = (("cloud-hypervisor", 1), ("firecracker", 1))
+CLI_TIMEOUT_S = 200
 # A monitor's own log line, as each writes it: it must stay out of the serial log.
 VMM_LOG_LINE = {"cloud-hypervisor": re.compile(r"^cloud-hypervisor: +\d+\.\d+s: "),
                 "firecracker": re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+ \[anonymous-instance:")}
 
 
+class CliBoot:
+    """One `clockbench run --vmm` of the real tool, read as the `vmm_boot`
+    fixture's runs are (result, records, output, lines, explain), from what
+    it kept: run.log, vmm-stderr.log and metadata.json in its run folder;
+    and what a user gets besides: its exit status, what it printed, the
+    folder, the metadata and the store it was asked to write."""
+
+    def __init__(self, vmm: str, smp: int, append: str, tmp_root: Path):
+        binary = VMM_DIR / microvm.module(vmm).BINARY
+        assert binary.is_file() and os.access(binary, os.X_OK), \
+            f"{binary} is missing or not executable: the microVM tests need it (CLOCKBENCH_VMM_DIR names its folder)"
+        self.binary = binary
+        self.runs_dir = tmp_root / f"runs-cli-{vmm}-smp{smp}"
+        self.store = tmp_root / f"store-cli-{vmm}-smp{smp}.db"
+        self.argv = [sys.executable, "-m", "clockbench", "run", "--vmm", vmm, "--vmm-binary", str(binary),
+                     "--kernel", str(PVH_KERNEL), "--smp", str(smp), "--append", append, "--runs-dir", str(self.runs_dir),
+                     "--store", str(self.store), "--timeout", str(CLI_TIMEOUT_S)]
+        t0 = time.monotonic()
+        r = subprocess.run(self.argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
+                           timeout=CLI_TIMEOUT_S + 120)
+        self.seconds = time.monotonic() - t0
+        self.code, self.out = r.returncode, r.stdout + r.stderr
+        folders = [f for f in self.runs_dir.iterdir() if f.is_dir()]
+        assert len(folders) == 1, (folders, self.out[-3000:])
+        self.folder = folders[0]
+        self.meta = json.loads((self.folder / "metadata.json").read_text())
+        m = self.meta
+        log = (self.folder / "run.log").read_text()
+        stderr = (self.folder / "vmm-stderr.log").read_text(errors="replace")
+        self.result = microvm.VmmResult(
+            vmm=vmm, command=m["vmm"]["command"], vmm_exit=m.get("vmm_exit"), status=microvm.STATUS_CODES.get(m["verdict"]),
+            output=log, stderr=stderr, seconds=m["seconds"] or 0.0, timed_out=m["verdict"] == "timed out",
+            timeout_s=CLI_TIMEOUT_S, status_source=m.get("status_source"), powered_off=bool(m.get("powered_off")),
+            notes=m.get("notes") or [])
+        self.output = records.clean(log)
+        self.records = records.parse_log(log).records
+        print(f"\n`clockbench run --vmm {vmm} --smp {smp}`: {self.seconds:.1f} s")
+
+    @property
+    def status(self):
+        return self.result.status
+
+    def lines(self, prefix: str) -> list[str]:
+        return [l for l in self.output.split("\n") if l.startswith(prefix)]
+
+    def explain(self) -> str:
+        return f"{' '.join(self.argv)}\nexit {self.code}\n--- the tool said ---\n{self.out[-4000:]}\n" \
+               f"--- stderr of the monitor ---\n{self.result.stderr[-2000:]}"
+
+
+_cli_runs: dict[tuple[str, int], CliBoot] = {}
+
+
+def boot_of(key: tuple[str, int], vmm_boot, tmp_root: Path):
+    """The one run of configuration `key`: through the CLI for CLI_RUNS, else the shared microvm.run."""
+    if key not in CLI_RUNS:
+        return vmm_boot(**RUNS[key])
+    if key not in _cli_runs:
+        _cli_runs[key] = CliBoot(key[0], key[1], RUNS[key]["append"], tmp_root)
+    return _cli_runs[key]
+
+
 @pytest.fixture(params=list(RUNS), ids=IDS)
-def run(request, vmm_boot):
+def run(request, vmm_boot, tmp_path_factory):
     vmm, smp = request.param
-    b = vmm_boot(**RUNS[request.param])
+    b = boot_of(request.param, vmm_boot, tmp_path_factory.getbasetemp())
     b.vmm, b.smp = vmm, smp
+    return b
+
+
+@pytest.fixture(params=CLI_RUNS, ids=[f"{v}-smp{n}" for v, n in CLI_RUNS])
+def cli_run(request, vmm_boot, tmp_path_factory):
+    b = boot_of(request.param, vmm_boot, tmp_path_factory.getbasetemp())
+    b.vmm, b.smp = request.param
     return b
 
 
@@ -77,6 +159,54 @@ def test_the_monitor_powers_off_by_itself(run):
     own, and is not stopped after the grace period."""
     r = run.result
     assert r.notes == [] and r.vmm_exit == 0 and r.powered_off, run.explain()
+
+
+def test_each_monitor_is_ended_its_own_way_and_never_through_0xf4(run):
+    """Which way ended it, from the `ending` and power_off records: the
+    machine taken for a VMM, not for QEMU (so isa-debug-exit, port 0xf4, is
+    never written: neither monitor has it); on Cloud Hypervisor ACPI S5
+    through the sleep control register its hardware-reduced FADT names (I/O
+    0x600, SLP_TYP 5 from \\_S5: 0x34), which took; on Firecracker, whose
+    DSDT has no \\_S5, S5 is not tried and the i8042 reset ends it."""
+    [ending] = records.of_type(run.records, "ending")
+    assert ending["machine"] == "vmm" and ending["hypervisor"] == "KVMKVMKVM", ending
+    ways = [(r["type"], r["way"]) for r in run.records if r["type"] in ("power_off", "power_off_failed")]
+    assert not [w for w in ways if w[1] == "isa_debug_exit"], ways
+    assert "0xf4" not in "".join(run.lines("clockbench: ")), run.explain()
+    if run.vmm == "cloud-hypervisor":
+        assert ways == [("power_off", "acpi_s5")], ways
+        detail = records.one(run.records, "power_off")["detail"]
+        assert "writing 0x34 to SLEEP_CONTROL_REG (I/O 0x600)" in detail and "SLP_TYP 5" in detail, detail
+    else:
+        assert ways == [("power_off_failed", "acpi_s5"), ("power_off", "i8042_reset")], ways
+        failed = records.one(run.records, "power_off_failed")
+        assert failed["tried"] is False and "_S5_" in failed["reason"], failed
+
+
+# What each monitor writes about a guest access to a port it has no device
+# for (see cloud_hypervisor.py for its INFO level), and about its debug port.
+CH_UNHANDLED = re.compile(r"Guest (?:PIO|MMIO) (?:read from|read to|write to) unregistered address (0x[0-9a-f]+)")
+CH_DEBUG_PORT = "Debug I/O port"  # Cloud Hypervisor's writes to port 0x80 (devices: DEBUG_IOPORT_PREFIX)
+FC_UNHANDLED = re.compile(r"IO (?:read|write) @ (0x[0-9a-f]+):0x[0-9a-f]+ failed: bus_error: MissingAddressRange")
+
+
+def test_the_monitor_logs_no_access_to_a_port_it_lacks(run):
+    """Quiet on VMMs: the monitor's own log (vmm-stderr.log for the CLI
+    runs) names no access to a port it has no device for. Cloud Hypervisor
+    (at INFO): no "Debug I/O port" line (port 0x80) and no "unregistered
+    address" (before, 4400 lines for the PIT's 0x42/0x43, which it lacks,
+    and 0x3d4/0x3d5); Firecracker: no MissingAddressRange (before: 0x3d4/
+    0x3d5; 0x80, 0xf4 and 0x70/0x71 are the ports it names in README)."""
+    err = run.result.stderr
+    if run.vmm == "cloud-hypervisor":
+        assert "INFO:" in err, "Cloud Hypervisor must log at INFO (-v) for this check to see an access: " + err[:500]
+        assert CH_DEBUG_PORT not in err, [l for l in err.splitlines() if CH_DEBUG_PORT in l][:5]
+        ports = sorted(set(CH_UNHANDLED.findall(err)))
+    else:
+        assert "Running Firecracker" in err, err[:500]
+        ports = sorted(set(FC_UNHANDLED.findall(err)))
+        assert not {"0x80", "0xf4", "0x70", "0x71"} & set(ports), ports
+    assert ports == [], f"{run.vmm} logged guest accesses to ports it lacks: {ports}"
 
 
 @pytest.mark.parametrize("vmm", microvm.VMM_NAMES)
@@ -127,28 +257,154 @@ def _agrees(freq: dict, claim_hz: int) -> tuple[bool, str]:
                                 f"{off:+.0f} Hz, allowed {allowed:.0f} Hz"
 
 
-def test_cloud_hypervisor_measures_the_tsc_against_a_reference(vmm_boot):
-    """Cloud Hypervisor has no HPET and no PIT; its ACPI PM timer (X_PM_TMR_BLK
-    with PM_TMR_LEN 0, as ACPICA reads it) or kvmclock is the reference."""
-    b = vmm_boot(**RUNS[("cloud-hypervisor", 1)])
+def test_cloud_hypervisor_measures_the_tsc_against_a_reference(vmm_boot, tmp_path_factory):
+    """Cloud Hypervisor has no HPET and no PIT; its ACPI PM timer at I/O
+    0x608 (X_PM_TMR_BLK, with PM_TMR_LEN 0: ACPICA, and so Linux, take the X_
+    block's own width) must be found and be the reference, not kvmclock."""
+    b = boot_of(("cloud-hypervisor", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    acpi = _one(b, "acpi")
+    assert (acpi["pm_timer_field"], acpi["pm_timer_address"], acpi["pm_timer_len"], acpi["pm_timer_bits"]) == \
+        ("X_PM_TMR_BLK", "0x608", 0, 32), acpi
+    assert _one(b, "counter", name="acpi_pm")["present"] is True, b.explain()
     profile = _one(b, "profile")
     assert profile["tsc_measured"] is True and profile["tsc_hz_source"].startswith("measured against"), b.explain()
     tsc = _tsc(b)
-    assert tsc["reference"] in ("acpi_pm", "kvmclock"), tsc
+    assert tsc["reference"] == "acpi_pm" and tsc["used"] is True, tsc
     assert 0 < tsc["uncertainty_ppm"] < 50, tsc
     ok, why = _agrees(tsc, _claimed_tsc_hz(b))
     assert ok, why
 
 
-def test_firecracker_measures_the_tsc_against_its_pit_as_cloud_hypervisor_states_it(vmm_boot):
+def test_firecracker_measures_the_tsc_against_its_pit_as_cloud_hypervisor_states_it(vmm_boot, tmp_path_factory):
     """The same host's TSC under both monitors: Firecracker's PIT-timed rate
     against the rate Cloud Hypervisor's CPUID leaf states."""
-    fc = vmm_boot(**RUNS[("firecracker", 1)])
-    ch = vmm_boot(**RUNS[("cloud-hypervisor", 1)])
+    fc = boot_of(("firecracker", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    ch = boot_of(("cloud-hypervisor", 1), vmm_boot, tmp_path_factory.getbasetemp())
     tsc = _tsc(fc)
     assert tsc["reference"] == "pit" and 0 < tsc["uncertainty_ppm"] < 50, tsc
     ok, why = _agrees(tsc, _claimed_tsc_hz(ch))
     assert ok, why
+
+
+def test_cloud_hypervisor_has_no_pit_and_the_image_does_not_probe_one(vmm_boot, tmp_path_factory):
+    """Cloud Hypervisor's FADT is hardware-reduced and it is not QEMU or
+    Firecracker: the PIT is not probed (its ports are not touched), and the
+    counter says why; Firecracker, hardware-reduced too, keeps KVM's PIT."""
+    ch = boot_of(("cloud-hypervisor", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    assert _one(ch, "acpi")["hardware_reduced"] is True
+    pit = _one(ch, "counter", name="pit")
+    assert pit["present"] is False and pit["reason"].startswith("not probed: hardware-reduced ACPI"), pit
+    fc = boot_of(("firecracker", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    assert _one(fc, "acpi")["hardware_reduced"] is True and _one(fc, "counter", name="pit")["present"] is True
+
+
+# --- `clockbench run --vmm`, as a user runs it --------------------------------
+
+def test_clockbench_run_keeps_reports_and_stores_the_run(cli_run):
+    """The CLI's own run: its exit status is the summary's; the run folder
+    holds run.log (the serial log, whole), metadata.json naming the monitor,
+    its version (as `--version` says it) and program, the report (HTML and
+    results.json), the monitor's log; the store has the run as one row."""
+    b = cli_run
+    summary = _one(b, "summary")
+    assert b.code == microvm.STATUS_CODES[summary["status"]] == 0, b.explain()
+    m = b.meta
+    assert (m["verdict"], m["exit"], m["status_source"], m["vmm_exit"], m["powered_off"]) == \
+        (summary["status"], b.code, "summary", 0, True), m
+    assert m["vmm"]["name"] == b.vmm and m["vmm"]["binary"] == str(b.binary.resolve()), m["vmm"]
+    version = microvm.version(str(b.binary))
+    assert version and m["vmm"]["version"] == version and version.lower().startswith(b.vmm.replace("-", " ").split()[0]), \
+        (m["vmm"], version)
+    assert m["vmm"]["smp"] == b.smp and m["cmdline"] == RUNS[(b.vmm, b.smp)]["append"], m
+    log = (b.folder / "run.log").read_text()
+    assert log.count('"type":"schema"') == 1 and log.count('"type":"summary"') == 1 and "clockbench: run ended: passed" in log
+    assert m["report"] == str(b.folder / "report.html") and (b.folder / "report.html").stat().st_size > 1000, m["report"]
+    results = json.loads((b.folder / "results.json").read_text())
+    assert results, "results.json is empty"
+    [kept] = [l for l in b.out.splitlines() if "run kept in" in l]
+    assert all(f in kept for f in ("run.log", "metadata.json", "report.html", "results.json", "vmm-stderr.log")), kept
+    with sqlite3.connect(f"file:{b.store}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT machine, status, exit, source, boot, log_path, cmdline FROM runs").fetchall()
+    assert len(rows) == 1, rows
+    machine, status, code, source, boot, log_path, cmdline = rows[0]
+    assert machine.endswith(f"/{b.vmm}-smp{b.smp}") and (status, code, source, boot) == ("passed", 0, "run", "pvh"), rows
+    # the command line as the image read it: Firecracker appends its own words (pci=off)
+    assert Path(log_path) == b.folder / "run.log" and cmdline.split()[:len(m["cmdline"].split())] == m["cmdline"].split(), rows
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            kids += [int(k) for k in open(f"/proc/{pid}/task/{tid}/children").read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def _child_running(pid: int, program: Path) -> int | None:
+    """The child of `pid` that runs `program` (its command line's first word)."""
+    for k in _children(pid):
+        try:
+            if open(f"/proc/{k}/cmdline").read().split("\0")[0] == str(program):
+                return k
+        except OSError:
+            pass
+    return None
+
+
+DRIFT_START = re.compile(r'"type":"phase".*"experiment":"drift".*"event":"start"')
+
+
+def test_a_monitor_killed_mid_run_keeps_its_partial_log_and_says_so(tmp_path):
+    """Firecracker killed from outside (SIGKILL) 2 s into a 30 s drift
+    window: `clockbench run` exits 4 (no verdict), says the monitor was
+    killed by SIGKILL, and keeps what came before: run.log with the run's
+    start and no summary, metadata.json with the verdict, the status and the
+    monitor's end."""
+    binary = VMM_DIR / "firecracker"
+    assert binary.is_file() and os.access(binary, os.X_OK), f"{binary} is missing: the microVM tests need it"
+    runs_dir = tmp_path / "runs"
+    argv = [sys.executable, "-m", "clockbench", "run", "--vmm", "firecracker", "--vmm-binary", str(binary),
+            "--kernel", str(PVH_KERNEL), "--append", "only=drift duration=30", "--runs-dir", str(runs_dir),
+            "--store", "none", "--no-report", "--timeout", "300"]
+    t0 = time.monotonic()
+    tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(tool.stdout), daemon=True)
+    reader.start()
+    killed = None
+    try:
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and tool.poll() is None:
+            logs = list(runs_dir.glob("*/run.log"))
+            if logs and DRIFT_START.search(logs[0].read_text(errors="replace")):
+                break
+            time.sleep(0.2)
+        assert tool.poll() is None, "".join(out)[-3000:]
+        time.sleep(2.0)
+        killed = _child_running(tool.pid, binary)
+        assert killed, f"no firecracker under the tool (pid {tool.pid}): {_children(tool.pid)}"
+        os.kill(killed, signal.SIGKILL)
+        code = tool.wait(timeout=60)
+    finally:
+        if tool.poll() is None:
+            tool.kill()
+            tool.wait()
+    reader.join(timeout=10)
+    said = "".join(out)
+    print(f"\nkilled run: {time.monotonic() - t0:.1f} s")
+    assert code == qemu.EXIT_NO_VERDICT, (code, said[-3000:])
+    assert "no verdict: firecracker was killed by SIGKILL before the image reported" in said, said[-3000:]
+    [folder] = [f for f in runs_dir.iterdir() if f.is_dir()]
+    log = (folder / "run.log").read_text()
+    assert log.count('"type":"schema"') == 1 and DRIFT_START.search(log), log[-2000:]
+    assert '"type":"summary"' not in log and "run ended" not in log, log[-2000:]
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert (meta["verdict"], meta["exit"], meta["vmm_exit"], meta["powered_off"], meta["status_source"]) == \
+        ("no verdict", qemu.EXIT_NO_VERDICT, -signal.SIGKILL, False, None), meta
+    assert meta["ended"] and 0 < meta["seconds"] < time.monotonic() - t0, meta
 
 
 # --- the API sockets the snapshot and pause work will use --------------------

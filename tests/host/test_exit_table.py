@@ -117,6 +117,9 @@ def test_documented_status(case, tmp_path, monkeypatch):
         assert code in errors.RUN_STATUSES
     r = run_process(*argv(tmp_path))
     assert r.code == code, (case, r.code, r.err[-2000:])
+    if code >= 64 and code != errors.QEMU_FAILED:
+        # refused before anything ran: no run folder is left behind (71: QEMU ran, and its folder says so)
+        assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir()), (case, list((tmp_path / "r").iterdir()))
     if code == 0:
         return
     lines = [l for l in r.err.splitlines() if l.strip() and not l.startswith("usage:") and not l.startswith("  ")]

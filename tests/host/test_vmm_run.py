@@ -133,7 +133,7 @@ def test_cloud_hypervisor_command_line(tmp_path):
     cfg = microvm.VmmConfig(vmm="cloud-hypervisor", kernel=Path("k.elf"), smp=2, memory_mib=300, append="only=drift")
     cmd, conf = cloud_hypervisor.command(cfg, "/bin/ch", tmp_path)
     assert conf is None and cmd == ["/bin/ch", "--kernel", "k.elf", "--cmdline", "only=drift", "--cpus", "boot=2",
-                                    "--memory", "size=300M", "--serial", "tty", "--console", "off"]
+                                    "--memory", "size=300M", "--serial", "tty", "--console", "off", "-v"]
     cfg.api_socket = tmp_path / "api.sock"
     assert cloud_hypervisor.command(cfg, "/bin/ch", tmp_path)[0][-2:] == ["--api-socket", f"path={tmp_path / 'api.sock'}"]
 

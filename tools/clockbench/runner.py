@@ -440,6 +440,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except RuntimeError as e:
         raise errors.QemuFailed(str(e)) from None
     timeout = args.timeout if args.timeout is not None else default_timeout(cmdline)
+    if shutil.which(command[0]) is None:
+        # before the run's folder is made: a run that cannot start leaves nothing behind
+        raise errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)")
 
     run_dir = runs.new_run_dir(Path(args.runs_dir))
     keys = ""
