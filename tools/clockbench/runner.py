@@ -487,7 +487,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs.write_metadata(run_dir, meta)
             raise failure from None
 
-    return _finish_run(args, run_dir, meta, start, hold=cfg.boot not in ("direct", "pvh"))
+    return _stop_reached(meta, "migrate", _finish_run(args, run_dir, meta, start, hold=cfg.boot not in ("direct", "pvh")))
 
 
 def _netboot_tree(args: argparse.Namespace, cfg: qemu.QemuConfig) -> dict:
@@ -576,7 +576,23 @@ def _run_microvm(args: argparse.Namespace) -> int:
         finally:
             err_stream.close()
 
-    return _finish_run(args, run_dir, meta, start, hold=False)
+    return _stop_reached(meta, "snapshot", _finish_run(args, run_dir, meta, start, hold=False))
+
+
+def _stop_reached(meta: dict, opt: str, code: int) -> int:
+    """A --migrate-at or --snapshot-at past the run's end: the run ended
+    before its time came, so nothing was stopped. No run's end is known
+    before it runs, so the value is refused here, once the run is over:
+    one line, exit 64, so that a script never takes a run that was not
+    stopped for one that was. The run itself is whole and kept."""
+    field = "migration" if opt == "migrate" else "snapshot"
+    stop = meta.get(field) or {}
+    if stop and stop.get("stopped_s") is None and str(stop.get("error") or "").startswith("the run ended before"):
+        print(f"clockbench: --{opt}-at {stop['at_s']:g}: past the run's end ({stop['error']}); nothing was "
+              f"stopped. The run is kept in {runs.shown(Path(meta['log']).parent)}/; give a time within it", file=sys.stderr,
+              flush=True)
+        return errors.USAGE
+    return code
 
 
 def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
