@@ -59,7 +59,8 @@ struct calibration {
     int64_t first_disagreement_ppm;
     uint64_t skew_ppm, skew_times;  /* cal_skew=PPM:N: the second estimate's first N skewed (a test's known fault) */
     int64_t bias_ppm;               /* cal_bias=PPM: the first reference's estimate made PPM off (a test's known fault) */
-    uint64_t u_ppm;                 /* the estimate's stated uncertainty: its windows' spread and one reference tick */
+    uint64_t u_ppm;                 /* the estimate's stated uncertainty: its windows' spread, one reference tick, edge_ppm */
+    uint64_t edge_ppm;              /* the kept windows' widest first and last half-brackets, ppm of a window */
     /* the RTC, when no counter could be a reference */
     bool rtc_tried, rtc_ok;
     char rtc_why[96];
@@ -71,15 +72,53 @@ struct calibration {
 static struct calibration cal;
 static int64_t ppm_between(uint64_t a, uint64_t b);
 
-/* One window: TSC ticks for `target` ticks of the reference, or 0 when a
-   single step took too long (interrupted) or the reference did not move. */
-static inline __attribute__((always_inline)) uint64_t window_kind(enum read_kind k, const struct read_src *s,
-                                                                  uint64_t target)
+/* One window: TSC ticks per 10^6 ticks of the reference over `target` or
+   more of them (per_m), 0 when a single step took too long (interrupted)
+   or the reference did not move; edge_ppm: half the first and last reads'
+   bracket widths, ppm of the window (what their midpoints may be off).
+
+   The window's ends are its first and last reads, each timed by the middle
+   of its TSC bracket; the value was read somewhere inside. The read that
+   takes the count past the target is, of all the window's reads, the
+   likeliest to hold a stall (a long step is the likeliest to contain a
+   given moment), and under TCG a stall inside a read comes mostly before
+   the value is taken (the vCPU waits for QEMU's big lock, then reads the
+   device's clock): the midpoint then lies up to half the stall before the
+   value, and the window comes out short, the estimate low. A 3 ms time
+   slice lost inside a 20 ms window's last read passed the 1/4 step rule
+   and made that window 7.5 % low, and a host that takes slices of one
+   length does that to window after window alike, inside the 0.5 % spread
+   (issue 30: 8 % low). So the last read must have a narrow bracket (under
+   1/CAL_EDGE_PART of the window; the reads go on past the target until one
+   has), the first one too (the narrowest of CAL_START_READS; wider still,
+   the window is thrown), and what their width
+   leaves unknown is part of the stated uncertainty. */
+struct window {
+    uint64_t per_m, edge_ppm;
+};
+#define CAL_EDGE_PART 1000
+#define CAL_START_READS 4
+
+static inline __attribute__((always_inline)) void window_kind(enum read_kind k, const struct read_src *s, uint64_t target,
+                                                              struct window *w)
 {
-    uint64_t a0 = bracket_begin();
-    uint64_t last = read_value(k, s);
-    uint64_t b0 = bracket_end();
-    uint64_t acc = 0, prev_b = b0, longest = 0;
+    uint64_t a0 = 0, b0 = 0, last = 0, acc = 0, prev_b = 0, longest = 0;
+    w->per_m = w->edge_ppm = 0;
+    /* the first read: the narrowest bracket of CAL_START_READS (a later,
+       wider one counts as a step of the window) */
+    for (int j = 0; j < CAL_START_READS; j++) {
+        uint64_t a = bracket_begin();
+        uint64_t v = read_value(k, s);
+        uint64_t b = bracket_end();
+        if (j == 0 || b - a <= b0 - a0) {
+            a0 = a, b0 = b, last = v, acc = 0, longest = 0;
+        } else {
+            acc += (v - last) & s->mask;
+            last = v;
+            longest = b - prev_b > longest ? b - prev_b : longest;
+        }
+        prev_b = b;
+    }
     for (uint64_t i = 0; i < 100000000ull; i++) {
         uint64_t a = bracket_begin();
         uint64_t v = read_value(k, s);
@@ -89,19 +128,24 @@ static inline __attribute__((always_inline)) uint64_t window_kind(enum read_kind
         if (b - prev_b > longest)
             longest = b - prev_b;
         prev_b = b;
-        if (acc >= target) {
-            uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
-            /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
-               (kvmclock) quantised to 1 part in 2300, 435 ppm */
-            return longest * 4 > total ? 0 : total * 1000000 / acc;
-        }
         if (b - a0 > CAL_MAX_TSC)
-            return 0;
+            return;
+        if (acc < target)
+            continue;
+        uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
+        if (!total || (b - a) * CAL_EDGE_PART > total)
+            continue; /* a wide last bracket: read on */
+        if ((b0 - a0) * CAL_EDGE_PART > total || longest * 4 > total)
+            return;
+        /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
+           (kvmclock) quantised to 1 part in 2300, 435 ppm */
+        w->per_m = total * 1000000 / acc;
+        w->edge_ppm = ((b - a) + (b0 - a0)) * 500000 / total + 1;
+        return;
     }
-    return 0;
 }
 
-#define WINDOW_CALL(K, s, target, out) (*(out) = window_kind(K, s, target))
+#define WINDOW_CALL(K, s, target, out) window_kind(K, s, target, out)
 
 /* cal_skew=PPM:N (docs/output.md): the second reference's estimate made
    PPM too high for its first N measurements (1 or 2), a disagreement of
@@ -165,14 +209,15 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
         uint64_t target = counters[c].nominal_millihz / 1000 * (CAL_WINDOW_MS << round) / 1000;
         if (target < 16)
             target = 16;
-        uint64_t per_m[CAL_WINDOWS], scratch[CAL_WINDOWS];
+        uint64_t per_m[CAL_WINDOWS], scratch[CAL_WINDOWS], edge = 0;
         uint32_t n = 0;
         for (int w = 0; w < CAL_WINDOWS; w++) {
-            uint64_t t = 0;
+            struct window t = {0, 0};
             READ_DISPATCH(src.kind, WINDOW_CALL, &src, target, &t);
-            if (t)
-                per_m[n++] = t;
-            else if (st)
+            if (t.per_m) {
+                per_m[n++] = t.per_m;
+                edge = t.edge_ppm > edge ? t.edge_ppm : edge;
+            } else if (st)
                 st->thrown++;
         }
         if (st)
@@ -186,7 +231,8 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
             st->kept = n;
             st->spread_ppm = spread;
             st->window_ms = CAL_WINDOW_MS << round;
-            st->u_ppm = cal_estimate_u_ppm(spread, target);
+            st->u_ppm = cal_estimate_u_ppm(spread, target, edge);
+            st->edge_ppm = edge;
         }
         if (spread > CAL_SPREAD_PPM)
             continue;
@@ -349,6 +395,7 @@ static void calibrate_repeats(const int *order, int n)
         record_str(&r, "reference", cal.reference >= 0 ? counters[cal.reference].name : 0);
         record_u64(&r, "uncertainty_ppm", cal.ok ? cal.u_ppm : 0);
         record_u64(&r, "spread_ppm", cal.spread_ppm);
+        record_u64(&r, "edge_ppm", cal.edge_ppm);
         record_u64(&r, "windows_kept", cal.kept);
         record_u64(&r, "windows_thrown", cal.thrown);
         record_u64(&r, "rounds", cal.rounds);

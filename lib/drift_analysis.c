@@ -241,11 +241,12 @@ enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t w
     return diff_abs <= tol ? STOP_RAN_ON : STOP_PARTLY;
 }
 
-uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window)
+uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window, uint64_t edge_ppm)
 {
     uint64_t q = ref_ticks_per_window ? (1000000 + ref_ticks_per_window - 1) / ref_ticks_per_window : 1000000;
-    uint64_t u = spread_ppm + q;
-    return u < spread_ppm ? ~0ull : u ? u : 1;
+    if (spread_ppm > 1000000000000ull || edge_ppm > 1000000000000ull)
+        return ~0ull;
+    return spread_ppm + q + edge_ppm;
 }
 
 bool cal_vs_drift_judge(uint64_t estimate_hz, uint64_t estimate_u_ppm, uint64_t measured_millihz, uint64_t measured_u_ppm,

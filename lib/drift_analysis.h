@@ -128,9 +128,10 @@ enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t w
 
 /* The quick calibration's stated uncertainty (experiments/exp_calibrate.c),
    ppm: its kept windows' spread (the median lies inside it when nothing
-   biased every window alike) plus one reference tick of a window, rounded
-   up; never 0. */
-uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window);
+   biased every window alike), plus one reference tick of a window, rounded
+   up, plus edge_ppm (the widest half-brackets of a kept window's first and
+   last reads: where in its bracket a value was read is not known); never 0. */
+uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window, uint64_t edge_ppm);
 
 /* The quick estimate (estimate_hz, +-estimate_u_ppm; 0 when it states none:
    a claim or an assumption) held against the drift's measured rate
