@@ -84,11 +84,13 @@ static int64_t ppm_between(uint64_t a, uint64_t b);
    given moment), and under TCG a stall inside a read comes mostly before
    the value is taken (the vCPU waits for QEMU's big lock, then reads the
    device's clock): the midpoint then lies up to half the stall before the
-   value, and the window comes out short, the estimate low. A 3 ms time
-   slice lost inside a 20 ms window's last read passed the 1/4 step rule
-   and made that window 7.5 % low, and a host that takes slices of one
-   length does that to window after window alike, inside the 0.5 % spread
-   (issue 30: 8 % low). So the last read must have a narrow bracket (under
+   value, and the window comes out short, the estimate low. Measured under
+   TCG with a busy process on each host core: 15 of 15 kept windows whose
+   last read's bracket was wide (3-26 % of the window: a time slice lost
+   inside it, under the 1/4 step rule) came out short by half that width,
+   1.6-11.7 %, median 8.8 %; a host that takes slices of one length does
+   that to window after window alike, inside the 0.5 % spread (issue 30:
+   an estimate 8 % low). So the last read must have a narrow bracket (under
    1/CAL_EDGE_PART of the window; the reads go on past the target until one
    has), the first one too (the narrowest of CAL_START_READS; wider still,
    the window is thrown), and what their width
