@@ -73,8 +73,9 @@ def test_every_repeat_ran_and_every_stop_happened(stressed):
     assert len(b.result.injections) == len(FAULTS)
     for inj in b.result.injections:
         assert inj.injected and not inj.error and not inj.cut_short, inj.describe()
-    # the stops landed in calibrations: windows were thrown away for them
-    assert sum(r["windows_thrown"] for r in reps) >= len(FAULTS) // 2, reps
+    # each stop lands in the repeat after its trigger's line; a window it falls in is thrown away
+    for k, _, _ in FAULTS:
+        assert reps[k]["windows_thrown"] >= 1, reps[k]
 
 
 def test_every_accepted_estimate_is_within_its_stated_uncertainty(stressed, truth):
