@@ -92,19 +92,26 @@ static int64_t ppm_between(uint64_t a, uint64_t b);
    that to window after window alike, inside the 0.5 % spread (issue 30:
    an estimate 8 % low). So the last read must have a narrow bracket (under
    1/CAL_EDGE_PART of the window; the reads go on past the target until one
-   has), the first one too (the narrowest of CAL_START_READS; wider still,
-   the window is thrown), and what their width
+   has; or, where no read is that quick, within twice the window's
+   narrowest and 1/CAL_EDGE_PART_SLOW), the first one too (the narrowest of
+   CAL_START_READS; wider still, the window is thrown), and what their width
    leaves unknown is part of the stated uncertainty. */
 struct window {
     uint64_t per_m, edge_ppm;
 };
 #define CAL_EDGE_PART 1000
+#define CAL_EDGE_PART_SLOW 50 /* ... or, where every read is slow (a trapped read: 15-50 us), 1/50 and twice the narrowest */
 #define CAL_START_READS 4
+
+static inline __attribute__((always_inline)) bool edge_narrow(uint64_t width, uint64_t narrowest, uint64_t total)
+{
+    return width * CAL_EDGE_PART <= total || (width <= 2 * narrowest && width * CAL_EDGE_PART_SLOW <= total);
+}
 
 static inline __attribute__((always_inline)) void window_kind(enum read_kind k, const struct read_src *s, uint64_t target,
                                                               struct window *w)
 {
-    uint64_t a0 = 0, b0 = 0, last = 0, acc = 0, prev_b = 0, longest = 0;
+    uint64_t a0 = 0, b0 = 0, last = 0, acc = 0, prev_b = 0, longest = 0, narrowest = ~0ull;
     w->per_m = w->edge_ppm = 0;
     /* the first read: the narrowest bracket of CAL_START_READS (a later,
        wider one counts as a step of the window) */
@@ -112,6 +119,7 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
         uint64_t a = bracket_begin();
         uint64_t v = read_value(k, s);
         uint64_t b = bracket_end();
+        narrowest = b - a < narrowest ? b - a : narrowest;
         if (j == 0 || b - a <= b0 - a0) {
             a0 = a, b0 = b, last = v, acc = 0, longest = 0;
         } else {
@@ -130,14 +138,15 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
         if (b - prev_b > longest)
             longest = b - prev_b;
         prev_b = b;
+        narrowest = b - a < narrowest ? b - a : narrowest;
         if (b - a0 > CAL_MAX_TSC)
             return;
         if (acc < target)
             continue;
         uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
-        if (!total || (b - a) * CAL_EDGE_PART > total)
+        if (!total || !edge_narrow(b - a, narrowest, total))
             continue; /* a wide last bracket: read on */
-        if ((b0 - a0) * CAL_EDGE_PART > total || longest * 4 > total)
+        if (!edge_narrow(b0 - a0, narrowest, total) || longest * 4 > total)
             return;
         /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
            (kvmclock) quantised to 1 part in 2300, 435 ppm */
