@@ -46,6 +46,7 @@ struct results {
     uint64_t tsc_estimate_hz;
     char tsc_estimate_source[96];
     bool tsc_estimate_checked;      /* measured against a reference that held still, not a claim */
+    uint64_t tsc_estimate_u_ppm;    /* its stated uncertainty, ppm; 0 when it states none (a claim, an assumption) */
 
     /* drift: the TSC's rate for every ns figure */
     bool tsc_measured;

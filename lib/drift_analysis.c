@@ -240,3 +240,35 @@ enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t w
     uint64_t diff_abs = diff < 0 ? (uint64_t)-diff : (uint64_t)diff;
     return diff_abs <= tol ? STOP_RAN_ON : STOP_PARTLY;
 }
+
+uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window, uint64_t edge_ppm)
+{
+    uint64_t q = ref_ticks_per_window ? (1000000 + ref_ticks_per_window - 1) / ref_ticks_per_window : 1000000;
+    if (spread_ppm > 1000000000000ull || edge_ppm > 1000000000000ull)
+        return ~0ull;
+    return spread_ppm + q + edge_ppm;
+}
+
+bool cal_vs_drift_judge(uint64_t estimate_hz, uint64_t estimate_u_ppm, uint64_t measured_millihz, uint64_t measured_u_ppm,
+                        struct cal_vs_drift *out)
+{
+    *out = (struct cal_vs_drift){0};
+    if (!estimate_hz || !measured_millihz)
+        return false;
+    /* (estimate - measured) / measured, in ppm, rounded to nearest; in
+       64 bits for rates up to 18 GHz (in mHz) */
+    if (estimate_hz > 18000000000ull || measured_millihz > 18000000000000ull)
+        return false;
+    uint64_t e = estimate_hz * 1000, m = measured_millihz;
+    uint64_t diff = e > m ? e - m : m - e;
+    uint64_t ppm = diff / m * 1000000 + (diff % m * 1000000 + m / 2) / m;
+    out->off_ppm = e >= m ? (int64_t)ppm : -(int64_t)ppm;
+    uint64_t limit = CAL_CHECK_MAX_PPM;
+    if (estimate_u_ppm && estimate_u_ppm < CAL_CHECK_MAX_PPM && measured_u_ppm < CAL_CHECK_MAX_PPM) {
+        uint64_t l = estimate_u_ppm + 3 * measured_u_ppm + 1;
+        limit = l < CAL_CHECK_MAX_PPM ? l : CAL_CHECK_MAX_PPM;
+    }
+    out->limit_ppm = limit;
+    out->agree = ppm <= limit;
+    return true;
+}

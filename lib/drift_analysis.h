@@ -126,4 +126,27 @@ enum stop_verdict { STOP_STOOD_STILL, STOP_RAN_ON, STOP_PARTLY, STOP_TOO_SHORT, 
 extern const char *const stop_verdict_names[STOP_VERDICTS];
 enum stop_verdict drift_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t wall_ns, uint64_t u_wall_ns);
 
+/* The quick calibration's stated uncertainty (experiments/exp_calibrate.c),
+   ppm: its kept windows' spread (the median lies inside it when nothing
+   biased every window alike), plus one reference tick of a window, rounded
+   up, plus edge_ppm (the widest half-brackets of a kept window's first and
+   last reads: where in its bracket a value was read is not known); never 0. */
+uint64_t cal_estimate_u_ppm(uint64_t spread_ppm, uint64_t ref_ticks_per_window, uint64_t edge_ppm);
+
+/* The quick estimate (estimate_hz, +-estimate_u_ppm; 0 when it states none:
+   a claim or an assumption) held against the drift's measured rate
+   (measured_millihz, +-measured_u_ppm, a standard uncertainty). off_ppm is
+   the estimate's distance from it; they disagree past limit_ppm: the
+   estimate's uncertainty plus three of the measurement's, and never more
+   than CAL_CHECK_MAX_PPM (1 %), whatever either states. False when there
+   is nothing to compare (a rate of 0). */
+#define CAL_CHECK_MAX_PPM 10000
+struct cal_vs_drift {
+    int64_t off_ppm;
+    uint64_t limit_ppm;
+    bool agree;
+};
+bool cal_vs_drift_judge(uint64_t estimate_hz, uint64_t estimate_u_ppm, uint64_t measured_millihz, uint64_t measured_u_ppm,
+                        struct cal_vs_drift *out);
+
 #endif

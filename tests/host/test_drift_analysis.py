@@ -370,3 +370,70 @@ def test_a_long_gap_after_many_short_ones_is_kept(da):
     assert [e["at"] for e in evs] == sorted(e["at"] for e in evs), "kept in time order"
     shortest_kept = min(e["tsc"] for e in evs)
     assert shortest_kept >= 12_000_000 + 8 * 10_000 - 3 * 1000, "the shortest gaps gave way first"
+
+
+# -- the quick estimate's uncertainty and the drift's check of it (issue 30, item 7) --------------
+
+@pytest.fixture(scope="module")
+def cal(lib):
+    lib.cal_estimate_u_ppm.restype = u64
+    lib.cal_estimate_u_ppm.argtypes = [u64, u64, u64]
+
+    class Judge(ctypes.Structure):
+        _fields_ = [("off_ppm", i64), ("limit_ppm", u64), ("agree", ctypes.c_bool)]
+
+    lib.cal_vs_drift_judge.restype = ctypes.c_bool
+    lib.cal_vs_drift_judge.argtypes = [u64, u64, u64, u64, ctypes.POINTER(Judge)]
+
+    def judge(est_hz, est_u, measured_mhz, measured_u):
+        j = Judge()
+        ok = lib.cal_vs_drift_judge(est_hz, est_u, measured_mhz, measured_u, ctypes.byref(j))
+        return ok, j.off_ppm, j.limit_ppm, j.agree
+
+    return lib, judge
+
+
+def test_estimate_uncertainty_adds_spread_one_tick_and_edges(cal):
+    lib, _ = cal
+    # 1,000,000 HPET ticks a window: 1 ppm; 11,932 PIT ticks: 84 ppm (83.8, rounded up); 16 ticks: 62,500
+    assert lib.cal_estimate_u_ppm(178, 1_000_000, 0) == 179
+    assert lib.cal_estimate_u_ppm(20, 11_932, 25) == 20 + 84 + 25
+    assert lib.cal_estimate_u_ppm(0, 16, 0) == 62_500
+    assert lib.cal_estimate_u_ppm(0, 0, 0) == 1_000_000  # no ticks: nothing known
+    assert lib.cal_estimate_u_ppm(2**63, 1, 0) == 2**64 - 1  # no wrap to a small figure
+
+
+def test_the_issues_8_percent_is_caught(cal):
+    _, judge = cal
+    # 2378 MHz estimated (+-300 ppm stated), 2596.12 MHz measured +-0.5 ppm: -84,000 ppm, limit 300 + 1.5
+    ok, off, limit, agree = judge(2_378_000_000, 300, 2_596_120_000_000, 1)
+    assert ok and off == round((2378 / 2596.12 - 1) * 1e6) and limit == 300 + 3 + 1 and not agree
+
+
+def test_within_the_stated_uncertainty_agrees_and_past_it_does_not(cal):
+    _, judge = cal
+    m = 2_299_998_031_696  # mHz
+    assert judge(2_300_000_000, 40, m, 1)[1:] == (1, 44, True)  # the TCG boot's figures
+    # 100 ppm off, stated 40 + 3 x 20: right on the limit agrees, one past does not
+    assert judge(2_300_230_000, 40, 2_300_000_000_000, 20)[1:] == (100, 101, True)
+    assert judge(2_300_232_300, 40, 2_300_000_000_000, 20)[1:] == (101, 101, True)
+    assert judge(2_300_234_600, 40, 2_300_000_000_000, 20)[1:] == (102, 101, False)
+    # and below: the sign is kept
+    assert judge(2_299_765_400, 40, 2_300_000_000_000, 20)[1:] == (-102, 101, False)
+
+
+def test_never_wider_than_one_percent_and_claims_get_one_percent(cal):
+    _, judge = cal
+    # a huge stated uncertainty cannot pass 8 %: the limit stays 1 %
+    assert judge(2_116_000_000, 200_000, 2_300_000_000_000, 1)[2:] == (10_000, False)
+    assert judge(2_116_000_000, 9_000, 2_300_000_000_000, 1_000)[2:] == (10_000, False)
+    # a claim or an assumption (0: states none): 1 %
+    assert judge(2_000_000_000, 0, 2_300_000_000_000, 1)[1:] == (-130_435, 10_000, False)
+    assert judge(2_310_000_000, 0, 2_300_000_000_000, 1)[1:] == (4_348, 10_000, True)
+
+
+def test_nothing_to_compare(cal):
+    _, judge = cal
+    assert judge(0, 40, 2_300_000_000_000, 1)[0] is False
+    assert judge(2_300_000_000, 40, 0, 1)[0] is False
+    assert judge(19_000_000_000, 40, 2_300_000_000_000, 1)[0] is False  # past 18 GHz: out of the 64-bit range

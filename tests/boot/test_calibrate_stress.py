@@ -1,0 +1,159 @@
+"""The quick calibration under stress (issue 30, item 7: once an estimate
+8 % low passed its 0.5 % spread check).
+
+One TCG boot makes the quick estimate REPEATS more times (cal_repeat=N,
+only=calibrate), each in a `calibration_repeat` record, while
+- a busy process runs on each of the host's cores for the whole boot, and
+- QEMU is stopped from outside during the repeats, by SIGSTOP (the host's
+  clocks run on: every guest clock jumps alike) and by the monitor's
+  stop/cont (every guest clock stops with the VM), alternately.
+
+Known answer: under TCG the guest's TSC is the host's (PLATFORM.md), whose
+rate Linux printed in dmesg; taken to +-TRUTH_PPM. Every estimate the image
+accepted must lie within its own stated uncertainty (and TRUTH_PPM) of it,
+so an 8 % error, or any error past what the estimate states, fails here. An
+estimate the image did not accept must say why.
+
+The drift's later check of the estimate (calibration_check) is tested on a
+machine with one reference (pc, no HPET, no ACPI: the PIT alone), where the
+calibration has nothing to hold an estimate against: cal_bias= makes it 8 %
+low, and the drift's measured rate must catch it, say it and fail its check.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from clockbench import qemu, records
+from test_measure import host_tsc_hz
+
+pytestmark = pytest.mark.timed  # stops QEMU from outside, under a host CPU hog
+
+REPEATS = 16
+# the host's TSC rate as dmesg gives it (kHz rounding, its calibration): this far
+TRUTH_PPM = 50
+# (repeat after whose line the fault starts, kind, seconds stopped)
+FAULTS = [(2, "sigstop", 0.3), (4, "pause", 0.3), (6, "sigstop", 1.0), (8, "pause", 1.0), (10, "sigstop", 0.05),
+          (12, "pause", 0.05)]
+DELAY_S = 0.02  # into the next repeat's windows
+
+
+def hogs(n: int = 2) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def stressed(boot):
+    faults = [qemu.Fault(kind, rf"repeat {k} of {REPEATS}:", delay_s=DELAY_S, duration_s=s) for k, kind, s in FAULTS]
+    procs = hogs()
+    try:
+        return boot(boot="direct", accel="tcg", append=f"only=calibrate cal_repeat={REPEATS}", faults=faults, timeout=90)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture(scope="module")
+def truth():
+    hz = host_tsc_hz()
+    if hz is None:
+        pytest.skip("the host's dmesg has no readable 'tsc:' line: no known answer")
+    return hz
+
+
+def test_every_repeat_ran_and_every_stop_happened(stressed):
+    b = stressed
+    assert b.status is not None and not b.result.timed_out, b.explain()
+    reps = records.of_type(b.records, "calibration_repeat")
+    assert [r["i"] for r in reps] == list(range(1, REPEATS + 1)), b.explain()
+    assert len(b.result.injections) == len(FAULTS)
+    for inj in b.result.injections:
+        assert inj.injected and not inj.error and not inj.cut_short, inj.describe()
+    # each stop lands in the repeat after its trigger's line; a window it falls in is thrown away
+    for k, _, _ in FAULTS:
+        assert reps[k]["windows_thrown"] >= 1, reps[k]
+
+
+def test_every_accepted_estimate_is_within_its_stated_uncertainty(stressed, truth):
+    reps = records.of_type(stressed.records, "calibration_repeat")
+    accepted = [r for r in reps if r["accepted"]]
+    # most must hold together, or the check below tests nothing
+    assert len(accepted) >= REPEATS // 2, reps
+    bad = []
+    for r in accepted:
+        off_ppm = (r["estimate_hz"] - truth) / truth * 1e6
+        if not 0 < r["uncertainty_ppm"] < 5000 or abs(off_ppm) > r["uncertainty_ppm"] + TRUTH_PPM:
+            bad.append((r["i"], r["reference"], round(off_ppm, 1), r["uncertainty_ppm"]))
+    assert not bad, f"estimates past their stated uncertainty (i, reference, ppm off, +-ppm) against {truth:.0f} Hz: {bad}"
+
+
+def test_a_rejected_estimate_says_why(stressed):
+    for r in records.of_type(stressed.records, "calibration_repeat"):
+        if r["accepted"]:
+            assert r["rejected_why"] is None and r["estimate_hz"], r
+        else:
+            assert r["rejected_why"] in ("no round of windows held together", "the second reference disagrees"), r
+            assert (r["estimate_hz"] is None) == (r["rejected_why"] == "no round of windows held together"), r
+
+
+def test_the_first_estimate_states_its_uncertainty_and_holds_it(stressed, truth):
+    (cal,) = records.of_type(stressed.records, "calibration")
+    checks = [c for c in records.of_type(stressed.records, "check") if c["name"] == "quick TSC estimate agrees across references"]
+    if cal["uncertainty_ppm"] is None:
+        # no round held together against any reference: the estimate says it is no measurement
+        assert cal["source"].startswith(("claimed by", "an assumed")) and not checks, cal
+    elif not checks or checks[0]["result"] == "PASS":
+        assert abs(cal["estimate_hz"] - truth) / truth * 1e6 <= cal["uncertainty_ppm"] + TRUTH_PPM, (cal, truth)
+
+
+# -- the later check, on a machine with one reference -------------------------------------------
+
+BIAS_PPM = -80000  # the issue's 8 % low
+ONE_REFERENCE = dict(boot="direct", accel="tcg", machine="pc", extra=["-machine", "hpet=off,acpi=off"], timeout=120)
+
+
+@pytest.fixture(scope="module")
+def biased(boot):
+    return boot(append=f"duration=2 only=drift cal_bias={BIAS_PPM}", **ONE_REFERENCE)
+
+
+def test_one_reference_lets_a_wrong_estimate_through_at_calibration(biased):
+    (cal,) = records.of_type(biased.records, "calibration")
+    assert cal["source"] == "pit" and "second" not in cal and cal["bias_injected_ppm"] == BIAS_PPM, cal
+    assert "no second reference to check it against" in biased.output
+
+
+def test_the_drift_check_catches_the_wrong_estimate_and_says_so(biased, truth):
+    b = biased
+    (cc,) = records.of_type(b.records, "calibration_check")
+    (prof,) = records.of_type(b.records, "profile")
+    assert prof["tsc_measured"] and prof["tsc_reference"] == "pit", prof
+    # the measured rate is the truth within its own uncertainty (and dmesg's)
+    assert abs(cc["measured_hz"] - truth) / truth * 1e6 <= 3 * cc["measured_uncertainty_ppm"] + TRUTH_PPM, (cc, truth)
+    assert abs(cc["off_ppm"] - BIAS_PPM) <= 3 * cc["measured_uncertainty_ppm"] + cc["estimate_uncertainty_ppm"], cc
+    assert cc["agree"] is False and cc["limit_ppm"] <= 10000, cc
+    (check,) = [c for c in records.of_type(b.records, "check") if c["name"] == "quick TSC estimate agrees with the measured rate"]
+    assert check["result"] == "FAIL" and str(cc["off_ppm"]) in check["detail"], check
+    assert "the quick TSC estimate was" in b.output and "times the length asked" in b.output, b.explain()
+    # every ns figure uses the measured rate, not the estimate
+    assert prof["tsc_hz"] == pytest.approx(cc["measured_hz"]) and "measured against pit" in prof["tsc_hz_source"], prof
+    assert b.status == 1, b.explain()
+
+
+def test_an_unbiased_estimate_passes_the_drift_check(boot):
+    b = boot(append="duration=2 only=drift", **ONE_REFERENCE)
+    (cc,) = records.of_type(b.records, "calibration_check")
+    checks = [c for c in records.of_type(b.records, "check") if c["name"] == "quick TSC estimate agrees with the measured rate"]
+    if cc["estimate_uncertainty_ppm"] is None:
+        # a loaded host starved every round against the PIT: the estimate is no measurement, and the
+        # drift says how far off it was without failing a check the calibration never claimed
+        assert not checks and cc["limit_ppm"] == 10000, cc
+        assert cc["agree"] or "the quick TSC estimate was" in b.output, b.explain()
+        return
+    assert cc["agree"] is True and abs(cc["off_ppm"]) <= cc["limit_ppm"], cc
+    assert checks and checks[0]["result"] == "PASS", checks
+    assert b.status == 0, b.explain()
