@@ -17,6 +17,8 @@ from clockbench import qemu
 # the drift window opens; the timer interrupts begin
 PHASE_START = r'"type":"phase".*"experiment":"drift".*"event":"start"'
 TIMERS_START = r'"type":"progress".*"phase":"timers"'
+# the timers' idle waits begin
+IDLE_START = r'"type":"progress".*"phase":"timers","percent":[1-9]'
 
 # Every experiment, under TCG: the known answers of the measurement engine,
 # the inventory of QEMU's q35, the log parser's real log.
@@ -28,10 +30,11 @@ TCG_Q35 = dict(boot="direct", accel="tcg", timeout=300)
 KVM_Q35 = dict(boot="direct", accel="kvm", firmware="qboot", append="duration=4", timeout=500)
 
 # The timers and the drift window of KVM_Q35, paused twice from QEMU's
-# monitor, 1 s each, the guest's TSC running on while QEMU's HPET and PM
-# timer stand still: once while the timers are measured, once in the window.
+# monitor, the guest's TSC running on while QEMU's HPET and PM timer stand
+# still: 2 s once the timers' idle waits have begun (tests/boot/
+# test_timers.py, test_timers_away.py), 1 s in the window (test_stalls.py).
 KVM_PAUSED = dict(KVM_Q35, append="duration=4 only=timers,drift",
-                  faults=[qemu.Fault("pause", TIMERS_START, delay_s=0.3, duration_s=1.0),
+                  faults=[qemu.Fault("pause", IDLE_START, delay_s=0.5, duration_s=2.0),
                           qemu.Fault("pause", PHASE_START, delay_s=1.0, duration_s=1.0)])
 
 # Two CPUs in x2APIC mode under KVM (QEMU's TCG has no x2APIC): both CPUs

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import pytest
 
+import boots
 from clockbench import qemu, records
 
 pytestmark = pytest.mark.timed  # stopped from outside, and lateness measured
 
 TIMERS_START = r'"type":"progress".*"phase":"timers"'
-IDLE_START = r'"type":"progress".*"phase":"timers","percent":[1-9]'
+IDLE_START = boots.IDLE_START
 
 
 def text(b):
@@ -78,11 +79,13 @@ def test_sigstop_under_tcg_is_said_and_fails_nothing(boot, trigger):
 
 
 def test_kvm_pause_during_idle_waits_is_marked_away(boot, kvm):
-    stall_s = 2.0
-    b = boot(boot="direct", accel="kvm", append="only=timers", timeout=900,
-             faults=[qemu.Fault("pause", IDLE_START, delay_s=0.5, duration_s=stall_s)])
+    # the shared paused KVM run (boots.KVM_PAUSED): its first pause, 2 s once
+    # the idle waits began; its second, in the drift window, is test_stalls.py's
+    b = boot(**boots.KVM_PAUSED)
     assert b.status == 0, b.explain()
-    [inj] = b.result.injections
+    inj = boots.injection(b, IDLE_START)
+    stall_s = inj.fault.duration_s
+    assert stall_s == 2.0
     assert inj.injected and inj.stopped_s > 0.5 * stall_s, inj.describe()
     no_check_failed(b)
     i = records.one(b.records, "interrupts")
