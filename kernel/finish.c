@@ -192,6 +192,17 @@ const char *machine_pit_ruled_out(void)
     return "not probed: hardware-reduced ACPI (FADT flags bit 20) promises no PIT, and no PIT is known on this machine";
 }
 
+/* The same for the legacy PIC (0x20/0x21, 0xA0/0xA1): Linux sets up none
+   there (legacy_pic = &null_legacy_pic); Firecracker has KVM's in-kernel
+   one all the same, Cloud Hypervisor none, and logs each write to it. */
+const char *machine_pic_ruled_out(void)
+{
+    struct machine m;
+    if (!legacy_unpromised(&m) || (m.kind == MACHINE_VMM && m.firecracker))
+        return 0;
+    return "hardware-reduced ACPI (FADT flags bit 20) promises no legacy PIC, and none is known on this machine";
+}
+
 /* ACPI 6.5, 5.2.9.3, Table 5.11: IAPC_BOOT_ARCH bit 2, VGA Not Present: the
    OS "must not blindly probe" its ports (Firecracker sets it). Cloud
    Hypervisor has no VGA either, yet leaves the bit clear: there the

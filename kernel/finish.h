@@ -33,6 +33,9 @@ void run_finish_use(const struct acpi_info *acpi);
    controller, 0x3D4/0x3D5), must not be touched, from the ACPI tables and
    the identification above; 0 where they may be: finish.c has the rules. */
 const char *machine_pit_ruled_out(void);
+/* The same for the legacy PIC (0x20/0x21, 0xA0/0xA1): masked before the
+   APIC takes the interrupts, but only where it may be there. */
+const char *machine_pic_ruled_out(void);
 const char *machine_vga_ruled_out(void);
 /* Resets the machine: the keyboard controller, then the chipset's reset
    register (0xcf9), then a triple fault. */

@@ -3,6 +3,7 @@
 
 #include "../drivers/cpu.h"
 #include "../drivers/pic.h"
+#include "finish.h"
 #include "smp.h"
 
 struct irq_state irq;
@@ -17,7 +18,10 @@ bool irq_setup(const char **why)
         *why = smp.why[0] ? smp.why : "the local APIC is not usable";
         return false;
     }
-    pic_remap_and_mask(VEC_PIC_BASE);
+    /* the 8259s moved off the exception vectors and masked: the APIC takes
+       the interrupts; on a machine without them their ports are not touched */
+    if (!machine_pic_ruled_out())
+        pic_remap_and_mask(VEC_PIC_BASE);
     lapic_write(&smp.lapic, LAPIC_TPR, 0);
     ready = true;
     return true;

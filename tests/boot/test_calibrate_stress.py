@@ -73,9 +73,13 @@ def test_every_repeat_ran_and_every_stop_happened(stressed):
     assert len(b.result.injections) == len(FAULTS)
     for inj in b.result.injections:
         assert inj.injected and not inj.error and not inj.cut_short, inj.describe()
-    # each stop lands in the repeat after its trigger's line; a window it falls in is thrown away
-    for k, _, _ in FAULTS:
-        assert reps[k]["windows_thrown"] >= 1, reps[k]
+    # a SIGSTOP of 0.3 s or more lands in the repeat after its trigger's
+    # line, and the window it falls in sees every clock jump: thrown away.
+    # (A monitor pause stops every guest clock under TCG, the TSC too: a
+    # window across it sees nothing to throw.)
+    for k, kind, s in FAULTS:
+        if kind == "sigstop" and s >= 0.3:
+            assert reps[k]["windows_thrown"] >= 1, reps[k]
 
 
 def test_every_accepted_estimate_is_within_its_stated_uncertainty(stressed, truth):

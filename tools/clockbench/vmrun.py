@@ -28,7 +28,11 @@ from . import errors
 EXIT_NO_VERDICT = 4  # the machine ended without the image reporting (reset, shutdown, a monitor's error)
 EXIT_TIMEOUT = 5  # the run took longer than its bound and was stopped
 POLL_S = 0.1  # how often the time bound, the stop event and the caller's hook are looked at
-READER_JOIN_S = 5.0
+# How long the readers may take to drain the pipes once the process has
+# ended: EOF comes as soon as they have read what it wrote, unless a child
+# of it holds them open. A reader starved of the CPU (a loaded host, a
+# low-priority test lane) once needed more than 5 s, and the log lost its end.
+READER_JOIN_S = 60.0
 
 
 @dataclass
