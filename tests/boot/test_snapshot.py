@@ -130,6 +130,23 @@ def test_snapshotted_run_passes_in_one_log_and_the_monitor_exits_by_itself(run):
         assert "--restore" in s["restore_command"], s
 
 
+# After a restore the guest runs again only once the new monitor's vCPU
+# thread has entered it and faulted in the pages it touches from the
+# snapshot's memory file: time the guest's loop sees as away, after the
+# resume call's answer. Seen: 27 ms with a busy host beside it. So the
+# image's stop may exceed the API's by this much more, never fall short.
+RESTORE_LATE_S = 0.05
+
+
+def agrees_with_the_api(image_s: float, u_s: float, api_s: float, api_u: float, restored: bool) -> bool:
+    late = RESTORE_LATE_S if restored else 0.0
+    return -(u_s + api_u) <= image_s - api_s <= u_s + api_u + late
+
+
+def restored(run) -> bool:
+    return bool(run.snapshot.get("restore_command")) and not run.snapshot.get("first_resumed")
+
+
 def test_stop_length_agrees_with_the_api(run):
     """The image sizes the stop (Firecracker: the TSC's advance across the
     drift loop's gap; Cloud Hypervisor: that, and the RTC's step timed by the
@@ -138,7 +155,7 @@ def test_stop_length_agrees_with_the_api(run):
     wall_s, u_s = stop["wall_ns"] / 1e9, stop["uncertainty_ns"] / 1e9
     api_s, api_u = run.snapshot["stopped_s"], run.snapshot["stopped_uncertainty_s"]
     print(f"\n{run.vmm}: the image's stop {wall_s:.6f} s +- {u_s:.6f} ({stop['seen_by']}); API {api_s:.6f} s +- {api_u:.6f}")
-    assert abs(wall_s - api_s) <= u_s + api_u, (stop, run.snapshot)
+    assert agrees_with_the_api(wall_s, u_s, api_s, api_u, restored(run)), (stop, run.snapshot)
     assert u_s < 0.1 and api_u < 0.1, (stop, run.snapshot)
 
 
@@ -149,7 +166,8 @@ def test_each_clock_as_the_monitor_keeps_it(run):
         # Firecracker v1.16.1 here: the TSC runs on, kvmclock and the LAPIC
         # timer are restored to their saved values, the PIT cannot tell; no RTC
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
-        assert abs(c["tsc"]["advanced_ns"] / 1e9 - api_s) <= c["tsc"]["uncertainty_ns"] / 1e9 + api_u, (c["tsc"], api_s)
+        assert agrees_with_the_api(c["tsc"]["advanced_ns"] / 1e9, c["tsc"]["uncertainty_ns"] / 1e9, api_s, api_u,
+                                   restored(run)), (c["tsc"], api_s)
         assert c["kvmclock"]["verdict"] == "stood_still", c["kvmclock"]
         assert c["lapic"]["verdict"] == "stood_still", c["lapic"]
         assert c["pit"]["verdict"] == "unknown", c["pit"]

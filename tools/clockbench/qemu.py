@@ -1013,6 +1013,7 @@ def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
     def start_proc(extra: list[str], sock: Path):
         proc = subprocess.Popen(cmd + ["-qmp", f"unix:{sock},server=on,wait=off"] + extra, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        vmrun.widen_pipe(proc.stdout)
         for t in (threading.Thread(target=vmrun.pump, args=(proc.stdout, chunks, echo, migrator.feed), daemon=True),
                   threading.Thread(target=vmrun.pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True)):
             t.start()

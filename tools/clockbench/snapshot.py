@@ -244,6 +244,7 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     def launch(command: list[str]) -> subprocess.Popen:
         p = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              start_new_session=True)
+        vmrun.widen_pipe(p.stdout)
         for t in (threading.Thread(target=vmrun.pump, args=(p.stdout, chunks, echo, feed), daemon=True),
                   threading.Thread(target=vmrun.pump, args=(p.stderr, errs, echo_err, None), daemon=True)):
             t.start()

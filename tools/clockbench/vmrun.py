@@ -80,6 +80,25 @@ def pump(stream, sink: list[bytes], live: Callable[[str], None] | None, watch: C
             live(chunk.decode("utf-8", "replace"))
 
 
+F_SETPIPE_SZ = 1031  # fcntl.h (Linux)
+PIPE_BYTES = 1 << 20  # a whole run's serial output (up to about 200 KB), and the unprivileged limit's default
+
+
+def widen_pipe(stream) -> None:
+    """The machine's output pipe made large enough to hold a whole run's
+    output: a monitor whose write to a full pipe waits (QEMU's UART retries,
+    then drops the byte) loses what it still holds when the guest ends the
+    machine at once (isa-debug-exit). A reader starved of the CPU (a loaded
+    host, a low-priority test lane) once let the pipe fill and a log lose
+    its end. Where the kernel refuses the size, the default stays."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, ValueError):
+        pass
+
+
 def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = None,
         echo_err: Callable[[str], None] | None = None, stop: threading.Event | None = None,
         watch_out: Callable[[bytes], None] | None = None, watch_err: Callable[[bytes], None] | None = None,
@@ -97,6 +116,7 @@ def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = No
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, cwd=cwd)
+    widen_pipe(proc.stdout)
     out: list[bytes] = []
     err: list[bytes] = []
     readers = [threading.Thread(target=pump, args=(proc.stdout, out, echo, watch_out), daemon=True),
