@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from clockbench import qemu
 
 
@@ -20,6 +22,7 @@ def children_of(pid: int) -> set[int]:
     return kids
 
 
+@pytest.mark.timed  # the hog must be running 0.4 s in: a starved test process starts it late
 def test_hog_pins_shares_and_restores():
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
