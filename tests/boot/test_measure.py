@@ -94,8 +94,11 @@ def test_frequency_records_and_tsc_reference(tcg_run):
         assert abs(f["window_s"] - 2.0) < 0.2
         # every reference agrees on the TSC within 3 of its stated uncertainty (or 2 ppm)
         assert abs(f["hz"] - prof["tsc_hz"]) / prof["tsc_hz"] * 1e6 < max(2.0, 3 * f["uncertainty_ppm"])
+    # two 1 s sub-windows in the 2 s window; one that held the host taking
+    # the CPU (a gap, with a busy host beside the run) is left out, never bent
     stab = [s for s in records.of_type(tcg_run.records, "stability") if s["reference"] == "hpet"]
-    assert len(stab) == 2
+    assert 1 <= len(stab) <= 2, stab
+    assert all(s["length_s"] == 1.0 for s in stab), stab
 
 
 def test_verdict_checks_and_summary(tcg_run):

@@ -202,6 +202,7 @@ def test_a_stop_outside_the_drift_window_is_named_over_the_whole_run(tmp_path_fa
     assert rc["kvmclock_step_ns"] is None, rc  # TCG has no kvmclock
 
 
+@pytest.mark.timed  # the run must end before the migration's time: a starved run could reach it
 def test_a_migration_past_the_runs_end_is_refused_once_the_run_ended(tmp_path):
     """No run's end is known before it runs: a --migrate-at the run never
     reaches is refused when it ends, with one line and exit 64 (a script
@@ -210,11 +211,11 @@ def test_a_migration_past_the_runs_end_is_refused_once_the_run_ended(tmp_path):
     runs_dir = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "direct", "--kernel", str(KERNEL), "--accel", "tcg",
-                        "--append", "only=read_cost", "--migrate-at", "100", "--timeout", "150", "--runs-dir", str(runs_dir),
+                        "--append", "only=read_cost", "--migrate-at", "200", "--timeout", "300", "--runs-dir", str(runs_dir),
                         "--store", "none", "--no-report"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 64, (r.stdout[-2000:], r.stderr[-2000:])
     said = [l for l in r.stderr.splitlines() if l.startswith("clockbench: --migrate-at")]
-    assert len(said) == 1 and "--migrate-at 100: past the run's end (the run ended before the migration's time)" in said[0], r.stderr
+    assert len(said) == 1 and "--migrate-at 200: past the run's end (the run ended before the migration's time)" in said[0], r.stderr
     [folder] = [p for p in runs_dir.iterdir() if p.is_dir()]
     log = (folder / "run.log").read_text()
     assert records.one(records.parse_log(log).records, "summary")["status"] == "passed"
