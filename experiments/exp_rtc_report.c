@@ -340,6 +340,24 @@ static void stop_report(const struct stop_found *f)
     }
 }
 
+/* One counter's advance over the whole run against the TSC's: its step, a
+   bound from its tolerance and the TSC rate's uncertainty, into the record
+   and a line; true when it stepped beyond that and 10 ms (a stop). */
+static bool whole_run_step(struct record *r, const char *label, const char *key, const char *u_key, struct xf advanced_ns,
+                           struct xf tsc_ns, uint32_t tolerance_ppm, struct xf u_rate)
+{
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
+    struct xf one_s = xf_from_u64(1000000000ull);
+    struct xf step = xf_sub(advanced_ns, tsc_ns);
+    struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(tolerance_ppm)), xf_from_u64(1000000)), u_rate);
+    bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
+    record_xf_fixed(r, key, step, 0);
+    record_xf_fixed(r, u_key, u, 0);
+    kprintf("  %s %s s +-%s against the TSC%s\n", label, xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
+            stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+    return stepped;
+}
+
 /* Over the whole run, from before the first experiment to after the last:
    the RTC's count (whole seconds, so +-1 s), the 64-bit HPET's and
    kvmclock's against the TSC. A stop outside the drift window shows here,
@@ -377,31 +395,18 @@ static void whole_run_report(const struct rtc_run *run)
     if (m0->hpet_ok && m1->hpet_ok && discovered.hpet.period_fs) {
         struct xf hpet_ns = xf_div(xf_mul(xf_from_u64(m1->hpet - m0->hpet), xf_from_u64(discovered.hpet.period_fs)),
                                    xf_from_u64(1000000));
-        struct xf step = xf_sub(hpet_ns, tsc_ns);
         /* its nominal period against the TSC's rate by the drift (if measured against the HPET, the same thing) */
-        struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(counters[COUNTER_HPET].nominal_accuracy_ppm)),
-                                    xf_from_u64(1000000)), u_rate);
-        bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
-        any = any || stepped;
-        record_xf_fixed(&r, "hpet_step_ns", step, 0);
-        record_xf_fixed(&r, "hpet_step_uncertainty_ns", u, 0);
-        kprintf("  the HPET %s s +-%s against the TSC%s\n", xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
-                stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+        any = whole_run_step(&r, "the HPET", "hpet_step_ns", "hpet_step_uncertainty_ns", hpet_ns, tsc_ns,
+                             counters[COUNTER_HPET].nominal_accuracy_ppm, u_rate) || any;
     } else {
         record_null(&r, "hpet_step_ns");
         record_null(&r, "hpet_step_uncertainty_ns");
     }
     if (m0->kvmclock_ok && m1->kvmclock_ok && m1->kvmclock >= m0->kvmclock) {
-        struct xf step = xf_sub(xf_from_u64(m1->kvmclock - m0->kvmclock), tsc_ns);
         /* its rate is the hypervisor's scaling of the TSC, within its stated tolerance, against the TSC's measured rate */
-        struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(counters[COUNTER_KVMCLOCK].nominal_accuracy_ppm)),
-                                    xf_from_u64(1000000)), u_rate);
-        bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
-        any = any || stepped;
-        record_xf_fixed(&r, "kvmclock_step_ns", step, 0);
-        record_xf_fixed(&r, "kvmclock_step_uncertainty_ns", u, 0);
-        kprintf("  kvmclock %s s +-%s against the TSC%s\n", xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
-                stepped ? ": one of the two stood still while the other ran (a stop)" : "");
+        any = whole_run_step(&r, "kvmclock", "kvmclock_step_ns", "kvmclock_step_uncertainty_ns",
+                             xf_from_u64(m1->kvmclock - m0->kvmclock), tsc_ns,
+                             counters[COUNTER_KVMCLOCK].nominal_accuracy_ppm, u_rate) || any;
     } else {
         record_null(&r, "kvmclock_step_ns");
         record_null(&r, "kvmclock_step_uncertainty_ns");
