@@ -67,7 +67,8 @@ class Machine:
         self.chunks: list[bytes] = []
         threading.Thread(target=lambda: [self.chunks.append(c) for c in iter(lambda: self.proc.stdout.read1(4096), b"")],
                          daemon=True).start()
-        self.wait_serial("run ended", timeout)
+        # the serial port's last line: every record (the ending record comes after "run ended") is whole
+        self.wait_serial("clockbench: halted; it is safe to power off.\r\n", timeout)
         self.mon = socket.socket(socket.AF_UNIX)
         self.mon.settimeout(10)
         self.mon.connect(str(cfg.monitor_socket))
@@ -123,14 +124,23 @@ class Machine:
         return path
 
     def key(self, name: str, until, what: str, timeout: float = 20):
-        """Presses a key, then polls until(...) holds."""
+        """Presses a key, then waits until until() holds (see settled)."""
         self.command(f"sendkey {name}")
+        return self.settled(until, f"after key {name}: {what}", timeout)
+
+    def settled(self, until, what: str, timeout: float = 20):
+        """Polls until() until it holds on two reads in a row that agree, and returns that read.
+
+        A read (screendump or xp) runs beside the guest's drawing, so one read can catch a page half drawn: rows
+        below the one being drawn still old, even with the footer already new (seen on a loaded host)."""
         deadline = time.monotonic() + timeout
+        last = None
         while True:
             got = until()
-            if got:
+            if got and got == last:
                 return got
-            assert time.monotonic() < deadline, f"after key {name}: {what}"
+            last = got
+            assert time.monotonic() < deadline, f"{what} (last read: {last!r})"
             time.sleep(0.3)
 
     def close(self) -> None:
@@ -172,7 +182,7 @@ def test_text_screen_summary_and_its_qr_code(machine):
     qr = records.one(recs, "qr")
     size = 4 * qr["version"] + 17
     assert 1 <= qr["version"] <= 7, "version 7 (45 modules) is the largest that fits 25 rows of two modules"
-    cells = m.text_cells()
+    cells = m.settled(m.text_cells, "the summary screen")
     # the code: black-on-white half blocks against the right edge, the text left of it
     qr_cols = size + 4
     for r in range((size + 4 + 1) // 2):
@@ -217,7 +227,7 @@ def test_keys_page_the_report_come_back_and_reboot(machine):
     m = machine(qemu.QemuConfig(boot="direct", kernel=KERNEL, accel="tcg", append="only=read_cost"))
     recs = records.parse(m.serial)
     qr = records.one(recs, "qr")
-    summary = m.text_lines()
+    summary = m.settled(m.text_lines, "the summary screen")
     assert summary[0].startswith("clockbench ")
     report = [l for l in records.clean(m.serial).split("\n")]
     summary_line = next(l for l in report if l.startswith("SUMMARY:"))
@@ -262,10 +272,9 @@ def test_summary_screen_and_its_qr_code(firmware, machine):
     m = machine(qemu.QemuConfig(boot="iso", iso=TEST_ISO, firmware=firmware, accel="tcg"))
     serial = m.serial
     recs = records.parse(serial)
-    ppm = m.screendump()
+    w, h, pixels = m.settled(lambda: screen.read_ppm(m.screendump()), "the summary screen")
     machine_rec = records.one(recs, "machine")
     assert machine_rec["screen"].startswith("framebuffer 1024x768, 32 bits per pixel")
-    w, h, pixels = screen.read_ppm(ppm)
     assert (w, h) == (1024, 768)
     # cells under the QR code match no glyph and read as '?': cut them off the right
     text = [l.rstrip("? ") for l in screen.screen_text(w, h, pixels)]
