@@ -18,7 +18,6 @@ import select
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 from . import errors, paths, qemu
@@ -48,7 +47,8 @@ class PlaceConsole:
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "PYTHONPATH": ""}, start_new_session=True)
         self.err: list[str] = []
-        threading.Thread(target=self._errors, daemon=True).start()
+        self.err_reader = threading.Thread(target=self._errors, daemon=True)
+        self.err_reader.start()
 
     def _errors(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
@@ -62,7 +62,8 @@ class PlaceConsole:
         if data:
             return data
         self.proc.wait(timeout=30)
-        time.sleep(0.05)
+        # its last word is on stderr: wait for the reader to reach the end (a fixed short sleep lost it on a loaded host)
+        self.err_reader.join(timeout=30)
         last = self.err[-1] if self.err else f"exit status {self.proc.returncode}"
         raise ConnectionResetError(f"labgrid place {self.place}: {last.removeprefix('clockbench lab: ')}")
 
