@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import ptyport
 from clockbench import capture, compare, report, results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +105,7 @@ def test_capture_from_a_serial_line_until_the_run_ends(tmp_path):
     text = LOGS[0].read_bytes()
 
     def feed():
-        time.sleep(0.5)  # let capture open and configure the port first
+        ptyport.wait_configured(os.ttyname(slave))  # capture opens and configures the port first
         for i in range(0, len(text), 2048):
             os.write(master, text[i:i + 2048])
             time.sleep(0.005)
@@ -124,7 +125,7 @@ def test_capture_keeps_what_it_read_when_the_port_goes_away(tmp_path):
     text = LOGS[0].read_bytes()[:20000]
 
     def feed_then_vanish():
-        time.sleep(0.5)  # let capture open and configure the port first
+        ptyport.wait_configured(name)  # capture opens and configures the port first
         for i in range(0, len(text), 2048):
             os.write(master, text[i:i + 2048])
             time.sleep(0.005)

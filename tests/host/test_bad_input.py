@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import ptyport
 from cli_logs import KVM, TCG, crashed_log, cut_inside_an_array, failed_log, need, run_cli, run_process
 from clockbench import errors, results
 
@@ -177,9 +178,9 @@ def test_loaders_raise_only_tool_errors():
 
 # --- capture, through a pseudo-terminal standing in for the serial port ---
 
-def feed(master: int, data: bytes, then_close: bool = False) -> threading.Thread:
+def feed(master: int, name: str, data: bytes, then_close: bool = False) -> threading.Thread:
     def go():
-        time.sleep(0.5)  # let capture open and configure the port first
+        ptyport.wait_configured(name)  # capture opens and configures the port first
         for i in range(0, len(data), 4096):
             os.write(master, data[i:i + 4096])
             time.sleep(0.002)
@@ -206,7 +207,7 @@ def port():
 
 def test_capture_of_a_failed_run_exits_1(tmp_path, capsys, port):
     master, name = port
-    feed(master, failed_log().encode())
+    feed(master, name, failed_log().encode())
     r = run_cli(capsys, "capture", name, "--log", tmp_path / "cap.log", "--timeout", "30")
     assert r.code == 1, r.err
     assert "the run failed" in r.err and (tmp_path / "cap.log").stat().st_size > 10_000
@@ -214,7 +215,7 @@ def test_capture_of_a_failed_run_exits_1(tmp_path, capsys, port):
 
 def test_capture_of_a_passed_run_exits_0(tmp_path, capsys, port):
     master, name = port
-    feed(master, KVM.read_bytes())
+    feed(master, name, KVM.read_bytes())
     r = run_cli(capsys, "capture", name, "--log", tmp_path / "cap.log", "--timeout", "30")
     assert r.code == 0, r.err
     assert (tmp_path / "cap.log").read_bytes() == KVM.read_bytes()
@@ -222,7 +223,7 @@ def test_capture_of_a_passed_run_exits_0(tmp_path, capsys, port):
 
 def test_capture_of_a_crashed_run_exits_3(tmp_path, capsys, port):
     master, name = port
-    feed(master, crashed_log().encode(), then_close=True)
+    feed(master, name, crashed_log().encode(), then_close=True)
     r = run_cli(capsys, "capture", name, "--log", tmp_path / "cap.log", "--timeout", "20")
     assert r.code == 3, r.err
     assert "the run crashed" in r.err
@@ -249,7 +250,7 @@ def test_capture_of_a_port_that_does_not_exist(tmp_path, capsys):
 
 def test_capture_at_the_wrong_rate_is_bad_input(tmp_path, capsys, port):
     master, name = port
-    feed(master, bytes(random.Random(3).randrange(256) for _ in range(3000)), then_close=True)
+    feed(master, name, bytes(random.Random(3).randrange(256) for _ in range(3000)), then_close=True)
     r = run_cli(capsys, "capture", name, "--log", tmp_path / "cap.log", "--timeout", "5")
     assert r.code == errors.BAD_INPUT
     assert "wrong --baud" in one_line(r.err)
@@ -294,7 +295,7 @@ def test_capture_stopped_by_ctrl_c_keeps_the_log_and_says_where(tmp_path, port):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     part = TCG.read_bytes()[:5000]
-    time.sleep(1.5)  # python starts and opens the port
+    ptyport.wait_configured(name)  # python starts and opens the port
     os.write(master, part)
     deadline = time.monotonic() + 20
     while (not log.exists() or log.stat().st_size < len(part)) and time.monotonic() < deadline:
