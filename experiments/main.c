@@ -37,8 +37,14 @@ static const char *secure_boot_how(void)
     static char how[160];
     const char *state = bootinfo_secure_boot(&boot);
     const char *fw = bootinfo_firmware(&boot);
-    if (!boot.efi_state_present && fw && !strcmp(fw, "bios"))
+    /* the summary screen's shorter word (bootinfo_secure_boot_shown) with its reason */
+    bool not_applicable = !strncmp(bootinfo_secure_boot_shown(&boot), "not applicable", 14);
+    if (not_applicable && fw && !strcmp(fw, "bios"))
         fmt_format(how, sizeof how, "not applicable (BIOS: the Multiboot 2 information has no EFI system table tag)");
+    else if (not_applicable && boot.protocol == BOOT_MULTIBOOT1)
+        fmt_format(how, sizeof how, "not applicable (BIOS: QEMU's own Multiboot 1 loader, which only a BIOS runs)");
+    else if (not_applicable)
+        fmt_format(how, sizeof how, "not applicable (PVH entry: no UEFI firmware loaded the image)");
     else if (!boot.efi_state_present)
         fmt_format(how, sizeof how, "%s (not started through clockbench's EFI entry, which reads the firmware's variables)",
                    state);

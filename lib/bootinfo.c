@@ -5,6 +5,7 @@
 #include "bootinfo.h"
 
 #include "format.h"
+#include "string.h"
 
 /* Multiboot 1 info flags and field offsets (spec 3.3) */
 #define MB1_INFO_CMDLINE (1u << 2)
@@ -332,8 +333,18 @@ const char *bootinfo_firmware(const struct boot_info *bi)
 
 const char *bootinfo_secure_boot_shown(const struct boot_info *bi)
 {
+    if (bi->efi_state_present)
+        return bootinfo_secure_boot(bi);
     const char *fw = bootinfo_firmware(bi);
-    if (!bi->efi_state_present && fw && fw[0] == 'b')
+    if (fw && fw[0] == 'b')
         return "not applicable (BIOS)";
+    /* QEMU's own Multiboot 1 loader is an option ROM that only a BIOS
+       (SeaBIOS, qboot) runs; OVMF loads no Multiboot kernel */
+    if (bi->protocol == BOOT_MULTIBOOT1 && strcmp(bi->loader, "qemu") == 0)
+        return "not applicable (BIOS)";
+    /* the VMM jumped to the PVH entry itself: no UEFI firmware loaded, let
+       alone verified, the image */
+    if (bi->protocol == BOOT_PVH)
+        return "not applicable (PVH entry: no UEFI)";
     return bootinfo_secure_boot(bi);
 }

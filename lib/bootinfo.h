@@ -117,7 +117,9 @@ const char *bootinfo_secure_boot(const struct boot_info *bi);
    table), or NULL when it cannot tell (Multiboot 1, PVH). */
 const char *bootinfo_firmware(const struct boot_info *bi);
 /* For people: bootinfo_secure_boot's word, or "not applicable (BIOS)" where
-   the firmware is BIOS and Secure Boot does not exist. */
+   the firmware is BIOS (Multiboot 2 with no EFI tag, or QEMU's own Multiboot 1
+   loader) and Secure Boot does not exist, or "not applicable (PVH entry: no
+   UEFI)" on a PVH boot. The host report (report.secure_boot) says the same. */
 const char *bootinfo_secure_boot_shown(const struct boot_info *bi);
 
 #endif

@@ -46,6 +46,34 @@ def test_multiboot1_cannot_tell(lib):
     assert r["ok"] and r["firmware"] is None and r["secure_boot_shown"] == "unknown"
 
 
+def mb1_with_loader(name: bytes) -> bytes:
+    mem = bytearray(0x100)
+    struct.pack_into("<I", mem, 0, 1 << 9)  # flags: the loader's name
+    struct.pack_into("<I", mem, 64, 0x80)
+    mem[0x80:0x80 + len(name) + 1] = name + b"\0"
+    return bytes(mem)
+
+
+def test_qemus_own_multiboot1_loader_is_a_bios_boot_as_the_report_says(lib):
+    """QEMU's -kernel Multiboot loader is an option ROM that only SeaBIOS or
+    qboot runs: the image says what the host report says."""
+    r = parse(lib, MB1, mb1_with_loader(b"qemu"), 0)
+    assert r["ok"] and r["loader"] == "qemu" and r["secure_boot"] == "unknown"
+    assert r["secure_boot_shown"] == "not applicable (BIOS)" == report.secure_boot({"machine": {"loader": "qemu"}})
+    # GRUB can load a Multiboot 1 kernel under UEFI too: there it cannot tell
+    r = parse(lib, MB1, mb1_with_loader(b"GRUB 2.06"), 0)
+    assert r["secure_boot_shown"] == "unknown"
+
+
+def test_a_pvh_boot_has_no_uefi_in_the_image_and_the_report(lib):
+    from test_bootinfo import PVH, START, pvh_image
+
+    r = parse(lib, PVH, pvh_image(), START)
+    assert r["ok"] and r["firmware"] is None and r["secure_boot"] == "unknown"
+    shown = report.secure_boot({"machine": {"boot_protocol": "pvh", "secure_boot": "unknown"}})
+    assert r["secure_boot_shown"] == shown == "not applicable (PVH entry: no UEFI)"
+
+
 def test_the_report_says_not_applicable_for_a_bios_grub_boot():
     """A stick booted by GRUB under BIOS on a real machine: the loader is
     GRUB, not qemu, and no metadata names the firmware; the image's

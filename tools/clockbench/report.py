@@ -520,7 +520,7 @@ def secure_boot(res: dict, meta: dict | None = None) -> str:
         return str(state)
     fw = str(_d(_d(meta).get("qemu")).get("firmware") or "").lower()
     if m.get("boot_protocol") == "pvh":
-        return "not applicable (the PVH entry: no UEFI firmware)"
+        return "not applicable (PVH entry: no UEFI)"
     if m.get("loader") == "qemu" or m.get("firmware") == "bios" or fw in ("bios", "seabios", "qboot"):
         return "not applicable (BIOS)"
     return str(state or "unknown")
