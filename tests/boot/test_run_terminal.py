@@ -64,16 +64,21 @@ def test_ctrl_c_stops_qemu_and_keeps_the_partial_log(tmp_path):
                              "--no-report", "--runs-dir", str(runs_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV)
     seen = []
-    deadline = time.monotonic() + 240
-    for line in proc.stdout:  # the drift phase: 60 s of it left when SIGINT arrives
-        seen.append(line)
-        if line.startswith("  drift ") or time.monotonic() > deadline:
-            break
-    assert seen and seen[-1].startswith("  drift "), "".join(seen)[-3000:]
-    time.sleep(1)
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 240
+        for line in proc.stdout:  # the drift phase: 60 s of it left when SIGINT arrives
+            seen.append(line)
+            if line.startswith("  drift ") or time.monotonic() > deadline:
+                break
+        assert seen and seen[-1].startswith("  drift "), "".join(seen)[-3000:]
+        time.sleep(1)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # a failed step leaves no run behind to load the next tests
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
     assert time.monotonic() - started < 20  # not the 60 s window
     assert proc.returncode == 130, out[-2000:] + err[-2000:]
     assert "Traceback" not in err and "Traceback" not in out

@@ -67,12 +67,16 @@ class Machine:
         self.chunks: list[bytes] = []
         threading.Thread(target=lambda: [self.chunks.append(c) for c in iter(lambda: self.proc.stdout.read1(4096), b"")],
                          daemon=True).start()
-        # the serial port's last line: every record (the ending record comes after "run ended") is whole
-        self.wait_serial("clockbench: halted; it is safe to power off.\r\n", timeout)
         self.mon = socket.socket(socket.AF_UNIX)
-        self.mon.settimeout(10)
-        self.mon.connect(str(cfg.monitor_socket))
-        self._read_prompt()
+        try:
+            # the serial port's last line: every record (the ending record comes after "run ended") is whole
+            self.wait_serial("clockbench: halted; it is safe to power off.\r\n", timeout)
+            self.mon.settimeout(10)
+            self.mon.connect(str(cfg.monitor_socket))
+            self._read_prompt()
+        except BaseException:
+            self.close()  # a machine left on its final screen polls the keyboard at full speed
+            raise
         self.dumps = 0
 
     @property
