@@ -1,5 +1,6 @@
 /* Experiment "drift", its measurement: every counter read against the TSC over a window, fitted across discontinuities. */
 #include "../drivers/cpuinfo.h"
+#include "../drivers/pvclock.h"
 #include "../kernel/console.h"
 #include "../kernel/discover.h"
 #include "../kernel/memory.h"
@@ -246,6 +247,21 @@ static void analyse_all(void)
     }
 }
 
+/* The page's version when no write is under way (an odd version is a
+   write in progress); false if it never settled within a bounded wait. */
+static bool kvmclock_version_even(uint32_t *out)
+{
+    for (int tries = 0; tries < PVCLOCK_READ_TRIES; tries++) {
+        uint32_t v = kvmclock_page.version;
+        if (!(v & 1)) {
+            *out = v;
+            return true;
+        }
+        cpu_relax();
+    }
+    return false;
+}
+
 /* KVM derives kvmclock's mul/shift from the host's TSC rate in kHz
    (arch/x86/kvm/x86.c, kvm_guest_time_update: kvm_get_time_scale(NSEC_PER_SEC,
    tgt_tsc_khz * 1000)), so between the host's updates kvmclock runs at that
@@ -363,7 +379,13 @@ static void drift_measure(const struct profile *p)
     if (drift_st.skip_reason)
         drift_st.series_count = 0;
     if (drift_st.series_count) {
+        drift_st.kv_tracked = discovered.pv.kvmclock_on && kvmclock_version_even(&drift_st.kv_version_start);
         sample_all(drift_st.window_asked_tsc);
+        if (drift_st.kv_tracked) {
+            drift_st.kv_tracked = kvmclock_version_even(&drift_st.kv_version_end);
+            drift_st.kv_scale_changed = kvmclock_page.tsc_to_system_mul != discovered.pv.mul ||
+                                        kvmclock_page.tsc_shift != discovered.pv.shift;
+        }
         analyse_all();
     }
     memory_release(mark);

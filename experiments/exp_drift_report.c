@@ -96,6 +96,13 @@ static void frequency_record(const char *counter, const char *reference, struct 
         record_str(&r, "reference_why", used ? results.tsc_reference_why : 0);
         if (used && results.tsc_stated_hz)
             record_u64(&r, "stated_hz", results.tsc_stated_hz);
+        if (s->counter == COUNTER_KVMCLOCK) {
+            if (drift_st.kv_tracked)
+                record_u64(&r, "kvmclock_page_updates", (drift_st.kv_version_end - drift_st.kv_version_start) / 2);
+            else
+                record_null(&r, "kvmclock_page_updates");
+            record_bool(&r, "kvmclock_scale_changed", drift_st.kv_scale_changed);
+        }
     }
     emit(&r);
 }
@@ -149,6 +156,19 @@ static void report_tsc_against(const struct series *s)
                 "    checks the hypervisor's stated rate against the host's clock at its\n"
                 "    update points, not a crystal; the +- holds its +-%u Hz rounding)\n",
                 (unsigned long long)results.tsc_stated_hz, xs(c, off, 4), KVMCLOCK_RATE_ROUNDING_HZ);
+    }
+    if (s->counter == COUNTER_KVMCLOCK) {
+        uint32_t updates = (drift_st.kv_version_end - drift_st.kv_version_start) / 2;
+        if (!drift_st.kv_tracked)
+            kprintf("    kvmclock's page was being written at the window's start or end: its\n"
+                    "    updates in the window are not counted\n");
+        else if (updates)
+            kprintf("    the host wrote kvmclock's page %u time%s in the window, re-anchoring it to\n"
+                    "    its own clock%s: the fit holds those steps, not the stated rate alone\n",
+                    updates, updates == 1 ? "" : "s", drift_st.kv_scale_changed ? " and changing its mul/shift" : "");
+        else
+            kprintf("    the host did not write kvmclock's page in the window: kvmclock ran at\n"
+                    "    its stated mul/shift throughout\n");
     }
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);

@@ -67,6 +67,12 @@ struct drift_run {
     /* where any series found a discontinuity other than a gap: every series is cut there */
     struct drift_cuts cuts;
     struct drift_inject inject;
+    /* kvmclock's page around the window: the host writes it (version + 2 each
+       time) when it re-anchors kvmclock to its own clock; between those
+       writes kvmclock runs at the stated mul/shift exactly */
+    bool kv_tracked;
+    uint32_t kv_version_start, kv_version_end;
+    bool kv_scale_changed; /* mul or shift differed at the window's end */
 };
 
 extern struct drift_run drift_st;

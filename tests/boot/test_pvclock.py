@@ -150,13 +150,25 @@ def test_kvmclock_is_the_reference_when_no_counter_answers(boot, kvm):
     assert f["quantisation_ppm"] >= rounding_ppm * 0.99 and f["uncertainty_ppm"] >= rounding_ppm * 0.99, f
     assert f["absolute_uncertainty_ppm"] == 500
     off_ppm = (f["hz"] / f["stated_hz"] - 1) * 1e6
-    # kvmclock follows its stated scaling only between the host's updates of
-    # its page, which re-anchor it to the host's own clock: on this PVM host,
-    # with other work beside the test, it once ran 1.7 ppm off that scaling
-    # over a 2 s window (+-0.46 ppm stated). The image does not count those
-    # updates yet, so the known answer allows them this much.
+    # The host's writes of kvmclock's page in the window are counted (each
+    # re-anchors kvmclock to the host's clock), and the report says whether
+    # kvmclock ran at its stated scaling throughout.
+    updates = f["kvmclock_page_updates"]
+    assert updates is None or updates >= 0, f
+    said = [l for l in b.lines("    ") if "kvmclock's page" in l]
+    if updates == 0:
+        assert said and "did not write kvmclock's page in the window" in said[0], said
+    elif updates:
+        assert said and f"wrote kvmclock's page {updates} time" in said[0], said
+    # On this PVM host the fit once came out 1.7 ppm off the stated scaling
+    # over a 2 s window (+-0.46 ppm stated), with other work beside the test;
+    # once 0.62 ppm off (+-0.28) with no page write in the window, so the
+    # host's re-anchoring is not the whole cause (an instruction-emulating
+    # host's read brackets are not yet understood there). The known answer
+    # allows this much beyond 3 u.
     allowed = 3 * f["uncertainty_ppm"] + HOST_REANCHOR_PPM
-    assert abs(off_ppm) <= allowed, f"{f['hz']} Hz vs stated {f['stated_hz']}: {off_ppm:+.3f} ppm, allowed {allowed:.3f}"
+    assert abs(off_ppm) <= allowed, \
+        f"{f['hz']} Hz vs stated {f['stated_hz']}: {off_ppm:+.3f} ppm, allowed {allowed:.3f}; page writes {updates}"
     claims = [c for c in records.of_type(b.records, "freq_claim") if c["what"] == "tsc" and c["source"] == "cpuid.40000010h"]
     for c in claims:
         assert abs((f["hz"] / c["hz"] - 1) * 1e6) <= allowed, (f, c)
