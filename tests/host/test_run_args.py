@@ -200,6 +200,7 @@ BAD = [
     (["--append", "profile=standard", "--duration", "10"], ["--duration 10 and --append profile=standard disagree"]),
     (["--firmware", "qboot"], ["--firmware qboot", "--boot direct"]),
     (["--firmware", "uefi-secboot", "--boot", "direct"], ["--firmware uefi-secboot", "with --boot iso on the q35 machine"]),
+    (["--firmware", "uefi", "--boot", "direct"], ["--firmware uefi", "Multiboot kernel under SeaBIOS or qboot, not OVMF"]),
     (["--firmware", "uefi-secboot", "--machine", "pc"], ["--firmware uefi-secboot", "with --boot iso on the q35 machine"]),
     (["--firmware", "uefi", "--secure-boot-vars", "vars.fd"], ["--secure-boot-vars vars.fd", "for --firmware uefi-secboot"]),
 ]

@@ -257,6 +257,10 @@ def check_run_arguments(args: argparse.Namespace) -> None:
         raise _usage("--firmware", args.firmware, "qboot boots only a kernel QEMU loads itself: with --boot direct or pvh")
     if args.boot == "pvh" and args.firmware == "uefi":
         raise _usage("--firmware", args.firmware, "QEMU's -kernel takes a PVH kernel under SeaBIOS or qboot, not OVMF")
+    if args.boot == "direct" and args.firmware == "uefi":
+        # OVMF loads only an EFI program through -kernel, and this one is Multiboot: it would sit at OVMF's shell
+        raise _usage("--firmware", args.firmware, "QEMU's -kernel takes the Multiboot kernel under SeaBIOS or qboot, not OVMF; "
+                     "for UEFI boot the ISO: --boot iso")
     if args.firmware == "uefi-secboot" and (args.boot != "iso" or args.machine != "q35"):
         raise _usage("--firmware", args.firmware, "Secure Boot starts the ISO's signed shim, GRUB and kernel: with --boot iso "
                      "on the q35 machine (OVMF's Secure Boot build needs its SMM)")
