@@ -25,7 +25,7 @@ def parser(monkeypatch):
     def catch(self, *a, **k):
         raise _Parsed(self)
 
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", catch)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", catch)
     with pytest.raises(_Parsed) as got:
         cli_main.main([])
     return got.value.parser
@@ -96,6 +96,20 @@ def test_usage_errors_exit_64_not_2(capsys, argv):
     r = run_cli(capsys, *argv)
     assert r.code == errors.USAGE
     assert "usage: clockbench" in r.err and "error:" in r.err
+
+
+@pytest.mark.parametrize("argv, says", [(["run", "--accel", "kvmm"], "argument --accel: invalid choice: 'kvmm'"),
+                                        (["run", "--smpp", "2"], "unrecognized arguments: --smpp 2"),
+                                        (["runs", "--last", "abc"], "argument --last: 'abc' is not a whole number"),
+                                        (["runs", "--last", "0"], "argument --last: 0: give 1 or more"),
+                                        (["runs", "--last", "-2"], "argument --last: -2: give 1 or more")])
+def test_a_mistyped_option_is_said_first_on_one_line_not_under_a_usage_block(capsys, argv, says):
+    """README: a tool error comes with one line saying what and why; run's
+    usage synopsis is 17 lines, so it is pointed to, not printed."""
+    r = run_cli(capsys, *argv)
+    lines = r.err.strip().splitlines()
+    assert r.code == errors.USAGE and lines[0].startswith(f"clockbench {argv[0]}: error: ") and says in lines[0], r.err
+    assert len(lines) <= 3 and lines[1].startswith("usage: clockbench"), r.err
 
 
 def test_default_paths_are_in_the_repository_whatever_the_folder(parser, tmp_path):

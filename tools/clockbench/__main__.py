@@ -14,8 +14,12 @@ class _Parser(argparse.ArgumentParser):
     image's "nothing ran")."""
 
     def error(self, message: str):
-        self.print_usage(sys.stderr)
-        self.exit(errors.USAGE, f"{self.prog}: error: {message}\n")
+        # what is wrong comes first, on one line; a usage block of many lines
+        # (run's options) would bury it, so that is only pointed to
+        usage = self.format_usage().strip()
+        if usage.count("\n") >= 3:
+            usage = f"usage: {self.prog} --help lists every option and what it takes"
+        self.exit(errors.USAGE, f"{self.prog}: error: {message}\n{usage}\n")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -150,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                     "ratios (with clockbench-os runs: the bare run is)")
     cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
     cp.set_defaults(func=lambda a: __import__("clockbench.compare", fromlist=["main"]).main(a))
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    if extra:  # said by the command's own parser, which names the command
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     return _dispatch(args)
 
 

@@ -311,12 +311,25 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def _newest_count(text: str) -> int:
+    """--last N: a count of runs, 1 or more (0 or a negative would list every run, or all but some)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 or more (or leave --last out for all)")
+    return n
+
+
 def add_parsers(sub) -> None:
     rs = sub.add_parser("runs", help="list the runs in the store (or, with --dir, the run folders `clockbench run` kept)")
     add_store_argument(rs)
     rs.add_argument("--dir", help="list the run folders in this folder instead of the store (e.g. build/runs)")
     rs.add_argument("--machine", help="only this machine's runs")
-    rs.add_argument("--last", type=int, metavar="N", help="only the newest N")
+    rs.add_argument("--last", type=_newest_count, metavar="N", help="only the newest N (1 or more)")
     rs.add_argument("--json", action="store_true", help="the runs as one JSON array (with their figures and checks)")
     rs.add_argument("--acpi", action="store_true", help="the machines' kept ACPI previews (`clockbench acpi --store`) "
                     "instead of their runs; with --machine, its newest shown whole")
