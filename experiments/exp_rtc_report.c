@@ -174,8 +174,11 @@ static void rtc_report_main(const struct rtc_run *run)
     else
         fmt_format(edges_text, sizeof edges_text, "widest bracket %s %s", xs(b, in_us ? xf_div(widest_ns, xf_from_u64(1000)) : widest_ns, 1),
                    in_us ? "us" : "ns");
-    kprintf("  %u second boundaries (UIP falling) timed by the TSC over %s s; %s\n", run->edge_count,
-            xs(a, tsc_ticks_s(run->window_tsc), 1), edges_text);
+    kprintf("  %u second boundar%s (UIP falling) timed by the TSC over %s s; %s\n", run->edge_count,
+            run->edge_count == 1 ? "y" : "ies", xs(a, tsc_ticks_s(run->window_tsc), 1), edges_text);
+    if (run->missed)
+        kprintf("  %llu watch%s for a boundary missed it (the loop was away, or the prediction was off)\n",
+                (unsigned long long)run->missed, run->missed == 1 ? "" : "es");
     if (run->fit.wide || run->fit.outliers)
         kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,
                 run->fit.outliers);
@@ -202,7 +205,8 @@ static void rtc_report_main(const struct rtc_run *run)
         check_skip("RTC counts", "the window (%s s) was too short to see an update end", xs(a, tsc_ticks_s(run->window_tsc), 1));
     if (!run->fit.fitted) {
         emit(&r);
-        check_skip("TSC agrees with the RTC", "%u edge(s): two one second apart or more are needed", run->edge_count);
+        check_skip("TSC agrees with the RTC", "%u edge(s) timed, %llu missed: two one second apart or more are needed",
+                   run->edge_count, (unsigned long long)run->missed);
         cost_records(run);
         return;
     }

@@ -294,7 +294,12 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
             screen_printf("  %-8s %8s ns %8s ns %16s %9s\n", counters[i].name, v->read, v->res, v->freq, v->mono);
         else
             screen_printf("  %-8s %s\n", counters[i].name, v->present ? "not measured" : "absent");
-        if (v->advice)
+        /* the TSC's advice speaks of the CPU: under an emulator, of the
+           emulator's, as the report's verdict says (its own row, so the
+           advice still fits beside the QR code) */
+        if (v->advice && i == COUNTER_TSC && v->measured && results_emulator())
+            screen_printf("           -> in this emulator:\n              %.63s\n", v->advice);
+        else if (v->advice)
             screen_printf("           -> %.66s\n", v->advice);
     }
     if (marked())

@@ -5,6 +5,7 @@
 #include "../lib/counters.h"
 #include "../lib/format.h"
 #include "../lib/record.h"
+#include "../lib/string.h"
 #include "checks.h"
 #include "console.h"
 #include "discover.h"
@@ -250,7 +251,12 @@ static void report_counters(void)
             record_str(&r, "note", c->note[0] ? c->note : 0);
             kprintf("  %-14s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
                     c->nominal_millihz ? fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6) : "unknown");
-            kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);
+            if (c->nominal_estimated && c->nominal_millihz && !strncmp(c->nominal_source, "not stated: ", 12))
+                /* no rate stated anywhere: the figure above is a start-up estimate, not a nominal */
+                kprintf("    no rate stated: estimated, %s (not a nominal); read by %s\n", c->nominal_source + 12,
+                        c->access);
+            else
+                kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);
             if (c->note[0])
                 kprintf("    %s%s\n", c->note, c->set_aside ? ": measured, never the default reference" : "");
             check_pass(c->name, "present: %s, %u bits", c->access, c->width_bits);

@@ -286,6 +286,11 @@ def test_summary_screen_and_its_qr_code(firmware, machine):
     assert summary and summary[0] in text, "\n".join(text)
     assert text[0].startswith("clockbench ") and text[0].endswith(": summary")
     assert any(l.startswith("CPU:") and machine_rec["brand"] in l for l in text)
+    # under TCG the TSC's advice is the emulator's, as the report's verdict says
+    tsc_verdict = records.one(recs, "verdict", counter="tsc")
+    assert tsc_verdict["qualifier"] == "in this emulator"
+    at = text.index("           -> in this emulator:")
+    assert text[at + 1].strip() == tsc_verdict["advice"][:63], text[at:at + 2]
     for name in ("tsc", "hpet", "acpi_pm", "pit"):
         lat = records.one(recs, "latency", counter="rdtsc" if name == "tsc" else name)
         row = [l for l in text if l.startswith(f"  {name} ")]
