@@ -106,6 +106,24 @@ def test_a_bios_and_a_uefi_run_of_one_machine_are_two_columns_with_their_boot():
     assert row(rows, "firmware")[-2:] == ["not through UEFI", "UEFI, EDK II, Secure Boot off"]
 
 
+def test_two_vmms_on_one_host_are_two_columns_not_a_mean():
+    """Firecracker and Cloud Hypervisor on one host: the same CPU and
+    hypervisor, booted the same way, but not the same devices (a PIT, a PM
+    timer): not repeats of one measurement."""
+    def vmm(extra: str) -> dict:
+        res = made(100, 20, 2e9, hv="KVMKVMKVM", loader="", boot_protocol="pvh")
+        res["counters"] = [{"name": n, "present": True} for n in ("tsc", "kvmclock", extra)]
+        return res
+
+    rows = compare.table([vmm("pit"), vmm("acpi_pm")], ["firecracker", "cloud-hypervisor"])
+    assert rows[0] == ["", "firecracker", "cloud-hypervisor"], rows[0]
+    assert row(rows, "counters present") == ["kvmclock pit tsc", "acpi_pm kvmclock tsc"]
+    rows = compare.table([vmm("pit"), vmm("acpi_pm"), vmm("pit")], ["f1", "c1", "f2"])
+    assert rows[0][-1] == "mean ± σ of 2 runs" and row(rows, "counters present")[-1] == "kvmclock pit tsc"
+    # one machine's runs all alike: no counters row
+    assert not [r for r in compare.table([vmm("pit"), vmm("pit")], ["a", "b"]) if r[0] == "counters present"]
+
+
 def test_no_spread_column_for_one_run_per_machine():
     rows = compare.table([made(100, 20, 2e9), made(100, 20, 2e9, brand="B")], ["a", "b"])
     assert len(rows[0]) == 3

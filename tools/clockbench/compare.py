@@ -79,11 +79,20 @@ def _firmware(res: dict) -> str:
     return "not through UEFI" if m else "-"
 
 
+def _counters_present(res: dict) -> tuple:
+    """The counters the machine has: two VMMs on one host give the same CPU
+    and hypervisor, but not the same devices (Firecracker a PIT, Cloud
+    Hypervisor a PM timer)."""
+    return tuple(sorted(str(c.get("name")) for c in res.get("counters") or [] if isinstance(c, dict) and c.get("present")))
+
+
 def repeat_key(res: dict) -> tuple:
     """Runs with the same key are repeats of one measurement: the same
-    machine, booted the same way, with the same profile. Only these are
-    averaged; a BIOS and a UEFI run of one machine are two columns, not a mean."""
-    return (*machine_key(res), _boot(res), _firmware(res), str(_dict(res.get("profile")).get("name")))
+    machine (the same CPU, hypervisor and counters), booted the same way,
+    with the same profile. Only these are averaged; a BIOS and a UEFI run of
+    one machine are two columns, not a mean, and so are two VMMs on one host."""
+    return (*machine_key(res), _counters_present(res), _boot(res), _firmware(res),
+            str(_dict(res.get("profile")).get("name")))
 
 
 def table(runs: list[dict], names: list[str]) -> list[list[str]]:
@@ -99,6 +108,9 @@ def table(runs: list[dict], names: list[str]) -> list[list[str]]:
     rows.append(["CPU (family.model.stepping)", *[cpu_of(r) for r in runs], *[cpu_of(runs[idx[0]]) for idx in multi]])
     rows.append(["firmware", *[_firmware(r) for r in runs], *[_firmware(runs[idx[0]]) for idx in multi]])
     rows.append(["boot", *[_boot(r) for r in runs], *[_boot(runs[idx[0]]) for idx in multi]])
+    if len({_counters_present(r) for r in runs}) > 1:  # machines told apart by their devices, not their CPU
+        said = lambda r: " ".join(_counters_present(r)) or "-"  # noqa: E731
+        rows.append(["counters present", *[said(r) for r in runs], *[said(runs[idx[0]]) for idx in multi]])
     rows.append(["image build", *[str(r.get("build") or "-") for r in runs], *none])
     rows.append(["profile", *[str(_dict(r.get("profile")).get("name") or "-") for r in runs], *none])
     p50s = [_p50(r) for r in runs]
