@@ -209,8 +209,9 @@ static void report_one(enum target_id t, const struct sequence *q)
     const char *name = target_info[t].name;
     struct xf tick_ns = target_ticks_ns(t, xf_from_u64(1));
     struct xf step_ns = target_ticks_ns(t, xf_from_u64(q->min_step));
-    kprintf("\n  %s: %llu back-to-back reads; smallest step %llu ticks = %s ns;\n    nominal tick %s ns\n", name,
-            (unsigned long long)q->reads, (unsigned long long)q->min_step, xs(a, step_ns, 1), xs(b, tick_ns, 3));
+    kprintf("\n  %s: %llu back-to-back reads; smallest step %llu tick%s = %s ns;\n    nominal tick %s ns\n", name,
+            (unsigned long long)q->reads, (unsigned long long)q->min_step, q->min_step == 1 ? "" : "s", xs(a, step_ns, 1),
+            xs(b, tick_ns, 3));
     if (q->zero_deltas)
         kprintf("    %llu of %llu consecutive reads saw the same value: it ticks slower than it can "
                 "be read, so its resolution is its step, %s ns\n",

@@ -163,7 +163,7 @@ static void report_instant(int id, const struct timer_result *t, struct record *
     xs(ru, tsc_ticks_to_ns(xf_from_u64(rate_u)), 0);
     /* the median event's window, and the widest when an arming took longer */
     if (width > 2 * width_p50)
-        fmt_format(phase, sizeof phase, "phase <= %s ns (one %s)", q, qw);
+        fmt_format(phase, sizeof phase, "phase <= %s ns (one %s ns)", q, qw);
     else
         fmt_format(phase, sizeof phase, "phase <= %s ns", qw);
     switch (id) {

@@ -249,8 +249,11 @@ static void report_counters(void)
             record_str(&r, "access", c->access);
             record_str(&r, "reference_role", counter_reference_role(i));
             record_str(&r, "note", c->note[0] ? c->note : 0);
-            kprintf("  %-14s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
-                    c->nominal_millihz ? fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6) : "unknown");
+            if (c->nominal_millihz)
+                kprintf("  %-14s %-7s %5u %15s MHz\n", c->name, "present", c->width_bits,
+                        fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6));
+            else
+                kprintf("  %-14s %-7s %5u %19s\n", c->name, "present", c->width_bits, "no rate stated");
             if (c->nominal_estimated && c->nominal_millihz && !strncmp(c->nominal_source, "not stated: ", 12))
                 /* no rate stated anywhere: the figure above is a start-up estimate, not a nominal */
                 kprintf("    no rate stated: estimated, %s (not a nominal); read by %s\n", c->nominal_source + 12,

@@ -465,7 +465,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if netbooted:
         meta["netboot"] = {k: v for k, v in netbooted.items() if k != "cmdline"}
     runs.write_metadata(run_dir, meta)
-    _say(f"booting {'over the network' if netbooted else f'{cfg.boot} boot'} ({image}), firmware {cfg.firmware}, "
+    how = {"iso": "the ISO", "direct": "the kernel directly (Multiboot)", "pvh": "the kernel at its PVH entry"}
+    _say(f"booting {'over the network' if netbooted else how.get(cfg.boot, cfg.boot)} ({image}), firmware {cfg.firmware}, "
          f"machine {cfg.machine} under {why}")
     if secure:
         _say(f"Secure Boot on; the firmware holds {keys}")

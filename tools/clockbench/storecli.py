@@ -129,7 +129,7 @@ def cmd_import(args) -> int:
     for b in bad:
         print(f"clockbench import: skipped: {b}", file=sys.stderr)
     kept = f", {previews} ACPI preview{'' if previews == 1 else 's'}" if previews else ""
-    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped{kept}; {total} runs in {args.store}")
+    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped{kept}; {total} run{'' if total == 1 else 's'} in {args.store}")
     return errors.BAD_INPUT if bad else 0
 
 
@@ -305,7 +305,7 @@ def cmd_runs(args) -> int:
                      checks, r["source"]))
     widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
     print("\n".join("  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in rows))
-    print(f"({len(kept)} runs in {args.store}; checks are passed/failed/skipped)")
+    print(f"({len(kept)} run{'' if len(kept) == 1 else 's'} in {args.store}; checks are passed/failed/skipped)")
     if beside:
         print("\n".join(beside))
     return 0
