@@ -97,11 +97,13 @@ static void frequency_record(const char *counter, const char *reference, struct 
         if (used && results.tsc_stated_hz)
             record_u64(&r, "stated_hz", results.tsc_stated_hz);
         if (s->counter == COUNTER_KVMCLOCK) {
-            if (drift_st.kv_tracked)
+            if (drift_st.kv_tracked) {
                 record_u64(&r, "kvmclock_page_updates", (drift_st.kv_version_end - drift_st.kv_version_start) / 2);
-            else
+                record_bool(&r, "kvmclock_scale_changed", drift_st.kv_scale_changed);
+            } else {
                 record_null(&r, "kvmclock_page_updates");
-            record_bool(&r, "kvmclock_scale_changed", drift_st.kv_scale_changed);
+                record_null(&r, "kvmclock_scale_changed");
+            }
         }
     }
     emit(&r);
@@ -164,8 +166,9 @@ static void report_tsc_against(const struct series *s)
                     "    updates in the window are not counted\n");
         else if (updates)
             kprintf("    the host wrote kvmclock's page %u time%s in the window, re-anchoring it to\n"
-                    "    its own clock%s: the fit holds those steps, not the stated rate alone\n",
-                    updates, updates == 1 ? "" : "s", drift_st.kv_scale_changed ? " and changing its mul/shift" : "");
+                    "    its own clock: the fit holds those steps, not the stated rate alone\n%s",
+                    updates, updates == 1 ? "" : "s",
+                    drift_st.kv_scale_changed ? "    (and the host changed kvmclock's mul/shift)\n" : "");
         else
             kprintf("    the host did not write kvmclock's page in the window: kvmclock ran at\n"
                     "    its stated mul/shift throughout\n");

@@ -177,7 +177,7 @@ static void rtc_report_main(const struct rtc_run *run)
     kprintf("  %u second boundar%s (UIP falling) timed by the TSC over %s s; %s\n", run->edge_count,
             run->edge_count == 1 ? "y" : "ies", xs(a, tsc_ticks_s(run->window_tsc), 1), edges_text);
     if (run->missed)
-        kprintf("  %llu watch%s for a boundary missed it (the loop was away, or the prediction was off)\n",
+        kprintf("  %llu watch%s missed a boundary (the loop away, or the prediction off)\n",
                 (unsigned long long)run->missed, run->missed == 1 ? "" : "es");
     if (run->fit.wide || run->fit.outliers)
         kprintf("  left out of the fit: %u with a wide bracket (the CPU away), %u off the line\n", run->fit.wide,

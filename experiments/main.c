@@ -42,9 +42,9 @@ static const char *secure_boot_how(void)
     if (not_applicable && fw && !strcmp(fw, "bios"))
         fmt_format(how, sizeof how, "not applicable (BIOS: the Multiboot 2 information has no EFI system table tag)");
     else if (not_applicable && boot.protocol == BOOT_MULTIBOOT1)
-        fmt_format(how, sizeof how, "not applicable (BIOS: QEMU's own Multiboot 1 loader, which only a BIOS runs)");
+        fmt_format(how, sizeof how, "not applicable (BIOS: QEMU's Multiboot 1 loader)");
     else if (not_applicable)
-        fmt_format(how, sizeof how, "not applicable (PVH entry: no UEFI firmware loaded the image)");
+        fmt_format(how, sizeof how, "not applicable (PVH entry: no UEFI loaded the image)");
     else if (!boot.efi_state_present)
         fmt_format(how, sizeof how, "%s (not started through clockbench's EFI entry, which reads the firmware's variables)",
                    state);

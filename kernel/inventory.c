@@ -254,9 +254,10 @@ static void report_counters(void)
                         fmt_fixed(f, (int64_t)c->nominal_millihz, 9, 6));
             else
                 kprintf("  %-14s %-7s %5u %19s\n", c->name, "present", c->width_bits, "no rate stated");
-            if (c->nominal_estimated && c->nominal_millihz && !strncmp(c->nominal_source, "not stated: ", 12))
-                /* no rate stated anywhere: the figure above is a start-up estimate, not a nominal */
-                kprintf("    no rate stated: estimated, %s (not a nominal); read by %s\n", c->nominal_source + 12,
+            if (c->nominal_estimated)
+                /* no rate stated anywhere: the figure above, if any, is a start-up estimate, not a nominal */
+                kprintf("    no rate stated%s;\n    read by %s\n",
+                        c->nominal_millihz ? ": the figure is an estimate at start-up, not a nominal" : " and none estimated",
                         c->access);
             else
                 kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);

@@ -38,7 +38,7 @@ struct counter_findings {
 struct results {
     const struct profile *profile;
     const char *secure_boot;        /* "on", "off" or "unknown": lib/bootinfo.h, bootinfo_secure_boot */
-    const char *secure_boot_shown;  /* the same, or "not applicable (BIOS)": bootinfo_secure_boot_shown */
+    const char *secure_boot_shown;  /* the same, or "not applicable (...)": bootinfo_secure_boot_shown */
     uint64_t tsc_step_ticks;        /* the TSC's own step (read_cost's staircase), 0 when not measured */
     bool tsc_usable;                /* the CPU advertises a TSC: every experiment times with it */
 

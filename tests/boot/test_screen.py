@@ -26,6 +26,8 @@ BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents
 TEST_ISO = BUILD / "test" / "clockbench.iso"
 KERNEL = BUILD / "clockbench.elf"
 TEXT_BUFFER = 0xB8000
+# the screen's last line, drawn after the serial port's (kernel/finish.c)
+FINAL_LINE = "Halted; it is safe to power off."
 PAGER_FOOTER = re.compile(r"^ Report lines (\d+)-(\d+) of (\d+): Up Down PgUp PgDn Home End; Q back; B reboot")
 
 
@@ -186,7 +188,8 @@ def test_text_screen_summary_and_its_qr_code(machine):
     qr = records.one(recs, "qr")
     size = 4 * qr["version"] + 17
     assert 1 <= qr["version"] <= 7, "version 7 (45 modules) is the largest that fits 25 rows of two modules"
-    cells = m.settled(m.text_cells, "the summary screen")
+    cells = m.settled(lambda: (c := m.text_cells()) and FINAL_LINE in "".join(chr(x) for x, _ in c) and c,
+                      "the summary screen, to its last line")
     # the code: black-on-white half blocks against the right edge, the text left of it
     qr_cols = size + 4
     for r in range((size + 4 + 1) // 2):
@@ -231,7 +234,8 @@ def test_keys_page_the_report_come_back_and_reboot(machine):
     m = machine(qemu.QemuConfig(boot="direct", kernel=KERNEL, accel="tcg", append="only=read_cost"))
     recs = records.parse(m.serial)
     qr = records.one(recs, "qr")
-    summary = m.settled(m.text_lines, "the summary screen")
+    summary = m.settled(lambda: (l := m.text_lines()) and any(FINAL_LINE in x for x in l) and l,
+                        "the summary screen, to its last line")
     assert summary[0].startswith("clockbench ")
     report = [l for l in records.clean(m.serial).split("\n")]
     summary_line = next(l for l in report if l.startswith("SUMMARY:"))
@@ -276,7 +280,8 @@ def test_summary_screen_and_its_qr_code(firmware, machine):
     m = machine(qemu.QemuConfig(boot="iso", iso=TEST_ISO, firmware=firmware, accel="tcg"))
     serial = m.serial
     recs = records.parse(serial)
-    w, h, pixels = m.settled(lambda: screen.read_ppm(m.screendump()), "the summary screen")
+    w, h, pixels = m.settled(lambda: (d := screen.read_ppm(m.screendump())) and
+                             any(FINAL_LINE in x for x in screen.screen_text(*d)) and d, "the summary screen, to its last line")
     machine_rec = records.one(recs, "machine")
     assert machine_rec["screen"].startswith("framebuffer 1024x768, 32 bits per pixel")
     assert (w, h) == (1024, 768)

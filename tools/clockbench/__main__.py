@@ -17,7 +17,7 @@ class _Parser(argparse.ArgumentParser):
         # what is wrong comes first, on one line; a usage block of many lines
         # (run's options) would bury it, so that is only pointed to
         usage = self.format_usage().strip()
-        if usage.count("\n") >= 3:
+        if "\n" in usage:  # however wide the terminal: one line, whatever the command
             usage = f"usage: {self.prog} --help lists every option and what it takes"
         self.exit(errors.USAGE, f"{self.prog}: error: {message}\n{usage}\n")
 
@@ -155,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
     cp.set_defaults(func=lambda a: __import__("clockbench.compare", fromlist=["main"]).main(a))
     args, extra = p.parse_known_args(argv)
-    if extra:  # said by the command's own parser, which names the command
-        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # said by the command's own parser, which names the command, unless they came before it
+        given = sys.argv[1:] if argv is None else argv
+        before = args.command in given and any(e in given[:given.index(args.command)] for e in extra)
+        (p if before else sub.choices[args.command]).error(f"unrecognized arguments: {' '.join(extra)}")
     return _dispatch(args)
 
 
