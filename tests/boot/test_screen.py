@@ -26,8 +26,10 @@ BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents
 TEST_ISO = BUILD / "test" / "clockbench.iso"
 KERNEL = BUILD / "clockbench.elf"
 TEXT_BUFFER = 0xB8000
-# the screen's last line, drawn after the serial port's (kernel/finish.c)
-FINAL_LINE = "Halted; it is safe to power off."
+# the end of the screen's last line, drawn after the serial port's (kernel/finish.c):
+# "... Halted; it is safe to power off.", which a narrow panel beside the QR code
+# wraps anywhere but inside a word; no other line on the screen has "off."
+FINAL_LINE = "off."
 PAGER_FOOTER = re.compile(r"^ Report lines (\d+)-(\d+) of (\d+): Up Down PgUp PgDn Home End; Q back; B reboot")
 
 
@@ -40,11 +42,17 @@ def carried_counters(recs):
             if c["name"] in ("tsc", "hpet", "acpi_pm", "pit") or (c["present"] and c["name"] != "rtc")]
 
 def read_cell(recs, lat) -> str:
-    """The verdict's read column: the p50, or "<step" where the p50 lies
-    below the TSC's step (docs/output.md, `below_step`)."""
-    if lat.get("below_step"):
-        return f"<{records.one(recs, 'tsc_step')['step_ns']:.1f}"
-    return f"{lat['p50_ns']:.1f}"
+    """The verdict's read column: the p50; where the p50 lies below the
+    TSC's step (docs/output.md, `below_step`), the batch's figure marked
+    "*" for a TSC variant (seen under TCG on a loaded host), else "<step"."""
+    if not lat.get("below_step"):
+        return f"{lat['p50_ns']:.1f}"
+    if lat.get("batch_ns_per_read") is not None:
+        counter = "tsc" if lat["counter"] == "rdtsc" else lat["counter"]
+        cell = records.one(recs, "verdict", counter=counter)["read"]
+        assert cell.endswith("*") and abs(float(cell[:-1]) - lat["batch_ns_per_read"]) <= 0.0051, (cell, lat)
+        return cell
+    return f"<{records.one(recs, 'tsc_step')['step_ns']:.1f}"
 
 
 def need_zbar():
