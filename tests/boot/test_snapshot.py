@@ -168,8 +168,15 @@ def test_each_clock_as_the_monitor_keeps_it(run):
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
         assert agrees_with_the_api(c["tsc"]["advanced_ns"] / 1e9, c["tsc"]["uncertainty_ns"] / 1e9, api_s, api_u,
                                    restored(run)), (c["tsc"], api_s)
-        assert c["kvmclock"]["verdict"] == "stood_still", c["kvmclock"]
-        assert c["lapic"]["verdict"] == "stood_still", c["lapic"]
+        # restored to their saved values, they advance across the drift loop's
+        # gap only by the time the machine ran in it, which after a restore
+        # holds the late start the stop's length is allowed (RESTORE_LATE_S):
+        # kvmclock once advanced 53 ms there, judged "partly" against 10 ms
+        for name in ("kvmclock", "lapic"):
+            k = c[name]
+            assert k["verdict"] == "stood_still" or (
+                k["verdict"] == "partly" and restored(run) and
+                k["advanced_ns"] / 1e9 <= k["uncertainty_ns"] / 1e9 + 0.01 + RESTORE_LATE_S), k
         assert c["pit"]["verdict"] == "unknown", c["pit"]
         assert "rtc" not in c and records.one(run.recs, "rtc")["present"] is False
     else:

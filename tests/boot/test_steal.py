@@ -47,6 +47,7 @@ SCAN_MS = 1000  # duration=10 sizes the scan at 1 s (kernel/profile.c: 100 ms a 
 # 2 cores: 598 and 694 ms of 1000 ms, the host's run_delay confirming it, as
 # much as the hog's; the vCPU thread at nice -20 still lost 58 %).
 NEAR_ZERO = 0.05
+UNDISTURBED_TRIES = 3  # see steal_run
 STEAL_KVM = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="only=stolen duration=10",
                  extra=["-name", "debug-threads=on"])  # names the vCPU thread "CPU 0/KVM"
 RUNS = {"undisturbed": STEAL_KVM,
@@ -110,11 +111,26 @@ class HostAccount:
 def steal_run(request, kvm):
     if not os.path.exists("/proc/self/schedstat"):
         pytest.fail("the host kernel keeps no schedstat: its run_delay, the known answer, cannot be read")
-    host = HostAccount()
-    cfg = qemu.QemuConfig(kernel=KERNEL, **RUNS[request.param])
-    t0 = time.monotonic()
-    r = qemu.run(cfg, timeout=300, echo=host.echo)
-    print(f"\n{request.param} run: {time.monotonic() - t0:.1f} s; {[i.describe() for i in r.injections]}")
+    # "Undisturbed" is a precondition the host can check by its own account,
+    # without the image: the vCPU thread's run_delay over the scan. Where the
+    # busy lane (or anything else) kept it waiting past NEAR_ZERO anyway, the
+    # run was not undisturbed, and it is made again, at most twice more.
+    for attempt in range(1 if request.param == "hog" else UNDISTURBED_TRIES):
+        host = HostAccount()
+        cfg = qemu.QemuConfig(kernel=KERNEL, **RUNS[request.param])
+        t0 = time.monotonic()
+        r = qemu.run(cfg, timeout=300, echo=host.echo)
+        print(f"\n{request.param} run: {time.monotonic() - t0:.1f} s; {[i.describe() for i in r.injections]}")
+        if request.param == "hog" or not {"stolen", "done"} <= set(host.samples):
+            break
+        try:
+            waited_ns = host_bracket(host, "stolen", "done")[2]
+        except AssertionError:
+            break
+        if waited_ns <= NEAR_ZERO * SCAN_MS * 1e6:
+            break
+        print(f"  not undisturbed by the host's own account: the vCPU thread waited {waited_ns / 1e6:.1f} ms "
+              f"on a run queue over the scan (attempt {attempt + 1} of {UNDISTURBED_TRIES})")
     return request.param, r, host
 
 
