@@ -84,7 +84,13 @@ def test_coarse_clocks_step_by_their_clock_getres(quick):
     for call in ("clock_gettime(CLOCK_REALTIME_COARSE)", "clock_gettime(CLOCK_MONOTONIC_COARSE)"):
         r = next(r for r in of(recs, "os_resolution") if r["call"] == call)
         assert r["getres_ns"] >= 1_000_000  # a tick: HZ is at most 1000
+        check = next(c for c in of(recs, "check") if c["name"] == f"coarse resolution: {call}")
+        if r["min_step_ns"] >= 1.98 * r["getres_ns"]:
+            # every step seen spanned a missed tick (seen on a loaded host: one step of 372 ms): nothing to judge, said
+            assert check["result"] == "SKIP" and "spans a missed tick" in check["detail"], (check, r)
+            continue
         assert abs(r["min_step_ns"] - r["getres_ns"]) <= 0.01 * r["getres_ns"], r
+        assert check["result"] == "PASS", check
         assert r["zero_deltas"] > r["deltas"] / 2  # it ticks far slower than it is read
     checks = {c["name"]: c["result"] for c in of(recs, "check")}
     assert checks["coarse resolution: clock_gettime(CLOCK_MONOTONIC_COARSE)"] == "PASS"

@@ -904,7 +904,14 @@ class _Migrator:
 
         r, m = self.result, self.m
         self.source = self.proc
-        src = await self._connect(self.src_sock, self.source)
+        try:
+            src = await self._connect(self.src_sock, self.source)
+        except RuntimeError:
+            if self.source.poll() is None and not self.ending.is_set():
+                raise
+            # a short run on a loaded host can end before its monitor answers
+            r.error = "the run ended before the migration's time (before its monitor answered)"
+            return
         try:
             if not await self._wait(self.first_line):
                 r.error = ("the run ended before the serial port said anything" if m.after is None
