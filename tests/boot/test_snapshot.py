@@ -169,14 +169,18 @@ def test_each_clock_as_the_monitor_keeps_it(run):
         assert agrees_with_the_api(c["tsc"]["advanced_ns"] / 1e9, c["tsc"]["uncertainty_ns"] / 1e9, api_s, api_u,
                                    restored(run)), (c["tsc"], api_s)
         # restored to their saved values, they advance across the drift loop's
-        # gap only by the time the machine ran in it, which after a restore
-        # holds the late start the stop's length is allowed (RESTORE_LATE_S):
-        # kvmclock once advanced 53 ms there, judged "partly" against 10 ms
+        # gap only by the time the machine ran in it: the TSC's advance less
+        # the API's pause to resume, which after a restore holds the new
+        # vCPU's late start (27, 53 and 78 ms seen, judged "partly" against
+        # 10 ms): that is the known answer, within the stated uncertainties
+        tsc = c["tsc"]
+        ran_s = tsc["advanced_ns"] / 1e9 - api_s
         for name in ("kvmclock", "lapic"):
             k = c[name]
             assert k["verdict"] == "stood_still" or (
                 k["verdict"] == "partly" and restored(run) and
-                k["advanced_ns"] / 1e9 <= k["uncertainty_ns"] / 1e9 + 0.01 + RESTORE_LATE_S), k
+                abs(k["advanced_ns"] / 1e9 - ran_s) <= (k["uncertainty_ns"] + tsc["uncertainty_ns"]) / 1e9 + api_u + 0.01), \
+                (k, f"the machine ran {ran_s:.6f} s of the gap by the TSC less the API's stop")
         assert c["pit"]["verdict"] == "unknown", c["pit"]
         assert "rtc" not in c and records.one(run.recs, "rtc")["present"] is False
     else:
