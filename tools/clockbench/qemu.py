@@ -1056,6 +1056,9 @@ def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
     finally:
         migrator.ending.set()
         migrator.thread.join(timeout=INJECTOR_JOIN_S)
+        if not migrator.result.done and not migrator.result.error and migrator.result.stop_event_wall is None:
+            # the run ended before the migrator stopped it (or before it got that far, on a loaded host)
+            migrator.result.error = "the run ended before the migration's time"
         for p in {id(migrator.source): migrator.source, id(migrator.proc): migrator.proc}.values():
             if p is not None and p.poll() is None:
                 p.kill()
