@@ -1056,9 +1056,13 @@ def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
     finally:
         migrator.ending.set()
         migrator.thread.join(timeout=INJECTOR_JOIN_S)
-        if not migrator.result.done and not migrator.result.error and migrator.result.stop_event_wall is None:
-            # the run ended before the migrator stopped it (or before it got that far, on a loaded host)
-            migrator.result.error = "the run ended before the migration's time"
+        r = migrator.result
+        origin_s = r.origin_s if r.origin_s is not None else time.monotonic() - start
+        if not r.done and r.stop_event_wall is None and time.monotonic() - start < origin_s + migration.at_s:
+            # the run ended before the migration's time came: whatever the
+            # migrator recorded meanwhile (nothing yet, on a loaded host, or
+            # its monitor's EOF as QEMU exited) is a consequence of that
+            r.error = "the run ended before the migration's time"
         for p in {id(migrator.source): migrator.source, id(migrator.proc): migrator.proc}.values():
             if p is not None and p.poll() is None:
                 p.kill()
