@@ -135,7 +135,7 @@ install_labgrid() {
   printf '%s\n' "$pins" > "$labgrid_venv/pins.txt"
 }
 
-# The release's SBOM (tools/clockbench/release.py): spdx-tools and what it
+# The release's SBOM (tools/clockbench/release/release.py): spdx-tools and what it
 # needs, pinned, in a venv that sees the system's python3-cryptography.
 release_packages=(
   spdx-tools==0.8.5 beartype==0.23.1 boolean.py==5.0 click==8.5.1 license-expression==30.4.4 ply==3.11

@@ -34,7 +34,8 @@ from buildpaths import BUILD, KERNEL, PVH_KERNEL, ROOT, TEST_ISO, VMM_DIR  # noq
 
 sys.path.insert(0, str(ROOT / "tools"))
 
-from clockbench import microvm, qemu, records  # noqa: E402
+from clockbench.machines import microvm, qemu
+from clockbench.records import records  # noqa: E402
 
 BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
 # "quiet": runs made alone (the timed tests' lane, and any run outside

@@ -143,7 +143,7 @@ def test_run_from_another_folder_finds_the_repository(tmp_path):
 
 
 def test_an_internal_error_is_one_line_with_its_status(capsys, monkeypatch):
-    from clockbench import compare
+    from clockbench.report import compare
 
     def broken(path):
         raise KeyError("boom")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clockbench import netboot, records
+from clockbench.fleet import netboot
+from clockbench.records import records
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "fleet.md").read_text()
