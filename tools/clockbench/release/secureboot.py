@@ -1,6 +1,6 @@
 """The user's Secure Boot key, signing, and the stick's EFI system partition
 (`clockbench keys`, `clockbench sign`, the Makefile's ISO; docs/architecture.md,
-README "Secure Boot").
+docs/secure-boot.md).
 
 The key is made on the user's machine at the first build that needs it: RSA
 2048, a self-signed certificate for code signing (the extended key usage shim
