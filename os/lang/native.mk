@@ -25,7 +25,9 @@ $(LANG_DIR)/probe-cpp-libcxx: os/lang/cpp/probe.cpp
 	@mkdir -p $(dir $@)
 	$(call say,CXX,$@)clang++ -stdlib=libc++ $(LANG_CXXFLAGS) -o $@ $<
 
-# cargo --offline: the probe has no dependencies, so nothing is fetched. The
+# cargo --offline: the probe has no dependencies, so nothing is fetched. Not
+# position-independent (relocation-model=static), as the C++ probes: std's
+# now() is then a direct call, not one through the GOT. The
 # rustc that cargo runs stamps its version into the program (`info`). The
 # lock file is version 3, which Debian 12's cargo (0.66) still reads.
 LANG_RUST_SRCS := os/lang/rust/Cargo.toml os/lang/rust/Cargo.lock os/lang/rust/src/main.rs
@@ -34,7 +36,7 @@ $(LANG_DIR)/probe-rust: $(LANG_RUST_SRCS)
 	@command -v cargo >/dev/null || { echo "error: cargo not found: install 'cargo' and 'rustc' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,CARGO,$@)CB_RUSTC_VERSION="$$($${RUSTC:-rustc} --version)" CARGO_TARGET_DIR=$(abspath $(LANG_RUST_TARGET)) \
-		RUSTFLAGS="-C target-feature=+crt-static --remap-path-prefix=$(CURDIR)=." \
+		RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static --remap-path-prefix=$(CURDIR)=." \
 		cargo build --release --offline --quiet --locked --target x86_64-unknown-linux-gnu --manifest-path os/lang/rust/Cargo.toml
 	$(Q)cp $(LANG_RUST_TARGET)/x86_64-unknown-linux-gnu/release/probe-rust $@
 
