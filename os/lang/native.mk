@@ -42,10 +42,11 @@ $(LANG_DIR)/probe-rust: $(LANG_RUST_SRCS)
 
 # CGO_ENABLED=0: no libc, a static program. GOTOOLCHAIN=local: the go found
 # here builds it (a newer go would not fetch another); GOPROXY=off: nothing
-# is downloaded, the standard library is all it uses.
+# is downloaded, the standard library is all it uses. Its build cache is
+# under build/ unless GOCACHE says where (a CI container may have no HOME).
 LANG_GO_SRCS := os/lang/go/go.mod os/lang/go/main.go os/lang/go/tsc_amd64.s
 $(LANG_DIR)/probe-go: $(LANG_GO_SRCS)
 	@command -v go >/dev/null || { echo "error: go not found: install 'golang-go' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,GO,$@)cd os/lang/go && CGO_ENABLED=0 GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
-		go build -trimpath -buildvcs=false -o $(abspath $@) .
+		GOCACHE=$${GOCACHE:-$(abspath $(LANG_DIR))/go-cache} go build -trimpath -buildvcs=false -o $(abspath $@) .
