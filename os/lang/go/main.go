@@ -219,6 +219,10 @@ func marker(s string) {
 func path(api int, n uint64) {
 	// the calls and both markers on one OS thread: the runner counts that thread's system calls
 	runtime.LockOSThread()
+	// A fresh time slice: sysmon preempts a goroutine that has run for 10 ms,
+	// and the scheduler then reads CLOCK_MONOTONIC on this thread (a system
+	// call each where the clocksource has no vDSO) between the markers.
+	runtime.Gosched()
 	marker("cb-path-begin\n")
 	switch api {
 	case apiNow:
