@@ -126,7 +126,8 @@ const struct window_rider *experiments_window_rider(void)
     return 0;
 }
 
-/* The experiments' accounts over the whole run (run_mark). */
+/* The experiments' accounts over the whole run (run_mark): the RTC's and
+   the HPET's advance against the TSC's, where a stop anywhere in it shows. */
 static void mark_run(bool end)
 {
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
@@ -139,7 +140,7 @@ void experiments_run(const struct profile *p)
     results.profile = p;
     select_experiments();
     kprintf("\n== Measuring (profile %s: %u ms of drift, %u ms of stolen-time scan) ==\n", p->name, p->drift_ms, p->hwlat_ms);
-    mark_run(false); /* a stop anywhere in the run: the RTC and HPET against the TSC, over all of it */
+    mark_run(false);
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
         struct record r;
         record_begin(&r, "experiment");

@@ -77,12 +77,14 @@ def problems(edges: dict[tuple[str, str], set[str]], table_api: set[str]) -> lis
 
 
 def table_api() -> set[str]:
-    """The names experiment.h declares for experiments to call."""
-    return set(re.findall(r"\b(\w+)\s*\(", EXPERIMENT_H.read_text()))
+    """The functions experiment.h declares for experiments to call."""
+    code = re.sub(r"/\*.*?\*/", "", EXPERIMENT_H.read_text(), flags=re.S)
+    return set(re.findall(r"\b(\w+)\s*\(", code))
 
 
 def test_no_two_rooms_need_each_other():
-    objects = sorted((BUILD / "experiments").glob("*.o"))
+    # the objects of the sources there are (a deleted file's may linger in build/)
+    objects = sorted(o for o in (BUILD / "experiments").glob("*.o") if (ROOT / "experiments" / f"{o.stem}.c").exists())
     assert objects, f"no objects under {BUILD / 'experiments'}: build the kernel first (make)"
     defined = {o.stem: nm_symbols(o, "--defined-only") for o in objects}
     needed = {o.stem: nm_symbols(o, "--undefined-only") for o in objects}
