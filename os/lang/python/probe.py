@@ -144,6 +144,7 @@ def cmd_steps(name, n):
 
 def cmd_path(name, n):
     f = api_of(name)[0]
+    run_batch(f, n)  # as the JIT probes do: the window holds the steady state
     os.write(2, b"cb-path-begin\n")
     for _ in range(n):
         v = f()
