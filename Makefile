@@ -369,6 +369,9 @@ $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildc
 
 os: $(OS_BIN)
 
+include $(wildcard os/lang/*.mk)
+lang: $(LANG_PROBES)
+
 # The OS side on the machine you are on: as root every clocksource in turn
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
 OS_ARGS ?=
