@@ -369,9 +369,6 @@ $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildc
 
 os: $(OS_BIN)
 
-include $(wildcard os/lang/*.mk)
-lang: $(LANG_PROBES)
-
 # The OS side on the machine you are on: as root every clocksource in turn
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
 OS_ARGS ?=
@@ -380,6 +377,15 @@ os-bench: deps $(OS_BIN)
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
 	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
+
+# The language clock probes (issue 36) that clockbench-os runs: each .mk in
+# os/lang/ adds its programs to LANG_PROBES (native.mk: C++, Rust, Go;
+# managed.mk: Java, Python, Node.js, .NET), each rule naming the package of a
+# missing toolchain, so that `make -k lang` builds all the others.
+LANG_DIR := $(BUILD)/lang
+LANG_PROBES :=
+include $(wildcard os/lang/*.mk)
+lang: $(LANG_PROBES)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
 # with clockbench-os as /init (under a PVM KVM, which emulates every
