@@ -590,8 +590,8 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
             snprintf(p, sizeof p, "%.0f %s", r->syscalls_per_1000, r->syscalls_per_1000 >= 0.5 ? "sys" : "vdso");
         PUT("  %-26.26s %7s %5s %7s %6s %9s %.12s\n", r->name, c, x, s, cl, p, r->clock[0] ? r->clock : "-");
     }
-    PUT("  b: batches of calls timed by the runtime (no single-call cost); <: under the TSC's step;\n"
-        "  claim: the resolution the API states; !: finer than the least step seen (cannot be right)\n");
+    PUT("  b: batches timed by the runtime, not single calls; <: under the TSC's step\n"
+        "  claim: the resolution the API states; !: finer than the least step seen\n");
 #undef PUT
     return at < size ? at : size - 1;
 }
