@@ -37,6 +37,7 @@ test_packages=(
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
+  strace                                                 # the language probes' test: each path marker one write(2), no call between
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
   python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
