@@ -127,7 +127,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -157,6 +157,7 @@ help:
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
+	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
@@ -369,6 +370,9 @@ $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildc
 
 os: $(OS_BIN)
 
+include $(wildcard os/lang/*.mk)
+lang: $(LANG_PROBES)
+
 # The OS side on the machine you are on: as root every clocksource in turn
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
 OS_ARGS ?=
@@ -377,6 +381,15 @@ os-bench: deps $(OS_BIN)
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
 	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
+
+# The language clock probes (issue 36) that clockbench-os runs: each .mk in
+# os/lang/ adds its programs to LANG_PROBES (native.mk: C++, Rust, Go;
+# managed.mk: Java, Python, Node.js, .NET), each rule naming the package of a
+# missing toolchain, so that `make -k lang` builds all the others.
+LANG_DIR := $(BUILD)/lang
+LANG_PROBES :=
+include $(wildcard os/lang/*.mk)
+lang: $(LANG_PROBES)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
 # with clockbench-os as /init (under a PVM KVM, which emulates every
@@ -482,6 +495,7 @@ define test_phases
 endef
 
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their tests say why"; [ "$$CI" != true ]; }
 	$(call test_phases,tests)
 
 # The tree's Secure Boot way (efi/: shim, GRUB and the kernel signed with KEY_DIR) beside the others
