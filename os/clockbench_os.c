@@ -592,6 +592,7 @@ static void os_row(struct lang_row *row, const char *name, enum os_call k, const
     row->claim_ns = (double)c->res_ns;
     row->path_known = path >= 0;
     row->syscalls_per_1000 = path;
+    row->via_syscall = path >= 500;
     snprintf(row->clock, sizeof row->clock, "%s", clock);
 }
 

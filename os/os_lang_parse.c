@@ -587,7 +587,7 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
         if (!r->path_known)
             snprintf(p, sizeof p, "-");
         else
-            snprintf(p, sizeof p, "%.0f %s", r->syscalls_per_1000, r->syscalls_per_1000 >= 0.5 ? "sys" : "vdso");
+            snprintf(p, sizeof p, "%.0f %s", r->syscalls_per_1000, r->via_syscall ? "sys" : "vdso");
         PUT("  %-26.26s %7s %5s %7s %6s %9s %.12s\n", r->name, c, x, s, cl, p, r->clock[0] ? r->clock : "-");
     }
     PUT("  b: batches timed by the runtime, not single calls; <: under the TSC's step\n"

@@ -155,6 +155,7 @@ struct lang_row {
     double claim_ns;
     bool path_known;
     double syscalls_per_1000;
+    bool via_syscall;     /* the clock is read by a system call (else the vDSO, or no clock call) */
     char clock[24];       /* "MONO", "REAL+MONO", "MONO|BOOT", "private", "-" */
 };
 /* Whether a claimed resolution is finer than the least step seen (the

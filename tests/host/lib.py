@@ -31,7 +31,7 @@ class LangRow(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 40), ("heading", ctypes.c_bool), ("cost_known", ctypes.c_bool), ("p50_ns", ctypes.c_double),
                 ("method", ctypes.c_char), ("below_step", ctypes.c_bool), ("step_known", ctypes.c_bool), ("least_step_ns", ctypes.c_double),
                 ("claim_known", ctypes.c_bool), ("claim_ns", ctypes.c_double), ("path_known", ctypes.c_bool),
-                ("syscalls_per_1000", ctypes.c_double), ("clock", ctypes.c_char * 24)]
+                ("syscalls_per_1000", ctypes.c_double), ("via_syscall", ctypes.c_bool), ("clock", ctypes.c_char * 24)]
 
 
 def load() -> ctypes.CDLL:

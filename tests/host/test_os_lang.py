@@ -198,6 +198,7 @@ def row(name, p50=None, method=b"t", step=None, claim=None, sys=None, clock=b"",
     r.claim_ns = claim or 0
     r.path_known = sys is not None
     r.syscalls_per_1000 = sys or 0
+    r.via_syscall = (sys or 0) >= 500
     r.clock = clock
     return r
 
