@@ -217,3 +217,14 @@ def test_bad_language_options_exit_64_with_one_line(args, message):
     assert p.returncode == 64
     assert p.stderr.splitlines()[0] == message or message in p.stderr.splitlines()[0], p.stderr
     assert p.stdout == ""
+
+
+def test_every_key_of_the_records_is_documented(real):
+    """docs/output.md is the one place for the output format: each key the
+    program writes in a lang_ record is named in its row there."""
+    p, recs = real
+    doc = (ROOT / "docs" / "output.md").read_text()
+    for kind in ("lang_clock", "lang_histogram"):
+        row = next(l for l in doc.splitlines() if l.startswith(f"| `{kind}` |"))
+        for key in of(recs, kind)[0]:
+            assert key == "type" or f"`{key}`" in row, f"{kind}'s key {key} is not in docs/output.md"
