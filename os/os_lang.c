@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -468,9 +472,47 @@ static bool hide_vdso(pid_t pid)
     return false;
 }
 
+/* A seccomp filter, installed in the child before exec, that stops it for
+   us only at write(2, ...): the markers. Until the begin marker nothing
+   else stops (a JVM's start-up makes thousands of system calls, and with
+   the vDSO hidden every clock read of its warm-up is one more); from it,
+   the marked thread alone stops at every system call. */
+static bool install_marker_filter(void)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* write */, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof *code, .filter = code};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* Whether the stopped child runs under a seccomp filter (/proc/PID/status "Seccomp: 2"). */
+static bool filtered(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    const char *s = strstr(buf, "\nSeccomp:");
+    return s && strtol(s + 9, 0, 10) == SECCOMP_MODE_FILTER;
+}
+
 /* Runs `probe path <api> n` traced: every thread and child followed; the
    system calls of the thread that wrote the begin marker, from it to the
-   end marker, folded into t. A watchdog process kills it after timeout_s. */
+   end marker, folded into t. A watchdog process kills it after timeout_s.
+   Without the seccomp filter (a kernel without it) every system call of
+   every thread stops: slower, the same count. */
 static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct lang_trace *t, struct outcome *o)
 {
     *o = (struct outcome){0};
@@ -493,6 +535,7 @@ static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct 
             _exit(126);
         }
         raise(SIGSTOP);
+        install_marker_filter(); /* after the stop: the tracer's options (TRACESECCOMP) are set by then */
         execv(argv[0], (char *const *)argv);
         dprintf(2, "%s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -504,7 +547,8 @@ static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct 
         goto done;
     }
     ptrace(PTRACE_SETOPTIONS, pid, 0,
-           PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL);
+           PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+               PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL);
     pid_t watchdog = fork();
     if (watchdog == 0) {
         nanosleep(&(struct timespec){timeout_s, 0}, 0);
@@ -512,9 +556,11 @@ static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct 
         kill(pid, SIGKILL);
         _exit(0);
     }
+    /* to the filter's install: each system call stops, then (at the exec
+       stop) we know whether the filter took */
     ptrace(PTRACE_SYSCALL, pid, 0, 0);
     pid_t marked = -1;
-    bool counting = false, main_done = false, hidden = !hide;
+    bool counting = false, main_done = false, hidden = !hide, use_filter = false, exec_seen = false;
     while (!main_done) {
         pid_t w = waitpid(-1, &st, __WALL);
         if (w < 0) {
@@ -535,24 +581,33 @@ static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct 
         if (!WIFSTOPPED(st))
             continue;
         int sig = WSTOPSIG(st), event = st >> 16, inject = 0;
-        if (sig == (SIGTRAP | 0x80)) {
-            struct __ptrace_syscall_info si;
-            if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof si, &si) > 0 && si.op == PTRACE_SYSCALL_INFO_ENTRY) {
+        struct __ptrace_syscall_info si;
+        if (sig == (SIGTRAP | 0x80) || (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP)) {
+            if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof si, &si) > 0 &&
+                (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP)) {
+                /* entry and seccomp share the layout of nr and args */
                 long nr = (long)si.entry.nr;
-                if (nr == 1 /* write */ && si.entry.args[0] == 2 && marked < 0 && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK)) {
+                bool to_stderr = nr == 1 && si.entry.args[0] == 2;
+                if (to_stderr && marked < 0 && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK))
                     marked = w, counting = true, t->begin_seen = true;
-                } else if (w == marked && counting && nr == 1 && si.entry.args[0] == 2 &&
-                           writes_marker(w, si.entry.args[1], si.entry.args[2], END_MARK)) {
+                else if (to_stderr && w == marked && counting && writes_marker(w, si.entry.args[1], si.entry.args[2], END_MARK))
                     counting = false, t->end_seen = true;
-                } else if (w == marked && counting)
-                    lang_trace_add(t, nr, si.entry.args[0]);
+                else if (w == marked && counting && si.op == PTRACE_SYSCALL_INFO_ENTRY &&
+                         !(to_stderr && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK)))
+                    lang_trace_add(t, nr, si.entry.args[0]); /* the begin write's own entry, after its seccomp stop, is not counted */
             }
         } else if (sig == SIGTRAP && event) {
-            if (event == PTRACE_EVENT_EXEC && hide)
-                hidden = hide_vdso(w) || hidden;
+            if (event == PTRACE_EVENT_EXEC) {
+                if (hide)
+                    hidden = hide_vdso(w) || hidden;
+                if (!exec_seen)
+                    use_filter = filtered(w);
+                exec_seen = true;
+            }
         } else if (sig != SIGSTOP && sig != SIGTRAP)
             inject = sig; /* the program's own signals (a JVM's SIGSEGV for its safepoints) go through */
-        ptrace(PTRACE_SYSCALL, w, 0, (void *)(long)inject);
+        bool step = !exec_seen || !use_filter || (w == marked && counting);
+        ptrace(step ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, (void *)(long)inject);
     }
     kill(-pid, SIGKILL);
     if (watchdog > 0) {
