@@ -228,3 +228,13 @@ def test_every_key_of_the_records_is_documented(real):
         row = next(l for l in doc.splitlines() if l.startswith(f"| `{kind}` |"))
         for key in of(recs, kind)[0]:
             assert key == "type" or f"`{key}`" in row, f"{kind}'s key {key} is not in docs/output.md"
+
+
+def test_the_probes_are_found_beside_the_program_by_default():
+    # build/os/clockbench-os finds build/lang (the folder 'lang' beside its own folder)
+    assert (LANG_DIR / "probe-go").is_file(), f"{LANG_DIR / 'probe-go'} is missing: `make lang` builds it"
+    p = run("--current-only", *FAST, "--lang", "go")
+    assert f"== Languages: probes from {LANG_DIR.resolve()} ==" in p.stdout, p.stdout[:3000]
+    recs = records(p.stdout)
+    assert {r["api"] for r in of(recs, "lang_clock")} == {"time.Now", "time.Since"}
+    assert p.returncode == 0
