@@ -1077,9 +1077,16 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         rows[n++] = os_rows[i];
     printf("\n-- languages on clocksource %s --\n", clocksource);
     for (int l = 0; l < LANG_COUNT; l++) {
-        if ((lang_opt.picked && !lang_opt.pick[l]) || unavailable[l])
-            continue;
         const struct lang_def *d = &lang_defs[l];
+        if (lang_opt.picked && !lang_opt.pick[l])
+            continue;
+        if (unavailable[l]) {
+            if (n < ROWS_MAX) {
+                rows[n] = (struct lang_row){.heading = true};
+                snprintf(rows[n++].name, sizeof rows[0].name, "%s: not measured", d->title);
+            }
+            continue;
+        }
         if (!info_done[l]) {
             const char *cmd[] = {"info"}, *argv[16], *why;
             char buf[600];
@@ -1098,6 +1105,10 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
                 snprintf(unavailable_text[l], sizeof unavailable_text[l], "its probe failed");
                 unavailable[l] = unavailable_text[l];
                 outcome_free(&o);
+                if (n < ROWS_MAX) {
+                    rows[n] = (struct lang_row){.heading = true};
+                    snprintf(rows[n++].name, sizeof rows[0].name, "%s: not measured", d->title);
+                }
                 continue;
             }
             outcome_free(&o);
@@ -1120,7 +1131,7 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
             /* equal here: say why two clocks could not be told apart */
             if (a.stamp_ok && (a.alike & 0x82) == 0x82)
                 snprintf(sentences[n_sent] + strlen(sentences[n_sent]), sizeof sentences[0] - strlen(sentences[n_sent]),
-                         " (CLOCK_MONOTONIC and CLOCK_BOOTTIME are equal here: the machine never slept)");
+                         " (equal here: the machine never slept)");
             n_sent++;
         }
         /* the kernel may demote the TSC (its watchdog) while we measure */

@@ -150,6 +150,7 @@ def test_a_missing_runtime_is_one_line_and_the_others_are_measured(tmp_path):
     env = {**os.environ, "PATH": str(bin_dir)}  # python3 and nothing else: no java
     p = run("--current-only", *FAST, "--lang", "java,python", "--lang-dir", str(d), env=env)
     assert p.stdout.count("Java: not measured: no JDK (apt install openjdk-17-jdk-headless)") == 1, p.stdout[-3000:]
+    assert "\n  Java: not measured\n" in p.stdout  # its place in the ladder
     recs = records(p.stdout)
     assert {r["language"] for r in of(recs, "lang_clock")} == {"python"}
     assert len(of(recs, "lang_clock")) == 5 and all(r["failures"] is None for r in of(recs, "lang_clock"))
