@@ -271,7 +271,7 @@ static void describe_end(struct outcome *o, const char *err_text, unsigned timeo
 static void run_batch(const char **argv, enum cpus cpus, unsigned timeout_s, struct outcome *o)
 {
     *o = (struct outcome){0};
-    int out = memfd_create("probe-out", 0), err = memfd_create("probe-err", 0), in = open("/dev/null", O_RDONLY);
+    int out = memfd_create("probe-out", MFD_CLOEXEC), err = memfd_create("probe-err", MFD_CLOEXEC), in = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (out < 0 || err < 0 || in < 0) {
         snprintf(o->why, sizeof o->why, "no memory file for its output: %s", strerror(errno));
         goto done;
@@ -331,7 +331,7 @@ static bool talk_start(const char **argv, enum cpus cpus, unsigned timeout_s, st
 {
     int in[2], out[2];
     *t = (struct talk){.pid = -1, .to = -1, .from = -1, .err = -1, .timeout_s = timeout_s};
-    t->err = memfd_create("probe-err", 0);
+    t->err = memfd_create("probe-err", MFD_CLOEXEC);
     if (t->err < 0 || pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
         snprintf(why, why_size, "no pipe: %s", strerror(errno));
         return false;
@@ -354,10 +354,18 @@ static bool talk_start(const char **argv, enum cpus cpus, unsigned timeout_s, st
     return true;
 }
 
+/* A probe that has died makes the write raise SIGPIPE, which would end
+   clockbench-os (its handler puts the clocksource back and dies): ignored
+   for the write, EPIPE says it instead. */
 static bool talk_send(struct talk *t, const char *text)
 {
     size_t n = strlen(text);
-    return write(t->to, text, n) == (ssize_t)n;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old);
+    bool ok = write(t->to, text, n) == (ssize_t)n;
+    sigaction(SIGPIPE, &old, 0);
+    return ok;
 }
 
 /* One line (without its newline) before the deadline; 0 at EOF or timeout. */
@@ -517,7 +525,7 @@ static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct 
 {
     *o = (struct outcome){0};
     *t = (struct lang_trace){0};
-    int out = open("/dev/null", O_WRONLY), err = memfd_create("probe-err", 0), in = open("/dev/null", O_RDONLY);
+    int out = open("/dev/null", O_WRONLY | O_CLOEXEC), err = memfd_create("probe-err", MFD_CLOEXEC), in = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (out < 0 || err < 0 || in < 0) {
         snprintf(o->why, sizeof o->why, "no file for its output: %s", strerror(errno));
         goto done;

@@ -2,7 +2,7 @@
 "Language probes"), for the tests of clockbench-os's runner only: it stands
 in for the Python probe in a folder of the test's own (--lang-dir), so that
 the runner is tested before, and apart from, the real probes; and it can be
-told to fail (CB_TEST_FAULT=crash|hang|garbage|nomarker|demote:<command>) to test
+told to fail (CB_TEST_FAULT=crash|hang|garbage|nomarker|closein|demote:<command>) to test
 that one failure is one line and the rest go on. Not part of the product."""
 
 import os
@@ -34,6 +34,10 @@ def fault(cmd):
         os.kill(os.getpid(), 11)
     if how == "hang":
         time.sleep(3600)
+    if how == "closein":  # a runtime gone before it read its input: the runner's write meets a closed pipe
+        os.close(0)
+        time.sleep(0.5)
+        sys.exit(3)
     if how == "demote":  # the kernel's watchdog, played in a folder standing in for sysfs
         with open(os.environ["CB_TEST_CURRENT"], "w") as f:
             f.write("jiffies\n")

@@ -163,6 +163,7 @@ def test_a_missing_runtime_is_one_line_and_the_others_are_measured(tmp_path):
     ("hang:stamp", "stamp: hung: killed after 2 s"),
     ("garbage:cost", "cost: printed garbage (n= is not a number)"),
     ("nomarker:path", "path: the markers cb-path-begin and cb-path-end were not both written"),
+    ("closein:stamp", "stamp: exited with status 3"),  # and clockbench-os is not ended by SIGPIPE
 ])
 def test_a_failing_probe_is_one_line_naming_language_and_api_and_the_rest_is_measured(tmp_path, fault, what):
     d = stand_in_dir(tmp_path)
