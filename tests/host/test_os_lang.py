@@ -232,3 +232,11 @@ def test_the_ladder_fits_80_columns_and_flags_a_claim_finer_than_seen(lib):
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, step=62, claim=1))) is True
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, step=100, claim=100))) is False
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, claim=1))) is False
+
+
+def test_ticks_become_ns_at_the_measured_rate(lib):
+    lib.lang_ticks_ns.restype = ctypes.c_double
+    lib.lang_ticks_ns.argtypes = [ctypes.c_double, ctypes.c_double]
+    assert lib.lang_ticks_ns(2600.0, 2.6e9) == pytest.approx(1000.0)
+    assert lib.lang_ticks_ns(52.0, 2.6e9) == pytest.approx(20.0)
+    assert lib.lang_ticks_ns(52.0, 0.0) == 0  # no rate: no figure
