@@ -261,3 +261,19 @@ def test_the_probes_are_found_beside_the_program_by_default():
     recs = records(p.stdout)
     assert {r["api"] for r in of(recs, "lang_clock")} == {"time.Now", "time.Since"}
     assert p.returncode == 0
+
+
+def test_the_languages_are_measured_on_each_clocksource_and_the_original_put_back(tmp_path):
+    # a folder standing in for sysfs: the switches are made and read back there, the machine's own clock is left alone
+    d = stand_in_dir(tmp_path)
+    sysfs = tmp_path / "clocksource0"
+    sysfs.mkdir()
+    (sysfs / "current_clocksource").write_text("tsc\n")
+    (sysfs / "available_clocksource").write_text("tsc other \n")
+    p = run("--sysfs", str(sysfs), *FAST, "--lang", "go", "--lang-dir", str(d), env=python_first(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:]
+    recs = records(p.stdout)
+    assert sorted((r["clocksource"], r["api"]) for r in of(recs, "lang_clock")) == \
+        [("other", "time.Now"), ("other", "time.Since"), ("tsc", "time.Now"), ("tsc", "time.Since")]
+    assert "The ladder on clocksource tsc" in p.stdout and "The ladder on clocksource other" in p.stdout
+    assert (sysfs / "current_clocksource").read_text() == "tsc"
