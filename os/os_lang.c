@@ -128,7 +128,9 @@ void lang_setup(void)
         probe_path(l, probe, sizeof probe);
         if (!strcmp(d->key, "java"))
             snprintf(probe + strlen(probe), sizeof probe - strlen(probe), "/Probe.class");
-        if (d->runner && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
+        /* .NET: CoreCLR's dotnet where installed, else Mono (the probe's info says which) */
+        bool coreclr = !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
+        if (d->runner && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "%s", d->missing);
         else if (!is_file(probe))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "no probe %s (run 'make lang'%s%s)", probe, d->runner ? "" : "; ",

@@ -18,7 +18,7 @@ const struct lang_def lang_defs[LANG_COUNT] = {
     {"python", "Python", "Python", "python3", "probe.py", "no Python (apt install python3)",
      {"perf_counter_ns", "monotonic_ns", "time_ns", "process_time_ns", "perf_counter"}, 5},
     {"node", "Node.js", "Node", "node", "probe.js", "no Node.js (apt install nodejs)", {"process.hrtime.bigint", "performance.now", "Date.now"}, 3},
-    {"dotnet", ".NET", ".NET", "mono", "Probe.exe", "no Mono (apt install mono-runtime mono-mcs)", {"Stopwatch.GetTimestamp", "DateTime.UtcNow"}, 2},
+    {"dotnet", ".NET", ".NET", "mono", "Probe.exe", "no .NET runtime (apt install mono-runtime mono-mcs, or install dotnet)", {"Stopwatch.GetTimestamp", "DateTime.UtcNow"}, 2},
 };
 
 int lang_find(const char *key)
