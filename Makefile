@@ -42,7 +42,7 @@ KERNEL := $(BUILD)/clockbench.elf
 PVH_KERNEL := $(BUILD)/clockbench-pvh.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
-# The raw USB disk image (tools/clockbench/usbimage.py) and the tests' copy
+# The raw USB disk image (tools/clockbench/release/usbimage.py) and the tests' copy
 IMG := $(BUILD)/clockbench.img
 TEST_IMG := $(BUILD)/test/clockbench.img
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
@@ -278,7 +278,7 @@ $(GRUB_EFI): efi/grub-sbat.csv efi/grub-early.cfg Makefile
 	@mkdir -p $(dir $@)
 	$(call say,GRUB,$@)$(GRUB_MKIMAGE) -O x86_64-efi -o $@ -p /boot/grub --sbat efi/grub-sbat.csv -c efi/grub-early.cfg $(GRUB_EFI_MODULES)
 
-# The signing key (tools/clockbench/secureboot.py): the user's, made at the
+# The signing key (tools/clockbench/release/secureboot.py): the user's, made at the
 # first build that needs it, outside the repository; the tests' copy of the
 # ISO is signed with a key made in build/ (never the user's).
 KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
@@ -349,10 +349,10 @@ endef
 
 img: $(IMG)
 
-$(IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(KEY_DIR)/clockbench.crt
+$(IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/usbimage.py $(KEY_DIR)/clockbench.crt
 	$(call make_img,$@,5,$(KEY_DIR))
 
-$(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(TEST_KEY_DIR)/clockbench.crt
+$(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/usbimage.py $(TEST_KEY_DIR)/clockbench.crt
 	@mkdir -p $(dir $@)
 	$(call make_img,$@,0,$(TEST_KEY_DIR))
 
@@ -473,7 +473,7 @@ run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
 
 bench: deps $(KERNEL)
-	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
+	PYTHONPATH=tools $(PYTHON) -m clockbench.cli.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
 # The suite runs in two lanes at once (scripts/test_lanes.sh): the tests
 # marked `timed` (they time something, or stop QEMU from outside), one at a
@@ -515,7 +515,7 @@ test-host: $(HOST_LIB)
 test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 	$(call test_phases,tests/boot)
 
-# The files a person downloads (tools/clockbench/release.py; docs/real-hardware.md,
+# The files a person downloads (tools/clockbench/release/release.py; docs/real-hardware.md,
 # "Checking a downloaded image"): `make release KEY_DIR=<the release key's folder>`.
 # Refused before anything is built: a VERSION that is not one, a dirty tree
 # (ALLOW_DIRTY=1 allows it; the version then says dirty), no KEY_DIR given, a
@@ -524,7 +524,7 @@ test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 RELEASE_DIR := $(BUILD)/release
 RELEASE_WORK := $(BUILD)/release-work
 RELEASE_VENV ?= $(CURDIR)/build/release-venv
-RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
+RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.release
 RELEASE_TARGETS := kernel iso img netboot
 # the commit as make read it: assemble refuses a release whose HEAD moved during the build
 RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
@@ -536,13 +536,13 @@ release:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
 	@$(RELEASE_TOOL) assemble $(RELEASE_FLAGS) --work $(RELEASE_WORK) --out $(RELEASE_DIR)
 
-# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/rebuild.py):
+# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/release/rebuild.py):
 # `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
 # gets the release's own signature back; every file is then compared.
 REBUILD_KEY := $(BUILD)/rebuild-key
 # the same folder as the release build's: its name is in the debug information
 REBUILD_WORK := $(RELEASE_WORK)
-REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
+REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.rebuild
 rebuild-check:
 	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
 	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release

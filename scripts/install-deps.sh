@@ -37,7 +37,7 @@ test_packages=(
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
-  strace                                                 # the language probes' test: each path marker one write(2), no call between
+  strace gdb                                             # the language probes' test: the path markers' write(2)s; the vDSO reads between them
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
   python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
@@ -156,7 +156,7 @@ install_labgrid() {
   printf '%s\n' "$pins" > "$labgrid_venv/pins.txt"
 }
 
-# The release's SBOM (tools/clockbench/release.py): spdx-tools and what it
+# The release's SBOM (tools/clockbench/release/release.py): spdx-tools and what it
 # needs, pinned, in a venv that sees the system's python3-cryptography.
 release_packages=(
   spdx-tools==0.8.5 beartype==0.23.1 boolean.py==5.0 click==8.5.1 license-expression==30.4.4 ply==3.11

@@ -25,7 +25,9 @@ $(LANG_DIR)/probe-cpp-libcxx: os/lang/cpp/probe.cpp
 	@mkdir -p $(dir $@)
 	$(call say,CXX,$@)clang++ -stdlib=libc++ $(LANG_CXXFLAGS) -o $@ $<
 
-# cargo --offline: the probe has no dependencies, so nothing is fetched. The
+# cargo --offline: the probe has no dependencies, so nothing is fetched. Not
+# position-independent (relocation-model=static), as the C++ probes: std's
+# now() is then a direct call, not one through the GOT. The
 # rustc that cargo runs stamps its version into the program (`info`). The
 # lock file is version 3, which Debian 12's cargo (0.66) still reads.
 LANG_RUST_SRCS := os/lang/rust/Cargo.toml os/lang/rust/Cargo.lock os/lang/rust/src/main.rs
@@ -34,16 +36,17 @@ $(LANG_DIR)/probe-rust: $(LANG_RUST_SRCS)
 	@command -v cargo >/dev/null || { echo "error: cargo not found: install 'cargo' and 'rustc' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,CARGO,$@)CB_RUSTC_VERSION="$$($${RUSTC:-rustc} --version)" CARGO_TARGET_DIR=$(abspath $(LANG_RUST_TARGET)) \
-		RUSTFLAGS="-C target-feature=+crt-static --remap-path-prefix=$(CURDIR)=." \
+		RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static --remap-path-prefix=$(CURDIR)=." \
 		cargo build --release --offline --quiet --locked --target x86_64-unknown-linux-gnu --manifest-path os/lang/rust/Cargo.toml
 	$(Q)cp $(LANG_RUST_TARGET)/x86_64-unknown-linux-gnu/release/probe-rust $@
 
 # CGO_ENABLED=0: no libc, a static program. GOTOOLCHAIN=local: the go found
 # here builds it (a newer go would not fetch another); GOPROXY=off: nothing
-# is downloaded, the standard library is all it uses.
+# is downloaded, the standard library is all it uses. Its build cache is
+# under build/ unless GOCACHE says where (a CI container may have no HOME).
 LANG_GO_SRCS := os/lang/go/go.mod os/lang/go/main.go os/lang/go/tsc_amd64.s
 $(LANG_DIR)/probe-go: $(LANG_GO_SRCS)
 	@command -v go >/dev/null || { echo "error: go not found: install 'golang-go' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,GO,$@)cd os/lang/go && CGO_ENABLED=0 GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
-		go build -trimpath -buildvcs=false -o $(abspath $@) .
+		GOCACHE=$${GOCACHE:-$(abspath $(LANG_DIR))/go-cache} go build -trimpath -buildvcs=false -o $(abspath $@) .

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 import ptyport
-from clockbench import capture, compare, report, results
+from clockbench.fleet import capture
+from clockbench.report import compare, report
+from clockbench.records import results
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -153,7 +155,7 @@ def test_run_under_uefi_leaves_log_results_plots_and_html(tmp_path):
 
 
 def test_a_decoded_qr_code_goes_to_report_and_compare(tmp_path):
-    from clockbench import records
+    from clockbench.records import records
 
     qr = records.one(records.parse(LOGS[0].read_text()), "qr")
     decoded = tmp_path / "qr.json"

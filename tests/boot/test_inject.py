@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 
 def fails(b):

@@ -1,4 +1,4 @@
-"""The raw USB disk image (tools/clockbench/usbimage.py, `make img`; the
+"""The raw USB disk image (tools/clockbench/release/usbimage.py, `make img`; the
 tests' copy build/test/clockbench.img is signed with build/test-key and
 boots its first entry at once).
 
@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, flash, qemu, records, secureboot, usbimage
+from clockbench import errors
+from clockbench.release import flash, secureboot, usbimage
+from clockbench.machines import qemu
+from clockbench.records import records
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))

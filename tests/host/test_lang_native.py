@@ -5,8 +5,10 @@ from the headers), the clock each reads found by bracketing its `stamp` with
 clock_gettime (steady_clock is CLOCK_MONOTONIC, libstdc++'s
 high_resolution_clock is system_clock, CLOCK_REALTIME; libc++'s is
 steady_clock), the path markers each written by one write(2) and, on a
-clocksource with a vDSO, no system call between them, static programs, and
-bad input refused with exit 64 and one line. A missing toolchain fails the
+clocksource with a vDSO, no system call between them, the clock ids each
+call hands the vDSO (a gdb breakpoint there: Go's time.Now reads
+CLOCK_REALTIME and then CLOCK_MONOTONIC), static programs, and bad input
+refused with exit 64 and one line. A missing toolchain fails the
 tests under CI (`make deps` installs it) and skips them elsewhere, saying
 which package to install."""
 
@@ -312,6 +314,97 @@ def test_path_markers_are_one_write_each_around_the_calls(probe, strace, case, t
     else:
         pytest.skip(f"clocksource {_current_clocksource()}: the number of system calls is the runner's to judge "
                     f"({len(between)} seen)")
+
+
+# ---- the clocks each call reads, seen in the vDSO ----
+
+# The clock ids (linux/time.h) each call passes to the vDSO's clock_gettime,
+# in order: one read each, except Go's time.Now, which reads the wall clock
+# and then the monotonic one (runtime/time_linux_amd64.s, time.now).
+VDSO_IDS = {MONO: [1], REAL: [0]}
+VDSO_CALLS = {(lang, api): VDSO_IDS[clock] if clock is not None else [1] for lang, api, _, clock in CASES}
+VDSO_CALLS["go", "time.Now"] = [0, 1]
+
+# gdb stops the whole process at every breakpoint, so Go's sysmon finds the
+# goroutine running for long and preempts it; the scheduler then reads
+# CLOCK_MONOTONIC on the same thread (runtime.nanotime1). Those reads are the
+# runtime's, not the API's: told apart by the caller's symbol.
+GDB_SCRIPT = """set language c
+set pagination off
+set confirm off
+set print thread-events off
+catch syscall write
+commands
+silent
+printf "cb T%d write %d\\n", $_thread, $rdi
+continue
+end
+catch syscall clock_gettime gettimeofday time clock_getres
+commands
+silent
+printf "cb T%d syscall %d\\n", $_thread, $rdi
+continue
+end
+starti
+break *__vdso_clock_gettime
+commands
+silent
+printf "cb T%d vdso %d ", $_thread, $rdi
+x/a *(void **)$sp
+continue
+end
+continue
+"""
+
+
+@pytest.fixture(scope="module")
+def gdb():
+    tool = shutil.which("gdb")
+    if tool is None:
+        if CI:
+            pytest.fail("gdb is missing under CI=true: `make deps` installs it (Debian package gdb)")
+        pytest.skip("gdb is missing: `make deps` installs it (Debian package gdb)")
+    return tool
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_each_call_reads_its_clock_through_the_vdso(probe, gdb, case, tmp_path):
+    """A breakpoint on the vDSO's clock_gettime, in the thread that writes the
+    path markers, between them: 3 calls make exactly the expected reads (Go's
+    time.Now two each, CLOCK_REALTIME then CLOCK_MONOTONIC, which strace
+    cannot see); and on the TSC clocksource no clock system call."""
+    if not _has_vdso():
+        pytest.skip("no vDSO in this kernel: the runner's ptrace counts the system calls instead")
+    lang, api = case[:2]
+    script = tmp_path / "vdso.gdb"
+    script.write_text(GDB_SCRIPT)
+    r = subprocess.run([gdb, "-q", "-batch", "-nx", "-x", str(script), "--args", str(probe(lang)), "path", api, "3"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    events = []  # (thread, what, argument, caller)
+    for line in r.stdout.splitlines():
+        m = re.match(r"cb (T\d+) (write|syscall|vdso) (-?\d+) ?(?:\S+ <([^+>]+))?", line)
+        if m:
+            events.append((m[1], m[2], int(m[3]), m[4]))
+    writes = [i for i, (_, what, arg, _) in enumerate(events) if what == "write" and arg == 2]
+    # a write is caught twice, entering and leaving: begin, begin, end, end
+    assert len(writes) == 4, r.stdout[-3000:] + r.stderr[-2000:]
+    tid = events[writes[0]][0]
+    assert {events[i][0] for i in writes} == {tid}, "the markers were written by two threads"
+    between = [e[1:] for e in events[writes[1] + 1:writes[2]] if e[0] == tid]
+    reads = [(arg, caller) for what, arg, caller in between if what == "vdso"]
+    assert all(caller for _, caller in reads), between
+    if lang == "go":
+        scheduler = [(a, c) for a, c in reads if c == "runtime.nanotime1"]
+        assert all(a == 1 for a, _ in scheduler), reads
+        if api == "time.Now":
+            assert [a for a, c in reads if c != "runtime.nanotime1"] == VDSO_CALLS[lang, api] * 3, reads
+            assert {c for a, c in reads if c != "runtime.nanotime1"} == {"time.now"}, reads
+        else:
+            assert len(scheduler) == len(reads) >= 3, reads
+    else:
+        assert [a for a, _ in reads] == VDSO_CALLS[lang, api] * 3, reads
+    if _current_clocksource() == "tsc":
+        assert [a for w, a, _ in between if w == "syscall"] == [], between
 
 
 # ---- bad input ----

@@ -18,7 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_logs import run_cli
-from clockbench import errors, osvm, qemu, runner, runs
+from clockbench import errors
+from clockbench.runs import plan
+from clockbench.cli import osvm, runner
+from clockbench.machines import qemu
+from clockbench.runs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -244,10 +248,10 @@ def test_agreeing_values_run_and_reach_the_image(capsys, tmp_path, fake_qemu, ar
 
 
 def test_the_time_bound_reads_duration_as_the_image_does():
-    assert runner.parse_duration("0x3c") == 60 and runner.parse_duration("60") == 60
-    assert runner.parse_duration("0") is None and runner.parse_duration("86401") is None
-    assert runner.parse_duration("-5") is None and runner.parse_duration("0x") is None and runner.parse_duration("1e3") is None
-    assert runner.default_timeout("duration=0x15180") == runner.default_timeout("duration=86400")
+    assert plan.parse_duration("0x3c") == 60 and plan.parse_duration("60") == 60
+    assert plan.parse_duration("0") is None and plan.parse_duration("86401") is None
+    assert plan.parse_duration("-5") is None and plan.parse_duration("0x") is None and plan.parse_duration("1e3") is None
+    assert plan.default_timeout("duration=0x15180") == plan.default_timeout("duration=86400")
 
 
 def test_memory_is_read_as_qemu_reads_it():
@@ -277,7 +281,7 @@ def memories(draw, valid: bool) -> str:
 def valid_runs():
     """Values `run` must take: each option in range, the profile and the
     duration agreeing."""
-    profile = st.sampled_from([None, *runner.PROFILES])
+    profile = st.sampled_from([None, *plan.PROFILES])
     return st.fixed_dictionaries({
         "--smp": st.integers(1, 255).map(str),
         "--memory": memories(valid=True),
@@ -285,7 +289,7 @@ def valid_runs():
         "--machine": st.sampled_from(["q35", "pc"]),
         "--profile": profile,
         "--duration": st.none() | st.integers(1, 86400).map(str),
-    }).map(lambda d: {**d, "--duration": (str(runner.PROFILE_SECONDS[d["--profile"]][0]) if d["--profile"] and d["--duration"]
+    }).map(lambda d: {**d, "--duration": (str(plan.PROFILE_SECONDS[d["--profile"]][0]) if d["--profile"] and d["--duration"]
                                           else d["--duration"])})
 
 
@@ -304,8 +308,8 @@ def invalid_runs():
         one("--duration", bad_durations.map(str)),
         st.tuples(valid_runs(), bad_durations).map(
             lambda t: ({**t[0], "--append": f"duration={t[1]}"}, f"--append duration={t[1]}: ")),
-        st.tuples(valid_runs(), st.sampled_from(runner.PROFILES), st.integers(1, 86400)).filter(
-            lambda t: runner.PROFILE_SECONDS[t[1]][0] != t[2]).map(
+        st.tuples(valid_runs(), st.sampled_from(plan.PROFILES), st.integers(1, 86400)).filter(
+            lambda t: plan.PROFILE_SECONDS[t[1]][0] != t[2]).map(
             lambda t: ({**t[0], "--profile": t[1], "--duration": str(t[2])},
                        f"--duration {t[2]} and --profile {t[1]} disagree")),
     )

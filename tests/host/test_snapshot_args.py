@@ -12,7 +12,8 @@ import pytest
 
 from buildpaths import VMM_DIR
 from cli_logs import run_cli
-from clockbench import errors, snapshot
+from clockbench import errors
+from clockbench.machines import snapshot
 
 
 
@@ -86,7 +87,7 @@ def test_a_snapshot_past_the_runs_end_is_refused_once_the_run_ended(capsys, tmp_
     (tests/boot/test_migrate.py): a stop the run never reached is exit 64
     and one line; a stop done, or one that failed for another reason,
     leaves the run's own status."""
-    from clockbench import runner
+    from clockbench.cli import runner
 
     meta = {"log": str(tmp_path / "run.log"),
             "snapshot": {"at_s": 90.0, "stopped_s": None, "error": "the run ended before the snapshot's time"}}

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from cli_logs import TCG, run_cli
-from clockbench import cloud_hypervisor, errors, firecracker, microvm, qemu, runner, vmrun
+from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu, vmrun
+from clockbench import errors
+from clockbench.cli import runner
 
 LOG = TCG.read_text()
 FIRST_RUN = LOG[:LOG.index("clockbench: run ended:")]
@@ -247,7 +249,7 @@ def test_clockbench_run_keeps_the_monitors_log_apart_and_says_what_happened(caps
 
 
 def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_path, monitor, usable_kvm):
-    from clockbench import report
+    from clockbench.report import report
 
     binary = monitor(LOG, "exit 0", name="firecracker")
     assert _run(capsys, tmp_path, "--vmm", "firecracker", "--vmm-binary", binary, "--smp", "2").code == 0
@@ -259,7 +261,7 @@ def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_
 
 
 def test_vmm_binary_picks_qemus_program_too(capsys, tmp_path, monkeypatch):
-    from clockbench import runs
+    from clockbench.runs import runs
 
     binary = _script(tmp_path, "my-qemu", "exit 0\n")
     seen = []

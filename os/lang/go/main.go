@@ -205,8 +205,13 @@ func steps(api int, n uint64) {
 		apiNames[api], n, leastText, zero, backward, maxBack, strings.Join(bins, ","))
 }
 
+// One write(2). Raw: the runtime is not told of the system call, so it does
+// not hand this thread's P to another thread meanwhile and wake one on the
+// way back (a futex seen between the markers under strace on a loaded host).
 func marker(s string) {
-	if w, err := syscall.Write(2, []byte(s)); err != nil || w != len(s) {
+	b := []byte(s)
+	w, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, 2, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 || int(w) != len(b) {
 		os.Exit(1)
 	}
 }
@@ -214,6 +219,10 @@ func marker(s string) {
 func path(api int, n uint64) {
 	// the calls and both markers on one OS thread: the runner counts that thread's system calls
 	runtime.LockOSThread()
+	// A fresh time slice: sysmon preempts a goroutine that has run for 10 ms,
+	// and the scheduler then reads CLOCK_MONOTONIC on this thread (a system
+	// call each where the clocksource has no vDSO) between the markers.
+	runtime.Gosched()
 	marker("cb-path-begin\n")
 	switch api {
 	case apiNow:
