@@ -1014,6 +1014,7 @@ int main(int argc, char **argv)
     emit(&r);
     uname(&uts);
     vdso_why = os_vdso_find();
+    lang_note_cpus();
     pin_and_prioritise();
     double settle_s = settle_clocksource();
     os_cs_probe(opt.sysfs, geteuid() == 0, &cs);

@@ -53,6 +53,23 @@ static void rec_f(struct record *r, const char *key, double v, bool known)
         record_fixed(r, key, llround(v * 1000), 3);
 }
 
+static int cpu_list[CPU_SETSIZE], n_cpus;
+
+void lang_note_cpus(void)
+{
+    cpu_set_t set;
+    n_cpus = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int i = 0; i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &set))
+                cpu_list[n_cpus++] = i;
+    if (!n_cpus) { /* unreadable: the CPUs online, numbered from 0 */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+            cpu_list[n_cpus++] = (int)i;
+    }
+}
+
 /* ---- where the probes and runtimes are ---- */
 static bool is_file(const char *path)
 {
@@ -315,7 +332,7 @@ static void cross_pair(int l, struct api_result *a, unsigned cpu_a, unsigned cpu
     build_argv(l, cmd, 5, argv, buf, sizeof buf);
     struct probe_talk t;
     struct probe_outcome o;
-    bool timed_out = false, got_result = false;
+    bool timed_out = false, got_result = false, said = false;
     int i = a->n_cross;
     if (!probe_talk_start(argv, PROBE_CPUS_ALL, lang_opt.timeout_s, &t, why, sizeof why)) {
         fail(l, a, "cross", why);
@@ -342,17 +359,19 @@ static void cross_pair(int l, struct api_result *a, unsigned cpu_a, unsigned cpu
                 a->cross_ok[i] = got_result = true;
             else {
                 garbage(l, a, "cross", s, why2);
+                said = true;
                 break;
             }
         } else {
             garbage(l, a, "cross", s, "neither a pin request nor the result");
+            said = true;
             break;
         }
     }
     probe_talk_end(&t, &o, timed_out && !got_result);
     if (got_result && !o.ok)
         a->cross_ok[i] = false, fail(l, a, "cross", o.why);
-    else if (!got_result && !a->failures[0])
+    else if (!got_result && !said)
         fail(l, a, "cross", o.ok ? "no result line" : o.why);
     a->n_cross++;
     probe_outcome_free(&o);
@@ -411,11 +430,11 @@ static void measure_api(int l, const struct lang_api_info *info, struct api_resu
     }
     if (!info->private_origin)
         bracket_api(l, a);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the first CPU allowed against each other one, at most CROSS_PAIRS_MAX */
     unsigned rounds = lang_opt.calls / 10 < 2000 ? lang_opt.calls / 10 : 2000;
-    for (long b = 1; b < cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
-        cross_pair(l, a, 0, (unsigned)b, rounds < 100 ? 100 : rounds);
-    unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(cpus > 0 ? cpus : 1)};
+    for (int b = 1; b < n_cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
+        cross_pair(l, a, (unsigned)cpu_list[0], (unsigned)cpu_list[b], rounds < 100 ? 100 : rounds);
+    unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < THREAD_COUNTS; i++) {
         bool dup = false;
         for (int j = 0; j < a->n_k; j++)
@@ -553,8 +572,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
     record_u64(&r, "cross_cpu_pairs", (uint64_t)pairs);
     /* the cost per thread count: 1, 2 and N (the CPUs online) */
     const char *keys[] = {"threads_1_ns", "threads_2_ns", "threads_n_ns"};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned want[] = {1, 2, (unsigned)cpus};
+    unsigned want[] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < 3; i++) {
         bool known = false;
         double v = 0;
@@ -563,7 +581,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
                 known = true, v = a->thr[j].per_call_ns;
         rec_f(&r, keys[i], v, known);
     }
-    record_u64(&r, "threads_n", (uint64_t)cpus);
+    record_u64(&r, "threads_n", want[2]);
     record_str(&r, "failures", a->failures[0] ? a->failures : 0);
     emit(&r);
     if (a->steps_ok && a->steps.bins) {
