@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "os_lang_parse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,8 +535,14 @@ bool lang_claim_finer(const struct lang_row *r)
 
 static const char *fig(char *b, size_t size, double v)
 {
-    if (v >= 99999.5)
-        snprintf(b, size, "%.3g", v);
+    if (v >= 99999.5) {
+        /* 2e6, not 2e+06: the column is narrow */
+        int e = 0;
+        double m = v;
+        while (m >= 9.95)
+            m /= 10, e++;
+        snprintf(b, size, m < 1.05 || fabs(m - (int)(m + 0.5)) < 0.05 ? "%.0fe%d" : "%.1fe%d", m, e);
+    }
     else if (v >= 100)
         snprintf(b, size, "%.0f", v);
     else if (v >= 10)
