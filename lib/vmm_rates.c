@@ -16,7 +16,7 @@
 #define KVM_APIC_HZ 1000000000u
 
 #define KVM_PIT(v) {v, VDEV_PIT, "KVM's in-kernel PIT", MHZ_OF_HZ(KVM_PIT_HZ), "KVM_PIT_FREQ", "Linux arch/x86/kvm/i8254.h"}
-#define KVM_LAPIC(v) {v, VDEV_APIC_TIMER, "KVM's in-kernel local APIC timer", MHZ_OF_HZ(KVM_APIC_HZ), "APIC_BUS_CYCLE_NS = 1", \
+#define KVM_LAPIC(v) {v, VDEV_APIC_TIMER, "KVM's APIC timer", MHZ_OF_HZ(KVM_APIC_HZ), "APIC_BUS_CYCLE_NS = 1", \
                       "Linux arch/x86/kvm/lapic.h"}
 /* the pvclock ABI: system_time is in ns (Linux Documentation/virt/kvm/x86/msr.rst,
    MSR_KVM_SYSTEM_TIME_NEW; arch/x86/include/asm/pvclock-abi.h) */
@@ -33,7 +33,7 @@ static const struct vmm_rate table[] = {
      "QEMU include/hw/timer/hpet.h"},
     /* apic_get_current_count: (QEMU_CLOCK_VIRTUAL ns - load time) >> count_shift,
        and count_shift = (v + 1) & 7 is 0 at divide by 1 (apic_register_write, 0x3e) */
-    {VMM_QEMU_TCG, VDEV_APIC_TIMER, "QEMU's local APIC timer", MHZ_OF_HZ(1000000000u), "QEMU_CLOCK_VIRTUAL ns >> count_shift",
+    {VMM_QEMU_TCG, VDEV_APIC_TIMER, "QEMU's APIC timer", MHZ_OF_HZ(1000000000u), "QEMU_CLOCK_VIRTUAL, ns",
      "QEMU hw/intc/apic.c"},
     /* #define RTC_CLOCK_RATE 32768: the divider chain's input; the time steps at 1 Hz */
     {VMM_QEMU_TCG, VDEV_RTC, "QEMU's MC146818 RTC", MHZ_OF_HZ(1u), "RTC_CLOCK_RATE = 32768 Hz, divided to 1 Hz",
@@ -62,7 +62,7 @@ static const struct vmm_rate table[] = {
 
     /* --- Cloud Hypervisor: no PIT, no HPET --- */
     /* AcpiPmTimerDevice::read: Instant::now() ns * PM_TIMER_FREQUENCY_HZ (3_579_545) / 10^9 */
-    {VMM_CLOUD_HYPERVISOR, VDEV_PM_TIMER, "Cloud Hypervisor's ACPI PM timer", MHZ_OF_HZ(3579545u), "PM_TIMER_FREQUENCY_HZ",
+    {VMM_CLOUD_HYPERVISOR, VDEV_PM_TIMER, "Cloud Hypervisor's PM timer", MHZ_OF_HZ(3579545u), "PM_TIMER_FREQUENCY_HZ",
      "cloud-hypervisor devices/src/acpi.rs"},
     /* and it states the same 1 GHz in CPUID 0x40000010 EBX (arch/src/x86_64/mod.rs) */
     KVM_LAPIC(VMM_CLOUD_HYPERVISOR),
@@ -109,11 +109,26 @@ const char *vmm_name(enum vmm_id vmm)
     return "unidentified";
 }
 
+/* n / d by shift and subtract: the kernel links no libgcc (__udivti3);
+   saturates at 2^64 - 1 */
+static uint64_t div128_sat(unsigned __int128 n, uint64_t d)
+{
+    unsigned __int128 q = 0, r = 0;
+    for (int i = 127; i >= 0; i--) {
+        r = r << 1 | (uint64_t)(n >> i & 1);
+        if (r >= d) {
+            r -= d;
+            q |= (unsigned __int128)1 << i;
+        }
+    }
+    return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+}
+
 /* |m - c| / c in parts per billion, rounded up (a distance is never understated) */
 static uint64_t off_ppb(uint64_t m, uint64_t c)
 {
     unsigned __int128 d = m > c ? m - c : c - m;
-    return c ? (uint64_t)((d * 1000000000u + c - 1) / c) : UINT64_MAX;
+    return c ? div128_sat(d * 1000000000u + c - 1, c) : UINT64_MAX;
 }
 
 struct vmm_pick vmm_rate_unmeasured(uint64_t a, uint64_t b)
