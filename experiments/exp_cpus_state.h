@@ -82,7 +82,7 @@ struct cpus_state {
     int64_t skew_ticks;
     bool skew_applied, skew_honoured, skew_via_adjust;
     int64_t skew_moved;
-    char skew_why[112];
+    char skew_why[160];
 };
 
 extern struct cpus_state cpus_st;

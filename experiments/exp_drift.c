@@ -38,8 +38,6 @@
 #define RESIDUAL_CUTS_MAX 4
 #define WINDOW_CAP_FACTOR 3      /* the window may run this many times what was asked, to make up for gaps */
 
-#define MSR_TSC 0x10u
-#define MSR_TSC_ADJUST 0x3Bu
 
 struct drift_run drift_st;
 
@@ -65,16 +63,19 @@ static void inject_parse(void)
 }
 
 /* IA32_TSC_ADJUST where CPUID says it exists (a write there moves the TSC
-   by the same amount, Intel SDM vol. 3B, 18.17.3), else IA32_TSC itself. */
-static void tsc_jump_job(void *unused)
+   by the same amount, Intel SDM vol. 3B, 18.17.3), else IA32_TSC itself;
+   each access through the safe path: false with the MSR named in why. */
+static bool tsc_jump(uint64_t delta, char *why, unsigned why_len)
 {
-    (void)unused;
-    const struct drift_inject *in = &drift_st.inject;
-    uint64_t delta = ms_to_tsc(in->ms);
-    if (boot_cpu.info.tsc_adjust)
-        wrmsr(MSR_TSC_ADJUST, rdmsr(MSR_TSC_ADJUST) + delta);
-    else
-        wrmsr(MSR_TSC, rdtsc() + delta);
+    struct probe_fault fault;
+    char name[48];
+    uint64_t adjust = 0;
+    uint32_t msr = boot_cpu.info.tsc_adjust ? MSR_TSC_ADJUST : MSR_TSC;
+    bool ok = msr == MSR_TSC_ADJUST ? msr_read_safe(msr, &adjust, &fault) && msr_write_safe(msr, adjust + delta, &fault)
+                                    : msr_write_safe(msr, rdtsc() + delta, &fault);
+    if (!ok)
+        fmt_format(why, why_len, "%s faulted: %s", msr_name(msr, name), fault.text);
+    return ok;
 }
 
 /* Called between reads, outside any bracket. */
@@ -89,10 +90,11 @@ static void inject_tick(uint64_t now, uint64_t start)
         if (in->kind == INJECT_HPET_HALT) {
             hpet_set_running(&discovered.hpet, false);
         } else {
-            struct probe_fault fault;
+            char why[160];
             uint64_t before = rdtsc();
-            if (!probe_run(tsc_jump_job, 0, &fault))
-                report_note("writing the TSC faulted (%s); nothing injected", fault.text);
+            in->faulted = !tsc_jump(ms_to_tsc(in->ms), why, sizeof why);
+            if (in->faulted)
+                report_note("moving the TSC: %s; nothing injected", why);
             in->moved_tsc = rdtsc() - before;
             in->done = true;
         }

@@ -434,7 +434,8 @@ void drift_report(void)
         kprintf("  Injected: %s of %llu ms at %llu s%s%s\n", in->kind == INJECT_HPET_HALT ? "HPET halt" : "TSC jump",
                 (unsigned long long)in->ms, (unsigned long long)(in->at_ms / 1000),
                 in->started ? "" : " (never reached: the window was shorter)",
-                in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
+                in->kind == INJECT_TSC_JUMP && in->faulted ? "; the write faulted (see the note): nothing moved"
+                : in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
                     ? "; the TSC did not move (this CPU ignores the write)" : "");
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];

@@ -55,6 +55,7 @@ struct drift_inject {
     uint64_t at_tsc, until_tsc;
     bool started, done;
     uint64_t moved_tsc; /* tsc_jump: how far the TSC moved, as read back */
+    bool faulted;       /* tsc_jump: the MSR write faulted (a note said which) */
 };
 
 struct drift_run {

@@ -415,23 +415,6 @@ static bool signature_is(uint32_t leaf, const char *want)
     return true;
 }
 
-struct msr_write_job {
-    uint32_t msr;
-    uint64_t value;
-};
-
-static void msr_write_run(void *p)
-{
-    struct msr_write_job *j = p;
-    wrmsr(j->msr, j->value);
-}
-
-static bool msr_write_safe(uint32_t msr, uint64_t value, struct probe_fault *fault)
-{
-    struct msr_write_job j = {msr, value};
-    return probe_run(msr_write_run, &j, fault);
-}
-
 static void discover_kvmclock(const struct cpu_info *ci)
 {
     struct counter *c = &counters[COUNTER_KVMCLOCK];

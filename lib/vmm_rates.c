@@ -19,7 +19,7 @@
 #define KVM_LAPIC(v) {v, VDEV_APIC_TIMER, "KVM's APIC timer", MHZ_OF_HZ(KVM_APIC_HZ), "APIC_BUS_CYCLE_NS = 1", \
                       "Linux arch/x86/kvm/lapic.h"}
 /* the pvclock ABI: system_time is in ns (Linux Documentation/virt/kvm/x86/msr.rst,
-   MSR_KVM_SYSTEM_TIME_NEW; arch/x86/include/asm/pvclock-abi.h) */
+   MSR_KVM_SYSTEM_TIME_NEW: the pvclock ABI) */
 #define KVMCLOCK(v) {v, VDEV_KVMCLOCK, "kvmclock", MHZ_OF_HZ(1000000000u), "system_time in ns", \
                      "Linux Documentation/virt/kvm/x86/msr.rst"}
 
