@@ -146,6 +146,8 @@ static void facts_job(void *p)
     f->apic_base = rdmsr(MSR_APIC_BASE);
     if (f->time_bits & CPUS_TB_ADJUST)
         f->adjust_read = msr_read_safe(MSR_TSC_ADJUST, &f->tsc_adjust, &fault);
+    if ((f->time_bits & CPUS_TB_ADJUST) && !f->adjust_read)
+        fmt_format(f->adjust_fault, sizeof f->adjust_fault, "%s", fault.text);
     if (f->time_bits & CPUS_TB_RDTSCP) {
         rdtscp(&f->tsc_aux);
         f->aux_read = true;

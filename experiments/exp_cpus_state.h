@@ -38,6 +38,7 @@ struct cpu_facts {
     uint64_t apic_base;
     uint32_t time_bits;         /* CPUS_TB_* */
     bool adjust_read;
+    char adjust_fault[96];      /* CPUID claims TSC_ADJUST but reading it faulted: the fault, else "" */
     uint64_t tsc_adjust;
     bool aux_read;
     uint32_t tsc_aux;

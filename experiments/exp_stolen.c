@@ -44,13 +44,13 @@ static volatile struct kvm_steal_time steal_area[PERCPU_MAX] __attribute__((alig
 _Static_assert(sizeof(struct kvm_steal_time) % KVM_STEAL_ALIGN == 0, "every CPU's area is aligned");
 static struct ap_steal {
     bool tried, registered, on; /* a job was sent; the area was filled; both reads settled */
-    char why[96];
+    char why[160];
     uint64_t before_ns, after_ns, before_tsc, after_tsc;
     uint32_t version_before, version_after, retries;
 } ap_st[PERCPU_MAX];
 static struct {
     bool on;                    /* registered, and both reads settled */
-    char why[128];              /* why not, when not */
+    char why[160];              /* why not, when not */
     uint64_t before_ns, after_ns;
     uint32_t version_before, version_after, retries;
     uint64_t edge_ticks;
@@ -86,7 +86,7 @@ static void ap_steal_on_job(void *arg)
     struct probe_fault fault;
     char name[48];
     if (!steal_set((uint64_t)(uintptr_t)area | KVM_STEAL_ENABLE, &fault)) {
-        fmt_format(a->why, sizeof a->why, "registering the area (%s) faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
+        fmt_format(a->why, sizeof a->why, "registering the area: %s faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
         return;
     }
     if (!steal_filled(area)) {
@@ -180,7 +180,7 @@ static bool steal_start(void)
     struct probe_fault fault;
     char name[48];
     if (!steal_set((uint64_t)(uintptr_t)&steal_area[0] | KVM_STEAL_ENABLE, &fault)) {
-        fmt_format(st.why, sizeof st.why, "registering the area (%s) faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
+        fmt_format(st.why, sizeof st.why, "registering the area: %s faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
         return false;
     }
     /* KVM's first update adds all the vCPU thread has waited since it was
