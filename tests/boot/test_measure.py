@@ -229,6 +229,34 @@ def test_kvm_tsc_matches_the_host_and_ratio_is_nominal(boot, kvm):
     assert abs(prof["tsc_hz"] - host) / host * 1e6 < 50, (prof["tsc_hz"], host)
 
 
+def test_kvm_pit_is_chosen_by_measurement_or_carries_the_spread(boot, kvm):
+    """QEMU+KVM's PIT is KVM's in-kernel one (KVM_PIT_FREQ, QEMU's default
+    kernel-irqchip=on) or QEMU's own (PIT_FREQ): the guest cannot ask, so
+    the drift measures it against the HPET and chooses the nearer when its
+    uncertainty separates them; otherwise the midpoint stands with half the
+    0.838 ppm spread in every uncertainty relative to the PIT. Either way the
+    PIT's figure and the TSC's by the PIT agree with the HPET's within what
+    is stated; QEMU's own PIT is never chosen here."""
+    b = boot(**boots.KVM_Q35)
+    assert b.status == 0, b.explain()
+    c = records.one(b.records, "counter", name="pit")
+    assert c["nominal_vmm"] == "QEMU+KVM" and c["nominal_hz"] == 1_193_181.5 and c["nominal_spread_ppm"] == 0.42, c
+    ch = records.one(b.records, "nominal_choice", counter="pit")
+    assert ch["reference"] == "hpet" and ch["chosen"] in ("KVM_PIT_FREQ", None), ch
+    f = records.one(b.records, "frequency", counter="tsc", reference="pit")
+    pair = records.one(b.records, "frequency", counter="pit", reference="hpet")
+    if ch["chosen"]:
+        assert ch["nominal_hz"] == 1_193_181 and ch["spread_ppm"] == 0 and f["reference_nominal_hz"] == 1_193_181, (ch, f)
+        assert f["nominal_spread_ppm"] == 0 and ch["off_a_ppm"] <= 3 * ch["uncertainty_ppm"] < ch["off_b_ppm"], ch
+    else:
+        assert ch["nominal_hz"] == 1_193_181.5 and ch["spread_ppm"] == 0.42 and f["nominal_spread_ppm"] == 0.42, (ch, f)
+        assert f["uncertainty_ppm"] >= 0.42 and pair["uncertainty_ppm"] >= 0.42, (f, pair)
+    assert abs(pair["ppm_vs_nominal"]) <= 3 * pair["uncertainty_ppm"] + 0.001, pair
+    hpet = records.one(b.records, "frequency", counter="tsc", reference="hpet")
+    off = abs(f["hz"] - hpet["hz"]) / hpet["hz"] * 1e6
+    assert off <= 3 * (f["uncertainty_ppm"] ** 2 + hpet["uncertainty_ppm"] ** 2) ** 0.5 + 0.001, (f, hpet)
+
+
 def test_records_are_whole_and_long_ones_come_in_parts(tcg_run):
     # no record was cut for length; the residuals (128 points) come in parts
     # whose arrays join to their full length
