@@ -131,15 +131,14 @@ static void read_hv_vendor(char out[13]) { read_hv_vendor_at(CPUID_HV_VENDOR_LEA
 /* QEMU is known from its firmware, never by touching a port it may not
    have: its fw_cfg device in the DSDT (_HID "QEMU0002", which QEMU's own
    ACPI builder adds on pc, q35 and microvm, whichever firmware or loader
-   boots us), or TCG (QEMU's own accelerator) in CPUID. A virtual machine
-   with no ACPI tables at all is taken for QEMU with acpi=off, the one VMM
-   known to boot this image without them, used to be taken for QEMU, and
-   so was one whose run ended before the tables were read: both are now
-   unidentified (issue 37: Bochs, or any other VMM, has no isa-debug-exit,
-   and a write to a port nobody named is no identification). The command
-   line's `debug_exit` word (clockbench run adds it under KVM) vouches for
-   the port instead. The ACPI OEM ID ("BOCHS ") is not used: it is QEMU's
-   default but a user's to change, and Bochs's too. */
+   boots us), or TCG (QEMU's own accelerator) in CPUID. Nothing else makes
+   a machine QEMU: a virtual machine with no ACPI tables, or one whose run
+   ended before they were read, is not identified (issue 37: Bochs, or any
+   other VMM, may have no isa-debug-exit, or a device of its own at 0xf4).
+   The command line's `debug_exit` word vouches for the port instead
+   (clockbench run adds it under KVM, where QEMU with acpi=off is such a
+   machine). The ACPI OEM ID ("BOCHS ") is not used: it is QEMU's default
+   but a user's to change, and Bochs's too. */
 static void identify(struct machine *m)
 {
     *m = (struct machine){.kind = MACHINE_PC, .why = "no hypervisor (CPUID.1:ECX[31] clear)"};
