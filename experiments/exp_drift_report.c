@@ -187,6 +187,10 @@ static void report_tsc_against(const struct series *s)
             kprintf("    the host did not write kvmclock's page in the window: kvmclock ran at\n"
                     "    its stated mul/shift throughout\n");
     }
+    /* the rate the figure rests on, where it is a VMM's constant or still open between two */
+    if (counters[s->counter].nominal_from && !strcmp(counters[s->counter].nominal_from, "vmm"))
+        kprintf("    nominal: %s%s\n", counters[s->counter].nominal_source,
+                counters[s->counter].nominal_spread_ppb ? ", its spread in the +-" : "");
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);
     kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
