@@ -42,7 +42,7 @@ KERNEL := $(BUILD)/clockbench.elf
 PVH_KERNEL := $(BUILD)/clockbench-pvh.elf
 ISO := $(BUILD)/clockbench.iso
 TEST_ISO := $(BUILD)/test/clockbench.iso
-# The raw USB disk image (tools/clockbench/usbimage.py) and the tests' copy
+# The raw USB disk image (tools/clockbench/release/usbimage.py) and the tests' copy
 IMG := $(BUILD)/clockbench.img
 TEST_IMG := $(BUILD)/test/clockbench.img
 HOST_LIB := $(BUILD)/host/libclockbench_host.so
@@ -127,7 +127,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -157,6 +157,7 @@ help:
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
+	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
@@ -277,7 +278,7 @@ $(GRUB_EFI): efi/grub-sbat.csv efi/grub-early.cfg Makefile
 	@mkdir -p $(dir $@)
 	$(call say,GRUB,$@)$(GRUB_MKIMAGE) -O x86_64-efi -o $@ -p /boot/grub --sbat efi/grub-sbat.csv -c efi/grub-early.cfg $(GRUB_EFI_MODULES)
 
-# The signing key (tools/clockbench/secureboot.py): the user's, made at the
+# The signing key (tools/clockbench/release/secureboot.py): the user's, made at the
 # first build that needs it, outside the repository; the tests' copy of the
 # ISO is signed with a key made in build/ (never the user's).
 KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
@@ -348,10 +349,10 @@ endef
 
 img: $(IMG)
 
-$(IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(KEY_DIR)/clockbench.crt
+$(IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/usbimage.py $(KEY_DIR)/clockbench.crt
 	$(call make_img,$@,5,$(KEY_DIR))
 
-$(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/usbimage.py $(TEST_KEY_DIR)/clockbench.crt
+$(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/usbimage.py $(TEST_KEY_DIR)/clockbench.crt
 	@mkdir -p $(dir $@)
 	$(call make_img,$@,0,$(TEST_KEY_DIR))
 
@@ -377,6 +378,15 @@ os-bench: deps $(OS_BIN)
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
 	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
+
+# The language clock probes (issue 36) that clockbench-os runs: each .mk in
+# os/lang/ adds its programs to LANG_PROBES (native.mk: C++, Rust, Go;
+# managed.mk: Java, Python, Node.js, .NET), each rule naming the package of a
+# missing toolchain, so that `make -k lang` builds all the others.
+LANG_DIR := $(BUILD)/lang
+LANG_PROBES :=
+include $(wildcard os/lang/*.mk)
+lang: $(LANG_PROBES)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
 # with clockbench-os as /init (under a PVM KVM, which emulates every
@@ -461,7 +471,7 @@ run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
 
 bench: deps $(KERNEL)
-	PYTHONPATH=tools $(PYTHON) -m clockbench.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
+	PYTHONPATH=tools $(PYTHON) -m clockbench.cli.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
 # The suite runs in two lanes at once (scripts/test_lanes.sh): the tests
 # marked `timed` (they time something, or stop QEMU from outside), one at a
@@ -482,6 +492,7 @@ define test_phases
 endef
 
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their tests say why"; [ "$$CI" != true ]; }
 	$(call test_phases,tests)
 
 # The tree's Secure Boot way (efi/: shim, GRUB and the kernel signed with KEY_DIR) beside the others
@@ -502,7 +513,7 @@ test-host: $(HOST_LIB)
 test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 	$(call test_phases,tests/boot)
 
-# The files a person downloads (tools/clockbench/release.py; docs/real-hardware.md,
+# The files a person downloads (tools/clockbench/release/release.py; docs/real-hardware.md,
 # "Checking a downloaded image"): `make release KEY_DIR=<the release key's folder>`.
 # Refused before anything is built: a VERSION that is not one, a dirty tree
 # (ALLOW_DIRTY=1 allows it; the version then says dirty), no KEY_DIR given, a
@@ -511,7 +522,7 @@ test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 RELEASE_DIR := $(BUILD)/release
 RELEASE_WORK := $(BUILD)/release-work
 RELEASE_VENV ?= $(CURDIR)/build/release-venv
-RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
+RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.release
 RELEASE_TARGETS := kernel iso img netboot
 # the commit as make read it: assemble refuses a release whose HEAD moved during the build
 RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
@@ -523,13 +534,13 @@ release:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
 	@$(RELEASE_TOOL) assemble $(RELEASE_FLAGS) --work $(RELEASE_WORK) --out $(RELEASE_DIR)
 
-# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/rebuild.py):
+# A downloaded release rebuilt bit for bit, without its key (tools/clockbench/release/rebuild.py):
 # `git checkout` its commit, then `make rebuild-check RELEASE=DIR`. Each EFI program
 # gets the release's own signature back; every file is then compared.
 REBUILD_KEY := $(BUILD)/rebuild-key
 # the same folder as the release build's: its name is in the debug information
 REBUILD_WORK := $(RELEASE_WORK)
-REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.rebuild
+REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.rebuild
 rebuild-check:
 	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
 	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from clockbench import qemu, secureboot
+from clockbench.machines import qemu
+from clockbench.release import secureboot
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"

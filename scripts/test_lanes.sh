@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How `make test` runs the suite (README, "How `make test` runs"): two lanes
+# How `make test` runs the suite (docs/testing.md, "How `make test` runs"): two lanes
 # at once.
 #  - The quiet lane: the tests marked `timed` (they time something, or stop
 #    QEMU from outside), one at a time, at normal priority.

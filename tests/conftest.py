@@ -7,7 +7,7 @@ every other pytest process of the same `make test` too (the xdist workers,
 and the two lanes below), one boot per QEMU command line and lane.
 
 `make test` runs the suite in two lanes at once (scripts/test_lanes.sh;
-README, "How `make test` runs"):
+docs/testing.md, "How `make test` runs"):
 - the quiet lane (CLOCKBENCH_LANE=quiet): the tests marked `timed`, one at
   a time: they time something, or stop QEMU from outside, and must not
   wait for another QEMU of ours;
@@ -34,7 +34,8 @@ from buildpaths import BUILD, KERNEL, PVH_KERNEL, ROOT, TEST_ISO, VMM_DIR  # noq
 
 sys.path.insert(0, str(ROOT / "tools"))
 
-from clockbench import microvm, qemu, records  # noqa: E402
+from clockbench.machines import microvm, qemu
+from clockbench.records import records  # noqa: E402
 
 BOOT_CACHE = os.environ.get("CLOCKBENCH_BOOT_CACHE")
 # "quiet": runs made alone (the timed tests' lane, and any run outside

@@ -12,7 +12,7 @@ read it; the rest runs under TCG.
 
 from __future__ import annotations
 
-from clockbench import qemu
+from clockbench.machines import qemu
 
 # the drift window opens; the timer interrupts begin
 PHASE_START = r'"type":"phase".*"experiment":"drift".*"event":"start"'

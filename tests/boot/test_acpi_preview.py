@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clockbench import records
+from clockbench.records import records
 
 ROOT = Path(__file__).resolve().parents[2]
 

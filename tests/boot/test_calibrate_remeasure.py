@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 SKEW_PPM = 100000
 # the two references' own disagreement under TCG (both are QEMU's host clock)

@@ -27,7 +27,8 @@ import sys
 
 import pytest
 
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 from test_measure import host_tsc_hz
 
 pytestmark = pytest.mark.timed  # stops QEMU from outside, under a host CPU hog

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 SHORT = "profile=quick duration=1"  # the notes come first; the measurements only need to end
 

@@ -15,7 +15,8 @@ import re
 import pytest
 
 import boots
-from clockbench import decode, figures, records, report, results
+from clockbench.records import decode, figures, records, results
+from clockbench.report import report
 
 ONLY = "only=cpus"
 

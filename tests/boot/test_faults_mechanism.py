@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from clockbench import qemu
+from clockbench.machines import qemu
 
 pytestmark = pytest.mark.timed  # QEMU stopped from outside, the stops timed by the host
 

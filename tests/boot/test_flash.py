@@ -1,4 +1,4 @@
-"""The USB writer (tools/clockbench/flash.py): every unsafe target refused
+"""The USB writer (tools/clockbench/release/flash.py): every unsafe target refused
 with its reason, on a fake sysfs tree and a fake mount table (the whole
 command too, with a write function that only records); then a real write to
 a loop device, verified, and booted in QEMU. No test here points a write at
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, flash, records
+from clockbench import errors
+from clockbench.release import flash
+from clockbench.records import records
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_ISO = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build")) / "test" / "clockbench.iso"

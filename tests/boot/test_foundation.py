@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import boots
-from clockbench import records
+from clockbench.records import records
 
 PASSED, FAILED, NOTHING_RAN, CRASHED = 0, 1, 2, 3
 

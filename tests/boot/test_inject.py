@@ -16,7 +16,8 @@ import math
 
 import pytest
 
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 
 def fails(b):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import boots
-from clockbench import records
+from clockbench.records import records
 
 QEMU_HPET_BASE = "0xfed00000"
 QEMU_HPET_PERIOD_FS = 10_000_000

@@ -1,4 +1,4 @@
-"""Property-based tests of the log parser (tools/clockbench/records.py) on a
+"""Property-based tests of the log parser (tools/clockbench/records/records.py) on a
 real log from a QEMU run: random truncation, byte flips and interleaved
 noise must never make it raise, and must keep every record that survived."""
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import boots
-from clockbench import records
+from clockbench.records import records
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

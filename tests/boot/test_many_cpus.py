@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 ONLY = "only=cpus"
 WIDTH_GOAL = 10  # -smp 32's intervals no wider than this many times -smp 4's

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import qemu
+from clockbench.machines import qemu
 
 import matrix
 from matrix import SCENARIOS

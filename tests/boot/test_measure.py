@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 import boots
-from clockbench import records
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # known answers of rates measured against the host's clock
 

@@ -32,7 +32,8 @@ import pytest
 
 from buildpaths import KERNEL, ROOT
 
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 GAP_S = 3.0
 # counted from the drift phase's start (--migrate-after drift), however long

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # rates against the RTC's edges: a loaded host makes the poll miss them
 

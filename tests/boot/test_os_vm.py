@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # Linux's clocks measured, rates against known answers
 

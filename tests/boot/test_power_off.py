@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 import boots
 from buildpaths import PVH_KERNEL

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 import boots
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 KVM_CPU = qemu.KVM_CPU
 

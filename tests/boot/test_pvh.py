@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 from buildpaths import PVH_KERNEL
 ONLY = "only=read_cost marker=pvh-7"  # the banner, discovery and one experiment: enough to see what was handed over

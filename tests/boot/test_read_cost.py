@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 ICOUNT = ["-icount", "shift=0,sleep=off"]
 

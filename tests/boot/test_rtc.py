@@ -17,7 +17,7 @@ import datetime as dt
 import pytest
 
 import boots
-from clockbench import records
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # the RTC's seconds timed by the TSC, known answers
 

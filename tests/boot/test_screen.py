@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import decode, qemu, qrimage, records, screen
+from clockbench.records import decode, qrimage, records
+from clockbench.machines import qemu, screen
 
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build"))
 TEST_ISO = BUILD / "test" / "clockbench.iso"

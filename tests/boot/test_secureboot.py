@@ -28,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import qemu, records, secureboot
+from clockbench.machines import qemu
+from clockbench.records import records
+from clockbench.release import secureboot
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))

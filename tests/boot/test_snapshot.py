@@ -38,7 +38,7 @@ import pytest
 
 from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
 
-from clockbench import records
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed
 

@@ -43,7 +43,8 @@ from fractions import Fraction
 import pytest
 
 import boots
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # each run is a measurement, stopped from outside
 

@@ -36,7 +36,8 @@ import pytest
 
 import boots
 from buildpaths import KERNEL
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 STOLEN_PROGRESS = r'"type":"progress".*"phase":"stolen"'
 SCAN_MS = 1000  # duration=10 sizes the scan at 1 s (kernel/profile.c: 100 ms a second)

@@ -20,7 +20,8 @@ import pytest
 
 import boots
 from buildpaths import PVH_KERNEL
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import pytest
 
 import boots
-from clockbench import qemu, records
+from clockbench.machines import qemu
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # stopped from outside, and lateness measured
 

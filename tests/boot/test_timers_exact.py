@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockbench import records
+from clockbench.records import records
 
 EXACT = ["-icount", "shift=0,sleep=off"]
 TIMERS = ("lapic", "hpet", "pit")

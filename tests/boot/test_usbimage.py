@@ -1,4 +1,4 @@
-"""The raw USB disk image (tools/clockbench/usbimage.py, `make img`; the
+"""The raw USB disk image (tools/clockbench/release/usbimage.py, `make img`; the
 tests' copy build/test/clockbench.img is signed with build/test-key and
 boots its first entry at once).
 
@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, flash, qemu, records, secureboot, usbimage
+from clockbench import errors
+from clockbench.release import flash, secureboot, usbimage
+from clockbench.machines import qemu
+from clockbench.records import records
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
@@ -220,7 +223,8 @@ def test_without_source_date_epoch_the_commit_date_is_used(img, tmp_path):
     r = build_cli(tmp_path / "x.img", epoch=None)
     assert r.returncode == 0, r.stderr
     commit = int(subprocess.run(["git", "log", "-1", "--format=%ct"], capture_output=True, text=True, cwd=ROOT).stdout)
-    want = time.strftime("%Y-%m-%d  %H:%M", time.gmtime(commit - commit % 2))  # FAT keeps even seconds; mdir shows minutes
+    at = time.gmtime(commit - commit % 2)  # FAT keeps even seconds; mdir shows minutes, the hour padded with a space
+    want = time.strftime("%Y-%m-%d  ", at) + f"{at.tm_hour:2d}:{at.tm_min:02d}"
     listing = subprocess.run(["mdir", "-i", f"{tmp_path / 'x.img'}@@1M", "::/"], capture_output=True, text=True, env=MTOOLS_ENV).stdout
     assert want in listing, (want, listing)
 

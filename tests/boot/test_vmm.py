@@ -33,7 +33,8 @@ from pathlib import Path
 import pytest
 
 from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
-from clockbench import cloud_hypervisor, firecracker, microvm, qemu, records
+from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu
+from clockbench.records import records
 
 pytestmark = pytest.mark.timed
 

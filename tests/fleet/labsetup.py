@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import lab, qemu
+from clockbench.fleet import lab
+from clockbench.machines import qemu
 
 
 def need_labgrid() -> None:

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 import pytest
 
 from buildpaths import KERNEL, ROOT
-from clockbench import netboot, qemu, store
+from clockbench.fleet import netboot
+from clockbench.machines import qemu
+from clockbench.runs import store
 from clockbench.fleet import BY_KEY
 from labsetup import Lab, free_port
 

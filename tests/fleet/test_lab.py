@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 from buildpaths import KERNEL, ROOT
-from clockbench import qemu, store
+from clockbench.machines import qemu
+from clockbench.runs import store
 from labsetup import Lab
 
 

@@ -1,4 +1,4 @@
-"""Network boot (`make netboot`, tools/clockbench/netboot.py) from QEMU's own
+"""Network boot (`make netboot`, tools/clockbench/fleet/netboot.py) from QEMU's own
 TFTP server, every way the tree offers, each to a verdict, with the command
 line its MAC address picks in the machines file: BIOS PXE through the NIC's
 iPXE and the iPXE script, BIOS PXE through GRUB's i386-pc image, UEFI PXE
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from buildpaths import KERNEL
-from clockbench import netboot, records
+from clockbench.fleet import netboot
+from clockbench.records import records
 
 MACHINES = """
 [default]
@@ -59,7 +60,7 @@ def test_run_boots_the_tree(tree, tmp_path):
     import sys
 
     from buildpaths import ROOT
-    from clockbench import store
+    from clockbench.runs import store
     out, made = tree
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "netboot", "--tftp", str(out),
                         "--mac", "52:54:00:00:00:01", "--accel", "tcg", "--runs-dir", str(tmp_path / "runs"),
@@ -91,7 +92,8 @@ def test_secure_boot_netboot_through_shim_signed_grub_and_kernel(tmp_path):
     Secure Boot on and the command line the MAC picks. One TCG boot (about
     20 s)."""
     from buildpaths import BUILD
-    from clockbench import qemu, secureboot
+    from clockbench.machines import qemu
+    from clockbench.release import secureboot
 
     key, efi, pydeps = BUILD / "test-key", BUILD / "clockbench.efi", BUILD / "pydeps"
     for p in (key / secureboot.KEY_NAME, efi, qemu.OVMF_SECBOOT_CODE, qemu.OVMF_VARS_MS):

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from buildpaths import KERNEL, ROOT
-from clockbench import store
+from clockbench.runs import store
 
 
 def run(tmp_path, *extra, env=None):

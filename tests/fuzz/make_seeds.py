@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests" / "host")]
 
-from clockbench import qemu, records  # noqa: E402
+from clockbench.machines import qemu
+from clockbench.records import records  # noqa: E402
 
 import acpi_builder as ab  # noqa: E402
 

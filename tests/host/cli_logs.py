@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from clockbench import __main__ as cli_main  # noqa: E402
+from clockbench.cli import main as cli_main  # noqa: E402
 from clockbench import errors  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

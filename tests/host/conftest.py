@@ -14,7 +14,7 @@ def lib():
 def _own_store(tmp_path, monkeypatch):
     """No host test writes to the developer's store of runs (build/clockbench.db):
     every command that stores a run gets --store's default from here."""
-    from clockbench import store
+    from clockbench.runs import store
 
     monkeypatch.setattr(store, "DEFAULT", tmp_path / "default-store.db")
     monkeypatch.setenv("CLOCKBENCH_STORE", str(tmp_path / "default-store.db"))

@@ -1,5 +1,5 @@
 """`clockbench acpi`'s list of the points where Linux reads the tables
-otherwise than the image (tools/clockbench/acpi.py, linux_differences), one
+otherwise than the image (tools/clockbench/report/acpi.py, linux_differences), one
 synthetic machine per branch, its tables built as the parser's tests build
 them (acpi_builder) and read through lib/acpi.c by the host library, as the
 tool reads a folder of binary tables. test_acpi_tool.py covers the
@@ -16,7 +16,7 @@ import acpi_builder as ab
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
-from clockbench import acpi  # noqa: E402
+from clockbench.report import acpi  # noqa: E402
 
 
 def differences(fadt: bytes | None = None, madt: bytes | None = None) -> tuple[list[str], dict]:

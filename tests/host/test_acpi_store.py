@@ -18,7 +18,9 @@ import struct
 import pytest
 
 from cli_logs import ROOT, TCG, run_cli
-from clockbench import acpi, errors, store
+from clockbench.report import acpi
+from clockbench import errors
+from clockbench.runs import store
 
 DATA = ROOT / "tests" / "host" / "data" / "acpi"
 TABLET = DATA / "hp-pavilion-x2-tablet.txt"  # hardware-reduced: HPET at 0xfed00000, PM_TMR_BLK 0x408 set aside

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "host" / "data" / "acpi"
 sys.path.insert(0, str(ROOT / "tools"))
-from clockbench import acpi  # noqa: E402
+from clockbench.report import acpi  # noqa: E402
 
 MACHINES = sorted(p.stem for p in DATA.glob("*.txt"))
 

@@ -16,7 +16,8 @@ import pytest
 
 import ptyport
 from cli_logs import KVM, TCG, crashed_log, cut_inside_an_array, failed_log, need, run_cli, run_process
-from clockbench import errors, results
+from clockbench import errors
+from clockbench.records import results
 
 
 def one_line(err: str) -> str:

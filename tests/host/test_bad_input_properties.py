@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_logs import LOGS, TCG, crashed_log, documented, failed_log, run_cli
-from clockbench import errors, records, results
+from clockbench import errors
+from clockbench.records import records, results
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SLOW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clockbench import qemu, runner
+from clockbench.machines import qemu
+from clockbench.runs import plan
+from clockbench.cli import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
@@ -208,7 +210,7 @@ def test_the_run_command_parses_with_every_value_the_job_gives_it(path):
         profiles = {data["clockbench"]["variables"]["PROFILE"]}
     else:  # YAML 1.1 reads the key `on` as true
         profiles = set(data.get("on", data.get(True))["workflow_dispatch"]["inputs"]["profile"]["options"])
-    assert profiles <= set(runner.PROFILES)
+    assert profiles <= set(plan.PROFILES)
     for image_args in sets[0]:
         for accel in accels:
             for profile in profiles:

@@ -1,4 +1,4 @@
-"""CI formats (tools/clockbench/ci_formats.py) from saved logs through
+"""CI formats (tools/clockbench/report/ci_formats.py) from saved logs through
 `clockbench report LOG --junit/--tap/--markdown`: JUnit XML parsed with
 xml.etree and counted against the log's own check records and summary, TAP
 read back with a small TAP 13 parser, Markdown for an issue. No QEMU: the
@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from cli_logs import EPYC, KVM, LOGS, TCG, crashed_log, cut_inside_an_array, failed_log, run_cli
-from clockbench import ci_formats, records, results
+from clockbench.report import ci_formats
+from clockbench.records import records, results
 
 
 def checks_of(text: str) -> list[dict]:

@@ -104,7 +104,7 @@ def test_usage_errors_exit_64_not_2(capsys, argv):
                                         (["runs", "--last", "0"], "argument --last: 0: give 1 or more"),
                                         (["runs", "--last", "-2"], "argument --last: -2: give 1 or more")])
 def test_a_mistyped_option_is_said_first_on_one_line_not_under_a_usage_block(capsys, argv, says):
-    """README: a tool error comes with one line saying what and why; run's
+    """docs/host-tool.md: a tool error comes with one line saying what and why; run's
     usage synopsis is 17 lines, so it is pointed to, not printed."""
     r = run_cli(capsys, *argv)
     lines = r.err.strip().splitlines()
@@ -143,7 +143,7 @@ def test_run_from_another_folder_finds_the_repository(tmp_path):
 
 
 def test_an_internal_error_is_one_line_with_its_status(capsys, monkeypatch):
-    from clockbench import compare
+    from clockbench.report import compare
 
     def broken(path):
         raise KeyError("boom")

@@ -11,7 +11,8 @@ import statistics
 import pytest
 
 from cli_logs import EPYC, KVM, TCG, run_cli
-from clockbench import compare, records, results
+from clockbench.report import compare
+from clockbench.records import records, results
 
 
 def made(hpet_ns: float, rdtsc_ns: float, tsc_hz: float, brand: str = "Brand A", hv=None, fms=(6, 85, 4), **boot) -> dict:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from clockbench import decode, errors
+from clockbench.records import decode
+from clockbench import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYLOAD = ("CB1;b=abc123;cpu=GenuineIntel Intel(R) Xeon(R) Processor;fms=6.207.2;hv=KVMKVMKVM;prof=quick;"

@@ -142,7 +142,7 @@ def _tool(*args, env=None, **kw) -> subprocess.Popen:
 def _internal_error(tmp: Path):
     """A bug in the tool, injected into the real command line's process:
     `compare` whose loader raises (no bug is known to reach it)."""
-    boom = ("import runpy, sys; from clockbench import compare\n"
+    boom = ("import runpy, sys; from clockbench.report import compare\n"
             "def load(path): raise KeyError('boom')\n"
             "compare.load = load; sys.argv = ['clockbench', 'compare', sys.argv[1], sys.argv[1]]\n"
             "runpy.run_module('clockbench', run_name='__main__')")
@@ -151,7 +151,7 @@ def _internal_error(tmp: Path):
 
 
 def _store_locked(tmp: Path):
-    from clockbench import store
+    from clockbench.runs import store
 
     db = tmp / "s.db"
     store.open_store(db).close()

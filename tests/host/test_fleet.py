@@ -1,4 +1,4 @@
-"""`clockbench fleet` (tools/clockbench/fleet.py) on stores with known
+"""`clockbench fleet` (tools/clockbench/fleet/fleet.py) on stores with known
 answers: machines made from a real fixture log with small, made-up
 differences, and a few given a fault of chosen size; exactly those are
 flagged, for the reason chosen, in the terminal, the JSON and the HTML page
@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from cli_logs import EPYC, KVM, TCG, run_cli
-from clockbench import fleet, records, store
+from clockbench.fleet import fleet
+from clockbench.records import records
+from clockbench.runs import store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -280,5 +282,5 @@ def test_the_timer_p50_is_kept_without_a_p99(tmp_path):
     with store.open_store(tmp_path / "s.db") as st:
         st.add_log(edit(TCG.read_text(), no_p99), "short", "import")
         [run] = st.runs()
-    choice = [r for r in __import__("clockbench").records.parse_log(TCG.read_text()).records if r["type"] == "timer_choice"][0]
+    choice = [r for r in __import__("clockbench.records.records", fromlist=["parse_log"]).parse_log(TCG.read_text()).records if r["type"] == "timer_choice"][0]
     assert run.figures["timer_p50_ns"].value == choice["p50_ns"] and "timer_p99_ns" not in run.figures

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from clockbench import qemu
+from clockbench.machines import qemu
 
 
 def children_of(pid: int) -> set[int]:

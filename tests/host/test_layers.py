@@ -173,55 +173,103 @@ def test_the_host_library_compiles_all_of_lib():
                                             f"listed but absent: {sorted(listed - present)}"
 
 
-# The host tool's modules by layer, lowest first: what every command reads
-# (records, results, errors); the reports drawn from them; running QEMU and
-# capturing; the command line on top. A module may import from its own
-# layer and those below.
-PY_LAYERS = [
-    {"errors", "paths", "records", "results", "runinfo", "pages", "qrimage", "initramfs", "figures", "reproducible"},
-    {"plots", "os_side", "report", "compare", "ci_formats", "decode", "store", "fleet", "acpi"},
-    {"qemu", "vmrun", "microvm", "cloud_hypervisor", "firecracker", "snapshot", "progress", "runs", "capture", "runner", "osvm", "flash", "secureboot", "screen", "bench", "storecli", "multicapture",
-     "netboot", "netboot_tree", "lab", "usbimage", "netboot_shim", "release", "rebuild"},
-    {"__main__", "commands", "__init__"},
-]
+# The host tool's packages (tools/clockbench/<package>/, each __init__.py
+# says what it owns), and what each may import besides itself: the base
+# modules (errors, paths) under everything; reading a run's log (records);
+# running machines; keeping runs (a run's record is closed by its machine's
+# result); the reports on those;
+# making images; many machines; the command line on top, which nothing
+# imports. Each package's docstring says the same; this test keeps it so.
+BASE = "base"
+PY_MAY_USE = {
+    BASE: set(),
+    "records": {BASE},
+    "machines": {BASE, "records"},
+    "runs": {BASE, "records", "machines"},
+    "report": {BASE, "records", "runs"},
+    "release": {BASE, "records", "machines"},
+    "fleet": {BASE, "records", "machines", "runs", "report", "release"},
+    "cli": {BASE, "records", "machines", "runs", "report", "release", "fleet"},
+}
 TOOL = ROOT / "tools" / "clockbench"
 
 
+def py_module_name(path: Path) -> str:
+    """clockbench's dotted name of a file, without the package itself:
+    errors, machines.qemu, machines (its __init__)."""
+    rel = path.relative_to(TOOL).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(parts) or "__init__"
+
+
+def py_package(module: str) -> str:
+    """The package a module is in: base for the top-level modules."""
+    head = module.split(".")[0]
+    return head if head in PY_MAY_USE else BASE
+
+
 def py_imports(path: Path) -> set[str]:
-    """The package's own modules a file imports, at the top or in a function."""
+    """The tool's own modules a file imports (dotted, without "clockbench."),
+    at the top or in a function, __import__("clockbench.x.y") included."""
     out = set()
+    here = py_module_name(path)
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1:
-                out.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
-            elif node.level == 0 and node.module and node.module.split(".")[0] == "clockbench":
-                parts = node.module.split(".")
-                out.update([parts[1]] if len(parts) > 1 else [a.name for a in node.names])
+            if node.level:
+                raise AssertionError(f"{path.relative_to(ROOT)}: a relative import; the tool imports by full name")
+            if node.module and node.module.split(".")[0] == "clockbench":
+                base = node.module.split(".")[1:]
+                for a in node.names:
+                    # from clockbench.machines import qemu: the module; from clockbench.runs.plan import X: plan
+                    cand = ".".join(base + [a.name])
+                    out.add(cand if (TOOL / Path(*cand.split("."))).with_suffix(".py").is_file() else ".".join(base))
         elif isinstance(node, ast.Import):
-            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("clockbench."))
-    return out
+            out.update(a.name.split(".", 1)[1] for a in node.names if a.name.startswith("clockbench."))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__" and node.args
+              and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("clockbench.")):
+            out.add(node.args[0].value.split(".", 1)[1])
+    return {m for m in out if m} - {here}
 
 
 def py_graph() -> dict[str, set[str]]:
-    return {p.stem: py_imports(p) - {p.stem} for p in TOOL.glob("*.py")}
+    return {py_module_name(p): py_imports(p) for p in TOOL.rglob("*.py") if p.name != "__main__.py"}
 
 
-def test_every_host_module_has_a_layer():
-    named = set().union(*PY_LAYERS)
-    present = {p.stem for p in TOOL.glob("*.py")}
-    assert present <= named, f"modules with no layer in this test (add them where they belong): {sorted(present - named)}"
+def test_every_host_module_is_in_a_package_with_a_charter():
+    """A module sits in a package of PY_MAY_USE (or is a base module), and
+    each package's __init__.py says what it owns and what it may import."""
+    for p in TOOL.iterdir():
+        if p.is_dir() and (p / "__init__.py").is_file():
+            assert p.name in PY_MAY_USE, f"package {p.name} has no row in PY_MAY_USE"
+            doc = ast.get_docstring(ast.parse((p / "__init__.py").read_text())) or ""
+            assert "May import:" in doc, f"{p.name}/__init__.py does not say what the package may import"
+    loose = sorted(p.stem for p in TOOL.glob("*.py"))
+    assert set(loose) <= {"__init__", "__main__", "errors", "paths"}, f"modules outside the packages: {loose}"
 
 
 def test_no_python_import_runs_upward():
-    rank = {m: i for i, layer in enumerate(PY_LAYERS) for m in layer}
-    bad = [f"{m} (layer {rank[m]}) imports {d} (layer {rank[d]})" for m, deps in py_graph().items() for d in deps
-           if d in rank and m in rank and rank[d] > rank[m]]
+    bad = [f"{m} ({py_package(m)}) imports {d} ({py_package(d)})" for m, deps in py_graph().items() for d in deps
+           if py_package(d) != py_package(m) and py_package(d) not in PY_MAY_USE[py_package(m)]]
     assert not bad, "\n".join(bad)
 
 
 def test_no_two_python_modules_import_each_other():
     circle = find_circle(py_graph())
     assert circle is None, "import circle: " + " -> ".join(circle)
+
+
+def test_the_import_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """records importing the command line would be caught: the check reads
+    real files, so give it some."""
+    (tmp_path / "records").mkdir()
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "records" / "records.py").write_text("from clockbench.cli import runner\n")
+    (tmp_path / "cli" / "runner.py").write_text("from clockbench.records import records\n")
+    monkeypatch.setattr(sys.modules[__name__], "TOOL", tmp_path)
+    with pytest.raises(AssertionError, match=r"records.records \(records\) imports cli.runner \(cli\)"):
+        test_no_python_import_runs_upward()
+    with pytest.raises(AssertionError, match="import circle"):
+        test_no_two_python_modules_import_each_other()
 
 
 @pytest.mark.parametrize("graph, has_circle", [

@@ -10,7 +10,10 @@ from __future__ import annotations
 import pytest
 
 from cli_logs import run_cli
-from clockbench import errors, qemu, runner
+from clockbench import errors
+from clockbench.machines import qemu
+from clockbench.runs import plan
+from clockbench.cli import run_args
 
 
 def _run(capsys, tmp_path, *extra):
@@ -49,7 +52,7 @@ def test_the_bound_follows_the_duration(capsys, tmp_path):
     """Past quick's bound but within a 60 s duration's: no usage error from
     the migration's check (the run is then refused for its missing kernel,
     a different error, before any folder is made)."""
-    bound = runner.default_timeout("duration=60")
+    bound = plan.default_timeout("duration=60")
     assert bound > 617.5
     got, runs_dir = _run(capsys, tmp_path, "--duration", "60", "--migrate-at", "617.5", "--kernel", tmp_path / "none.elf")
     assert got.code == errors.NoInput.code, got
@@ -77,5 +80,5 @@ def test_the_origin_is_the_first_line_or_the_phase_named():
     after = qemu.Migration(at_s=1, after="drift").origin_pattern()
     assert not after.search(b'@cb {"type":"progress","phase":"timers"}\n')
     assert after.search(b'@cb {"type":"progress","phase":"drift","done":0}')
-    assert set(runner.PHASES) == {"calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus",
+    assert set(run_args.PHASES) == {"calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus",
                                   "drift", "rtc", "stolen"}

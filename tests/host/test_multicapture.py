@@ -12,7 +12,9 @@ import time
 import pytest
 
 from cli_logs import KVM, TCG, run_cli
-from clockbench import errors, multicapture, store
+from clockbench import errors
+from clockbench.fleet import multicapture
+from clockbench.runs import store
 
 
 class Console:

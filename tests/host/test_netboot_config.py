@@ -1,5 +1,5 @@
 """The machines file of `make netboot` and the scripts made from it
-(tools/clockbench/netboot.py), and the netboot QEMU command line (qemu.py)."""
+(tools/clockbench/fleet/netboot.py), and the netboot QEMU command line (qemu.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, netboot, qemu
+from clockbench import errors
+from clockbench.fleet import netboot
+from clockbench.machines import qemu
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from cli_logs import run_cli
-from clockbench import errors, netboot
+from clockbench import errors
+from clockbench.fleet import netboot
 
 
 def _run(capsys, tmp_path, *extra):
@@ -81,7 +82,9 @@ def test_the_default_tree_is_written_by_make_netboot_and_its_failure_is_66(capsy
     netboot`, when it is missing; if that fails the run is one line naming
     the target, exit 66, no folder (the make here is a stand-in: no tree is
     written)."""
-    from clockbench import netboot_tree, paths, runner
+    from clockbench.fleet import netboot_tree
+    from clockbench import paths
+    from clockbench.cli import run_plan
 
     tree = tmp_path / "netboot"
     monkeypatch.setattr(netboot_tree, "OUT", tree)
@@ -94,7 +97,7 @@ def test_the_default_tree_is_written_by_make_netboot_and_its_failure_is_66(capsy
         ran.append(argv)
         return Failed()
 
-    monkeypatch.setattr(runner.subprocess, "run", fake_make)
+    monkeypatch.setattr(run_plan.subprocess, "run", fake_make)
     got, runs_dir = _run(capsys, tmp_path, "--boot", "netboot")
     assert ran == [["make", "-C", str(paths.ROOT), "netboot"]]
     assert got.code == errors.NO_INPUT, got

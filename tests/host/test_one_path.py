@@ -1,4 +1,4 @@
-"""One formatting path per figure (tools/clockbench/figures.py): the TSC's
+"""One formatting path per figure (tools/clockbench/records/figures.py): the TSC's
 read cost is the same text in every output of one log (the image's verdict
 record, the HTML page's verdict, read-cost table and answers, the CI
 summary, compare), both as measured and where the read lies below the
@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import ci_formats, compare, figures, fleet, os_side, records, report, results, store
+from clockbench.report import ci_formats, compare, os_side, report
+from clockbench.records import figures, records, results
+from clockbench.fleet import fleet
+from clockbench.runs import store
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "tcg-q35-emulator.log"  # a real TCG boot of the current image
@@ -122,7 +125,7 @@ def test_the_read_cost_plot_draws_a_read_below_the_step_as_the_batch(tmp_path):
     percentiles are the step's quantisation): it is drawn as the batch's
     figure, labelled as the tables say it; a row with no batch at the step,
     labelled not resolved; the others as measured. The plot is drawn."""
-    from clockbench import plots
+    from clockbench.report import plots
 
     res = results.from_log(below_step(LOG.read_text()), "x.log")
     res["latency"]["hpet"] = dict(res["latency"]["hpet"], below_step=True)  # no batch: a counter

@@ -1,4 +1,4 @@
-"""The bare image beside the OS side (tools/clockbench/os_side.py): the
+"""The bare image beside the OS side (tools/clockbench/report/os_side.py): the
 side-by-side table of `clockbench compare BARE OS` and of the report's
 "Bare and through the OS" section, from the fixture logs (a warning for
 different machines, figures checked against the records on the same
@@ -16,7 +16,9 @@ import re
 import pytest
 
 from cli_logs import FIXTURES, KVM, TCG, run_cli
-from clockbench import compare, errors, os_side, records, report, results
+from clockbench.report import compare, os_side, report
+from clockbench import errors
+from clockbench.records import records, results
 from test_report_html import body_data, browser, text_of
 
 OS_FC = FIXTURES / "os-firecracker-host.log"  # clockbench-os on this host: a Firecracker KVM guest

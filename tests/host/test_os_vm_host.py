@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from cli_logs import run_cli, run_process
-from clockbench import errors, initramfs, osvm
+from clockbench import errors
+from clockbench.machines import initramfs
+from clockbench.cli import osvm
 
 
 def parse_newc(data: bytes) -> list[dict]:

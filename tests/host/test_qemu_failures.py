@@ -7,7 +7,7 @@ real pipes stands in for QEMU, printing what QEMU prints."""
 import sys
 import time
 
-from clockbench import qemu
+from clockbench.machines import qemu
 
 KVM_FAILURE = ("KVM internal error. Suberror: 1\\nextra data[0]: 0x0000000000000000\\n"
                "Code=d2 45 31 db <9b> db e3 d9 2d\\n")
@@ -55,7 +55,7 @@ def test_a_clean_image_exit_is_its_status(monkeypatch):
 
 
 def test_run_says_qemu_failed_with_status_71(monkeypatch, tmp_path, capsys):
-    from clockbench import __main__ as cli
+    from clockbench.cli import main as cli
 
     kernel = tmp_path / "clockbench.elf"
     kernel.write_bytes(b"\x7fELF")

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from clockbench import qrimage
+from clockbench.records import qrimage
 
 
 def encode(lib, payload: bytes, ecc: int):

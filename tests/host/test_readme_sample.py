@@ -1,23 +1,31 @@
-"""README's "Sample output" is one real run: every line of it is a line of
-the fixture it names (tests/fixtures/kvm-q35.log), in the fixture's order, a
-line of "..." the only stand-in for what was cut; so its figures cannot
-contradict each other (the timer verdict and the summary's "Precise events"
-line come from the same run)."""
+"""The README's "Sample output" and docs/reading-the-report.md's "A whole
+report" are one real run: every line of each is a line of the fixture it
+names (tests/fixtures/kvm-q35.log), in the fixture's order, a line of "..."
+the only stand-in for what was cut; so their figures cannot contradict each
+other (the timer verdict and the summary's "Precise events" line come from
+the same run). The front page's sample is short but keeps the verdict and
+the run's SUMMARY line; the whole report keeps every section."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 from buildpaths import ROOT
 
 README = ROOT / "README.md"
+WHOLE = ROOT / "docs" / "reading-the-report.md"
+# (page, its section with the sample, the fewest lines the sample may have)
+SAMPLES = [(README, "## Sample output", 40), (WHOLE, "## A whole report", 200)]
 
 
-def sample() -> tuple[str, list[str]]:
+def sample(page=README, heading="## Sample output") -> tuple[str, list[str]]:
     """The fixture the section names and the sample's lines."""
-    text = README.read_text()
-    section = text[text.index("## Sample output"):]
-    section = section[:section.index("\n## ", 1)]
+    text = page.read_text()
+    section = text[text.index(heading):]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     named = re.findall(r"`(tests/fixtures/[^`]+\.log)`", section)
     assert len(set(named)) == 1, f"the sample should name one fixture, not {named}"
     blocks = re.findall(r"^```\n(.*?)^```", section, re.M | re.S)
@@ -38,16 +46,35 @@ def unmatched(lines: list[str], fixture: list[str]) -> list[tuple[int, str]]:
     return missing
 
 
-def test_every_sample_line_is_in_the_fixture():
-    name, lines = sample()
+@pytest.mark.parametrize("page, heading, least", SAMPLES, ids=["README", "reading-the-report"])
+def test_every_sample_line_is_in_the_fixture(page, heading, least):
+    name, lines = sample(page, heading)
     fixture = [l.rstrip() for l in (ROOT / name).read_text(errors="replace").splitlines()]
-    assert len(lines) > 100
+    assert len(lines) > least
     bad = unmatched(lines, fixture)
-    assert not bad, f"README sample lines not in {name} (in order): " + "; ".join(f"{n}: {l!r}" for n, l in bad[:10])
+    assert not bad, f"{page.name} sample lines not in {name} (in order): " + "; ".join(f"{n}: {l!r}" for n, l in bad[:10])
 
 
-def test_the_two_timer_verdicts_agree():
-    _, lines = sample()
+@pytest.mark.parametrize("page, heading, least", SAMPLES, ids=["README", "reading-the-report"])
+def test_the_sample_ends_with_the_verdict_and_the_summary(page, heading, least):
+    _, lines = sample(page, heading)
+    assert "== Verdict ==" in lines and lines[-1].startswith("SUMMARY: ")
+    verdict = lines[lines.index("== Verdict =="):]
+    assert "..." not in [l.strip() for l in verdict], "the verdict is shown whole"
+    assert any(l.startswith("  counter     read p50") for l in verdict), "the verdict's table"
+
+
+def test_the_whole_report_holds_every_section_of_the_front_pages():
+    _, short = sample(README, "## Sample output")
+    _, whole = sample(WHOLE, "## A whole report")
+    assert unmatched(short, whole) == [], "the front page's sample is cut from the whole report"
+    heads = [l for l in whole if l.startswith("== ")]
+    assert len(heads) >= 9 and set(l for l in short if l.startswith("== ")) < set(heads)
+
+
+@pytest.mark.parametrize("page, heading, least", SAMPLES, ids=["README", "reading-the-report"])
+def test_the_two_timer_verdicts_agree(page, heading, least):
+    _, lines = sample(page, heading)
     text = " ".join(" ".join(lines).split())  # the console's wraps undone
     tail = r"([\d.]+) us \((p99|the max of \d+)\)"  # the max where too few events came for a p99
     late = re.search(r"handler runs ([\d.]+) us late \(p50\), " + tail, text)

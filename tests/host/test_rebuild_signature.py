@@ -1,4 +1,4 @@
-"""A rebuild reattaches the release's own signature (tools/clockbench/rebuild.py):
+"""A rebuild reattaches the release's own signature (tools/clockbench/release/rebuild.py):
 to the program it signed, the bytes come out as sbsign made them; to a
 program one byte different, it is refused by name. Real sbsign, sbattach and
 sbverify on the image's own EFI program."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from buildpaths import BUILD
-from clockbench import errors, rebuild, reproducible, secureboot
+from clockbench import errors
+from clockbench.release import rebuild, reproducible, secureboot
 
 EFI = BUILD / "clockbench.efi"
 

@@ -1,4 +1,4 @@
-"""The HTML report (tools/clockbench/report.py, plots.py, templates/): every
+"""The HTML report (tools/clockbench/report/report.py, plots.py, templates/): every
 fixture log rendered and loaded in headless Chromium; a crashed, an
 incomplete and a cut run; hostile strings escaped; numbers rounded to their
 uncertainty; the Allan deviation against a known answer; odd records never
@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clockbench import figures, plots, records, report, results
+from clockbench.records import figures, records, results
+from clockbench.report import plots, report
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -369,7 +370,7 @@ def test_a_results_file_and_a_qr_code_render_too(tmp_path):
     made, _ = report.write(back, tmp_path / "b")
     page = (tmp_path / "b" / "report.html").read_text()
     assert 'id="verdict"' in page and len(made) >= 3
-    from clockbench import decode
+    from clockbench.records import decode
 
     qr = records.one(records.parse(LOGS[0].read_text()), "qr")["payload"]
     res = results.from_qr(decode.parse_payload(qr), "qr")

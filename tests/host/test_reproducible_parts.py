@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, reproducible, secureboot
+from clockbench import errors
+from clockbench.release import reproducible, secureboot
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))

@@ -4,7 +4,7 @@ decides it, for `run` and `os-vm` alike; a fake /dev/kvm and a fake
 /sys/module/kvm_pvm stand in for this machine's), and the options' values:
 out of range, or disagreeing with each other, is a usage error (exit 64),
 one line naming the option and what it allows, and no QEMU is started
-(runner.check_run_arguments). Hypothesis keeps it so over generated values."""
+(run_args.check_run_arguments). Hypothesis keeps it so over generated values."""
 
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_logs import run_cli
-from clockbench import errors, osvm, qemu, runner, runs
+from clockbench import errors
+from clockbench.runs import plan
+from clockbench.cli import osvm, run_args
+from clockbench.machines import qemu
+from clockbench.runs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -244,17 +248,17 @@ def test_agreeing_values_run_and_reach_the_image(capsys, tmp_path, fake_qemu, ar
 
 
 def test_the_time_bound_reads_duration_as_the_image_does():
-    assert runner.parse_duration("0x3c") == 60 and runner.parse_duration("60") == 60
-    assert runner.parse_duration("0") is None and runner.parse_duration("86401") is None
-    assert runner.parse_duration("-5") is None and runner.parse_duration("0x") is None and runner.parse_duration("1e3") is None
-    assert runner.default_timeout("duration=0x15180") == runner.default_timeout("duration=86400")
+    assert plan.parse_duration("0x3c") == 60 and plan.parse_duration("60") == 60
+    assert plan.parse_duration("0") is None and plan.parse_duration("86401") is None
+    assert plan.parse_duration("-5") is None and plan.parse_duration("0x") is None and plan.parse_duration("1e3") is None
+    assert plan.default_timeout("duration=0x15180") == plan.default_timeout("duration=86400")
 
 
 def test_memory_is_read_as_qemu_reads_it():
-    assert runner.memory_mib("256") == 256 and runner.memory_mib("256M") == 256 and runner.memory_mib("1.5g") == 1536
-    assert runner.memory_mib("8G") == 8192 and runner.memory_mib("1T") == 1024 * 1024
-    assert runner.memory_mib("33554432B") == 32 and runner.memory_mib("32768k") == 32
-    assert runner.memory_mib("-1") is None and runner.memory_mib("") is None and runner.memory_mib("1 G") is None
+    assert run_args.memory_mib("256") == 256 and run_args.memory_mib("256M") == 256 and run_args.memory_mib("1.5g") == 1536
+    assert run_args.memory_mib("8G") == 8192 and run_args.memory_mib("1T") == 1024 * 1024
+    assert run_args.memory_mib("33554432B") == 32 and run_args.memory_mib("32768k") == 32
+    assert run_args.memory_mib("-1") is None and run_args.memory_mib("") is None and run_args.memory_mib("1 G") is None
 
 
 # --- generated values ----------------------------------------------------------
@@ -266,8 +270,8 @@ SUFFIX = {"": 1, "M": 1, "G": 1024, "K": 1 / 1024}
 @st.composite
 def memories(draw, valid: bool) -> str:
     suffix = draw(st.sampled_from(sorted(SUFFIX)))
-    top = runner.MEMORY_MAX_MIB / SUFFIX[suffix]
-    low = runner.MEMORY_MIN_MIB / SUFFIX[suffix]
+    top = run_args.MEMORY_MAX_MIB / SUFFIX[suffix]
+    low = run_args.MEMORY_MIN_MIB / SUFFIX[suffix]
     if valid:
         return f"{draw(st.integers(math.ceil(low), int(top)))}{suffix}"
     n = draw(st.integers(-10**6, math.ceil(low) - 1) | st.integers(int(top) + 1, 10**12))
@@ -277,7 +281,7 @@ def memories(draw, valid: bool) -> str:
 def valid_runs():
     """Values `run` must take: each option in range, the profile and the
     duration agreeing."""
-    profile = st.sampled_from([None, *runner.PROFILES])
+    profile = st.sampled_from([None, *plan.PROFILES])
     return st.fixed_dictionaries({
         "--smp": st.integers(1, 255).map(str),
         "--memory": memories(valid=True),
@@ -285,7 +289,7 @@ def valid_runs():
         "--machine": st.sampled_from(["q35", "pc"]),
         "--profile": profile,
         "--duration": st.none() | st.integers(1, 86400).map(str),
-    }).map(lambda d: {**d, "--duration": (str(runner.PROFILE_SECONDS[d["--profile"]][0]) if d["--profile"] and d["--duration"]
+    }).map(lambda d: {**d, "--duration": (str(plan.PROFILE_SECONDS[d["--profile"]][0]) if d["--profile"] and d["--duration"]
                                           else d["--duration"])})
 
 
@@ -304,8 +308,8 @@ def invalid_runs():
         one("--duration", bad_durations.map(str)),
         st.tuples(valid_runs(), bad_durations).map(
             lambda t: ({**t[0], "--append": f"duration={t[1]}"}, f"--append duration={t[1]}: ")),
-        st.tuples(valid_runs(), st.sampled_from(runner.PROFILES), st.integers(1, 86400)).filter(
-            lambda t: runner.PROFILE_SECONDS[t[1]][0] != t[2]).map(
+        st.tuples(valid_runs(), st.sampled_from(plan.PROFILES), st.integers(1, 86400)).filter(
+            lambda t: plan.PROFILE_SECONDS[t[1]][0] != t[2]).map(
             lambda t: ({**t[0], "--profile": t[1], "--duration": str(t[2])},
                        f"--duration {t[2]} and --profile {t[1]} disagree")),
     )

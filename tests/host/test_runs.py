@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import progress, qemu, runner, runs
+from clockbench.report import progress
+from clockbench.machines import qemu
+from clockbench.runs import plan
+from clockbench.cli import runner
+from clockbench.runs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,17 +152,17 @@ def test_a_bad_progress_record_is_ignored(line):
 
 
 def test_the_time_bound_follows_the_measuring_asked_for():
-    base = runner.BOOT_AND_FIXED_S + 10
-    assert runner.default_timeout("") == base + 3 * (2 + 0.5)
-    assert runner.default_timeout("profile=quick") == runner.default_timeout("")
-    assert runner.default_timeout("profile=standard") == base + 3 * (60 + 5)
-    assert runner.default_timeout("profile=soak") == base + 3 * (300 + 30)
+    base = plan.BOOT_AND_FIXED_S + 10
+    assert plan.default_timeout("") == base + 3 * (2 + 0.5)
+    assert plan.default_timeout("profile=quick") == plan.default_timeout("")
+    assert plan.default_timeout("profile=standard") == base + 3 * (60 + 5)
+    assert plan.default_timeout("profile=soak") == base + 3 * (300 + 30)
     # duration= wins over profile=, as in kernel/profile.c; the scan is a tenth, at most 30 s
-    assert runner.default_timeout("profile=soak duration=30") == base + 3 * (30 + 3)
-    assert runner.default_timeout("duration=3600") == base + 3 * (3600 + 30)
+    assert plan.default_timeout("profile=soak duration=30") == base + 3 * (30 + 3)
+    assert plan.default_timeout("duration=3600") == base + 3 * (3600 + 30)
     # a duration the kernel ignores leaves the profile's
-    assert runner.default_timeout("profile=standard duration=0") == runner.default_timeout("profile=standard")
-    assert runner.default_timeout("duration=99999") == runner.default_timeout("")
+    assert plan.default_timeout("profile=standard duration=0") == plan.default_timeout("profile=standard")
+    assert plan.default_timeout("duration=99999") == plan.default_timeout("")
 
 
 def _run_args(*argv):
@@ -168,12 +172,12 @@ def _run_args(*argv):
 
 
 def test_the_command_line_from_the_options():
-    assert runner.kernel_cmdline(_run_args("--boot", "iso")) == "profile=quick"
-    assert runner.kernel_cmdline(_run_args("--boot", "direct")) == ""
-    assert runner.kernel_cmdline(_run_args("--profile", "soak", "--append", "skip=cpus")) == "skip=cpus profile=soak"
-    assert runner.kernel_cmdline(_run_args("--duration", "30", "--append", "skip=cpus")) == "skip=cpus duration=30"
+    assert plan.kernel_cmdline(_run_args("--boot", "iso")) == "profile=quick"
+    assert plan.kernel_cmdline(_run_args("--boot", "direct")) == ""
+    assert plan.kernel_cmdline(_run_args("--profile", "soak", "--append", "skip=cpus")) == "skip=cpus profile=soak"
+    assert plan.kernel_cmdline(_run_args("--duration", "30", "--append", "skip=cpus")) == "skip=cpus duration=30"
     # a profile with its own window: the profile alone, with its sample counts (test_run_args.py: any other disagrees)
-    assert runner.kernel_cmdline(_run_args("--profile", "soak", "--duration", "300")) == "profile=soak"
+    assert plan.kernel_cmdline(_run_args("--profile", "soak", "--duration", "300")) == "profile=soak"
     assert _run_args().timeout is None and _run_args("--timeout", "42").timeout == 42
 
 

@@ -6,7 +6,7 @@ the host report, never "unknown"."""
 
 import struct
 
-from clockbench import report
+from clockbench.report import report
 from lib import as_json
 from test_bootinfo import MB1, MB2, efi_state_tag, mb2_info, mb2_tag, parse
 

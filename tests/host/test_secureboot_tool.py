@@ -1,5 +1,5 @@
 """`clockbench keys`, `clockbench sign` and the stick's Secure Boot checks
-(tools/clockbench/secureboot.py): each bad input refused with one line and
+(tools/clockbench/release/secureboot.py): each bad input refused with one line and
 its own exit status before anything is written; a good key signs a PE
 image that sbverify accepts. Keys are made in tmp_path, never the user's."""
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clockbench import errors, flash, secureboot
+from clockbench import errors
+from clockbench.release import flash, secureboot
 from clockbench.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The store of runs (tools/clockbench/store.py, figures.py, storecli.py):
+"""The store of runs (tools/clockbench/runs/store.py, figures.py, storecli.py):
 the real fixture logs imported and their figures checked against their own
 records; kept run folders; many processes writing at once; a locked, a
 damaged, a foreign and a newer store; a log that is not ours; a migration
@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from cli_logs import EPYC, KVM, ROOT, TCG, run_cli
-from clockbench import errors, figures, records, results, store
+from clockbench import errors
+from clockbench.records import figures, records, results
+from clockbench.runs import store
 
 IMAGE_LOGS = [TCG, KVM, EPYC]
 
@@ -132,7 +134,7 @@ def test_a_log_that_is_not_ours_is_named_and_the_rest_imported(capsys, tmp_path)
 WRITER = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from clockbench import store
+from clockbench.runs import store
 text = open(sys.argv[2]).read()
 for i in range(int(sys.argv[5])):
     with store.open_store(sys.argv[3]) as st:

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
-from clockbench import records, results  # noqa: E402
+from clockbench.records import records, results  # noqa: E402
 
 
 def log(*recs: dict, complete: bool = True) -> str:
@@ -96,7 +96,7 @@ def test_records_without_their_naming_member_are_not_fatal():
 @pytest.fixture
 def report_of(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from clockbench import report
+    from clockbench.report import report
 
     def run(text: str):
         path = tmp_path / "run.log"

@@ -5,7 +5,8 @@ words), and a rate that rounds up into the next unit."""
 import json
 from pathlib import Path
 
-from clockbench import figures, report, results
+from clockbench.records import figures, results
+from clockbench.report import report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

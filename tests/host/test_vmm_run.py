@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from cli_logs import TCG, run_cli
-from clockbench import cloud_hypervisor, errors, firecracker, microvm, qemu, runner, vmrun
+from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu, vmrun
+from clockbench import errors
+from clockbench.cli import run_machine
 
 LOG = TCG.read_text()
 FIRST_RUN = LOG[:LOG.index("clockbench: run ended:")]
@@ -242,12 +244,12 @@ def test_clockbench_run_keeps_the_monitors_log_apart_and_says_what_happened(caps
     assert (meta["verdict"], meta["exit"], meta["status_source"], meta["vmm_exit"]) == ("passed", 0, "summary", None)
     assert meta["cmdline"] == "only=drift" and meta["summary"]["status"] == "passed"
     assert (run_dir / "run.log").read_text() == LOG
-    assert (run_dir / runner.VMM_STDERR).read_text() == "cloud-hypervisor: a log line of its own\n"
+    assert (run_dir / run_machine.VMM_STDERR).read_text() == "cloud-hypervisor: a log line of its own\n"
     assert "did not power off within 0.5 s" in r.out and "did not power off" in meta["notes"][0]
 
 
 def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_path, monitor, usable_kvm):
-    from clockbench import report
+    from clockbench.report import report
 
     binary = monitor(LOG, "exit 0", name="firecracker")
     assert _run(capsys, tmp_path, "--vmm", "firecracker", "--vmm-binary", binary, "--smp", "2").code == 0
@@ -259,7 +261,7 @@ def test_kept_microvm_runs_are_listed_and_reported_by_their_monitor(capsys, tmp_
 
 
 def test_vmm_binary_picks_qemus_program_too(capsys, tmp_path, monkeypatch):
-    from clockbench import runs
+    from clockbench.runs import runs
 
     binary = _script(tmp_path, "my-qemu", "exit 0\n")
     seen = []

@@ -6,7 +6,7 @@ writes without waiting for the reader."""
 
 import sys
 
-from clockbench import vmrun
+from clockbench.machines import vmrun
 
 CHILD = ("import fcntl, os, sys, time; time.sleep(0.3); size = fcntl.fcntl(1, 1032); "  # F_GETPIPE_SZ
          "os.set_blocking(1, False); data = b'x' * 300000; n = os.write(1, data); "

@@ -25,7 +25,9 @@ import pytest
 
 from buildpaths import ROOT
 
-from clockbench import qemu, records, secureboot
+from clockbench.machines import qemu
+from clockbench.records import records
+from clockbench.release import secureboot
 
 # One worker runs them all (make test: pytest-xdist's loadgroup): the release
 # and its rebuild are module fixtures, built once, not once a worker.
@@ -365,7 +367,7 @@ def test_a_rebuild_names_each_downloaded_file_that_differs(release, rebuilt, tmp
         data = bytearray((bad / name).read_bytes())
         data[at] ^= 0xFF
         (bad / name).write_bytes(bytes(data))
-    c = subprocess.run([str(RELEASE_VENV / "bin" / "python"), "-m", "clockbench.rebuild", "compare",
+    c = subprocess.run([str(RELEASE_VENV / "bin" / "python"), "-m", "clockbench.release.rebuild", "compare",
                         str(other / "build" / "rebuild"), str(bad)], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     assert c.returncode == 1, c.stdout + c.stderr

@@ -1,0 +1,70 @@
+"""The command layer of `clockbench report`: the input checked first (a bad
+one is a ToolError with its exit status, errors.py), the CI formats, then
+report.py's results, plots and page, and the run's status as the exit
+status, with a line saying why when it is not a pass."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+from clockbench.report import ci_formats
+from clockbench.records import results
+from clockbench.errors import BadInput, CannotWrite, MissingTool
+
+
+def _out_dir(args) -> Path:
+    return Path(args.out or Path(args.log).with_suffix(""))
+
+
+def _os_runs(args, res: dict) -> list[dict]:
+    """The runs `--os` names, loaded and checked: clockbench-os runs, beside
+    a bare run."""
+    from clockbench.report import os_side
+
+    paths = getattr(args, "os", None) or []
+    if paths and os_side.is_os(res):
+        raise BadInput(f"{args.log}: is itself a clockbench-os run; --os adds OS runs to the report of a bare run (the image's log)")
+    runs = [results.load_path(p) for p in paths]
+    for p, r in zip(paths, runs):
+        if not os_side.is_os(r):
+            raise BadInput(f"{p}: not a clockbench-os run (its schema record's tool is {r.get('tool')!r}): --os takes a log of the OS side")
+    return runs
+
+
+def cmd_report(args) -> int:
+    res = results.load_path(args.log)
+    args.os_runs = _os_runs(args, res)
+    to_stdout = any(dest == "-" for _, dest in ci_formats.requested(args))
+    ci_formats.write_requested(args, res)
+    # TAP or Markdown on standard output: everything else goes to standard error
+    quiet = contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext()
+    if args.no_html:
+        out = _out_dir(args)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
+        except OSError as e:
+            raise CannotWrite(f"cannot write {out}/results.json: {e.strerror or e}") from None
+        for p in res["problems"]:
+            print(f"clockbench report: {args.log}: {p}", file=sys.stderr)
+        with quiet:
+            print(f"clockbench report: {out}/results.json")
+    else:
+        from clockbench.report import report
+
+        with quiet:
+            try:
+                made = report.main(args)
+            except ImportError as e:  # matplotlib, jinja2, allantools
+                raise MissingTool(f"{e.name or e} is not installed (`make deps`); `--no-html` needs none of it") from None
+            except OSError as e:  # the output folder or a file in it
+                raise CannotWrite(f"cannot write the report: {e.strerror or e}" + (f": {e.filename}" if e.filename else "")) from None
+        if isinstance(made, int) and made >= 64:  # report.py's own tool error
+            return made
+    code, why = results.outcome(res)
+    if why:
+        print(f"clockbench report: {args.log}: {why} (exit status {code})", file=sys.stderr)
+    return code

@@ -1,0 +1,314 @@
+"""`clockbench os-vm`: the clocks as a Linux program sees them, in the same
+QEMU machine the image measures. Boots Debian's kernel (linux-image-amd64,
+fetched with apt and cached under build/linux/) with an initramfs whose
+/init is build/os/clockbench-os (initramfs.py), shows the program's output
+live, keeps the serial log, and exits with the program's status, which it
+reports through isa-debug-exit as the image does (qemu.py)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from clockbench import errors, paths
+from clockbench.machines import initramfs, qemu
+from clockbench.report import progress
+from clockbench.records import records
+from clockbench.cli import run_args
+
+LINUX_DIR = paths.BUILD / "linux"
+PROGRAM = paths.BUILD / "os" / "clockbench-os"
+LOG = paths.BUILD / "os-vm.log"
+INITRAMFS_NAME = "initramfs-os.cpio"
+META_PACKAGE = "linux-image-amd64"
+# The plain, signed image package the meta package depends on: not
+# -unsigned, -dbg or a -rt/-cloud flavour.
+VERSIONED = re.compile(r"^linux-image-(\d[\w.+~-]*-amd64)$")
+# quiet and loglevel=3: the kernel's own lines stay out of the report unless
+# they are errors; panic=-1 reboots at once on a panic, which -no-reboot
+# turns into QEMU exiting, so a dead init never waits out the time bound.
+CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
+# Linux under TCG reaches init in about 5 s here; under nested KVM it can
+# take many minutes (every trapped instruction is emulated).
+DEFAULT_TIMEOUT_S = 300
+LAST_LINES = 8
+
+
+def _say(text: str) -> None:
+    print(f"clockbench os-vm: {text}", flush=True)
+
+
+# --- the kernel ------------------------------------------------------------
+
+def _tool(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs an apt or dpkg command; a missing program is errors.MissingTool."""
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise errors.MissingTool(f"{cmd[0]} not found: os-vm fetches Debian's kernel with apt-get and dpkg-deb "
+                                 f"(a Debian or Ubuntu host); elsewhere give --kernel PATH, a bzImage") from None
+
+
+def _last_line(text: str) -> str:
+    lines = [l.strip() for l in text.strip().split("\n") if l.strip() and "_apt" not in l]  # apt's sandbox warning is harmless
+    return lines[-1] if lines else "no message"
+
+
+def cached_kernels(linux_dir: Path) -> list[Path]:
+    """The kernels fetched before, newest first."""
+    found = [p for p in linux_dir.glob("vmlinuz-*") if p.is_file()]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def package_note(vmlinuz: Path) -> str:
+    """The Debian package and version a cached kernel came from."""
+    try:
+        return (vmlinuz.parent / f"package-{vmlinuz.name[len('vmlinuz-'):]}.txt").read_text().strip()
+    except OSError:
+        return "package unknown"
+
+
+def resolve_package() -> str:
+    """The versioned package linux-image-amd64 depends on, from apt's lists
+    (no network)."""
+    r = _tool(["apt-cache", "depends", META_PACKAGE])
+    for line in r.stdout.split("\n"):
+        m = re.match(r"\s*\|?Depends:\s*(\S+)", line)
+        if m and VERSIONED.match(m.group(1)):
+            return m.group(1)
+    raise errors.NoInput(f"apt knows no {META_PACKAGE} package with a linux-image-<version>-amd64 dependency "
+                         f"({_last_line(r.stderr or r.stdout)}): run `apt-get update` as root, or give --kernel PATH")
+
+
+def fetch_kernel(linux_dir: Path) -> tuple[Path, str]:
+    """Debian's kernel, downloaded once and kept: (vmlinuz, description).
+    A kernel fetched before is used with no apt call at all, so runs stay
+    comparable and need no network; delete build/linux/ for a newer one."""
+    cached = cached_kernels(linux_dir)
+    if cached:
+        return cached[0], f"{package_note(cached[0])}, cached"
+    package = resolve_package()
+    linux_dir.mkdir(parents=True, exist_ok=True)
+    _say(f"fetching Debian's kernel, package {package} (about 70 MB), into {linux_dir}/")
+    for old in linux_dir.glob(f"{package}_*.deb"):  # a download cut short
+        old.unlink()
+    r = _tool(["apt-get", "download", package], cwd=linux_dir)
+    debs = list(linux_dir.glob(f"{package}_*.deb"))
+    if r.returncode != 0 or len(debs) != 1:
+        raise errors.NoInput(f"`apt-get download {package}` failed ({_last_line(r.stderr)}): check the network and "
+                             f"apt's sources (`apt-get update`), or give --kernel PATH")
+    deb, tmp = debs[0], linux_dir / f".extract-{package}"
+    try:
+        version = _tool(["dpkg-deb", "-f", str(deb), "Version"]).stdout.strip() or "version unknown"  # MissingTool first
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        dpkg = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        tar = subprocess.run(["tar", "-x", "--wildcards", "-C", str(tmp), "./boot/vmlinuz-*"], stdin=dpkg.stdout,
+                             capture_output=True, text=True)
+        dpkg.stdout.close()
+        dpkg_err = dpkg.stderr.read().decode(errors="replace")
+        dpkg.wait()
+        found = list((tmp / "boot").glob("vmlinuz-*"))
+        if dpkg.returncode != 0 or tar.returncode != 0 or len(found) != 1:
+            raise errors.BadInput(f"{deb.name} holds no single ./boot/vmlinuz-* ({_last_line(dpkg_err + tar.stderr)}); "
+                                  f"try again, or give --kernel PATH")
+        vmlinuz = linux_dir / found[0].name
+        (linux_dir / f"package-{vmlinuz.name[len('vmlinuz-'):]}.txt").write_text(f"Debian {package} {version}\n")
+        found[0].replace(vmlinuz)  # last: a kernel in the cache is a whole one
+        vmlinuz.touch()  # its mtime says when it was fetched (cached_kernels), not the package's build date
+    finally:
+        deb.unlink(missing_ok=True)  # 70 MB, of which we keep 8
+        shutil.rmtree(tmp, ignore_errors=True)
+    return vmlinuz, f"Debian {package} {version}, fetched now"
+
+
+def check_bzimage(path: Path) -> None:
+    """A Linux boot image has "HdrS" at 0x202 (the x86 boot protocol);
+    anything else would only make QEMU fail obscurely."""
+    if not path.is_file():
+        raise errors.NoInput(f"{path}: no such kernel file (give a Linux bzImage, or leave --kernel out to use Debian's)")
+    with path.open("rb") as f:
+        f.seek(0x202)
+        if f.read(4) != b"HdrS":
+            raise errors.BadInput(f"{path} is not a Linux bzImage (no 'HdrS' boot header at 0x202)")
+
+
+def check_program(path: Path) -> None:
+    """The program must be a static x86-64 ELF: the initramfs has no
+    dynamic loader or libraries, and init that cannot run is a kernel panic."""
+    if not path.is_file():
+        raise errors.NoInput(f"{path}: no such program (`make os` builds it)")
+    head = path.read_bytes()[:4096]
+    if head[:4] != b"\x7fELF" or head[4] != 2:
+        raise errors.BadInput(f"{path} is not a 64-bit ELF program")
+    phoff, phentsize, phnum = int.from_bytes(head[32:40], "little"), int.from_bytes(head[54:56], "little"), \
+        int.from_bytes(head[56:58], "little")
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if int.from_bytes(head[at:at + 4], "little") == 3:  # PT_INTERP: it wants a dynamic loader
+            raise errors.BadInput(f"{path} is dynamically linked; /init must be static (link it with -static)")
+
+
+# --- the command line --------------------------------------------------------
+
+def kernel_cmdline(program_args: str) -> str:
+    """The kernel's command line: the words after `--` reach init as its
+    arguments. The kernel reads double quotes as grouping and has no escapes."""
+    words = shlex.split(program_args)
+    bad = [w for w in words if '"' in w or "\n" in w]
+    if bad:
+        raise errors.UsageError(f"--args: the kernel's command line cannot carry a double quote or a newline: {bad[0]!r}")
+    quoted = [f'"{w}"' if not w or any(c.isspace() for c in w) else w for w in words]
+    return " ".join([CMDLINE, "--", *quoted]) if quoted else CMDLINE
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """The machine's options, as `run` checks them, and the time bound."""
+    run_args.check_machine_arguments(args)
+    run_args.check_timeout(args)
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    o = sub.add_parser("os-vm", help="boot Debian's Linux in the same QEMU machine, with build/os/clockbench-os as init",
+                       description="Boots Debian's Linux kernel (linux-image-amd64, fetched with apt once and kept in "
+                       f"{paths.default(LINUX_DIR)}/) in the QEMU machine `clockbench run` uses, with an initramfs whose "
+                       "/init is the clockbench-os program; shows its output, keeps the serial log and exits with the "
+                       "program's status.")
+    run_args.add_machine_arguments(o, firmware_help="SeaBIOS, OVMF (UEFI) or qboot; QEMU loads the kernel itself with each")
+    o.add_argument("--kernel", help="a Linux bzImage to boot instead of Debian's (default: Debian's linux-image-amd64, "
+                   f"cached in {paths.default(LINUX_DIR)}/)")
+    o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")
+    o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
+    o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
+    o.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help="stop after this many seconds, above 0 (default: %(default)g; Linux under TCG reaches init in about 5 s, "
+                   "under nested KVM it can take minutes)")
+    o.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
+                   "the log keeps them either way")
+    o.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
+    o.set_defaults(func=cmd_os_vm, check=check_arguments)
+    return o
+
+
+# --- the run -----------------------------------------------------------------
+
+KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] ")  # printk's timestamp; with `quiet` the kernel prints only errors
+
+
+def explain_no_status(output: str, timed_out: bool) -> str:
+    """Why a run ended with no status from the program, from its serial output."""
+    text = records.clean(output)
+    panic = re.search(r"Kernel panic - not syncing: .*", text)
+    if panic:
+        return f"the kernel panicked: {panic.group(0).strip()}"
+    lines = [l for l in text.split("\n") if l.strip()]
+    if not lines:
+        return "nothing came on the serial port: the kernel never started, or never reached its console"
+    if all(KERNEL_LINE.match(l) for l in lines):
+        return "only the kernel printed: Linux never reached /init, or the program printed nothing"
+    if timed_out:
+        return "the program started but did not end in time"
+    return "the program started but ended without writing its status to port 0xf4"
+
+
+def last_lines(output: str, n: int = LAST_LINES) -> str:
+    lines = [l for l in records.clean(output).split("\n") if l.strip()]
+    return "\n".join("  " + l for l in lines[-n:]) if lines else "  (none)"
+
+
+def cmd_os_vm(args: argparse.Namespace) -> int:
+    cmdline = kernel_cmdline(args.args)
+    program = Path(args.program)
+    if args.kernel:  # checked first: a bad path is the user's to fix before anything else
+        kernel, which = Path(args.kernel), "given with --kernel"
+        check_bzimage(kernel)
+    check_program(program)
+    if not args.kernel:
+        kernel, which = fetch_kernel(LINUX_DIR)
+        check_bzimage(kernel)
+    cpio = LINUX_DIR / INITRAMFS_NAME
+    try:
+        initramfs.write(program, cpio)
+    except OSError as e:
+        raise errors.CannotWrite(f"cannot write the initramfs {cpio}: {e.strerror or e}") from None
+
+    cfg = qemu.QemuConfig(boot="direct", kernel=kernel, firmware=args.firmware, accel=args.accel, machine=args.machine,
+                          cpu=args.cpu, smp=args.smp, memory=args.memory, append=cmdline,
+                          extra=["-initrd", str(cpio), *(args.qemu_arg or [])])
+    try:
+        accel, why = qemu.resolve_accel(cfg.accel)  # under PVM, auto is TCG: Linux does not boot there in minutes
+        cfg.accel = accel
+        command = qemu.build_command(cfg, accel)
+    except RuntimeError as e:
+        raise errors.QemuFailed(str(e)) from None
+    cpu = command[command.index("-cpu") + 1]
+    _say(f"Linux under {why}; machine {cfg.machine}, cpu {cpu}, smp {cfg.smp}, memory {cfg.memory}, firmware {cfg.firmware}")
+    _say(f"kernel {kernel} ({which})")
+    _say(f"init {program}" + (f" with arguments: {args.args}" if args.args.strip() else "") +
+         f"; time bound {args.timeout:g} s; Ctrl-C stops it")
+    if accel == "kvm":
+        _say("note: under nested KVM (this machine a VM itself) Linux can take minutes to boot, or more than the time "
+             "bound; `--accel tcg` reaches init in seconds")
+
+    log = Path(args.log)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        stream = log.open("w", errors="replace")  # written as it arrives: a killed tool still leaves it
+    except OSError as e:
+        raise errors.CannotWrite(f"cannot write the log {log}: {e.strerror or e}") from None
+    term = progress.Terminal(show_records=args.records)
+    first_record: list[float] = []
+    start = time.monotonic()
+    tail = [""]
+
+    def echo(text: str) -> None:
+        stream.write(text)
+        stream.flush()
+        if not first_record and records.PREFIX in tail[0] + text:  # when the program's first record came
+            first_record.append(time.monotonic() - start)
+        tail[0] = text[-len(records.PREFIX):]
+        term.feed(text)
+
+    stop = threading.Event()
+    old = signal.signal(signal.SIGINT, lambda *_: stop.set()) if threading.current_thread() is threading.main_thread() else None
+    try:
+        result = qemu.run(cfg, timeout=args.timeout, echo=echo, stop=stop)
+    except FileNotFoundError as e:
+        if e.filename == command[0]:
+            raise errors.MissingTool(f"{command[0]} not found: install the 'qemu-system-x86' package (or run `make deps`)") from None
+        raise errors.QemuFailed(str(e)) from None
+    except (RuntimeError, OSError) as e:
+        raise errors.QemuFailed(str(e)) from None
+    finally:
+        stream.close()
+        term.close()
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+    log.write_text(result.output)
+    if result.stderr.strip():
+        print(result.stderr.rstrip(), flush=True)
+    print()
+    booted = f"; the program's first record came {first_record[0]:.1f} s after QEMU started" if first_record else ""
+    if result.interrupted:
+        _say(f"interrupted after {result.seconds:.1f} s: QEMU stopped; the partial log is in {log}")
+    elif result.status is not None:
+        _say(f"the program ended: {qemu.STATUS_NAMES[result.status]} (status {result.status}) after "
+             f"{result.seconds:.1f} s{booted}; log in {log}")
+    else:
+        if not result.output.strip() and result.qemu_exit not in (None, 0):
+            raise errors.QemuFailed(f"QEMU exited {result.qemu_exit} before the kernel printed anything: "
+                                    f"{_last_line(result.stderr)}")
+        ended = (f"stopped after {args.timeout:g} s (--timeout) without a status from the program" if result.timed_out
+                 else f"QEMU exited {result.qemu_exit} after {result.seconds:.1f} s without a status from the program")
+        _say(f"{ended}: {explain_no_status(result.output, result.timed_out)}{booted}. The last lines (the whole log is in {log}):")
+        print(last_lines(result.output), flush=True)
+        if result.timed_out and accel == "kvm":
+            _say("under nested KVM Linux may need far longer: try `--accel tcg`, or a larger --timeout")
+    return result.exit_code
