@@ -283,8 +283,14 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi, uefi-secboot or qboot")
     if cfg.boot in ("direct", "pvh"):
         cmd += ["-kernel", str(cfg.kernel)]
-        if cfg.append:
-            cmd += ["-append", cfg.append]
+        append = cfg.append
+        # Under KVM with no ACPI tables (acpi=off) the image cannot tell QEMU from
+        # another VMM and writes no port it cannot name: `debug_exit` vouches for
+        # the device added above, so the run still ends with its status (kernel/finish.c).
+        if cfg.debug_exit and accel == "kvm":
+            append = f"{append} debug_exit".strip()
+        if append:
+            cmd += ["-append", append]
     elif cfg.boot in ("iso", "disk"):
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
