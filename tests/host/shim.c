@@ -1429,6 +1429,8 @@ const char *shim_lang_trace(const long *nr, const uint64_t *arg0, size_t n_sys, 
         record_array_i64(&rec, p[i]);
     record_array_end(&rec);
     record_str(&rec, "sentence", sentence);
+    return finish();
+}
 
 /* lib/vmm_rates.c: the table's rows by index (null past the end), the
    candidates for one machine and device, and the choice between two. */
