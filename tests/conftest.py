@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import BUILD, KERNEL, PVH_KERNEL, ROOT, TEST_ISO, VMM_DIR  # noqa: E402,F401  (tests/ is on the path: this file's folder)
+from helpers.paths import BUILD, KERNEL, PVH_KERNEL, ROOT, TEST_ISO, VMM_DIR  # noqa: E402,F401  (tests/ is on the path: this file's folder)
 
 sys.path.insert(0, str(ROOT / "tools"))
 

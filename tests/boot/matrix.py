@@ -4,7 +4,7 @@ once); `make test-matrix` runs every row and writes docs/robustness.md.
 
 Each row: a name, the QemuConfig fields, the expected run status, regular
 expressions that must match the serial output and ones that must not, and
-ACPI tables to inject (built by tests/host/acpi_builder.py and passed with
+ACPI tables to inject (built by tests/helpers/acpi_builder.py and passed with
 QEMU's -acpitable, with QEMU's own HPET off unless the row says otherwise).
 """
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import ptyport
+from helpers import ptyport
 from clockbench.fleet import capture
 from clockbench.report import compare, report
 from clockbench.records import results
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-# the image's logs; the clockbench-os logs (os-*.log) are tested in tests/host/test_os_side.py
+# the image's logs; the clockbench-os logs (os-*.log) are tested in tests/host/report/test_os_side.py
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
 
 

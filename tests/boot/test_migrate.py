@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL, ROOT
 
 from clockbench.machines import qemu
 from clockbench.records import records

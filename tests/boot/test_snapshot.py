@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
+from helpers.paths import PVH_KERNEL, ROOT, VMM_DIR
 
 from clockbench.records import records
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
+from helpers.paths import PVH_KERNEL, ROOT, VMM_DIR
 from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu
 from clockbench.records import records
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL, ROOT
 from clockbench.fleet import netboot
 from clockbench.machines import qemu
 from clockbench.runs import store

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL, ROOT
 from clockbench.machines import qemu
 from clockbench.runs import store
 from labsetup import Lab

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import KERNEL
+from helpers.paths import KERNEL
 from clockbench.fleet import netboot
 from clockbench.records import records
 
@@ -59,7 +59,7 @@ def test_run_boots_the_tree(tree, tmp_path):
     import subprocess
     import sys
 
-    from buildpaths import ROOT
+    from helpers.paths import ROOT
     from clockbench.runs import store
     out, made = tree
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "netboot", "--tftp", str(out),
@@ -91,7 +91,7 @@ def test_secure_boot_netboot_through_shim_signed_grub_and_kernel(tmp_path):
     and kernel fetched by TFTP and verified by shim, to a verdict with
     Secure Boot on and the command line the MAC picks. One TCG boot (about
     20 s)."""
-    from buildpaths import BUILD
+    from helpers.paths import BUILD
     from clockbench.machines import qemu
     from clockbench.release import secureboot
 
@@ -127,7 +127,7 @@ def test_secure_boot_netboot_through_shim_signed_grub_and_kernel(tmp_path):
 
 
 def test_the_secure_boot_way_refuses_a_missing_key_and_writes_nothing(tmp_path):
-    from buildpaths import BUILD
+    from helpers.paths import BUILD
     from clockbench import errors
 
     out = tmp_path / "tftp"

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL, ROOT
 from clockbench.runs import store
 
 

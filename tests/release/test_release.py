@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import ROOT
+from helpers.paths import ROOT
 
 from clockbench.machines import qemu
 from clockbench.records import records
