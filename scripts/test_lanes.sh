@@ -7,7 +7,7 @@
 #    the lowest priority (nice 19), so it takes only the CPU the quiet lane
 #    leaves: a quiet-lane QEMU is never made to wait for it. The timed tests
 #    used to run alone before the rest and leave a core idle for ten minutes.
-# Each QEMU configuration boots once per lane (tests/conftest.py, BootCache):
+# Each QEMU configuration boots once per lane (tests/helpers/boots.py, BootCache):
 # a busy-lane test reads the quiet lane's run when it is there, and a timed
 # test never reads a run the busy lane made.
 #

@@ -33,7 +33,9 @@ class Scenario:
 
 
 DIRECT = {"boot": "direct", "accel": "tcg"}
-# the kernel QEMU's -kernel boots through its PVH entry (microvm rows)
+# the kernel QEMU's -kernel boots through its PVH entry (microvm rows); found here, not
+# through helpers.paths: a pytest run outside the tree imports this module with only
+# tests/boot on its path (tests/host/layout/test_matrix_guard.py)
 PVH_KERNEL = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build")) / "clockbench-pvh.elf"
 SUMMARY_OK = r"^SUMMARY: \d+ passed, 0 failed"
 

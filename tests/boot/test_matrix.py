@@ -7,17 +7,16 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
 from clockbench.machines import qemu
 
 import matrix
+from helpers.paths import ROOT
 from helpers import acpi_builder
 from matrix import SCENARIOS
 
-ROOT = Path(__file__).resolve().parents[2]
 
 FULL = os.environ.get("CLOCKBENCH_MATRIX") == "all"
 ROWS = [s for s in SCENARIOS if FULL or s.fast]

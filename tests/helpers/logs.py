@@ -1,59 +1,18 @@
-"""Logs and a command-line runner for the host tool's tests (test_cli_*,
-test_bad_input*, test_compare*, test_ci_formats*): the real fixture logs
-from QEMU runs, and variants made from them (a failed run, a crashed one,
-one cut short), so no test boots anything."""
+"""Logs for the host tool's tests (tests/host/cli, report, runs, fleet, ...):
+the real fixture logs from QEMU runs, and variants made from them (a failed
+run, a crashed one, one cut short), so no test boots anything."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.paths import FIXTURES, ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-
-from clockbench.cli import main as cli_main  # noqa: E402
-from clockbench import errors  # noqa: E402
+from helpers.paths import FIXTURES
 
 LOGS = sorted(FIXTURES.glob("*.log"))
 TCG = FIXTURES / "tcg-q35.log"
 KVM = FIXTURES / "kvm-q35.log"
 EPYC = FIXTURES / "tcg-pc-epyc.log"
-
-
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-def run_cli(capsys, *args: str) -> Ran:
-    """The command in this process (fast); SystemExit from argparse becomes
-    its code."""
-    try:
-        code = cli_main.main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    got = capsys.readouterr()
-    return Ran(code, got.out, got.err)
-
-
-def run_process(*args: str, cwd: Path | None = None, stdin: str | None = None, timeout: float = 120) -> Ran:
-    """The command as a user runs it: a separate Python, any folder."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    env.pop("CLOCKBENCH_DEBUG", None)
-    r = subprocess.run(["/usr/bin/python3", "-m", "clockbench", *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, cwd=cwd, env=env, input=stdin)
-    return Ran(r.returncode, r.stdout, r.stderr)
-
-
-def documented(code: int) -> bool:
-    return errors.documented(code)
 
 
 def record_lines(text: str) -> list[int]:
@@ -98,15 +57,3 @@ def cut_inside_an_array(base: Path = TCG) -> str:
     text = base.read_text()
     at = text.index('"bins":[') + len('"bins":[') + 20
     return text[:at]
-
-
-def need(module: str, package: str):
-    """A library `make deps` installs: missing is a failure, never a skip."""
-    import importlib
-
-    import pytest
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        pytest.fail(f"{module} is not installed (Debian: {package}; `make deps`)")

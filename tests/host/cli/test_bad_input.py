@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from helpers import ptyport
-from helpers.logs import KVM, TCG, crashed_log, cut_inside_an_array, failed_log, need, run_cli, run_process
+from helpers import ports
+from helpers.logs import KVM, TCG, crashed_log, cut_inside_an_array, failed_log
+from helpers.tool import need_module, run_cli, run_process, tool_env
 from clockbench import errors
 from clockbench.records import results
 
@@ -117,7 +118,7 @@ def test_a_crashed_run_is_reported_and_exits_3(tmp_path, capsys):
 
 
 def test_a_crashed_run_still_gets_its_html_page(tmp_path, capsys):
-    need("matplotlib", "python3-matplotlib")
+    need_module("matplotlib", "python3-matplotlib")
     log = tmp_path / "crashed.log"
     log.write_text(crashed_log())
     r = run_cli(capsys, "report", log, "--out", tmp_path / "out")
@@ -127,7 +128,7 @@ def test_a_crashed_run_still_gets_its_html_page(tmp_path, capsys):
 
 
 def test_a_record_cut_inside_an_array_reports_an_incomplete_run(tmp_path, capsys):
-    need("matplotlib", "python3-matplotlib")
+    need_module("matplotlib", "python3-matplotlib")
     log = tmp_path / "cut.log"
     log.write_text(cut_inside_an_array())
     r = run_cli(capsys, "report", log, "--out", tmp_path / "out")
@@ -181,7 +182,7 @@ def test_loaders_raise_only_tool_errors():
 
 def feed(master: int, name: str, data: bytes, then_close: bool = False) -> threading.Thread:
     def go():
-        ptyport.wait_configured(name)  # capture opens and configures the port first
+        ports.wait_configured(name)  # capture opens and configures the port first
         for i in range(0, len(data), 4096):
             os.write(master, data[i:i + 4096])
             time.sleep(0.002)
@@ -196,7 +197,7 @@ def feed(master: int, name: str, data: bytes, then_close: bool = False) -> threa
 
 @pytest.fixture
 def port():
-    need("serial", "python3-serial")
+    need_module("serial", "python3-serial")
     master, slave = pty.openpty()
     yield master, os.ttyname(slave)
     for fd in (master, slave):
@@ -240,7 +241,7 @@ def test_capture_that_reads_nothing_claims_no_log(tmp_path, capsys, port):
 
 
 def test_capture_of_a_port_that_does_not_exist(tmp_path, capsys):
-    need("serial", "python3-serial")
+    need_module("serial", "python3-serial")
     r = run_cli(capsys, "capture", tmp_path / "ttyNONE", "--log", tmp_path / "cap.log", "--timeout", "2")
     assert r.code == errors.NO_INPUT
     line = one_line(r.err)
@@ -288,15 +289,13 @@ def test_capture_stopped_by_ctrl_c_keeps_the_log_and_says_where(tmp_path, port):
     import signal
     import subprocess
 
-    from helpers.logs import ROOT
-
     master, name = port
     log = tmp_path / "cap.log"
     proc = subprocess.Popen(["/usr/bin/python3", "-m", "clockbench", "capture", name, "--log", str(log), "--timeout", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                            env=tool_env())
     part = TCG.read_bytes()[:5000]
-    ptyport.wait_configured(name)  # python starts and opens the port
+    ports.wait_configured(name)  # python starts and opens the port
     os.write(master, part)
     deadline = time.monotonic() + 20
     while (not log.exists() or log.stat().st_size < len(part)) and time.monotonic() < deadline:

@@ -15,7 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.logs import LOGS, TCG, crashed_log, documented, failed_log, run_cli
+from helpers.logs import LOGS, TCG, crashed_log, failed_log
+from helpers.tool import documented, run_cli
 from clockbench import errors
 from clockbench.records import records, results
 

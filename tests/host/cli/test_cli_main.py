@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from helpers.logs import KVM, ROOT, cli_main, run_cli, run_process
+from helpers.logs import KVM
+from helpers.paths import ROOT
+from helpers.tool import cli_main, run_cli, run_process
 from clockbench import errors, paths
 
 

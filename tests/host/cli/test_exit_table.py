@@ -22,7 +22,6 @@ import os
 import re
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -30,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.logs import ROOT, TCG, crashed_log, failed_log, run_process
+from helpers.logs import TCG, crashed_log, failed_log
+from helpers.paths import ROOT
+from helpers.tool import PYTHON, run_process, store_locked, tool_env
 from clockbench import errors
 
 
@@ -135,8 +136,8 @@ def test_every_tool_status_is_a_row():
 # ---------------------------------------- statuses another process makes happen
 
 def _tool(*args, env=None, **kw) -> subprocess.Popen:
-    return subprocess.Popen(["/usr/bin/python3", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools"), **(env or {})}, **kw)
+    return subprocess.Popen([PYTHON, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=tool_env(**(env or {})), **kw)
 
 
 def _internal_error(tmp: Path):
@@ -151,18 +152,10 @@ def _internal_error(tmp: Path):
 
 
 def _store_locked(tmp: Path):
-    from clockbench.runs import store
-
     db = tmp / "s.db"
-    store.open_store(db).close()
-    holder = sqlite3.connect(str(db), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
+    with store_locked(db):
         p = _tool("-m", "clockbench", "import", str(TCG), "--store", str(db), env={"CLOCKBENCH_STORE_TIMEOUT": "1"})
         return p.communicate(timeout=60), p
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
 
 
 def _readable_key(tmp: Path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.logs import run_cli
+from helpers.tool import err_lines, kept_nothing, run_argv, run_cli
 from clockbench import errors
 from clockbench.machines import qemu
 from clockbench.runs import plan
@@ -18,8 +18,7 @@ from clockbench.cli import runner
 
 def _run(capsys, tmp_path, *extra):
     runs_dir = tmp_path / "runs"
-    got = run_cli(capsys, "run", "--boot", "direct", "--accel", "tcg", "--runs-dir", runs_dir, "--store", "none",
-                  "--no-report", *extra)
+    got = run_cli(capsys, *run_argv(runs_dir, "--boot", "direct", "--accel", "tcg"), *extra)
     return got, runs_dir
 
 
@@ -42,10 +41,10 @@ def _run(capsys, tmp_path, *extra):
 def test_bad_migration_is_one_line_exit_64_and_no_folder(capsys, tmp_path, extra, names):
     got, runs_dir = _run(capsys, tmp_path, *extra)
     assert got.code == errors.USAGE == 64, got
-    lines = [l for l in got.err.splitlines() if l.strip()]
+    lines = err_lines(got)
     assert len(lines) == 1 and names in lines[0], got.err
     assert got.out == ""
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert kept_nothing(runs_dir)
 
 
 def test_the_bound_follows_the_duration(capsys, tmp_path):
@@ -57,7 +56,7 @@ def test_the_bound_follows_the_duration(capsys, tmp_path):
     got, runs_dir = _run(capsys, tmp_path, "--duration", "60", "--migrate-at", "617.5", "--kernel", tmp_path / "none.elf")
     assert got.code == errors.NoInput.code, got
     assert "--migrate-at" not in got.err
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert kept_nothing(runs_dir)
 
 
 def test_stop_interval_and_its_bound():

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.logs import run_cli
+from helpers.tool import err_lines, run_argv, run_cli
 from clockbench import errors
 from clockbench.fleet import netboot
 
 
 def _run(capsys, tmp_path, *extra):
     runs_dir = tmp_path / "runs"
-    got = run_cli(capsys, "run", "--accel", "tcg", "--runs-dir", runs_dir, "--store", "none", "--no-report", *extra)
+    got = run_cli(capsys, *run_argv(runs_dir, "--accel", "tcg"), *extra)
     return got, runs_dir
 
 
 def _one_line(got) -> str:
-    lines = [l for l in got.err.splitlines() if l.strip()]
+    lines = err_lines(got)
     assert len(lines) == 1, got.err
     return lines[0]
 

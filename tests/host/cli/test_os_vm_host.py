@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.logs import run_cli, run_process
+from helpers.tool import run_cli, run_process
 from clockbench import errors
 from clockbench.machines import initramfs
 from clockbench.cli import osvm

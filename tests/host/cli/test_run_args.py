@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.logs import run_cli
+from helpers.tool import run_cli
 from clockbench import errors
 from clockbench.runs import plan
 from clockbench.cli import osvm, runner

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.paths import VMM_DIR
-from helpers.logs import run_cli
+from helpers.tool import err_lines, kept_nothing, run_argv, run_cli
 from clockbench import errors
 from clockbench.machines import snapshot
 
@@ -19,7 +19,7 @@ from clockbench.machines import snapshot
 def _run(capsys, tmp_path, vmm, *extra):
     runs_dir = tmp_path / "runs"
     binary = ["--vmm-binary", str(VMM_DIR / vmm)] if vmm != "qemu" else ["--boot", "direct", "--accel", "tcg"]
-    got = run_cli(capsys, "run", "--vmm", vmm, *binary, "--runs-dir", runs_dir, "--store", "none", "--no-report", *extra)
+    got = run_cli(capsys, *run_argv(runs_dir, "--vmm", vmm, *binary), *extra)
     return got, runs_dir
 
 
@@ -39,25 +39,25 @@ def _run(capsys, tmp_path, vmm, *extra):
 def test_bad_snapshot_is_one_line_exit_64_and_no_folder(capsys, tmp_path, vmm, extra, names):
     got, runs_dir = _run(capsys, tmp_path, vmm, *extra)
     assert got.code == errors.USAGE == 64, got
-    lines = [l for l in got.err.splitlines() if l.strip()]
+    lines = err_lines(got)
     assert len(lines) == 1 and names in lines[0], got.err
     assert got.out == ""
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert kept_nothing(runs_dir)
 
 
 def test_snapshot_at_is_refused_with_qemu(capsys, tmp_path):
     got, runs_dir = _run(capsys, tmp_path, "qemu", "--snapshot-at", "5")
     assert got.code == errors.USAGE, got
-    lines = [l for l in got.err.splitlines() if l.strip()]
+    lines = err_lines(got)
     assert len(lines) == 1 and "--snapshot-at 5" in lines[0] and "--migrate-at" in lines[0], got.err
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert kept_nothing(runs_dir)
 
 
 def test_migrate_at_is_refused_with_a_microvm(capsys, tmp_path):
     got, runs_dir = _run(capsys, tmp_path, "firecracker", "--migrate-at", "5")
     assert got.code == errors.USAGE, got
     assert "--migrate-at" in got.err
-    assert not runs_dir.exists() or not any(runs_dir.iterdir())
+    assert kept_nothing(runs_dir)
 
 
 def test_pause_to_resume_and_its_bound():

@@ -7,7 +7,6 @@ flagged, for the reason chosen, in the terminal, the JSON and the HTML page
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.logs import EPYC, KVM, TCG, run_cli
+from helpers.logs import EPYC, KVM, TCG
+from helpers.tool import need_tool, run_cli
 from clockbench.fleet import fleet
 from clockbench.records import records
 from clockbench.runs import store
@@ -182,10 +182,7 @@ addEventListener("load", () => {
 
 
 def test_html_page_loads_in_chromium_with_its_plots(fleet_store, tmp_path, capsys):
-    if not CHROMIUM:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed: run `make deps`")
-        pytest.skip("chromium is not installed: run `make deps`")
+    need_tool("chromium", CHROMIUM)
     page = tmp_path / "fleet.html"
     r = run_cli(capsys, "fleet", "--store", fleet_store, "--html", page)
     assert r.code == 0, r

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from helpers.logs import KVM, TCG, run_cli
+from helpers.logs import KVM, TCG
+from helpers.ports import free_port
+from helpers.tool import run_cli
 from clockbench import errors
 from clockbench.fleet import multicapture
 from clockbench.runs import store
@@ -40,14 +42,6 @@ class Console:
             self.done.wait(60)
         conn.close()
         self.sock.close()
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_targets_parse():

@@ -6,7 +6,6 @@ the image and clockbench-os, and the host tool's Python imports."""
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import ROOT
+from helpers.paths import BUILD, ROOT
 
 
 # What each C folder may include, besides itself. clockbench-os (os/) is a
@@ -132,9 +131,6 @@ def test_pure_code_includes_no_hardware_or_libc_header():
 def test_no_two_c_modules_use_each_other():
     circle = find_circle(c_graph())
     assert circle is None, "include circle: " + " -> ".join(circle)
-
-
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
 
 
 def test_no_image_symbol_is_taken_from_a_layer_above():

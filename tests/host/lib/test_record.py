@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from helpers.hostlib import as_json
 
 RECORD_MAX_CHARS = 2048
 ITEM_MAX = 21  # RECORD_ARRAY_ITEM_MAX

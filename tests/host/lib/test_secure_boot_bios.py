@@ -7,7 +7,6 @@ the host report, never "unknown"."""
 import struct
 
 from clockbench.report import report
-from helpers.hostlib import as_json
 from test_bootinfo import MB1, MB2, efi_state_tag, mb2_info, mb2_tag, parse
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.logs import TCG, run_cli
+from helpers.logs import TCG
+from helpers.tool import err_lines, run_argv, run_cli
 from helpers.paths import ROOT
 from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu, vmrun
 from clockbench import errors
@@ -70,12 +71,12 @@ def nothing_starts(monkeypatch):
 def _run(capsys, tmp_path, *argv):
     kernel = tmp_path / "clockbench-pvh.elf"
     kernel.write_bytes(b"elf")
-    return run_cli(capsys, "run", "--kernel", kernel, "--runs-dir", tmp_path / "runs", "--no-report", "--store", "none", *argv)
+    return run_cli(capsys, *run_argv(tmp_path / "runs", "--kernel", kernel), *argv)
 
 
 def _refused(r, *words):
     assert r.code == errors.USAGE, (r.code, r.out, r.err)
-    lines = [l for l in r.err.split("\n") if l.strip()]
+    lines = err_lines(r)
     assert len(lines) == 1 and lines[0].startswith("clockbench run: "), r.err
     for w in words:
         assert w in lines[0], (w, lines[0])

@@ -4,14 +4,13 @@ a tool exit status, never a traceback: also for arbitrary text)."""
 
 import json
 import os
-import subprocess
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from clockbench.records import decode
 from clockbench import errors
-from helpers.paths import ROOT
+from helpers.tool import tool
 
 PAYLOAD = ("CB1;b=abc123;cpu=GenuineIntel Intel(R) Xeon(R) Processor;fms=6.207.2;hv=KVMKVMKVM;prof=quick;"
            "tsc_hz=2299998114;tsc_src=hpet;c=tsc,51435,51435,1,yes;c=hpet,162200,162200,-,yes;"
@@ -20,8 +19,7 @@ PAYLOAD = ("CB1;b=abc123;cpu=GenuineIntel Intel(R) Xeon(R) Processor;fms=6.207.2
 
 
 def cli(*args, stdin=None):
-    return subprocess.run(["/usr/bin/python3", "-m", "clockbench", "decode", *args], input=stdin, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=60)
+    return tool("decode", *args, stdin=stdin, timeout=60)
 
 
 def test_fields():

@@ -2,7 +2,6 @@
 edge bracket of 30 ns, an RTC with no edge fitted (no figure at all, said in
 words), and a rate that rounds up into the next unit."""
 
-import json
 
 from clockbench.records import figures, results
 from clockbench.report import report

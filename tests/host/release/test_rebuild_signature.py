@@ -6,16 +6,13 @@ sbverify on the image's own EFI program."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from helpers.paths import BUILD
+from helpers.paths import EFI
 from clockbench import errors
 from clockbench.release import rebuild, reproducible, secureboot
-
-EFI = BUILD / "clockbench.efi"
 
 
 @pytest.fixture

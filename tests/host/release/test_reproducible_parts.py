@@ -19,10 +19,8 @@ import pytest
 
 from clockbench import errors
 from clockbench.release import reproducible, secureboot
-from helpers.paths import ROOT
+from helpers.paths import EFI, ROOT
 
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
-EFI = BUILD / "clockbench.efi"
 SCRIPT = ROOT / "scripts" / "dwarf_comp_dir.py"
 EPOCH = 1795694292  # 2026-11-26 11:58:12 UTC
 

@@ -19,19 +19,13 @@ import pytest
 from clockbench import errors
 from clockbench.release import flash, secureboot
 from clockbench.__main__ import main
-from helpers.paths import ROOT
-
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
-EFI = BUILD / "clockbench.efi"
-TEST_ISO = BUILD / "test" / "clockbench.iso"
+from helpers.paths import EFI, TEST_ISO
+from helpers.tool import not_installed
 
 
 def need_tool(name: str) -> None:
-    if shutil.which(name):
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{name} is missing under CI=true: `make deps` installs it")
-    pytest.skip(f"{name} is not installed (`make deps`)")
+    if not shutil.which(name):
+        not_installed(f"{name} is missing under CI=true: `make deps` installs it", f"{name} is not installed (`make deps`)")
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from helpers.paths import ROOT
 DATA = ROOT / "tests" / "host" / "data" / "acpi"
 sys.path.insert(0, str(ROOT / "tools"))
 from clockbench.report import acpi  # noqa: E402
+from helpers.tool import tool_env
 
 MACHINES = sorted(p.stem for p in DATA.glob("*.txt"))
 
@@ -32,7 +33,7 @@ def run(*args, env=None, user=None):
     cmd = [sys.executable, "-m", "clockbench", "acpi", *map(str, args)]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    e = dict(os.environ, PYTHONPATH=str(ROOT / "tools"), **(env or {}))
+    e = tool_env(**(env or {}))
     return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=60)
 
 

@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from helpers.logs import EPYC, KVM, LOGS, TCG, crashed_log, cut_inside_an_array, failed_log, run_cli
+from helpers.logs import EPYC, KVM, LOGS, TCG, crashed_log, cut_inside_an_array, failed_log
+from helpers.tool import run_cli
 from clockbench.report import ci_formats
 from clockbench.records import records, results
 

@@ -10,7 +10,8 @@ import statistics
 
 import pytest
 
-from helpers.logs import EPYC, KVM, TCG, run_cli
+from helpers.logs import EPYC, KVM, TCG
+from helpers.tool import run_cli
 from clockbench.report import compare
 from clockbench.records import records, results
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import re
 
 import pytest
 
-from helpers.logs import FIXTURES, KVM, TCG, run_cli
+from helpers.logs import KVM, TCG
+from helpers.paths import FIXTURES
+from helpers.tool import not_installed, run_cli
 from clockbench.report import compare, os_side, report
 from clockbench import errors
 from clockbench.records import records, results
@@ -27,12 +28,8 @@ OS_TCG = FIXTURES / "os-vm-tcg-q35.log"  # clockbench-os as the init of Linux un
 
 def need_fixture(path):
     """A fixture `make fixtures` writes: missing is a failure under CI, a skip elsewhere."""
-    if path.exists():
-        return
-    msg = f"{path.name} is missing: run `make fixtures`"
-    if os.environ.get("CI") == "true":
-        pytest.fail(msg)
-    pytest.skip(msg)
+    if not path.exists():
+        not_installed(f"{path.name} is missing: run `make fixtures`")
 
 
 def plain(page: str) -> str:

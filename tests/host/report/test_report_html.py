@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -20,25 +19,14 @@ from hypothesis import strategies as st
 
 from clockbench.records import figures, records, results
 from clockbench.report import plots, report
-from helpers.paths import ROOT
+from helpers.paths import FIXTURES, ROOT
+from helpers.tool import need_tool
 
-FIXTURES = ROOT / "tests" / "fixtures"
 # the image's logs; a clockbench-os log (os-*.log) has a page of its own,
 # without plots (test_os_side.py)
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
 SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "rtc", "checks", "terminal")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def need(what: str, present) -> None:
-    """A tool `make deps` installs: missing is a failure under CI, a skip
-    with the reason elsewhere."""
-    if present:
-        return
-    msg = f"{what} is not installed: run `make deps`"
-    if os.environ.get("CI") == "true":
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 def allantools_present() -> bool:
@@ -80,7 +68,7 @@ addEventListener("load", () => {
 
 def browser(page: Path, tmp: Path) -> str:
     """The page's DOM after Chromium loaded it, with the probe's findings."""
-    need("chromium", CHROMIUM)
+    need_tool("chromium", CHROMIUM)
     probed = tmp / "probed.html"
     probed.write_text(page.read_text().replace("</body>", PROBE))
     run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
@@ -113,7 +101,7 @@ def test_fixtures_are_logs_and_generated_output_is_not_kept():
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
 def test_every_fixture_renders_and_loads_in_chromium(log, tmp_path):
-    need("allantools", allantools_present())
+    need_tool("allantools", allantools_present())
     res, made, notes, page = build(log.read_text(), tmp_path / "out", log)
     stems = {p.stem for p in made}
     # the quick profile has two sub-windows (one, when a gap cut one short): the frequency figure says so instead
@@ -188,7 +176,7 @@ def test_the_images_own_notes_are_warnings(tmp_path):
 
 
 def test_a_screenshot_is_not_blank(tmp_path):
-    need("chromium", CHROMIUM)
+    need_tool("chromium", CHROMIUM)
     from PIL import Image
 
     build(LOGS[0].read_text(), tmp_path / "out", LOGS[0])
@@ -286,7 +274,7 @@ def test_an_incomplete_run_says_so_first(tmp_path):
 
 
 def test_a_record_cut_inside_an_array_costs_a_note_not_the_page(tmp_path):
-    need("allantools", allantools_present())
+    need_tool("allantools", allantools_present())
     lines = LOGS[0].read_text().split("\n")
     i = next(k for k, l in enumerate(lines) if '"type":"residuals"' in l and '"reference":"hpet"' in l and '"part":1' in l)
     lines[i] = lines[i][: lines[i].index('"resid_ps":[') + 30]  # cut inside the array
@@ -337,7 +325,7 @@ def test_frequency_over_time_is_drawn_with_enough_sub_windows(tmp_path):
 
 
 def test_allan_deviation_of_white_phase_noise_is_the_known_answer():
-    need("allantools", allantools_present())
+    need_tool("allantools", allantools_present())
     import numpy as np
 
     rng = np.random.default_rng(1)
@@ -355,7 +343,7 @@ def test_allan_deviation_of_white_phase_noise_is_the_known_answer():
 
 
 def test_too_few_residuals_give_a_note_not_an_allan_plot(tmp_path):
-    need("allantools", allantools_present())
+    need_tool("allantools", allantools_present())
     res = {"residuals": [{"type": "residuals", "counter": "tsc", "reference": "pit", "t_ms": [1, 2, 3], "resid_ps": [1, 2, 3]}]}
     notes: list[str] = []
     assert plots.allan_series(res, notes) == []
@@ -452,7 +440,7 @@ addEventListener("load", () => {
 
 
 def layout(page: Path, tmp: Path) -> dict:
-    need("chromium", CHROMIUM)
+    need_tool("chromium", CHROMIUM)
     probed = tmp / "layout.html"
     probed.write_text(page.read_text().replace("</body>", LAYOUT_PROBE))
     run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,800", "--hide-scrollbars",

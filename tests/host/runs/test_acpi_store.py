@@ -17,7 +17,9 @@ import struct
 
 import pytest
 
-from helpers.logs import ROOT, TCG, run_cli
+from helpers.logs import TCG
+from helpers.paths import ROOT
+from helpers.tool import run_cli
 from clockbench.report import acpi
 from clockbench import errors
 from clockbench.runs import store

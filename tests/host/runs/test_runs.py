@@ -9,7 +9,6 @@ import argparse
 import io
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from clockbench.runs import plan
 from clockbench.cli import runner
 from clockbench.runs import runs
 from helpers.paths import ROOT
+from helpers.tool import tool
 
 
 BANNER = "clockbench 1234abc: time counters, measured with no OS in the way"
@@ -239,8 +239,7 @@ def test_runs_lists_each_kept_run(tmp_path):
 
 
 def _cli(*argv, cwd=None):
-    return subprocess.run(["/usr/bin/python3", "-m", "clockbench", *argv], capture_output=True, text=True, timeout=60,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    return tool(*argv, cwd=cwd, timeout=60)
 
 
 def test_runs_command(tmp_path):

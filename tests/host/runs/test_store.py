@@ -16,20 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers.logs import EPYC, KVM, ROOT, TCG, run_cli
+from helpers.logs import EPYC, KVM, TCG
+from helpers.paths import ROOT
+from helpers.tool import need_tool, run_cli, store_locked, tool_env
 from clockbench import errors
 from clockbench.records import figures, records, results
 from clockbench.runs import store
 
 IMAGE_LOGS = [TCG, KVM, EPYC]
-
-
-def need(what: str, present) -> None:
-    if present:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is not installed: run `make deps`")
-    pytest.skip(f"{what} is not installed: run `make deps`")
 
 
 def test_fixture_logs_become_rows_with_their_own_figures(tmp_path):
@@ -162,16 +156,9 @@ def test_many_processes_writing_at_once_lose_nothing(tmp_path):
 
 def test_a_locked_store_is_its_own_exit_status_and_loses_nothing(tmp_path):
     db = tmp_path / "s.db"
-    store.open_store(db).close()
-    holder = sqlite3.connect(str(db), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        env = {**os.environ, "CLOCKBENCH_STORE_TIMEOUT": "1"}
+    with store_locked(db):
         r = subprocess.run([sys.executable, "-m", "clockbench", "import", str(TCG), "--store", str(db)], capture_output=True,
-                           text=True, env={**env, "PYTHONPATH": str(ROOT / "tools")}, timeout=60)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+                           text=True, env=tool_env(CLOCKBENCH_STORE_TIMEOUT="1"), timeout=60)
     assert r.returncode == errors.STORE_BUSY, r
     assert len(r.stderr.strip().splitlines()) == 1 and "locked by another process" in r.stderr, r.stderr
     assert TCG.is_file()
@@ -291,7 +278,7 @@ def test_parquet_export(capsys, tmp_path):
         present = True
     except ImportError:
         present = False
-    need("pyarrow (build/pydeps)", present)
+    need_tool("pyarrow (build/pydeps)", present)
     import pyarrow.parquet as pq
 
     db = tmp_path / "s.db"

@@ -1,8 +1,11 @@
-"""A pseudo-terminal standing in for a serial port: waiting for the reader."""
+"""Stand-ins for a machine's serial port: a pseudo-terminal, waited on
+until its reader has opened it; a free TCP port for a console served over
+TCP."""
 
 from __future__ import annotations
 
 import os
+import socket
 import termios
 import time
 
@@ -21,3 +24,12 @@ def wait_configured(name: str, timeout: float = 30.0) -> None:
     finally:
         os.close(fd)
     time.sleep(0.3)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
