@@ -1,7 +1,6 @@
 # The managed languages' clock probes (issue 36): Java, Python, Node.js and .NET, each built
 # with its own toolchain into LANG_DIR. A missing toolchain fails its own rule with one line
 # naming the Debian package; `make -k lang` still builds the other languages.
-LANG_DIR ?= $(BUILD)/lang
 JAVAC ?= javac
 NODE ?= node
 MCS ?= mcs

@@ -23,7 +23,8 @@ static class Probe
 {
     static readonly string[] Apis = { "Stopwatch.GetTimestamp", "DateTime.UtcNow" };
     const int BatchCalls = 1000;
-    const int MinWarmupCalls = 200000;
+    const int MinWarmupCalls = 200000; // enough for CoreCLR's final tier to take the loops...
+    const long MaxWarmupMs = 500;      // ...unless that takes longer (a syscall a call under TCG)
     const int MaxN = 10000000;
     const int WaitMs = 60000;
     const long UnixEpochTicks = 621355968000000000; // DateTime(1970, 1, 1).Ticks
@@ -103,10 +104,16 @@ static class Probe
             for (int i = 0; i < v.Length; i++) v[i] = DateTime.UtcNow.Ticks;
     }
 
+    // at least `calls` calls, then on to MinWarmupCalls for the JIT while within MaxWarmupMs
+    static bool Warming(int done, int calls, long start)
+    {
+        return done < calls || (done < MinWarmupCalls && Stopwatch.GetTimestamp() - start < MaxWarmupMs * Stopwatch.Frequency / 1000);
+    }
+
     static void WarmUp(int api, int calls)
     {
-        long acc = 0;
-        for (int done = 0; done < Math.Max(calls, MinWarmupCalls); done += BatchCalls)
+        long acc = 0, start = Stopwatch.GetTimestamp();
+        for (int done = 0; Warming(done, calls, start); done += BatchCalls)
             acc += Batch(api, BatchCalls);
         Interlocked.Add(ref sink, acc);
     }
@@ -143,7 +150,8 @@ static class Probe
         if (n < 2)
             Fail("bad n '" + n + "': steps needs at least 2 reads", 64);
         long[] v = new long[n];
-        for (int done = 0; done < MinWarmupCalls; done += n)
+        long start = Stopwatch.GetTimestamp();
+        for (int done = 0; Warming(done, n, start); done += n)
             Fill(api, v); // warm-up: the JIT's final tier compiles the loop before the reads that count
         Fill(api, v);
         double unit = UnitNs(api), maxBack = 0, least = -1;

@@ -31,7 +31,8 @@ public final class Probe {
     static final String[] APIS = {"System.nanoTime", "System.currentTimeMillis", "Instant.now"};
     static final long[] UNIT_NS = {1, 1_000_000, 1}; // ns per unit of read()'s value
     static final int BATCH_CALLS = 1000;
-    static final int MIN_WARMUP_CALLS = 200_000; // enough for C2 to compile the batch loop
+    static final int MIN_WARMUP_CALLS = 200_000; // enough for C2 to compile the batch loop...
+    static final long MAX_WARMUP_NS = 500_000_000L; // ...unless that takes longer (a syscall a call under TCG)
     static final int MAX_N = 10_000_000;
     static final long ROUND_TIMEOUT_NS = 1_000_000_000L;
     static final long WAIT_S = 60;
@@ -107,8 +108,14 @@ public final class Probe {
         }
     }
 
+    // at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
+    static boolean warming(int done, int calls, long start) {
+        return done < calls || (done < MIN_WARMUP_CALLS && System.nanoTime() - start < MAX_WARMUP_NS);
+    }
+
     static void warmUp(int api, int calls) {
-        for (int done = 0; done < Math.max(calls, MIN_WARMUP_CALLS); done += BATCH_CALLS)
+        long start = System.nanoTime();
+        for (int done = 0; warming(done, calls, start); done += BATCH_CALLS)
             sink += batch(api, BATCH_CALLS);
     }
 
@@ -137,7 +144,8 @@ public final class Probe {
         if (n < 2)
             fail("bad n '" + n + "': steps needs at least 2 reads", 64);
         long[] v = new long[n];
-        for (int done = 0; done < MIN_WARMUP_CALLS; done += n)
+        long start = System.nanoTime();
+        for (int done = 0; warming(done, n, start); done += n)
             fill(api, v); // warm-up: the JIT compiles the loop before the reads that count
         fill(api, v);
         long zero = 0, backward = 0, maxBack = 0, least = -1;

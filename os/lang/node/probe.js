@@ -20,7 +20,8 @@ const { Worker, isMainThread, workerData, parentPort } = require('worker_threads
 const APIS = ['process.hrtime.bigint', 'performance.now', 'Date.now'];
 const HRTIME = 0, PERF_NOW = 1, DATE_NOW = 2;
 const BATCH_CALLS = 1000;
-const MIN_WARMUP_CALLS = 200000; // enough for V8's optimising compiler to take the loops
+const MIN_WARMUP_CALLS = 200000; // enough for V8's optimising compiler to take the loops...
+const MAX_WARMUP_NS = 500000000n; // ...unless that takes longer (a syscall a call under TCG)
 const MAX_N = 10000000;
 const ROUND_TIMEOUT_NS = 1000000000n;
 const WAIT_MS = 60000;
@@ -69,9 +70,15 @@ function batch(api, count) {
   return acc;
 }
 
+// at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
+function warming(done, calls, start) {
+  return done < calls || (done < MIN_WARMUP_CALLS && process.hrtime.bigint() - start < MAX_WARMUP_NS);
+}
+
 function warmUp(api, calls) {
   let sink = 0;
-  for (let done = 0; done < Math.max(calls, MIN_WARMUP_CALLS); done += BATCH_CALLS) sink += batch(api, BATCH_CALLS);
+  const start = process.hrtime.bigint();
+  for (let done = 0; warming(done, calls, start); done += BATCH_CALLS) sink += batch(api, BATCH_CALLS);
   return sink;
 }
 
@@ -113,7 +120,8 @@ function stepsNs(api, n) {
 
 function steps(api, n) {
   if (n < 2) fail(`bad n '${n}': steps needs at least 2 reads`);
-  for (let done = 0; done < MIN_WARMUP_CALLS; done += n) stepsNs(api, n); // warm-up for the JIT
+  const start = process.hrtime.bigint();
+  for (let done = 0; warming(done, n, start); done += n) stepsNs(api, n); // warm-up for the JIT
   const s = stepsNs(api, n);
   let zero = 0, backward = 0, maxBack = 0, least = null;
   const bins = new Map();
