@@ -82,8 +82,17 @@ def _first_of(res: dict, call: str) -> dict:
     return next((r for r in _l(res.get("os_latency")) if r.get("call") == call), {})
 
 
-def ratio(v, base) -> str:
-    return f"{v / base:.1f}x" if _num(v) and _num(base) and base > 0 else "-"
+def ratio(v, base, base_is_bound: bool = False) -> str:
+    """v over the bare read; ">=" where the bare read is under the TSC's
+    step (its p50 then bounds it from above, so the ratio is at least this)."""
+    if not (_num(v) and _num(base) and base > 0):
+        return "-"
+    return (">=" if base_is_bound else "") + f"{v / base:.1f}x"
+
+
+def clock_text(v) -> str:
+    """A clock id without its CLOCK_ prefix (the column says clock)."""
+    return str(v).replace("CLOCK_", "") if v else "-"
 
 
 def cost_text(v, below_step: bool = False) -> str:
@@ -107,7 +116,7 @@ def path_text(path, per_1000) -> str:
     return {"vdso": "vDSO", "syscall": "syscall", "none": "no clock call"}.get(path, path) + n
 
 
-def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, dict]:
+def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, bool, dict]:
     """The bare read beneath cs and its row: from the bare run when given
     (os_side's mapping of clocksource to counter), else the OS run's own
     user-space rdtsc (the TSC beneath every clocksource's vDSO reads, and
@@ -117,14 +126,14 @@ def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, dict
         p50 = os_side.bare_p50(bare, key)
         step = os_side.bare_step(bare, cs)
         if key is not None and (p50 is not None or os_side.bare_cost(bare, key) != "-"):
-            return p50, {"layer": "bare", "read": f"{key} (the image, no OS)", "cost": os_side.bare_cost(bare, key),
+            return p50, False, {"layer": "bare", "read": f"{key} (the image, no OS)", "cost": os_side.bare_cost(bare, key),
                          "p50_ns": p50, "method": "tsc", "ratio": "1.0x" if p50 else "-", "step": step_text(step),
                          "claimed": "-", "flag": False, "path": "-", "clock": key}
     lat = _first_of(res, "rdtsc")
     p50 = lat.get("p50_ns") if _num(lat.get("p50_ns")) else None
     below = bool(lat.get("below_step"))
-    return (p50 if not below else None), {
-        "layer": "bare", "read": "rdtsc from user space (no bare run given)", "cost": cost_text(p50, below), "p50_ns": p50,
+    return p50, below, {
+        "layer": "bare", "read": "rdtsc (user space; no bare run given)", "cost": cost_text(p50, below), "p50_ns": p50,
         "method": "tsc", "ratio": "1.0x" if p50 and not below else "-", "step": "-", "claimed": "-", "flag": False,
         "path": "-", "clock": "TSC"}
 
@@ -132,7 +141,7 @@ def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, dict
 def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
     """The ladder of one clocksource, as dicts of text cells (and p50_ns,
     a number or None, for the plot)."""
-    base, first = bare_base(res, cs, bare)
+    base, bound, first = bare_base(res, cs, bare)
     out = [first]
     for layer, call, path, clock in OS_ROWS:
         lat = _latency(res, cs, call, path)
@@ -141,10 +150,10 @@ def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
         reso = _resolution(res, cs, call, path)
         p50, step, claimed = lat.get("p50_ns"), reso.get("min_step_ns"), reso.get("getres_ns")
         out.append({"layer": layer, "read": call, "cost": cost_text(p50, bool(lat.get("below_step"))),
-                    "p50_ns": p50 if _num(p50) else None, "method": "tsc", "ratio": ratio(p50, base),
+                    "p50_ns": p50 if _num(p50) else None, "method": "tsc", "ratio": ratio(p50, base, bound),
                     "step": step_text(step), "claimed": figures.ns(claimed) if _num(claimed) else "-",
                     "flag": claim_flag(claimed, step), "path": path_text(path if path != "libc" else None, None)
-                    if path != "libc" else "libc", "clock": clock})
+                    if path != "libc" else "libc", "clock": clock_text(clock)})
     for r in lang_records(res):
         if r.get("clocksource") != cs:
             continue
@@ -153,9 +162,9 @@ def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
         flag = bool(r.get("claim_finer_than_step")) if isinstance(r.get("claim_finer_than_step"), bool) else claim_flag(claimed, step)
         out.append({"layer": LANGUAGE_TITLES.get(lang, lang), "read": str(r.get("api") or "?"), "runtime": str(r.get("runtime") or ""),
                     "cost": cost_text(p50), "p50_ns": p50 if _num(p50) else None, "method": str(r.get("method") or "-"),
-                    "ratio": ratio(p50, base), "step": step_text(step),
+                    "ratio": ratio(p50, base, bound), "step": step_text(step),
                     "claimed": figures.ns(claimed) if _num(claimed) else "none stated", "flag": flag,
-                    "path": path_text(r.get("path"), r.get("syscalls_per_1000")), "clock": str(r.get("clock_id") or "-"),
+                    "path": path_text(r.get("path"), r.get("syscalls_per_1000")), "clock": clock_text(r.get("clock_id")),
                     "failures": str(r.get("failures") or "")})
     return out
 
