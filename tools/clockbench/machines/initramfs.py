@@ -44,10 +44,11 @@ def entry(name: str, mode: int, ino: int, data: bytes = b"", nlink: int = 1, rde
     return head + _pad4(len(head)) + data + _pad4(len(data))
 
 
-def _tree_entries(tree, first_ino: int) -> list[bytes]:
+def _tree_entries(tree, first_ino: int, made: set[str]) -> list[bytes]:
     """The tree's folders, links and files (each with its host file's mode
-    bits), every parent folder before what it holds, in name order."""
-    nodes: dict[str, tuple] = {}
+    bits), every parent folder before what it holds, in name order; the
+    names in `made` are in the archive already."""
+    nodes: dict[str, tuple] = {name: ("made",) for name in made}
     for name in tree.dirs:
         nodes[name] = ("dir",)
     for name, target in tree.links.items():
@@ -59,11 +60,11 @@ def _tree_entries(tree, first_ino: int) -> list[bytes]:
         while parent and parent not in nodes:
             nodes[parent] = ("dir",)
             parent = parent.rpartition("/")[0]
-    for name in MEM_DEVICES:
-        nodes.pop(name, None)
     out, ino = [], first_ino
     for name in sorted(nodes):
         kind = nodes[name]
+        if kind[0] == "made":
+            continue
         if kind[0] == "dir":
             out.append(entry(name, stat.S_IFDIR | 0o755, ino, nlink=2))
         elif kind[0] == "link":
@@ -88,8 +89,7 @@ def archive(init: bytes, tree=None) -> bytes:
     if tree is not None:
         parts += [entry(name, stat.S_IFCHR | 0o666, 6 + i, rdev=(1, minor)) for i, (name, minor) in enumerate(MEM_DEVICES.items())]
         parts.append(entry("tmp", stat.S_IFDIR | 0o1777, 6 + len(MEM_DEVICES), nlink=2))
-        tree.dirs.discard("tmp")
-        parts += _tree_entries(tree, 7 + len(MEM_DEVICES))
+        parts += _tree_entries(tree, 7 + len(MEM_DEVICES), {"dev", "dev/console", "proc", "sys", "init", "tmp", *MEM_DEVICES})
     parts.append(entry(TRAILER, 0, 0))
     return b"".join(parts)
 

@@ -1,0 +1,128 @@
+"""The ladder in the host tool (issue 36, section 6), from a real
+clockbench-os log of this project's machine with every language measured
+(tests/fixtures/os-lang-host.log: `clockbench-os --quick --current-only` on
+a 2-CPU KVM guest, clocksource tsc): the ladder's rows and their order, the
+ratio to a given bare read, the flags on claims finer than the step seen,
+the OS run's page with its table and plot, `compare` of OS runs with the
+languages side by side, and the store keeping the lang_clock figures."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cli_logs import run_cli
+from clockbench.records import figures, records, results
+from clockbench.report import ladder, plots, report
+from clockbench.runs import store
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "os-lang-host.log"
+TEXT = FIXTURE.read_text()
+# The languages and APIs in the fixture, in the probes' contract's order.
+APIS = {"cpp-libstdc++": 3, "cpp-libc++": 3, "rust": 2, "go": 2, "java": 3, "python": 5, "node": 3, "dotnet": 2}
+
+
+@pytest.fixture()
+def res() -> dict:
+    return results.from_log(TEXT)
+
+
+def row(table: dict, layer: str, read: str) -> dict:
+    return next(r for r in table["rows"] if (r["layer"], r["read"]) == (layer, read))
+
+
+def test_every_api_of_every_language_is_a_record(res):
+    got = [(r["language"], r["api"]) for r in res["lang_clock"]]
+    assert len(got) == sum(APIS.values()) == 23 and {l for l, _ in got} == set(APIS)
+
+
+def test_one_ladder_per_clocksource_from_the_bare_read_up(res):
+    tables = ladder.tables(res)
+    assert [t["clocksource"] for t in tables] == ["tsc"]
+    rows = tables[0]["rows"]
+    assert [r["layer"] for r in rows[:5]] == ["bare", "vDSO", "libc", "libc", "syscall"]
+    assert rows[0]["read"].startswith("rdtsc (user space; no bare run given)")
+    assert len(rows) == 5 + 23
+    steady = row(tables[0], "C++ (libstdc++)", "steady_clock")
+    assert (steady["clock"], steady["path"], steady["method"]) == ("MONOTONIC", "vDSO (0/1000)", "tsc")
+    go = row(tables[0], "Go", "time.Now")
+    assert go["clock"] == "REALTIME+MONOTONIC"
+    cpu = row(tables[0], "Python", "process_time_ns")
+    assert (cpu["path"], cpu["clock"], cpu["method"]) == ("syscall (1000/1000)", "PROCESS_CPUTIME_ID", "batch")
+    # the user-space rdtsc is under the TSC's step here: its p50 only bounds it, so each ratio is a least one
+    assert steady["ratio"].startswith(">=") and steady["ratio"].endswith("x")
+
+
+def test_a_claim_finer_than_the_step_seen_is_flagged_and_a_true_one_is_not(res):
+    t = ladder.tables(res)[0]
+    perf = row(t, "Python", "perf_counter")
+    assert perf["claimed"] == "1.00 ns" and perf["flag"] is True and perf["step"] != "-"
+    sw = row(t, ".NET", "Stopwatch.GetTimestamp")
+    assert sw["claimed"] == "100 ns" and sw["step"] == "100 ns" and sw["flag"] is False
+    assert row(t, "Rust", "Instant::now")["claimed"] == "none stated"
+
+
+def test_ratios_are_to_the_bare_runs_read_when_one_is_given(res):
+    bare = {"latency": {"rdtscp": {"p50_ns": 10.0}}, "resolution": {}}
+    t = ladder.tables(res, bare)[0]
+    assert t["rows"][0]["read"].startswith("rdtscp (the image")
+    for r in t["rows"][1:]:
+        if r["p50_ns"] is not None:
+            assert r["ratio"] == f"{r['p50_ns'] / 10.0:.1f}x", r
+
+
+def test_the_os_runs_page_has_the_ladder_and_its_plot(res, tmp_path):
+    made, notes = report.write(res, tmp_path, log_path=FIXTURE)
+    assert [p.name for p in made] == ["ladder.png"] and (tmp_path / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (tmp_path / "report.html").read_text()
+    section = page[page.index('<section id="ladder">'):]
+    section = section[:section.index("</section>")]
+    assert plots.LADDER_TITLE in section and "data:image/png;base64," in section
+    for r in res["lang_clock"]:
+        assert f">{r['api']}<" in section, r["api"]
+    assert section.count('class="n flag"') == sum(1 for r in res["lang_clock"] if r["claim_finer_than_step"]) + 4, \
+        "each flagged language claim, and clockbench-os's four 1 ns clock_getres rows"
+    assert "CPython 3.11" in section and "Mono 6.8" in section
+
+
+def test_an_os_run_without_languages_has_no_ladder(tmp_path):
+    text = "\n".join(l for l in TEXT.split("\n") if '"type":"lang_' not in l)
+    res = results.from_log(text)
+    made, _ = report.write(res, tmp_path)
+    assert made == [] and 'id="ladder"' not in (tmp_path / "report.html").read_text()
+
+
+def test_compare_of_two_os_runs_sets_the_languages_side_by_side(capsys, tmp_path):
+    slower = []
+    for line in TEXT.split("\n"):
+        rec = records.parse_log(line).records if "@cb {" in line else []
+        if rec and rec[0].get("type") == "lang_clock" and rec[0].get("language") == "go":
+            rec = copy.deepcopy(rec[0])
+            rec["p50_ns"] = rec["p50_ns"] * 2
+            line = "@cb " + json.dumps(rec, separators=(",", ":"))
+        slower.append(line)
+    other = tmp_path / "vm.log"
+    other.write_text("\n".join(slower))
+    r = run_cli(capsys, "compare", FIXTURE, other)
+    assert r.code == 0, r
+    go = next(l for l in r.out.split("\n") if l.startswith("Go time.Now on tsc, p50"))
+    assert re.search(r"\(2\.0x\), vDSO \(0/1000\), CLOCK_REALTIME\+CLOCK_MONOTONIC", go), go
+    assert sum(1 for l in r.out.split("\n") if " on tsc, p50 " in l and "(" in l) >= 23
+
+
+def test_the_store_keeps_each_apis_figures(tmp_path):
+    with store.open_store(tmp_path / "runs.sqlite") as st:
+        run_id, _ = st.add_log(TEXT, "host", str(FIXTURE))
+        run = next(r for r in st.runs() if r["id"] == run_id)
+    figs = run.figures
+    go = figs["lang_p50_ns:tsc/go/time.Now"]
+    rec = next(r for r in results.from_log(TEXT)["lang_clock"] if (r["language"], r["api"]) == ("go", "time.Now"))
+    assert go.value == pytest.approx(rec["p50_ns"]) and go.unit == "ns" and "CLOCK_REALTIME+CLOCK_MONOTONIC" in go.detail
+    assert figs["lang_syscalls_per_1000:tsc/python/process_time_ns"].value == 1000
+    assert figs["lang_claimed_ns:tsc/dotnet/Stopwatch.GetTimestamp"].value == 100
+    assert "finer than the least step" in figs["lang_claimed_ns:tsc/python/perf_counter"].detail
+    assert len([n for n in figs if n.startswith("lang_p50_ns:")]) == 23
