@@ -360,7 +360,7 @@ $(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/
 # program so that it runs as a VM's init with nothing beside it. It shares
 # the pure logic (records, statistics, fits) and cpuinfo with the image.
 OS_BIN := $(BUILD)/os/clockbench-os
-OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c \
+OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_probe_run.c \
 	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
 OS_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
 $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)

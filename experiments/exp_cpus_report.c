@@ -1,7 +1,6 @@
 /* Experiment "cpus", its report: the table of CPUs, each CPU's TSC against
    CPU 0's, the pairs of the others, the tsc_skew known answer and the
    verdict, with their records and checks. */
-#include "exp_cpus.h"
 #include "exp_cpus_state.h"
 
 #include "../drivers/lapic.h"
@@ -19,8 +18,6 @@
 #include "../lib/string.h"
 #include "../lib/tsc_sync.h"
 #include "../lib/xf.h"
-
-struct cpus_verdict cpus_verdict;
 
 /* In a summary, at most this many CPUs are listed in full. */
 #define CPUS_LISTED_MAX 16
@@ -627,7 +624,7 @@ static void verdict(const struct cpus_tally *t)
 {
     const char *name = "TSC synchronised across CPUs";
     char a[FMT_FIXED_CHARS + 4];
-    struct cpus_verdict *v = &cpus_verdict;
+    struct cpus_verdict *v = &results.cpus;
     v->ran = true;
     v->cpus = smp.running;
     v->listed = discovered.acpi.cpus_enabled;
@@ -687,7 +684,7 @@ static void verdict(const struct cpus_tally *t)
 void cpus_report(void)
 {
     char a[FMT_FIXED_CHARS];
-    cpus_verdict = (struct cpus_verdict){.worst_cpu = -1};
+    results.cpus = (struct cpus_verdict){.worst_cpu = -1};
     kprintf("\n== CPUs and the TSC across them ==\n");
     const struct acpi_info *acpi = &discovered.acpi;
     if (acpi->madt_found)

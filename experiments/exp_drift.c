@@ -18,7 +18,6 @@
 #include "../lib/uncertainty.h"
 #include "../lib/unwrap.h"
 #include "exp_drift_state.h"
-#include "exp_rtc.h"
 #include "experiment.h"
 
 /* Every counter is read between two serialised TSC reads, round and round,
@@ -42,6 +41,7 @@
 #define MSR_TSC_ADJUST 0x3Bu
 
 struct drift_run drift_st;
+static const struct window_rider *rider; /* the RTC's edges, timed in this window too (exp_rtc.c), or 0 */
 
 static void inject_parse(void)
 {
@@ -145,7 +145,8 @@ static void sample_all(uint64_t window)
         /* time that counts toward the window: not the time the loop was away */
         uint64_t now = bracket_end();
         inject_tick(now, start);
-        rtc_window_poll(now); /* returns at once unless an RTC edge is near; holds the loop 5 ms at most */
+        if (rider)
+            rider->poll(now); /* the RTC's: returns at once unless an edge is near; holds the loop 5 ms at most */
         uint64_t step = now - prev;
         prev = now;
         if (step > gap_tsc)
@@ -161,7 +162,8 @@ static void sample_all(uint64_t window)
             next_progress = now + one_s;
         }
     }
-    rtc_window_end();
+    if (rider)
+        rider->end();
     if (drift_st.inject.kind == INJECT_HPET_HALT && drift_st.inject.started && !drift_st.inject.done)
         hpet_set_running(&discovered.hpet, true);
     drift_st.window_ran_tsc = prev - start;
@@ -348,7 +350,9 @@ static void drift_measure(const struct profile *p)
     inject_parse();
     /* the RTC's edges are timed in this window too (exp_rtc.c); it finds
        their phase first, before the window's start is announced */
-    rtc_window_begin();
+    rider = experiments_window_rider();
+    if (rider)
+        rider->begin();
     struct record r;
     record_begin(&r, "phase");
     record_str(&r, "experiment", "drift");
@@ -394,6 +398,7 @@ static void drift_measure(const struct profile *p)
     record_str(&r, "event", "end");
     emit(&r);
     publish_tsc_rate();
+    results.drift_start_tsc = drift_st.series_count ? drift_st.window_start_tsc : 0;
     uint32_t notes = 0;
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
@@ -421,6 +426,9 @@ static void drift_measure(const struct profile *p)
         f->wraps = s->t.wraps;
         f->stalls = s->t.stalls;
         f->longest_stall_tsc = s->t.longest_stall_tsc;
+        f->event_count = s->t.event_count;
+        memcpy(f->events, s->t.events, sizeof f->events);
+        f->min_width_tsc = s->min_width;
         if (!counter_is_reference(s->counter))
             continue; /* its discontinuities are its own, not the TSC's (see report) */
         for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {

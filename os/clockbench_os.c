@@ -78,7 +78,7 @@ static struct {
     unsigned rate_ms;     /* the TSC-rate window on each clocksource */
     unsigned timeout_s;
     const char *sysfs;    /* the clocksource folder in sysfs (tests point it elsewhere) */
-} opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 600};
+} opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 0 /* 600, or 1800 with the languages */};
 
 static bool is_init;
 
@@ -918,7 +918,7 @@ static void usage(FILE *f)
                "  --current-only  do not switch clocksources even as root\n"
                "  --reads N       reads per call, each alone between brackets (default 20000; 100..1000000)\n"
                "  --rate-ms MS    the TSC-rate window on each clocksource (default 2000; 50..600000)\n"
-               "  --timeout S     give up after S seconds, putting the clocksource back (default 600)\n"
+               "  --timeout S     give up after S seconds, putting the clocksource back (default 1800; 600 with --no-lang)\n"
                "  --sysfs DIR     the clocksource folder (default /sys/devices/system/clocksource/clocksource0)\n"
                "  --no-lang       leave the languages' clocks out (measured by default)\n"
                "  --lang LIST     only these languages, comma-separated: %s\n"
@@ -1002,7 +1002,9 @@ int main(int argc, char **argv)
     parse_args(argc, argv);
     catch_signals();
     atexit(os_cs_restore);
-    alarm(opt.timeout_s);
+    /* the languages take a minute or two on each clocksource (a JVM
+       started some 40 times), more under emulation */
+    alarm(opt.timeout_s ? opt.timeout_s : lang_opt.off ? 600 : 1800);
 
     struct record r;
     record_begin(&r, "schema");
@@ -1012,6 +1014,7 @@ int main(int argc, char **argv)
     emit(&r);
     uname(&uts);
     vdso_why = os_vdso_find();
+    lang_note_cpus();
     pin_and_prioritise();
     double settle_s = settle_clocksource();
     os_cs_probe(opt.sysfs, geteuid() == 0, &cs);

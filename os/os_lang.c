@@ -1,34 +1,22 @@
 /* See os_lang.h. The probes' command lines and output: the contract in
-   docs/output.md ("Language probes"). ptrace(2): PTRACE_O_TRACECLONE and
-   PTRACE_GET_SYSCALL_INFO (Linux 5.3). */
+   docs/output.md ("Language probes: the contract"); running them:
+   os_probe_run.c. */
 #define _GNU_SOURCE
 #include "os_lang.h"
 
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
-#include <sys/user.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../lib/record.h"
 #include "os_clocksource.h"
+#include "os_probe_run.h"
 
 struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
 
@@ -36,7 +24,6 @@ struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
 #define STAMP_ROUNDS 12
 #define CROSS_PAIRS_MAX 4
 #define THREAD_COUNTS 3
-#define OUT_MAX (1 << 20)
 
 static char lang_dir[512];
 static const char *unavailable[LANG_COUNT]; /* why a language cannot be run, or NULL */
@@ -56,13 +43,6 @@ static void note(char *buf, size_t size, const char *text)
         snprintf(buf + at, size - at, "%s%s", at ? "; " : "", text);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static void emit(struct record *r) { fputs(record_end(r), stdout); }
 
 static void rec_f(struct record *r, const char *key, double v, bool known)
@@ -71,6 +51,23 @@ static void rec_f(struct record *r, const char *key, double v, bool known)
         record_null(r, key);
     else
         record_fixed(r, key, llround(v * 1000), 3);
+}
+
+static int cpu_list[CPU_SETSIZE], n_cpus;
+
+void lang_note_cpus(void)
+{
+    cpu_set_t set;
+    n_cpus = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int i = 0; i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &set))
+                cpu_list[n_cpus++] = i;
+    if (!n_cpus) { /* unreadable: the CPUs online, numbered from 0 */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+            cpu_list[n_cpus++] = (int)i;
+    }
 }
 
 /* ---- where the probes and runtimes are ---- */
@@ -148,7 +145,9 @@ void lang_setup(void)
         probe_path(l, probe, sizeof probe);
         if (!strcmp(d->key, "java"))
             snprintf(probe + strlen(probe), sizeof probe - strlen(probe), "/Probe.class");
-        if (d->runner && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
+        /* .NET: CoreCLR's dotnet where installed, else Mono (the probe's info says which) */
+        bool coreclr = !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
+        if (d->runner && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "%s", d->missing);
         else if (!is_file(probe))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "no probe %s (run 'make lang'%s%s)", probe, d->runner ? "" : "; ",
@@ -160,23 +159,6 @@ void lang_setup(void)
             note(missing_what, sizeof missing_what, d->key);
         }
     }
-}
-
-/* ---- running a probe ---- */
-enum cpus { CPUS_OURS, CPUS_ALL };
-
-struct outcome {
-    bool ok;           /* exited 0 */
-    bool timed_out;
-    int status;
-    char *out, *err;   /* what it wrote (NUL-terminated, malloc'd) */
-    char why[200];     /* one line when not ok */
-};
-
-static void outcome_free(struct outcome *o)
-{
-    free(o->out), free(o->err);
-    o->out = o->err = 0;
 }
 
 static int build_argv(int l, const char *const *cmd, int n_cmd, const char **argv, char *buf, size_t size)
@@ -199,437 +181,6 @@ static int build_argv(int l, const char *const *cmd, int n_cmd, const char **arg
         argv[k++] = cmd[i];
     argv[k] = 0;
     return k;
-}
-
-static char *slurp(int fd)
-{
-    char *b = malloc(OUT_MAX + 1);
-    size_t n = 0;
-    if (!b)
-        return 0;
-    lseek(fd, 0, SEEK_SET);
-    for (ssize_t r; n < OUT_MAX && (r = read(fd, b + n, OUT_MAX - n)) != 0;) {
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        n += (size_t)r;
-    }
-    b[n] = 0;
-    return b;
-}
-
-/* In the forked child, before exec: its own process group (so that a
-   timeout kills what it started too), the CPUs asked for, the default
-   scheduling (threads on every CPU at --rt's priority would starve the
-   machine), the files given. */
-static void child_setup(enum cpus cpus, int in, int out, int err)
-{
-    setpgid(0, 0);
-    if (cpus == CPUS_ALL) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (int i = 0; i < CPU_SETSIZE; i++)
-            CPU_SET(i, &set);
-        sched_setaffinity(0, sizeof set, &set);
-        struct sched_param sp = {0};
-        sched_setscheduler(0, SCHED_OTHER, &sp);
-    }
-    dup2(in, 0), dup2(out, 1), dup2(err, 2);
-    signal(SIGPIPE, SIG_DFL);
-}
-
-static void describe_end(struct outcome *o, const char *err_text, unsigned timeout_s)
-{
-    o->ok = !o->timed_out && WIFEXITED(o->status) && WEXITSTATUS(o->status) == 0;
-    if (o->ok)
-        return;
-    char last[120] = "";
-    if (err_text && *err_text) {
-        /* the last non-empty line of its stderr says most */
-        const char *e = err_text + strlen(err_text);
-        while (e > err_text && (e[-1] == '\n' || e[-1] == '\r'))
-            e--;
-        const char *s = e;
-        while (s > err_text && s[-1] != '\n')
-            s--;
-        snprintf(last, sizeof last, ": %.*s", (int)(e - s > 100 ? 100 : e - s), s);
-    }
-    if (o->timed_out)
-        snprintf(o->why, sizeof o->why, "hung: killed after %u s", timeout_s);
-    else if (WIFSIGNALED(o->status))
-        snprintf(o->why, sizeof o->why, "crashed (signal %d, %s)%s", WTERMSIG(o->status), strsignal(WTERMSIG(o->status)), last);
-    else if (WIFEXITED(o->status) && WEXITSTATUS(o->status) == 127)
-        snprintf(o->why, sizeof o->why, "could not be started%s", last);
-    else
-        snprintf(o->why, sizeof o->why, "exited with status %d%s", WEXITSTATUS(o->status), last);
-}
-
-/* Runs argv to its end, its output in memory files (no pipe to fill while
-   we wait); killed, with its process group, after timeout_s. */
-static void run_batch(const char **argv, enum cpus cpus, unsigned timeout_s, struct outcome *o)
-{
-    *o = (struct outcome){0};
-    int out = memfd_create("probe-out", 0), err = memfd_create("probe-err", 0), in = open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) {
-        snprintf(o->why, sizeof o->why, "no memory file for its output: %s", strerror(errno));
-        goto done;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(o->why, sizeof o->why, "fork failed: %s", strerror(errno));
-        goto done;
-    }
-    if (pid == 0) {
-        child_setup(cpus, in, out, err);
-        execv(argv[0], (char *const *)argv);
-        dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000u;
-    for (;;) {
-        pid_t w = waitpid(pid, &o->status, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR)
-            break;
-        if (now_ns() > deadline) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &o->status, 0);
-            o->timed_out = true;
-            break;
-        }
-        nanosleep(&(struct timespec){0, 2000000}, 0);
-    }
-    kill(-pid, SIGKILL); /* anything it left behind */
-    o->out = slurp(out);
-    o->err = slurp(err);
-    describe_end(o, o->err, timeout_s);
-done:
-    if (out >= 0)
-        close(out);
-    if (err >= 0)
-        close(err);
-    if (in >= 0)
-        close(in);
-}
-
-/* ---- a probe we talk to (stamp, cross) ---- */
-struct talk {
-    pid_t pid;
-    int to, from, err;
-    char buf[4096];
-    size_t have;
-    uint64_t deadline;
-    unsigned timeout_s;
-};
-
-static bool talk_start(const char **argv, enum cpus cpus, unsigned timeout_s, struct talk *t, char *why, size_t why_size)
-{
-    int in[2], out[2];
-    *t = (struct talk){.pid = -1, .to = -1, .from = -1, .err = -1, .timeout_s = timeout_s};
-    t->err = memfd_create("probe-err", 0);
-    if (t->err < 0 || pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
-        snprintf(why, why_size, "no pipe: %s", strerror(errno));
-        return false;
-    }
-    fflush(stdout);
-    t->pid = fork();
-    if (t->pid == 0) {
-        child_setup(cpus, in[0], out[1], t->err);
-        execv(argv[0], (char *const *)argv);
-        dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(in[0]), close(out[1]);
-    t->to = in[1], t->from = out[0];
-    if (t->pid < 0) {
-        snprintf(why, why_size, "fork failed: %s", strerror(errno));
-        return false;
-    }
-    t->deadline = now_ns() + (uint64_t)timeout_s * 1000000000u;
-    return true;
-}
-
-static bool talk_send(struct talk *t, const char *text)
-{
-    size_t n = strlen(text);
-    return write(t->to, text, n) == (ssize_t)n;
-}
-
-/* One line (without its newline) before the deadline; 0 at EOF or timeout. */
-static const char *talk_line(struct talk *t, char *line, size_t size, bool *timed_out)
-{
-    for (;;) {
-        char *nl = memchr(t->buf, '\n', t->have);
-        if (nl) {
-            size_t len = (size_t)(nl - t->buf);
-            snprintf(line, size, "%.*s", (int)(len < size ? len : size - 1), t->buf);
-            memmove(t->buf, nl + 1, t->have - len - 1);
-            t->have -= len + 1;
-            return line;
-        }
-        if (t->have == sizeof t->buf)
-            t->have = 0; /* a line longer than any the contract has: garbage */
-        uint64_t now = now_ns();
-        if (now >= t->deadline) {
-            *timed_out = true;
-            return 0;
-        }
-        struct pollfd p = {.fd = t->from, .events = POLLIN};
-        int r = poll(&p, 1, (int)((t->deadline - now) / 1000000 + 1));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            continue;
-        ssize_t got = read(t->from, t->buf + t->have, sizeof t->buf - t->have);
-        if (got <= 0)
-            return 0;
-        t->have += (size_t)got;
-    }
-}
-
-/* Closes its stdin, waits for its end (bounded), kills it if need be. */
-static void talk_end(struct talk *t, struct outcome *o, bool timed_out)
-{
-    *o = (struct outcome){.timed_out = timed_out};
-    if (t->to >= 0)
-        close(t->to);
-    if (t->pid > 0) {
-        uint64_t deadline = now_ns() + 3000000000u;
-        for (;;) {
-            pid_t w = waitpid(t->pid, &o->status, WNOHANG);
-            if (w == t->pid || (w < 0 && errno != EINTR))
-                break;
-            if (timed_out || now_ns() > deadline) {
-                o->timed_out = true;
-                kill(-t->pid, SIGKILL);
-                kill(t->pid, SIGKILL);
-                waitpid(t->pid, &o->status, 0);
-                break;
-            }
-            nanosleep(&(struct timespec){0, 2000000}, 0);
-        }
-        kill(-t->pid, SIGKILL);
-    }
-    if (t->from >= 0)
-        close(t->from);
-    if (t->err >= 0) {
-        o->err = slurp(t->err);
-        close(t->err);
-    }
-    describe_end(o, o->err, t->timeout_s);
-}
-
-/* ---- the path under ptrace ---- */
-static const char BEGIN_MARK[] = "cb-path-begin\n", END_MARK[] = "cb-path-end\n";
-
-/* Whether the write(2, buf, len) being entered writes that marker. */
-static bool writes_marker(pid_t tid, uint64_t buf, uint64_t len, const char *mark)
-{
-    size_t n = strlen(mark);
-    char got[32];
-    if (len != n)
-        return false;
-    struct iovec local = {got, n}, remote = {(void *)(uintptr_t)buf, n};
-    return process_vm_readv(tid, &local, 1, &remote, 1, 0) == (ssize_t)n && !memcmp(got, mark, n);
-}
-
-/* At the stop after execve, before the new program runs: its auxiliary
-   vector's AT_SYSINFO_EHDR becomes AT_IGNORE, so that libc, Go's runtime
-   and every other reader of the vector find no vDSO and make each clock
-   read a system call, whose clock id the trace then sees. The vector sits
-   above argv and envp on the new stack (System V x86-64 ABI, 3.4.1). */
-static bool hide_vdso(pid_t pid)
-{
-    struct user_regs_struct regs;
-    if (ptrace(PTRACE_GETREGS, pid, 0, &regs))
-        return false;
-    uint64_t a = regs.rsp;
-    errno = 0;
-    long argc = ptrace(PTRACE_PEEKDATA, pid, (void *)a, 0);
-    if (errno || argc < 0 || argc > 100000)
-        return false;
-    a += 8 * ((uint64_t)argc + 2); /* argc, argv[], NULL */
-    for (int i = 0; i < 100000; i++, a += 8) { /* envp[], NULL */
-        long v = ptrace(PTRACE_PEEKDATA, pid, (void *)a, 0);
-        if (errno)
-            return false;
-        if (!v)
-            break;
-    }
-    a += 8;
-    for (int i = 0; i < 200; i++, a += 16) {
-        long type = ptrace(PTRACE_PEEKDATA, pid, (void *)a, 0);
-        if (errno || type == AT_NULL)
-            return false;
-        if (type == AT_SYSINFO_EHDR)
-            return ptrace(PTRACE_POKEDATA, pid, (void *)a, (void *)(long)AT_IGNORE) == 0;
-    }
-    return false;
-}
-
-/* A seccomp filter, installed in the child before exec, that stops it for
-   us only at write(2, ...): the markers. Until the begin marker nothing
-   else stops (a JVM's start-up makes thousands of system calls, and with
-   the vDSO hidden every clock read of its warm-up is one more); from it,
-   the marked thread alone stops at every system call. */
-static bool install_marker_filter(void)
-{
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* write */, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {.len = sizeof code / sizeof *code, .filter = code};
-    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
-}
-
-/* Whether the stopped child runs under a seccomp filter (/proc/PID/status "Seccomp: 2"). */
-static bool filtered(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = 0;
-    const char *s = strstr(buf, "\nSeccomp:");
-    return s && strtol(s + 9, 0, 10) == SECCOMP_MODE_FILTER;
-}
-
-/* Runs `probe path <api> n` traced: every thread and child followed; the
-   system calls of the thread that wrote the begin marker, from it to the
-   end marker, folded into t. A watchdog process kills it after timeout_s.
-   Without the seccomp filter (a kernel without it) every system call of
-   every thread stops: slower, the same count. */
-static void run_traced(const char **argv, bool hide, unsigned timeout_s, struct lang_trace *t, struct outcome *o)
-{
-    *o = (struct outcome){0};
-    *t = (struct lang_trace){0};
-    int out = open("/dev/null", O_WRONLY), err = memfd_create("probe-err", 0), in = open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) {
-        snprintf(o->why, sizeof o->why, "no file for its output: %s", strerror(errno));
-        goto done;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(o->why, sizeof o->why, "fork failed: %s", strerror(errno));
-        goto done;
-    }
-    if (pid == 0) {
-        child_setup(CPUS_OURS, in, out, err);
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0)) {
-            dprintf(2, "ptrace refused: %s\n", strerror(errno));
-            _exit(126);
-        }
-        raise(SIGSTOP);
-        install_marker_filter(); /* after the stop: the tracer's options (TRACESECCOMP) are set by then */
-        execv(argv[0], (char *const *)argv);
-        dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st)) {
-        o->status = st;
-        snprintf(o->why, sizeof o->why, "could not be traced");
-        goto done;
-    }
-    ptrace(PTRACE_SETOPTIONS, pid, 0,
-           PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
-               PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL);
-    pid_t watchdog = fork();
-    if (watchdog == 0) {
-        nanosleep(&(struct timespec){timeout_s, 0}, 0);
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        _exit(0);
-    }
-    /* to the filter's install: each system call stops, then (at the exec
-       stop) we know whether the filter took */
-    ptrace(PTRACE_SYSCALL, pid, 0, 0);
-    pid_t marked = -1;
-    bool counting = false, main_done = false, hidden = !hide, use_filter = false, exec_seen = false;
-    while (!main_done) {
-        pid_t w = waitpid(-1, &st, __WALL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (w == watchdog) {
-            o->timed_out = true;
-            watchdog = -1;
-            continue;
-        }
-        if (WIFEXITED(st) || WIFSIGNALED(st)) {
-            if (w == pid)
-                o->status = st, main_done = true;
-            continue;
-        }
-        if (!WIFSTOPPED(st))
-            continue;
-        int sig = WSTOPSIG(st), event = st >> 16, inject = 0;
-        struct __ptrace_syscall_info si;
-        if (sig == (SIGTRAP | 0x80) || (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP)) {
-            if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof si, &si) > 0 &&
-                (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP)) {
-                /* entry and seccomp share the layout of nr and args */
-                long nr = (long)si.entry.nr;
-                bool to_stderr = nr == 1 && si.entry.args[0] == 2;
-                if (to_stderr && marked < 0 && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK))
-                    marked = w, counting = true, t->begin_seen = true;
-                else if (to_stderr && w == marked && counting && writes_marker(w, si.entry.args[1], si.entry.args[2], END_MARK))
-                    counting = false, t->end_seen = true;
-                else if (w == marked && counting && si.op == PTRACE_SYSCALL_INFO_ENTRY &&
-                         !(to_stderr && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK)))
-                    lang_trace_add(t, nr, si.entry.args[0]); /* the begin write's own entry, after its seccomp stop, is not counted */
-            }
-        } else if (sig == SIGTRAP && event) {
-            if (event == PTRACE_EVENT_EXEC) {
-                if (hide)
-                    hidden = hide_vdso(w) || hidden;
-                if (!exec_seen)
-                    use_filter = filtered(w);
-                exec_seen = true;
-            }
-        } else if (sig != SIGSTOP && sig != SIGTRAP)
-            inject = sig; /* the program's own signals (a JVM's SIGSEGV for its safepoints) go through */
-        bool step = !exec_seen || !use_filter || (w == marked && counting);
-        ptrace(step ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, (void *)(long)inject);
-    }
-    kill(-pid, SIGKILL);
-    if (watchdog > 0) {
-        kill(watchdog, SIGKILL);
-        waitpid(watchdog, 0, 0);
-    }
-    /* what is left of the group (killed): reaped so that no zombie remains */
-    while (waitpid(-1, &st, __WALL | WNOHANG) > 0)
-        ;
-    o->err = slurp(err);
-    describe_end(o, o->err, timeout_s);
-    if (o->ok && hide && !hidden) {
-        o->ok = false;
-        snprintf(o->why, sizeof o->why, "the vDSO could not be hidden (no AT_SYSINFO_EHDR in its auxiliary vector)");
-    }
-done:
-    if (out >= 0)
-        close(out);
-    if (err >= 0)
-        close(err);
-    if (in >= 0)
-        close(in);
 }
 
 /* ---- one API ---- */
@@ -666,13 +217,13 @@ static void u_text(char *b, size_t size, uint64_t v) { snprintf(b, size, "%llu",
 
 /* Runs one command whose answer is one line; the line's text in *line
    (malloc'd by the outcome), or a failure said. */
-static bool one_line(int l, struct api_result *a, const char *what, const char *const *cmd, int n_cmd, enum cpus cpus, struct outcome *o,
+static bool one_line(int l, struct api_result *a, const char *what, const char *const *cmd, int n_cmd, enum probe_cpus cpus, struct probe_outcome *o,
                      const char **line)
 {
     const char *argv[16];
     char buf[600];
     build_argv(l, cmd, n_cmd, argv, buf, sizeof buf);
-    run_batch(argv, cpus, lang_opt.timeout_s, o);
+    probe_run_batch(argv, cpus, lang_opt.timeout_s, o);
     if (!o->ok) {
         fail(l, a, what, o->why);
         return false;
@@ -724,13 +275,13 @@ static void bracket_api(int l, struct api_result *a)
     const char *argv[16];
     char buf[600], why[200], line[256];
     build_argv(l, cmd, 2, argv, buf, sizeof buf);
-    struct talk t;
-    struct outcome o;
+    struct probe_talk t;
+    struct probe_outcome o;
     bool timed_out = false;
-    if (!talk_start(argv, CPUS_OURS, lang_opt.timeout_s, &t, why, sizeof why)) {
+    if (!probe_talk_start(argv, PROBE_CPUS_OURS, lang_opt.timeout_s, &t, why, sizeof why)) {
         fail(l, a, "stamp", why);
-        talk_end(&t, &o, false);
-        outcome_free(&o);
+        probe_talk_end(&t, &o, false);
+        probe_outcome_free(&o);
         return;
     }
     /* a value truncated to its unit lies up to one step under its bracket */
@@ -740,9 +291,9 @@ static void bracket_api(int l, struct api_result *a)
     for (int r = 0; r < STAMP_ROUNDS; r++) {
         uint64_t before[LANG_CLOCKS], after[LANG_CLOCKS], v;
         read_candidates(t.pid, before);
-        if (!talk_send(&t, "\n"))
+        if (!probe_talk_send(&t, "\n"))
             break;
-        const char *got = talk_line(&t, line, sizeof line, &timed_out);
+        const char *got = probe_talk_line(&t, line, sizeof line, &timed_out);
         read_candidates(t.pid, after);
         if (!got)
             break;
@@ -760,7 +311,7 @@ static void bracket_api(int l, struct api_result *a)
         alike &= m;
         a->stamp_rounds++;
     }
-    talk_end(&t, &o, timed_out);
+    probe_talk_end(&t, &o, timed_out);
     if (!bad && a->stamp_rounds < STAMP_ROUNDS)
         fail(l, a, "stamp", o.ok ? "it ended before answering every line" : o.why);
     else if (!bad) {
@@ -768,7 +319,7 @@ static void bracket_api(int l, struct api_result *a)
         a->bracket = mask;
         a->alike = alike & mask;
     }
-    outcome_free(&o);
+    probe_outcome_free(&o);
 }
 
 /* `cross`: the probe may ask us to pin its threads ("pin <tid> <cpu>"). */
@@ -779,28 +330,28 @@ static void cross_pair(int l, struct api_result *a, unsigned cpu_a, unsigned cpu
     const char *cmd[] = {"cross", a->info->api, sa, sb, sr};
     const char *argv[16];
     build_argv(l, cmd, 5, argv, buf, sizeof buf);
-    struct talk t;
-    struct outcome o;
-    bool timed_out = false, got_result = false;
+    struct probe_talk t;
+    struct probe_outcome o;
+    bool timed_out = false, got_result = false, said = false;
     int i = a->n_cross;
-    if (!talk_start(argv, CPUS_ALL, lang_opt.timeout_s, &t, why, sizeof why)) {
+    if (!probe_talk_start(argv, PROBE_CPUS_ALL, lang_opt.timeout_s, &t, why, sizeof why)) {
         fail(l, a, "cross", why);
-        talk_end(&t, &o, false);
-        outcome_free(&o);
+        probe_talk_end(&t, &o, false);
+        probe_outcome_free(&o);
         return;
     }
-    for (const char *s; !got_result && (s = talk_line(&t, line, sizeof line, &timed_out));) {
+    for (const char *s; !got_result && (s = probe_talk_line(&t, line, sizeof line, &timed_out));) {
         unsigned long tid, cpu;
         if (sscanf(s, "pin %lu %lu", &tid, &cpu) == 2) {
             cpu_set_t set;
             CPU_ZERO(&set);
             CPU_SET(cpu, &set);
             if (sched_setaffinity((pid_t)tid, sizeof set, &set) == 0)
-                talk_send(&t, "ok\n");
+                probe_talk_send(&t, "ok\n");
             else {
                 char no[120];
                 snprintf(no, sizeof no, "no %s\n", strerror(errno));
-                talk_send(&t, no);
+                probe_talk_send(&t, no);
             }
         } else if (!strncmp(s, "cross ", 6)) {
             const char *why2;
@@ -808,20 +359,22 @@ static void cross_pair(int l, struct api_result *a, unsigned cpu_a, unsigned cpu
                 a->cross_ok[i] = got_result = true;
             else {
                 garbage(l, a, "cross", s, why2);
+                said = true;
                 break;
             }
         } else {
             garbage(l, a, "cross", s, "neither a pin request nor the result");
+            said = true;
             break;
         }
     }
-    talk_end(&t, &o, timed_out && !got_result);
+    probe_talk_end(&t, &o, timed_out && !got_result);
     if (got_result && !o.ok)
         a->cross_ok[i] = false, fail(l, a, "cross", o.why);
-    else if (!got_result && !a->failures[0])
+    else if (!got_result && !said)
         fail(l, a, "cross", o.ok ? "no result line" : o.why);
     a->n_cross++;
-    outcome_free(&o);
+    probe_outcome_free(&o);
 }
 
 static void measure_api(int l, const struct lang_api_info *info, struct api_result *a)
@@ -829,28 +382,28 @@ static void measure_api(int l, const struct lang_api_info *info, struct api_resu
     *a = (struct api_result){.info = info};
     const char *api = info->api, *line, *why;
     char n[16], np[16];
-    struct outcome o;
+    struct probe_outcome o;
     u_text(n, sizeof n, lang_opt.calls);
     u_text(np, sizeof np, PATH_CALLS);
     {
         const char *cmd[] = {"cost", api, n};
-        if (one_line(l, a, "cost", cmd, 3, CPUS_OURS, &o, &line)) {
+        if (one_line(l, a, "cost", cmd, 3, PROBE_CPUS_OURS, &o, &line)) {
             if (lang_parse_cost(line, api, &a->cost, &why))
                 a->cost_ok = true;
             else
                 garbage(l, a, "cost", line, why);
         }
-        outcome_free(&o);
+        probe_outcome_free(&o);
     }
     {
         const char *cmd[] = {"steps", api, n};
-        if (one_line(l, a, "steps", cmd, 3, CPUS_OURS, &o, &line)) {
+        if (one_line(l, a, "steps", cmd, 3, PROBE_CPUS_OURS, &o, &line)) {
             if (lang_parse_steps(line, api, &a->steps, &why))
                 a->steps_ok = true;
             else
                 garbage(l, a, "steps", line, why);
         }
-        outcome_free(&o);
+        probe_outcome_free(&o);
     }
     for (int h = 0; h < 2; h++) {
         /* with the vDSO hidden: only when the calls made no clock syscall
@@ -863,7 +416,7 @@ static void measure_api(int l, const struct lang_api_info *info, struct api_resu
         build_argv(l, cmd, 3, argv, buf, sizeof buf);
         struct lang_trace *t = h ? &a->hidden : &a->seen;
         /* a traced runtime starts slower: every one of its system calls stops */
-        run_traced(argv, h == 1, lang_opt.timeout_s * 3, t, &o);
+        probe_run_traced(argv, h == 1, lang_opt.timeout_s * 3, t, &o);
         const char *what = h ? "path (vDSO hidden)" : "path";
         if (!o.ok)
             fail(l, a, what, o.why);
@@ -873,15 +426,15 @@ static void measure_api(int l, const struct lang_api_info *info, struct api_resu
             a->hidden_ok = true;
         else
             a->seen_ok = true;
-        outcome_free(&o);
+        probe_outcome_free(&o);
     }
     if (!info->private_origin)
         bracket_api(l, a);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the first CPU allowed against each other one, at most CROSS_PAIRS_MAX */
     unsigned rounds = lang_opt.calls / 10 < 2000 ? lang_opt.calls / 10 : 2000;
-    for (long b = 1; b < cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
-        cross_pair(l, a, 0, (unsigned)b, rounds < 100 ? 100 : rounds);
-    unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(cpus > 0 ? cpus : 1)};
+    for (int b = 1; b < n_cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
+        cross_pair(l, a, (unsigned)cpu_list[0], (unsigned)cpu_list[b], rounds < 100 ? 100 : rounds);
+    unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < THREAD_COUNTS; i++) {
         bool dup = false;
         for (int j = 0; j < a->n_k; j++)
@@ -894,13 +447,13 @@ static void measure_api(int l, const struct lang_api_info *info, struct api_resu
         int at = a->n_k++;
         a->ks[at] = ks[i];
         why = 0;
-        if (one_line(l, a, "threads", cmd, 4, CPUS_ALL, &o, &line)) {
+        if (one_line(l, a, "threads", cmd, 4, PROBE_CPUS_ALL, &o, &line)) {
             if (lang_parse_threads(line, api, &a->thr[at], &why) && a->thr[at].k == ks[i])
                 a->thr_ok[at] = true;
             else
                 garbage(l, a, "threads", line, why ? why : "k= is not the count asked for");
         }
-        outcome_free(&o);
+        probe_outcome_free(&o);
     }
 }
 
@@ -1019,8 +572,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
     record_u64(&r, "cross_cpu_pairs", (uint64_t)pairs);
     /* the cost per thread count: 1, 2 and N (the CPUs online) */
     const char *keys[] = {"threads_1_ns", "threads_2_ns", "threads_n_ns"};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned want[] = {1, 2, (unsigned)cpus};
+    unsigned want[] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < 3; i++) {
         bool known = false;
         double v = 0;
@@ -1029,7 +581,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
                 known = true, v = a->thr[j].per_call_ns;
         rec_f(&r, keys[i], v, known);
     }
-    record_u64(&r, "threads_n", (uint64_t)cpus);
+    record_u64(&r, "threads_n", want[2]);
     record_str(&r, "failures", a->failures[0] ? a->failures : 0);
     emit(&r);
     if (a->steps_ok && a->steps.bins) {
@@ -1090,9 +642,9 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         if (!info_done[l]) {
             const char *cmd[] = {"info"}, *argv[16], *why;
             char buf[600];
-            struct outcome o;
+            struct probe_outcome o;
             build_argv(l, cmd, 1, argv, buf, sizeof buf);
-            run_batch(argv, CPUS_OURS, lang_opt.timeout_s, &o);
+            probe_run_batch(argv, PROBE_CPUS_OURS, lang_opt.timeout_s, &o);
             info_done[l] = true;
             if (!o.ok || !lang_parse_info(l, o.out, &infos[l], &why)) {
                 char text[300];
@@ -1104,14 +656,14 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
                 note(failed_what, sizeof failed_what, text);
                 snprintf(unavailable_text[l], sizeof unavailable_text[l], "its probe failed");
                 unavailable[l] = unavailable_text[l];
-                outcome_free(&o);
+                probe_outcome_free(&o);
                 if (n < ROWS_MAX) {
                     rows[n] = (struct lang_row){.heading = true};
                     snprintf(rows[n++].name, sizeof rows[0].name, "%s: not measured", d->title);
                 }
                 continue;
             }
-            outcome_free(&o);
+            probe_outcome_free(&o);
         }
         printf("  %s (%s)...\n", d->title, infos[l].runtime);
         if (n < ROWS_MAX) {

@@ -23,6 +23,10 @@ struct lang_options {
 };
 extern struct lang_options lang_opt;
 
+/* The CPUs this process may use, noted before clockbench-os pins itself:
+   the pairs for `cross` and N for `threads`. */
+void lang_note_cpus(void);
+
 /* Resolves LANG_DIR and which languages can be run, saying in one line
    each why one cannot. argv0: clockbench-os's own path. */
 void lang_setup(void);

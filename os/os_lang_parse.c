@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "os_lang_parse.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ const struct lang_def lang_defs[LANG_COUNT] = {
     {"python", "Python", "Python", "python3", "probe.py", "no Python (apt install python3)",
      {"perf_counter_ns", "monotonic_ns", "time_ns", "process_time_ns", "perf_counter"}, 5},
     {"node", "Node.js", "Node", "node", "probe.js", "no Node.js (apt install nodejs)", {"process.hrtime.bigint", "performance.now", "Date.now"}, 3},
-    {"dotnet", ".NET", ".NET", "mono", "Probe.exe", "no Mono (apt install mono-runtime mono-mcs)", {"Stopwatch.GetTimestamp", "DateTime.UtcNow"}, 2},
+    {"dotnet", ".NET", ".NET", "mono", "Probe.exe", "no .NET runtime (apt install mono-runtime mono-mcs, or install dotnet)", {"Stopwatch.GetTimestamp", "DateTime.UtcNow"}, 2},
 };
 
 int lang_find(const char *key)
@@ -534,8 +535,14 @@ bool lang_claim_finer(const struct lang_row *r)
 
 static const char *fig(char *b, size_t size, double v)
 {
-    if (v >= 99999.5)
-        snprintf(b, size, "%.3g", v);
+    if (v >= 99999.5) {
+        /* 2e6, not 2e+06: the column is narrow */
+        int e = 0;
+        double m = v;
+        while (m >= 9.95)
+            m /= 10, e++;
+        snprintf(b, size, m < 1.05 || fabs(m - (int)(m + 0.5)) < 0.05 ? "%.0fe%d" : "%.1fe%d", m, e);
+    }
     else if (v >= 100)
         snprintf(b, size, "%.0f", v);
     else if (v >= 10)

@@ -5,7 +5,8 @@ JAVAC ?= javac
 NODE ?= node
 MCS ?= mcs
 
-LANG_MANAGED := $(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/probe.js $(LANG_DIR)/Probe.exe
+LANG_MANAGED := $(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/probe.js $(LANG_DIR)/Probe.exe \
+	$(LANG_DIR)/Probe.runtimeconfig.json
 LANG_PROBES += $(LANG_MANAGED)
 
 # --release 17: the class runs on the JDK 17 that os-vm's jlink runtime is made from
@@ -32,3 +33,10 @@ $(LANG_DIR)/Probe.exe: os/lang/dotnet/Probe.cs
 	@command -v $(MCS) >/dev/null || { echo "error: $(MCS) not found: install 'mono-mcs' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,MCS,$@)$(MCS) -optimize+ -warnaserror+ -out:$@ $<
+
+# What CoreCLR's `dotnet Probe.exe` asks for beside the assembly (any .NET from 6 on, whose
+# mscorlib and System facades forward to its own types); mono ignores it
+$(LANG_DIR)/Probe.runtimeconfig.json: os/lang/managed.mk
+	@mkdir -p $(dir $@)
+	$(Q)printf '%s\n' '{"runtimeOptions": {"tfm": "net6.0", "rollForward": "LatestMajor",' \
+		'  "framework": {"name": "Microsoft.NETCore.App", "version": "6.0.0"}}}' > $@

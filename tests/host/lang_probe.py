@@ -1,9 +1,12 @@
+#!/usr/bin/env python3
 """A small probe that keeps the language probes' contract (docs/output.md,
-"Language probes"), for the tests of clockbench-os's runner only: it stands
-in for the Python probe in a folder of the test's own (--lang-dir), so that
-the runner is tested before, and apart from, the real probes; and it can be
-told to fail (CB_TEST_FAULT=crash|hang|garbage|nomarker|demote:<command>) to test
-that one failure is one line and the rest go on. Not part of the product."""
+"Language probes"), for the tests of clockbench-os's runner only: in a
+folder of the test's own (--lang-dir) it stands in for the Python probe
+(as probe.py) or for Go's (as probe-go, with Go's two API names, fewer runs),
+so that the runner is tested before, and apart from, the real probes; and
+it can be told to fail (CB_TEST_FAULT=how:command[:api],... with how one of
+crash, hang, garbage, nomarker, closein, demote) to test that one failure
+is one line and the rest go on. Not part of the product."""
 
 import os
 import sys
@@ -19,21 +22,32 @@ APIS = {
 }
 INFO = {"perf_counter_ns": "perf_counter", "monotonic_ns": "monotonic", "time_ns": "time",
         "process_time_ns": "process_time", "perf_counter": "perf_counter"}
+if os.path.basename(sys.argv[0]) == "probe-go":
+    APIS = {"time.Now": time.time_ns, "time.Since": time.monotonic_ns}
+    INFO = {"time.Now": "time", "time.Since": "monotonic"}
 
 
 def bad(msg):
-    sys.stderr.write("probe-python: %s\n" % msg)
+    sys.stderr.write("probe-%s: %s\n" % ("go" if "time.Now" in APIS else "python", msg))
     sys.exit(64)
 
 
-def fault(cmd):
-    how, _, where = os.environ.get("CB_TEST_FAULT", "").partition(":")
-    if where != cmd:
+def fault(cmd, api):
+    for spec in os.environ.get("CB_TEST_FAULT", "").split(","):
+        how, _, where = spec.partition(":")
+        command, _, only = where.partition(":")
+        if command == cmd and only in ("", api):
+            break
+    else:
         return ""
     if how == "crash":
         os.kill(os.getpid(), 11)
     if how == "hang":
         time.sleep(3600)
+    if how == "closein":  # a runtime gone before it read its input: the runner's write meets a closed pipe
+        os.close(0)
+        time.sleep(0.5)
+        sys.exit(3)
     if how == "demote":  # the kernel's watchdog, played in a folder standing in for sysfs
         with open(os.environ["CB_TEST_CURRENT"], "w") as f:
             f.write("jiffies\n")
@@ -44,7 +58,7 @@ def main(argv):
     if not argv:
         bad("no command")
     cmd, args = argv[0], argv[1:]
-    how = fault(cmd)
+    how = fault(cmd, args[0] if args else "")
     if how == "garbage":
         print("cost %s method=tsc unit=ticks n=zebra" % (args[0] if args else ""))
         return

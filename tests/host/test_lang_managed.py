@@ -304,3 +304,49 @@ def test_bad_input_is_one_line_and_exit_64(lang, build_output):
         r = run(argv, *args)
         assert r.returncode == 64 and r.stdout == "", (args, r.returncode, r.stdout)
         assert re.fullmatch(rf"probe-{lang}: [^\n]+\n", r.stderr), (args, r.stderr)
+
+
+def strace_tool() -> str:
+    tool = shutil.which("strace")
+    if tool is None:
+        need("strace not found: install strace (or run `make deps`)")
+    return tool
+
+
+def clocksource() -> str:
+    return open("/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip()
+
+
+CLOCK_CALLS = ("clock_gettime(", "clock_getres(", "gettimeofday(", "time(")
+
+
+@pytest.mark.parametrize("lang,api", ALL_APIS)
+def test_path_window_holds_only_the_calls_own_system_calls(lang, api, build_output, tmp_path):
+    """strace -f: each marker is one whole write(2) by one thread, and between them that thread
+    reads no clock through a system call on the TSC, whose reads the vDSO serves; process_time_ns
+    is the exception, its CPU-time clock a clock_gettime system call every time. Other system calls
+    are the runtime's own and rare, with the warm-up keeping class loading, JIT requests and heap
+    growth out of the window: a young-generation GC that Date.now's HeapNumbers bring on now and
+    then (V8's GC tracer calls getpid) is seen, one call in a thousand is not."""
+    argv = probe(lang, build_output)
+    log = tmp_path / "strace.txt"
+    r = subprocess.run([strace_tool(), "-f", "-qq", "-o", str(log), *argv, "path", api, "1000"],
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and r.stderr == "cb-path-begin\ncb-path-end\n", r.stderr
+    lines = log.read_text(errors="replace").splitlines()
+    begin = [i for i, l in enumerate(lines) if 'write(2, "cb-path-begin\\n", 14' in l]
+    end = [i for i, l in enumerate(lines) if 'write(2, "cb-path-end\\n", 12' in l]
+    assert len(begin) == 1 and len(end) == 1 and begin[0] < end[0], "\n".join(lines[-30:])
+    tid = lines[begin[0]].split()[0]
+    assert lines[end[0]].split()[0] == tid, "the markers were written by two threads"
+    between = [l.split(None, 1)[1] for l in lines[begin[0] + 1:end[0]]
+               if l.split()[0] == tid and "resumed>" not in l]
+    clock = [l for l in between if l.startswith(CLOCK_CALLS)]
+    other = [l for l in between if not l.startswith(CLOCK_CALLS)]
+    if clocksource() != "tsc":
+        pytest.skip(f"clocksource {clocksource()}: its system calls are the runner's to judge ({len(between)} seen)")
+    if api == "process_time_ns":
+        assert len(clock) == 1000 and all(l.startswith("clock_gettime(CLOCK_PROCESS_CPUTIME_ID") for l in clock), clock[:5]
+    else:
+        assert clock == [], clock[:10]
+    assert len(other) < 10, other[:10]

@@ -218,7 +218,8 @@ def test_the_ladder_fits_80_columns_and_flags_a_claim_finer_than_seen(lib):
             row("  process_time_ns", 2937, method=b"b", step=681, claim=1, sys=1000, clock=b"PCPU"),
             row(".NET", heading=True), row("  Stopwatch.GetTimestamp", 35, method=b"b", step=100, claim=100, sys=0, clock=b"MONO"),
             row("Go", heading=True), row("  time.Now", 45, step=30, sys=2000, clock=b"REAL+MONO|BOOT|RAW|X"),
-            row("  not measured", None)]
+            row("  not measured", None), row("  currentTimeMillis", 23.4, method=b"b", step=2e6, sys=0, clock=b"REAL"),
+            row("  coarse", 23.4, step=4.5e6, claim=4e6, sys=0, clock=b"MONO_C")]
     text = ladder(lib, rows, 8.0)
     lines = text.splitlines()
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
@@ -229,6 +230,15 @@ def test_the_ladder_fits_80_columns_and_flags_a_claim_finer_than_seen(lib):
     assert by["rdtsc"].split()[4:7] == ["8.00", "1.0", "0.40"]
     assert by["not"].split()[2:] == ["-", "-", "-", "none", "-", "-"]
     assert "time.Now" in text and "2000 sys" in by["time.Now"]
+    assert by["currentTimeMillis"].split()[3] == "2e6" and by["coarse"].split()[3:5] == ["4.5e6", "4e6"]
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, step=62, claim=1))) is True
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, step=100, claim=100))) is False
     assert lib.lang_claim_finer(ctypes.byref(row("x", 1, claim=1))) is False
+
+
+def test_ticks_become_ns_at_the_measured_rate(lib):
+    lib.lang_ticks_ns.restype = ctypes.c_double
+    lib.lang_ticks_ns.argtypes = [ctypes.c_double, ctypes.c_double]
+    assert lib.lang_ticks_ns(2600.0, 2.6e9) == pytest.approx(1000.0)
+    assert lib.lang_ticks_ns(52.0, 2.6e9) == pytest.approx(20.0)
+    assert lib.lang_ticks_ns(52.0, 0.0) == 0  # no rate: no figure
