@@ -107,7 +107,8 @@ static class Probe
     // at least `calls` calls, then on to MinWarmupCalls for the JIT while within MaxWarmupMs
     static bool Warming(int done, int calls, long start)
     {
-        return done < calls || (done < MinWarmupCalls && Stopwatch.GetTimestamp() - start < MaxWarmupMs * Stopwatch.Frequency / 1000);
+        long limit = MaxWarmupMs * Stopwatch.Frequency / 1000;
+        return done < calls || (done < MinWarmupCalls && Stopwatch.GetTimestamp() - start < limit);
     }
 
     static void WarmUp(int api, int calls)
@@ -384,7 +385,8 @@ static class Probe
             return "Mono (version not stated)";
         }
         Type info = Type.GetType("System.Runtime.InteropServices.RuntimeInformation")
-            ?? Type.GetType("System.Runtime.InteropServices.RuntimeInformation, System.Runtime.InteropServices.RuntimeInformation");
+            ?? Type.GetType("System.Runtime.InteropServices.RuntimeInformation, "
+                + "System.Runtime.InteropServices.RuntimeInformation");
         PropertyInfo description = info == null ? null : info.GetProperty("FrameworkDescription");
         if (description != null)
             return description.GetValue(null, null) + " (CoreCLR)";
@@ -405,7 +407,8 @@ static class Probe
             Fail(Usage, 64);
         string cmd = argv[0];
         Dictionary<string, int> shapes = new Dictionary<string, int> {
-            { "info", 0 }, { "cost", 2 }, { "steps", 2 }, { "path", 2 }, { "stamp", 1 }, { "cross", 4 }, { "threads", 3 },
+            { "info", 0 }, { "cost", 2 }, { "steps", 2 }, { "path", 2 },
+            { "stamp", 1 }, { "cross", 4 }, { "threads", 3 },
         };
         int want;
         if (!shapes.TryGetValue(cmd, out want))
@@ -424,7 +427,8 @@ static class Probe
         case "stamp": Stamp(api); break;
         case "threads": Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN)); break;
         default:
-            Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095), Number(argv[4], "rounds", 1, MaxN));
+            Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095),
+                  Number(argv[4], "rounds", 1, MaxN));
             break;
         }
         return 0;

@@ -213,7 +213,8 @@ async function cross(api, cpuA, cpuB, rounds) {
   const sab = new SharedArrayBuffer(64);
   const ctl = new Int32Array(sab, 0, 4);
   const base = process.hrtime.bigint();
-  const workers = [0, 1].map((me) => new Worker(__filename, { workerData: { kind: 'cross', me, api, rounds, sab, base } }));
+  const workers = [0, 1].map((me) => new Worker(__filename,
+    { workerData: { kind: 'cross', me, api, rounds, sab, base } }));
   const next = workers.map((w) => inbox(w, 'cross'));
   const hello = await Promise.all(next.map((n) => n()));
   const readLine = lineReader();
@@ -353,7 +354,8 @@ function main(argv) {
   else if (cmd === 'path') path(api, number(args[1], 'n', 1, MAX_N));
   else if (cmd === 'stamp') stamp(api);
   else if (cmd === 'cross') {
-    cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095), number(args[3], 'rounds', 1, MAX_N));
+    cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
+      number(args[3], 'rounds', 1, MAX_N));
   } else threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
 }
 
