@@ -1,6 +1,6 @@
 """The ladder in the host tool (issue 36, section 6), from a real
 clockbench-os log of this project's machine with every language measured
-(tests/fixtures/os-lang-host.log: `clockbench-os --quick --current-only` on
+(tests/fixtures/os-lang-host.log: `clockbench-os --current-only` on
 a 2-CPU AMD EPYC Firecracker KVM guest, Linux 6.18, clocksource tsc): the ladder's rows and their order, the
 ratio to a given bare read, the flags on claims finer than the step seen,
 the OS run's page with its table and plot, `compare` of OS runs with the
