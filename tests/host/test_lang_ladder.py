@@ -126,3 +126,33 @@ def test_the_store_keeps_each_apis_figures(tmp_path):
     assert figs["lang_claimed_ns:tsc/dotnet/Stopwatch.GetTimestamp"].value == 100
     assert "finer than the least step" in figs["lang_claimed_ns:tsc/python/perf_counter"].detail
     assert len([n for n in figs if n.startswith("lang_p50_ns:")]) == 23
+
+
+VM = FIXTURE.parent / "os-vm-lang-tcg.log"  # os-vm --accel tcg --lang dotnet,python --args "--quick --lang-calls 100"
+
+
+def test_a_host_and_a_vm_side_by_side(capsys):
+    r = run_cli(capsys, "compare", FIXTURE, VM)
+    assert r.code == 0, r
+    lines = r.out.split("\n")
+    sw = {cs: next(l for l in lines if l.startswith(f".NET Stopwatch.GetTimestamp on {cs}, p50")) for cs in ("tsc", "hpet", "acpi_pm")}
+    cells = [c for c in re.split(r"\s{2,}", sw["tsc"]) if c]
+    assert all("vDSO (0/1000), CLOCK_MONOTONIC" in c for c in cells[1:3]) and "x)" in cells[2], sw["tsc"]
+    # the host has only tsc: its cell is "-"; the VM's hpet and acpi_pm make a syscall a call
+    for cs in ("hpet", "acpi_pm"):
+        cells = [c for c in re.split(r"\s{2,}", sw[cs]) if c]
+        assert cells[1] == "-" and "syscall (1000/1000), CLOCK_MONOTONIC" in cells[2], sw[cs]
+
+
+def test_the_vms_ladders_say_the_article_s_stopwatch_table():
+    res = results.from_log(VM.read_text())
+    tables = {t["clocksource"]: t for t in ladder.tables(res)}
+    assert list(tables) == ["tsc", "hpet", "acpi_pm"]
+    for cs, t in tables.items():
+        sw = row(t, ".NET", "Stopwatch.GetTimestamp")
+        assert sw["claimed"] == "100 ns" and sw["path"] == ("vDSO (0/1000)" if cs == "tsc" else "syscall (1000/1000)"), sw
+        # a step coarser than twice the 100 ns claimed (the HPET's, the PM timer's under TCG) flags it
+        step_ns = next(r["least_step_ns"] for r in res["lang_clock"]
+                       if (r["clocksource"], r["api"]) == (cs, "Stopwatch.GetTimestamp"))
+        assert sw["flag"] is (step_ns > 200), (cs, sw)
+        assert row(t, "vDSO", "clock_gettime(CLOCK_MONOTONIC)")["path"] == "vDSO entry"

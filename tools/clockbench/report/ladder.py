@@ -33,6 +33,10 @@ OS_ROWS = (
     ("libc", REALTIME, "libc", "CLOCK_REALTIME"),
     ("syscall", MONOTONIC, "syscall", "CLOCK_MONOTONIC"),
 )
+# The route each of clockbench-os's own rows calls (not a counted path: the
+# vDSO's entry itself falls back to the syscall on a clocksource with no
+# vDSO mode, as hpet and acpi_pm on x86-64).
+OS_ROUTES = {"vdso": "vDSO entry", "libc": "libc", "syscall": "raw syscall"}
 # The languages' names as the ladder shows them (os/os_lang_parse.c's titles).
 LANGUAGE_TITLES = {"cpp-libstdc++": "C++ (libstdc++)", "cpp-libc++": "C++ (libc++)", "rust": "Rust", "go": "Go",
                    "java": "Java", "python": "Python", "node": "Node.js", "dotnet": ".NET"}
@@ -152,8 +156,7 @@ def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
         out.append({"layer": layer, "read": call, "cost": cost_text(p50, bool(lat.get("below_step"))),
                     "p50_ns": p50 if _num(p50) else None, "method": "tsc", "ratio": ratio(p50, base, bound),
                     "step": step_text(step), "claimed": figures.ns(claimed) if _num(claimed) else "-",
-                    "flag": claim_flag(claimed, step), "path": path_text(path if path != "libc" else None, None)
-                    if path != "libc" else "libc", "clock": clock_text(clock)})
+                    "flag": claim_flag(claimed, step), "path": OS_ROUTES[path], "clock": clock_text(clock)})
     for r in lang_records(res):
         if r.get("clocksource") != cs:
             continue
