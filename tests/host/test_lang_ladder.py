@@ -156,3 +156,14 @@ def test_the_vms_ladders_say_the_article_s_stopwatch_table():
                        if (r["clocksource"], r["api"]) == (cs, "Stopwatch.GetTimestamp"))
         assert sw["flag"] is (step_ns > 200), (cs, sw)
         assert row(t, "vDSO", "clock_gettime(CLOCK_MONOTONIC)")["path"] == "vDSO entry"
+
+
+def test_a_bare_runs_report_shows_the_os_runs_ladder_beneath_its_read(capsys, tmp_path):
+    bare = FIXTURE.parent / "tcg-q35.log"
+    r = run_cli(capsys, "report", bare, "--os", VM, "--out", tmp_path / "rep")
+    assert r.code == 0, r
+    page = (tmp_path / "rep" / "report.html").read_text()
+    for cs in ("tsc", "hpet", "acpi_pm"):
+        assert f"The ladder of os-vm-lang-tcg on clocksource {cs}" in page, cs
+    at = page.index("The ladder of os-vm-lang-tcg on clocksource hpet")
+    assert "hpet (the image, no OS)" in page[at:at + 3000] and "Stopwatch.GetTimestamp" in page[at:]

@@ -936,6 +936,9 @@ def main(args) -> int:
 
         names = runinfo.run_names([str(log_path), *map(str, args.os)])
         os_table = os_side.side_by_side(res, args.os_runs, names[0], names[1:])
+        # each OS run's languages beneath this bare run's read (templates/os_side.html.j2)
+        os_table["ladders"] = [{"name": n, "clocksource": t["clocksource"], "rows": ladder.as_rows(t)}
+                               for r, n in zip(args.os_runs, names[1:]) for t in ladder.tables(r, res)]
     made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)
