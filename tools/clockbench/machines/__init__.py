@@ -1,7 +1,7 @@
 """Running machines: QEMU (TCG or KVM, BIOS, UEFI, qboot, PVH, netboot),
 Cloud Hypervisor and Firecracker behind one start-and-poll loop
 (vmrun.run), their stops (pause, migration, snapshot and restore), the
-screen read back, and os-vm's initramfs. A machine is given its command
+screen read back, and os-vm's initramfs with the languages' runtimes. A machine is given its command
 line and returns what it printed and how it ended; it knows nothing of
 reports or the store.
 
