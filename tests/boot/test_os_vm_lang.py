@@ -81,7 +81,16 @@ def test_on_hpet_and_acpi_pm_every_call_is_a_syscall(run):
         if cs not in ("hpet", "acpi_pm"):
             continue
         want = 2000 if (lang, api) == ("go", "time.Now") else 1000
-        assert r["clock_syscalls_per_1000"] == want and r["path"] == "syscall", (cs, lang, api, r)
+        got = r["clock_syscalls_per_1000"]
+        if lang == "go":
+            # Go's scheduler reads CLOCK_MONOTONIC on the calling thread now
+            # and then (nanotime, at a preemption: 8 in 1000 calls seen on hpet
+            # under TCG): the API's own are the want, the runtime's a few more
+            assert want <= got <= want * 1.02, (cs, lang, api, r)
+            assert r["traced_clock_ids"] == ([0, 1] if api == "time.Now" else [1]), r
+        else:
+            assert got == want, (cs, lang, api, r)
+        assert r["path"] == "syscall", (cs, lang, api, r)
         seen += 1
     assert seen >= 2 * 8, run["explain"]
 
