@@ -128,7 +128,7 @@ def test_the_store_keeps_each_apis_figures(tmp_path):
     assert len([n for n in figs if n.startswith("lang_p50_ns:")]) == 23
 
 
-VM = FIXTURE.parent / "os-vm-lang-tcg.log"  # os-vm --accel tcg --lang dotnet,python --args "--quick --lang-calls 100"
+VM = FIXTURE.parent / "os-vm-lang-tcg.log"  # tests/boot/test_os_vm_lang.py's run: os-vm --accel tcg --lang cpp-libstdc++,go,python,dotnet --args "--quick --lang-calls 100"
 
 
 def test_a_host_and_a_vm_side_by_side(capsys):
