@@ -46,6 +46,10 @@ CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 # Linux under TCG reaches init in about 5 s here; under nested KVM it can
 # take many minutes (every trapped instruction is emulated).
 DEFAULT_TIMEOUT_S = 300
+# With the languages: every API runs its probe some ten times per
+# clocksource, and a JVM or V8 takes seconds to start under TCG (all eight
+# languages on three clocksources took over 10 minutes on a loaded host).
+DEFAULT_LANG_TIMEOUT_S = 1800
 LAST_LINES = 8
 
 
@@ -221,9 +225,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")
     o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
     o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
-    o.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help="stop after this many seconds, above 0 (default: %(default)g; Linux under TCG reaches init in about 5 s, "
-                   "under nested KVM it can take minutes)")
+    o.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"stop after this many seconds, above 0 (default: {DEFAULT_LANG_TIMEOUT_S} with the languages, "
+                   f"{DEFAULT_TIMEOUT_S} without; Linux under TCG reaches init in about 5 s, under nested KVM it can take minutes)")
     o.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
                    "the log keeps them either way")
     o.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
@@ -262,6 +266,8 @@ def last_lines(output: str, n: int = LAST_LINES) -> str:
 
 
 def cmd_os_vm(args: argparse.Namespace) -> int:
+    if args.timeout is None:
+        args.timeout = DEFAULT_LANG_TIMEOUT_S if languages(args) else DEFAULT_TIMEOUT_S
     cmdline = kernel_cmdline(program_args(args))
     program = Path(args.program)
     if args.kernel:  # checked first: a bad path is the user's to fix before anything else
