@@ -62,7 +62,7 @@ LOGIC_SRCS := lib/steal.c lib/format.c lib/cmdline.c lib/bootinfo.c lib/record.c
 	lib/timer_analysis.c lib/timer_deadline.c \
 	lib/cpus_analysis.c lib/drift_analysis.c lib/cpu_topology.c \
 	lib/xf.c lib/stats.c lib/fit.c lib/qr.c lib/unwrap.c lib/segfit.c lib/uncertainty.c lib/verdict.c lib/tsc_sync.c \
-	lib/latency.c lib/deadline_errata.c lib/os_choice.c lib/rtc_fit.c lib/counters.c
+	lib/latency.c lib/deadline_errata.c lib/os_choice.c lib/rtc_fit.c lib/counters.c lib/vmm_rates.c
 
 DRIVER_SRCS := drivers/cpuinfo.c drivers/uart.c drivers/textgrid.c drivers/vga_text.c drivers/fbcon.c drivers/keyboard.c \
 	drivers/hpet.c drivers/pmtimer.c drivers/pit.c drivers/lapic.c drivers/ioapic.c drivers/pic.c drivers/rtc.c

@@ -1431,3 +1431,50 @@ const char *shim_lang_trace(const long *nr, const uint64_t *arg0, size_t n_sys, 
     record_str(&rec, "sentence", sentence);
     return finish();
 }
+
+/* lib/vmm_rates.c: the table's rows by index (null past the end), the
+   candidates for one machine and device, and the choice between two. */
+#include "../../lib/vmm_rates.h"
+static void record_rate(const struct vmm_rate *v)
+{
+    record_begin(&rec, "vmm_rate");
+    record_u64(&rec, "vmm", v->vmm);
+    record_str(&rec, "vmm_name", vmm_name(v->vmm));
+    record_u64(&rec, "device", v->device);
+    record_str(&rec, "model", v->model);
+    record_u64(&rec, "millihz", v->millihz);
+    record_str(&rec, "constant", v->constant);
+    record_str(&rec, "file", v->file);
+}
+
+const char *shim_vmm_rate_row(unsigned i)
+{
+    unsigned n;
+    const struct vmm_rate *t = vmm_rate_table(&n);
+    if (i >= n)
+        return 0;
+    record_rate(&t[i]);
+    return finish();
+}
+
+const char *shim_vmm_rate_of(unsigned vmm, unsigned device, unsigned which)
+{
+    const struct vmm_rate *v = vmm_rate_of((enum vmm_id)vmm, (enum vmm_device)device, which);
+    if (!v)
+        return 0;
+    record_rate(v);
+    record_u64(&rec, "candidates", vmm_rate_candidates((enum vmm_id)vmm, (enum vmm_device)device));
+    return finish();
+}
+
+const char *shim_vmm_rate_pick(uint64_t a, uint64_t b, uint64_t measured, uint64_t u_ppb, bool unmeasured)
+{
+    struct vmm_pick p = unmeasured ? vmm_rate_unmeasured(a, b) : vmm_rate_pick(a, b, measured, u_ppb);
+    record_begin(&rec, "vmm_pick");
+    record_i64(&rec, "chosen", p.chosen);
+    record_u64(&rec, "millihz", p.millihz);
+    record_u64(&rec, "spread_ppb", p.spread_ppb);
+    record_u64(&rec, "off_a_ppb", p.off_a_ppb);
+    record_u64(&rec, "off_b_ppb", p.off_b_ppb);
+    return finish();
+}
