@@ -44,7 +44,7 @@ def tcg_run(tmp_path_factory) -> OsRun:
         pytest.fail(f"{PROGRAM} is missing: `make os` builds it")
     log = tmp_path_factory.mktemp("os-vm") / "os-vm.log"
     proc = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--program", str(PROGRAM),
-                           "--log", str(log), "--timeout", str(TOOL_TIMEOUT_S), "--args=--quick"],
+                           "--log", str(log), "--timeout", str(TOOL_TIMEOUT_S), "--no-lang", "--args=--quick"],
                           capture_output=True, text=True, timeout=TOOL_TIMEOUT_S + 120, env=ENV)
     run = OsRun(proc, log)
     # 66/69: the kernel could not be fetched (no network, no apt): a failure, not a skip

@@ -233,3 +233,86 @@ def test_the_real_command_line_says_the_same(tmp_path):
     assert r.code == errors.NO_INPUT and "Traceback" not in r.err
     assert r.err.strip() == f"clockbench os-vm: {tmp_path / 'nope'}: no such kernel file (give a Linux bzImage, or " \
                             "leave --kernel out to use Debian's)"
+
+
+# ---- the languages in the initramfs (machines/runtimes.py) ----
+
+from clockbench.machines import runtimes  # noqa: E402
+
+
+def test_a_tree_goes_in_with_its_links_devices_and_parents_first(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "python3.11").write_bytes(b"\x7fELF-python")
+    (tmp_path / "real" / "python3").symlink_to("python3.11")
+    (tmp_path / "lnk").symlink_to("real")
+    tree = runtimes.Tree()
+    tree.add_host(tmp_path / "lnk" / "python3")  # two links on the way: each kept, the file at its real place
+    tree.add_as("lang/probe-go", tmp_path / "real" / "python3.11")
+    entries = parse_newc(initramfs.archive(b"\x7fELF-init", tree))
+    by = {e["name"]: e for e in entries}
+    base = str(tmp_path)[1:]
+    assert stat.S_ISLNK(by[f"{base}/lnk"]["mode"]) and by[f"{base}/lnk"]["data"] == b"real"
+    assert stat.S_ISLNK(by[f"{base}/real/python3"]["mode"]) and by[f"{base}/real/python3"]["data"] == b"python3.11"
+    assert by[f"{base}/real/python3.11"]["data"] == b"\x7fELF-python"
+    assert by["lang/probe-go"]["mode"] == stat.S_IFREG | 0o644 and stat.S_ISDIR(by["lang"]["mode"])
+    # the devices a runtime opens: Linux's memory devices, major 1
+    assert (by["dev/null"]["rdevmajor"], by["dev/null"]["rdevminor"]) == (1, 3)
+    assert (by["dev/urandom"]["rdevmajor"], by["dev/urandom"]["rdevminor"]) == (1, 9)
+    assert by["tmp"]["mode"] == stat.S_IFDIR | 0o1777
+    names = [e["name"] for e in entries]
+    for i, n in enumerate(names[:-1]):
+        parent = n.rpartition("/")[0]
+        assert not parent or parent in names[:i], f"{n} comes before its folder"
+    assert len(set(names)) == len(names) and len({e["ino"] for e in entries[:-1]}) == len(entries) - 1
+
+
+def test_without_languages_the_archive_is_as_before():
+    assert [e["name"] for e in parse_newc(initramfs.archive(b"x"))] == ["dev", "dev/console", "proc", "sys", "init", "TRAILER!!!"]
+
+
+def test_a_missing_probe_leaves_its_language_out_saying_why(tmp_path):
+    (tmp_path / "lang").mkdir()
+    (tmp_path / "lang" / "probe-go").write_bytes(b"#!static")
+    got = runtimes.collect(["go", "rust"], tmp_path / "lang", tmp_path / "cache")
+    assert got.measured == ["go"] and list(got.tree.files) == ["lang/probe-go"]
+    assert got.left_out["rust"].startswith("no probe ") and "make lang" in got.left_out["rust"]
+
+
+@pytest.mark.skipif(not (Path("/usr/bin/python3").exists() and shutil.which("strace")), reason="Debian's python3 and strace")
+def test_python_goes_in_with_what_the_probe_imports_and_no_more(tmp_path):
+    probe = Path(__file__).resolve().parents[2] / "os" / "lang" / "python" / "probe.py"
+    (tmp_path / "lang").mkdir()
+    shutil.copy(probe, tmp_path / "lang" / "probe.py")
+    got = runtimes.collect(["python"], tmp_path / "lang", tmp_path / "cache")
+    assert got.measured == ["python"], got.left_out
+    files, links = got.tree.files, got.tree.links
+    assert "usr/bin/python3" in links and any(f.startswith("usr/bin/python3.") for f in files)
+    # the modules it imports (threading, platform), their sources beside their cached code, getpath's landmark
+    stdlib = [f for f in files if "/python3." in f and f.endswith(".py")]
+    assert any(f.endswith("/threading.py") for f in stdlib) and any(f.endswith("/os.py") for f in stdlib)
+    lost = [f for f in files if f.endswith(".cpython-311.pyc")
+            and f[:-len(".cpython-311.pyc")].replace("/__pycache__", "") + ".py" not in set(files) | set(links)]
+    assert not lost, f"a cached module without its source is never read: {lost}"
+    assert any(f.endswith("ld-linux-x86-64.so.2") for f in list(files) + list(links)), "the loader ldd names"
+    assert not any("dist-packages" in f or "site-packages" in f or f.startswith(("etc/passwd", "proc/")) for f in files)
+    assert not any("asyncio" in f or "unittest" in f for f in files), "the whole stdlib went in"
+    # kept: a second collection reads the list back
+    again = runtimes.collect(["python"], tmp_path / "lang", tmp_path / "cache")
+    assert again.tree.to_json() == got.tree.to_json()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--no-lang", "--lang", "go"], "--no-lang and --lang"),
+    (["--lang", "go,cobol"], "--lang: unknown language 'cobol'"),
+])
+def test_bad_language_options_are_64_with_one_line(capsys, tmp_path, args, says):
+    r = run_cli(capsys, "os-vm", "--log", tmp_path / "x.log", *args)
+    assert r.code == 64 and says in r.err and len(r.err.strip().split("\n")) == 1, r
+    assert not (tmp_path / "x.log").exists()
+
+
+def test_the_language_options_reach_the_program():
+    parse = lambda *a: osvm.program_args(__import__("argparse").Namespace(**{"no_lang": False, "lang": None, "args": "", **dict(a)}))  # noqa: E731
+    assert parse() == ""
+    assert parse(("no_lang", True), ("args", "--quick")) == "--no-lang --quick"
+    assert parse(("lang", "go,python")) == "--lang go,python"
