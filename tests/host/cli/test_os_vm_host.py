@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import ROOT
 from helpers.tool import run_cli, run_process
 from clockbench import errors
 from clockbench.machines import initramfs
@@ -280,7 +281,7 @@ def test_a_missing_probe_leaves_its_language_out_saying_why(tmp_path):
 
 @pytest.mark.skipif(not (Path("/usr/bin/python3").exists() and shutil.which("strace")), reason="Debian's python3 and strace")
 def test_python_goes_in_with_what_the_probe_imports_and_no_more(tmp_path):
-    probe = Path(__file__).resolve().parents[2] / "os" / "lang" / "python" / "probe.py"
+    probe = ROOT / "os" / "lang" / "python" / "probe.py"
     (tmp_path / "lang").mkdir()
     shutil.copy(probe, tmp_path / "lang" / "probe.py")
     got = runtimes.collect(["python"], tmp_path / "lang", tmp_path / "cache")

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from cli_logs import run_cli
+from helpers.paths import FIXTURES
+from helpers.tool import run_cli
 from clockbench.records import figures, records, results
 from clockbench.report import ladder, plots, report
 from clockbench.runs import store
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "os-lang-host.log"
+FIXTURE = FIXTURES / "os-lang-host.log"
 TEXT = FIXTURE.read_text()
 # The languages and APIs in the fixture, in the probes' contract's order.
 APIS = {"cpp-libstdc++": 3, "cpp-libc++": 3, "rust": 2, "go": 2, "java": 3, "python": 5, "node": 3, "dotnet": 2}
