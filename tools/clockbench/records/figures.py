@@ -92,17 +92,18 @@ def hz(value, unc_ppm=None) -> str:
         i -= 1  # rounded up to 1000 of this unit: the next one up
 
 
-def read_cost(lat: dict | None, step_ns=None) -> str:
+def read_cost(lat: dict | None, step_ns=None, unresolved: str = ": not resolved") -> str:
     """One read's cost as every output says it, the image's words
     (docs/output.md, `latency`'s `below_step`; kernel/results.c,
     results_read_cost): "29.6 ns", or, where the p50 lies within a few of
     the TSC's steps, "below the TSC's step (10.0 ns): 9.54 ns a read by the
-    batch" (": not resolved" without a batch). "-" when not measured."""
+    batch" (": not resolved" without a batch: clockbench-os, which has no
+    batch, says nothing more, unresolved=""). "-" when not measured."""
     lat = _dict(lat)
     if lat.get("below_step"):
         step = f"below the TSC's step ({_num(step_ns):.1f} ns)" if _num(step_ns) is not None else "below the TSC's step"
         batch = _num(lat.get("batch_ns_per_read"))
-        return f"{step}: {batch:.2f} ns a read by the batch" if batch is not None else f"{step}: not resolved"
+        return f"{step}: {batch:.2f} ns a read by the batch" if batch is not None else f"{step}{unresolved}"
     p50 = _num(lat.get("p50_ns"))
     return f"{p50:.1f} ns" if p50 is not None else "-"
 
