@@ -143,18 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
                                     "log), or a tool error (64 and up): see `clockbench --help`.")
-    rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, or a decoded QR code")
+    rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, a decoded QR code, or a run's id in "
+                    "the store (`clockbench runs`; its log is written to run-ID/run.log, or into --out)")
     rp.add_argument("--out", help="output folder (default: the log's name without its extension)")
     rp.add_argument("--no-html", action="store_true", help="write results.json and the CI formats only: no plots, no HTML page")
-    rp.add_argument("--os", action="append", metavar="OS_LOG", help="a clockbench-os run (log or results.json) to set beside this "
+    rp.add_argument("--os", action="append", metavar="OS_LOG", help="a clockbench-os run (log, results.json or store id) to set beside this "
                     "bare run in the page's section \"Bare and through the OS\" (may be given more than once)")
     ci_formats.add_arguments(rp)
+    storecli.add_store_argument(rp)
     rp.set_defaults(func=lambda a: __import__("clockbench.cli.commands", fromlist=["cmd_report"]).cmd_report(a))
     cp = sub.add_parser("compare", help="runs side by side (logs, results JSON files or decoded QR codes)",
                         description=__import__("clockbench.report.compare", fromlist=["__doc__"]).__doc__)
-    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json or a decoded QR code; the first is the base of the "
-                    "ratios (with clockbench-os runs: the bare run is)")
+    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json, a decoded QR code, or a run's id in the store "
+                    "(`clockbench runs`; a file of that name wins); the first is the base of the ratios (with clockbench-os runs: the bare run is)")
     cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
+    storecli.add_store_argument(cp)
     cp.set_defaults(func=lambda a: __import__("clockbench.report.compare", fromlist=["main"]).main(a))
     args, extra = p.parse_known_args(argv)
     if extra:  # said by the command's own parser, which names the command, unless they came before it

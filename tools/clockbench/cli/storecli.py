@@ -155,9 +155,15 @@ def _file_date(p: Path) -> str:
 
 def cmd_export(args) -> int:
     with store.open_store(args.store, create=False) as st:
+        ids = sorted(set(args.ids)) if args.ids else None
+        if ids:  # every one, or nothing written
+            have = {r[0] for r in st._query("SELECT id FROM runs")}
+            missing = [i for i in ids if i not in have]
+            if missing:
+                raise errors.NoInput(f"no run {', '.join(map(str, missing))} in {args.store} ({store.held(st)}); nothing was written")
         out = Path(args.out)
         try:
-            made = store.export_parquet(st, out) if args.format == "parquet" else store.export_csv(st, out)
+            made = (store.export_parquet(st, out, ids) if args.format == "parquet" else store.export_csv(st, out, ids))
         except OSError as e:
             raise errors.CannotWrite(f"cannot write {out}: {e.strerror or e}") from None
     print("clockbench export: " + ", ".join(str(p) for p in made))
@@ -172,27 +178,11 @@ def _delete(args) -> int:
     with store.open_store(args.store, create=False) as st:
         missing = st.delete(args.delete)
         if missing:
-            ids = [r["id"] for r in st.runs()]
-            held = f"it holds runs {_id_ranges(ids)}" if ids else "it is empty"
-            raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({held}); nothing was deleted")
+            raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({store.held(st)}); nothing was deleted")
         left = st.count()
     print(f"clockbench runs: deleted run{'s' if len(args.delete) > 1 else ''} {', '.join(map(str, args.delete))}; "
           f"{left} run{'' if left == 1 else 's'} left in {args.store}")
     return 0
-
-
-def _id_ranges(ids: list[int]) -> str:
-    """1-3, 7, 9-12"""
-    out, ids = [], sorted(ids)
-    start = prev = ids[0]
-    for i in ids[1:] + [None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ", ".join(out)
 
 
 def _no_machine(args, machines: dict[str, int], kept: int, what: str = "run") -> errors.UsageError:
@@ -346,6 +336,8 @@ def add_parsers(sub) -> None:
     add_store_argument(im)
     im.set_defaults(func=cmd_import)
     ex = sub.add_parser("export", help="write the store's runs, checks and figures as CSV or Parquet files")
+    ex.add_argument("ids", nargs="*", type=int, metavar="ID", help="only these runs (their ids in `clockbench runs`; "
+                    "default: every run, and the ACPI previews)")
     ex.add_argument("--format", choices=("csv", "parquet"), default="csv", help="default: %(default)s")
     ex.add_argument("--out", default="clockbench-export", help="the folder to write runs.*, checks.*, figures.* into "
                     "(default: %(default)s)")

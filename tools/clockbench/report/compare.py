@@ -25,6 +25,7 @@ from pathlib import Path
 
 from clockbench.records import figures, results
 from clockbench.report import os_side
+from clockbench.runs import store
 from clockbench.records.runinfo import as_text, checks_line, cpu_of, machine_key, machine_of, ratio, run_names
 from clockbench.errors import BadInput, CannotWrite, MissingTool
 
@@ -227,7 +228,10 @@ def _l(v) -> list:
 
 
 def main(args) -> int:
-    runs = [load(Path(p)) for p in args.runs]
+    # a log, a results file, or a run's id in the store ("run 3" from here on)
+    loaded = [store.load_run(p, getattr(args, "store", None) or store.DEFAULT, load) for p in args.runs]
+    runs = [r for r, _ in loaded]
+    args.runs = [name for _, name in loaded]
 
     if any(os_side.is_os(r) for r in runs):
         return _with_os(args, runs)

@@ -408,17 +408,23 @@ class Store:
 
     # -- export ---------------------------------------------------------------
 
-    def tables(self) -> dict[str, tuple[list[str], list[tuple]]]:
+    def tables(self, run_ids: list[int] | None = None) -> dict[str, tuple[list[str], list[tuple]]]:
         """runs (without the logs), checks, figures and the ACPI previews
         (without the previews themselves: `runs --acpi --json` has them), as
-        (columns, rows)."""
+        (columns, rows); with run_ids, only those runs, their checks and
+        figures (and no previews)."""
         out = {}
         for name, sql in (("runs", f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY id"),
                           ("checks", "SELECT run_id, name, result, detail FROM checks ORDER BY run_id, rowid"),
                           ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid"),
                           ("acpi_previews", "SELECT id, machine, taken, source, source_kind, host, summary, problems, origin, added "
                            "FROM acpi_previews ORDER BY id")):
+            if run_ids is not None and name == "acpi_previews":
+                continue
             rows = self._query(sql)
+            if run_ids is not None:  # filtered here: one bound parameter a run would pass SQLite's limit
+                key = "id" if name == "runs" else "run_id"
+                rows = [r for r in rows if r[key] in set(run_ids)]
             cols = list(rows[0].keys()) if rows else [c.strip() for c in sql.split("SELECT ")[1].split(" FROM")[0].split(",")]
             out[name] = (cols, [tuple(r) for r in rows])
         return out
@@ -533,6 +539,58 @@ def open_store(path, create: bool = True) -> Store:
     return Store(Path(path), create=create)
 
 
+def id_ranges(ids: list[int]) -> str:
+    """1-3, 7, 9-12"""
+    out, ids = [], sorted(ids)
+    if not ids:
+        return ""
+    start = prev = ids[0]
+    for i in ids[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(out)
+
+
+def held(st: Store) -> str:
+    """What a store holds, for a line saying an id is not in it."""
+    ids = [r[0] for r in st._query("SELECT id FROM runs ORDER BY id")]
+    return f"it holds runs {id_ranges(ids)}" if ids else "it is empty"
+
+
+def stored_run(arg: str, store_path) -> tuple[int, str] | None:
+    """A RUN argument of `compare`, `report` or `report --os` that names no
+    file and is a whole number is a run in the store (`clockbench runs`
+    lists their ids): (its id, its whole log). None for anything else (a
+    file, which always wins over an id). NoInput when it is neither a file
+    nor a run the store holds."""
+    if Path(arg).exists() or not arg.isdigit():
+        return None
+    rid = int(arg)
+    try:
+        st = open_store(store_path, create=False)
+    except errors.NoInput:
+        raise errors.NoInput(f"{arg}: no such file, and no store {store_path} to hold a run {rid}") from None
+    with st:
+        text = st.log(rid)
+        if text is None:
+            raise errors.NoInput(f"{arg}: no such file, and no run {rid} in {store_path} ({held(st)})")
+    return rid, text
+
+
+def load_run(arg: str, store_path, load_path=results.load_path) -> tuple[dict, str]:
+    """A RUN argument's results and its name: a log or results file
+    (load_path), or a store id ("run 3")."""
+    got = stored_run(str(arg), store_path)
+    if got is None:
+        return load_path(Path(arg)), str(arg)
+    rid, text = got
+    return results.load_any(text, source=f"run {rid}"), f"run {rid}"
+
+
 def record(path, text: str, machine: str, source: str, meta: dict, say=print) -> int | None:
     """The hook `run`, `capture` and `lab` call once a run has ended: adds it
     to the store, and says so in one line. A store that cannot take it never
@@ -549,10 +607,10 @@ def record(path, text: str, machine: str, source: str, meta: dict, say=print) ->
         return None
 
 
-def export_csv(st: Store, out: Path) -> list[Path]:
+def export_csv(st: Store, out: Path, run_ids: list[int] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, (cols, rows) in st.tables().items():
+    for name, (cols, rows) in st.tables(run_ids).items():
         p = out / f"{name}.csv"
         with p.open("w", newline="") as f:
             w = csv.writer(f)
@@ -562,7 +620,7 @@ def export_csv(st: Store, out: Path) -> list[Path]:
     return made
 
 
-def export_parquet(st: Store, out: Path) -> list[Path]:
+def export_parquet(st: Store, out: Path, run_ids: list[int] | None = None) -> list[Path]:
     """MissingTool without pyarrow."""
     try:
         pq = _pyarrow()
@@ -572,7 +630,7 @@ def export_parquet(st: Store, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, (cols, rows) in st.tables().items():
+    for name, (cols, rows) in st.tables(run_ids).items():
         table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)})
         p = out / f"{name}.parquet"
         pq.write_table(table, p)
