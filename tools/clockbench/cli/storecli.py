@@ -80,7 +80,7 @@ def cmd_import(args) -> int:
     """Each path: a run folder, a folder of them (build/runs/), or a log.
     A log that is not clockbench's is named and skipped (exit 65 at the end);
     nothing already imported is added twice."""
-    added = same = previews = 0
+    added = same = previews = deleted = 0
     bad: list[str] = []
     with store.open_store(args.store) as st:
         for arg in args.paths:
@@ -120,7 +120,11 @@ def cmd_import(args) -> int:
                     bad.append(f"{log}: cannot read it: {e.strerror or e}")
                     continue
                 try:
-                    rid, new = st.add_log(text, machine, "import", meta=meta)
+                    rid, new = st.add_log(text, machine, "import", meta=meta, again=args.again)
+                except store.WasDeleted as e:  # `runs --delete` took it out: it stays out
+                    deleted += 1
+                    print(f"clockbench import: {e}")
+                    continue
                 except (errors.BadInput, errors.NewerSchema) as e:
                     bad.append(str(e))
                     continue
@@ -131,7 +135,9 @@ def cmd_import(args) -> int:
     for b in bad:
         print(f"clockbench import: skipped: {b}", file=sys.stderr)
     kept = f", {previews} ACPI preview{'' if previews == 1 else 's'}" if previews else ""
-    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped{kept}; {total} run{'' if total == 1 else 's'} in {args.store}")
+    gone = f", {deleted} deleted before and left out" if deleted else ""
+    print(f"clockbench import: {added} added, {same} already there{gone}, {len(bad)} skipped{kept}; "
+          f"{total} run{'' if total == 1 else 's'} in {args.store}")
     return errors.BAD_INPUT if bad else 0
 
 
@@ -175,13 +181,21 @@ def _cell(v) -> str:
 
 
 def _delete(args) -> int:
+    """The runs go, with their checks and figures; their logs stay where they
+    were kept (a run folder in build/runs/, a capture), and are remembered
+    as deleted so that `import` of them leaves them out (--again adds them)."""
     with store.open_store(args.store, create=False) as st:
+        kept_at = {r["id"]: r["log_path"] for r in st.runs() if r["id"] in args.delete}
         missing = st.delete(args.delete)
         if missing:
             raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({store.held(st)}); nothing was deleted")
         left = st.count()
     print(f"clockbench runs: deleted run{'s' if len(args.delete) > 1 else ''} {', '.join(map(str, args.delete))}; "
           f"{left} run{'' if left == 1 else 's'} left in {args.store}")
+    stays = sorted({str(Path(p).parent if Path(p).name == runs.LOG else p) for p in kept_at.values() if p and Path(p).exists()})
+    if stays:
+        print(f"clockbench runs: the log{'s stay' if len(stays) > 1 else ' stays'} in {', '.join(stays)}: "
+              "`clockbench import` leaves deleted runs out (`import --again` adds them back); delete the files yourself to be rid of them")
     return 0
 
 
@@ -326,13 +340,16 @@ def add_parsers(sub) -> None:
     rs.add_argument("--acpi", action="store_true", help="the machines' kept ACPI previews (`clockbench acpi --store`) "
                     "instead of their runs; with --machine, its newest shown whole")
     rs.add_argument("--delete", type=int, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
-                    "all of them, or none when one is not in the store")
+                    "all of them, or none when one is not in the store; their logs stay where they were kept, and "
+                    "`import` leaves them out")
     rs.set_defaults(func=cmd_runs)
     im = sub.add_parser("import", help="add kept run folders (build/runs/) and logs to the store")
     im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, a log, or a "
                     "`clockbench acpi --json` file (kept as the machine's ACPI preview)")
     im.add_argument("--machine", help="the machine's name for every run imported (default: from the run's metadata, "
                     "else the folder's or log's name)")
+    im.add_argument("--again", action="store_true", help="add back runs that `runs --delete` deleted (by default their "
+                    "kept folders and logs are left out)")
     add_store_argument(im)
     im.set_defaults(func=cmd_import)
     ex = sub.add_parser("export", help="write the store's runs, checks and figures as CSV or Parquet files")

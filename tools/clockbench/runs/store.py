@@ -103,6 +103,18 @@ MIGRATIONS = [
     );
     CREATE INDEX acpi_previews_machine ON acpi_previews (machine, taken);
     """,
+    # 5: the runs `runs --delete` deleted, by their log's SHA-256 (without the
+    # machine, so that no other name brings one back): `import` of the kept
+    # folder or log leaves them out (--again adds one back)
+    """
+    CREATE TABLE deleted_runs (
+      log_sha256 TEXT PRIMARY KEY,
+      run_id INTEGER NOT NULL,           -- the id it had
+      machine TEXT NOT NULL,
+      log_path TEXT,                     -- where its log was kept: the folder or file stays
+      deleted TEXT NOT NULL              -- UTC, ISO 8601
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -123,6 +135,19 @@ class StoreBusy(errors.ToolError):
 
 class StoreCorrupt(errors.ToolError):
     code = errors.STORE_CORRUPT
+
+
+class WasDeleted(errors.ToolError):
+    """A log whose run `runs --delete` deleted: not added again unless asked."""
+    code = errors.BAD_INPUT
+
+    def __init__(self, message: str, run_id: int):
+        super().__init__(message)
+        self.run_id = run_id
+
+
+def log_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def _now() -> str:
@@ -251,13 +276,23 @@ class Store:
 
     # -- writing --------------------------------------------------------------
 
-    def add_log(self, text: str, machine: str, source: str, *, meta: dict | None = None, incomplete_ok: bool = False) -> tuple[int, bool]:
+    def add_log(self, text: str, machine: str, source: str, *, meta: dict | None = None, incomplete_ok: bool = False,
+                again: bool = False) -> tuple[int, bool]:
         """Adds one run from its log; returns (its id, whether it is new: a
         log already in the store is not added twice). A log that is not
         clockbench's raises BadInput, unless incomplete_ok (a capture that
         read nothing, or garbage, is still a run that never ended: kept with
-        its reason)."""
+        its reason). A log whose run was deleted raises WasDeleted, unless
+        again (then it is added back, and no longer counted as deleted)."""
         meta = dict(meta or {})
+        if text.strip():
+            gone = self._query("SELECT run_id, deleted FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
+            if gone and not again:
+                raise WasDeleted(f"{meta.get('log_path') or machine}: run {gone[0]['run_id']}, deleted from the store on "
+                                 f"{gone[0]['deleted'][:10]} (`runs --delete`): not added again (`import --again` adds it back)",
+                                 gone[0]["run_id"])
+            if gone:
+                self.db.execute("DELETE FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
         res, raw = None, []
         try:
             res = results.load_any(text, source=meta.get("log_path") or machine)
@@ -368,6 +403,12 @@ class Store:
             try:
                 missing = [i for i in run_ids if not db.execute("SELECT 1 FROM runs WHERE id = ?", (i,)).fetchone()]
                 if not missing:
+                    for i in run_ids:  # remembered by its log, so that `import` of its kept folder leaves it out
+                        blob, machine, path = db.execute("SELECT log, machine, log_path FROM runs WHERE id = ?", (i,)).fetchone()
+                        text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
+                        if text.strip():
+                            db.execute("INSERT OR REPLACE INTO deleted_runs (log_sha256, run_id, machine, log_path, deleted) "
+                                       "VALUES (?, ?, ?, ?, ?)", (log_sha256(text), i, machine, path, _now()))
                     db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in run_ids])
                 db.execute("COMMIT")
                 return missing
