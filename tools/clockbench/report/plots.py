@@ -276,7 +276,7 @@ def frequency(res: dict, path: Path, notes: list[str]) -> Path:
         raise TooLittle("no sub-window fits were recorded (the drift experiment did not run)")
     most = max(len(v) for v in by.values())
     if most < MIN_STABILITY_POINTS:
-        raise TooLittle(f"only {most} sub-window(s) of {by[next(iter(by))][0].get('length_s', 1)} s: too few to show a "
+        raise TooLittle(f"only {most} sub-window{'' if most == 1 else 's'} of {by[next(iter(by))][0].get('length_s', 1)} s: too few to show a "
                         f"drift over time (the table lists them; profile=standard gives 60)")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 3.2))

@@ -233,20 +233,18 @@ def problems(res: dict) -> list[dict]:
         out.append({"title": "Incomplete run: the log ends before the run did", "kind": "incomplete", "detail": detail})
     failed = [c for c in _l(res.get("checks")) if c.get("result") == "FAIL"]
     if failed:
-        out.append({"title": f"{len(failed)} check(s) failed", "kind": "fail",
+        out.append({"title": f"{figures.counted(len(failed), 'check', 'checks')} failed", "kind": "fail",
                     "detail": [f"{c.get('name', '?')}: {c.get('detail', '')}" for c in failed]})
-    # (not a residual step within its reads' bracket: their timing may have moved, not a clock)
-    cuts = [d for d in _l(res.get("discontinuities")) if d.get("kind") != "gap" and not figures.within_bracket(d)]
-    if cuts:
-        out.append({"title": f"{len(cuts)} discontinuity(ies) in the drift window (a clock stood still, jumped or went back)",
-                    "kind": "discontinuity", "detail": [_discontinuity(d) for d in cuts]})
+    # the drift window's discontinuities are no problem of their own: the image's checks judge the run, and
+    # Warnings says how many there were (drift_warning), in the words of the terminal and the Discontinuities list
     for name, m in _d(res.get("monotonicity")).items():
         if isinstance(m, dict) and ((_num(m.get("backward")) and m["backward"] > 0) or m.get("stuck")):
             out.append({"title": f"{name} is not monotonic", "kind": "fail",
-                        "detail": [f"{m.get('backward')} backward step(s), the largest {m.get('largest_backward_ticks')} ticks"
+                        "detail": [f"{figures.counted(m.get('backward') or 0, 'backward step', 'backward steps')}, "
+                                   f"the largest {m.get('largest_backward_ticks')} ticks"
                                    + ("; it stopped moving in the drift window" if m.get("stuck") else "")]})
     if res.get("problems"):
-        out.append({"title": f"{len(res['problems'])} record(s) could not be read", "kind": "log",
+        out.append({"title": f"{figures.counted(len(res['problems']), 'record', 'records')} could not be read", "kind": "log",
                     "detail": [str(p) for p in res["problems"]]})
     return out
 
@@ -284,7 +282,25 @@ def warnings(res: dict) -> list[str]:
         if share >= 0.1:
             out.append(f"Time was stolen from the CPU: {hw['gaps']} gaps, {ns(hw['total_gap_ns'])} in all "
                        f"({sig(share, 2)}% of the scan), the largest {ns(hw.get('max_gap_ns'))}.")
+    said = drift_warning(res)
+    if said:
+        out.append(said)
     return out + [n for n in notes if n not in out]
+
+
+def drift_warning(res: dict) -> str | None:
+    """The drift window's discontinuities, counted once (figures.event_class),
+    as a warning: the fits are cut there; whether the run passed is the
+    image's checks' to say."""
+    cuts = figures.drift_events(res.get("discontinuities"))[figures.DISCONTINUITY]
+    if not cuts:
+        return None
+    by = {}
+    for d in cuts:
+        by[str(d.get("reference", "?"))] = by.get(str(d.get("reference", "?")), 0) + 1
+    return (f"{figures.counted(len(cuts), 'discontinuity', 'discontinuities')} in the drift window "
+            f"({', '.join(f'{k} {v}' for k, v in by.items())}): a clock stood still, jumped or went back, and every fit "
+            "is cut there (see Discontinuities).")
 
 
 def _discontinuity(d: dict) -> str:
@@ -405,7 +421,8 @@ def frequency_rows(res: dict) -> list[dict]:
                     "u": unc(u), "parts": " / ".join(sig(f.get(k), 2) for k in ("stderr_ppm", "correlated_ppm", "quantisation_ppm")),
                     "abs": unc(f.get("absolute_uncertainty_ppm")),
                     "samples": f"{count(f.get('samples'))} in {count(seg)} segment{'' if seg == 1 else 's'}",
-                    "rms": ns(f.get("resid_rms_ns")), "disc": count(f.get("discontinuities")),
+                    "rms": ns(f.get("resid_rms_ns")),
+                    "disc": count(figures.series_discontinuities(f, res.get("discontinuities"))),
                     "truncated": bool(f.get("truncated"))})
     return out
 
@@ -818,14 +835,16 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         figs[p.stem] = {"title": plots.FIGURES.get(p.stem, p.stem), "alt": plots.FIGURES.get(p.stem, p.stem),
                         "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
     status = STATUS_NAMES.get(code, "unknown")
+    events = figures.drift_events(res.get("discontinuities"))
     ctx = dict(
         title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
         source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
         machine=machine_rows(res, meta) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
         resolution=resolution_rows(res), frequency=frequency_rows(res), stability=stability_rows(res),
         drift_window=_d(res.get("drift_window")),
-        cuts=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") != "gap"],
-        gaps=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") == "gap"],
+        cuts=[_discontinuity(d) for d in events[figures.DISCONTINUITY]],
+        gaps=[_discontinuity(d) for d in events[figures.GAP] + events[figures.TOO_LONG]],
+        bracket_steps=[_discontinuity(d) for d in events[figures.WITHIN_BRACKET]],
         monotonicity=monotonicity_rows(res), stolen=stolen(res), cpus=cpus, sync=sync, checks=check_rows(res),
         figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
         allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),
