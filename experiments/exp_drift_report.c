@@ -417,8 +417,8 @@ void drift_report(void)
                 counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
                 (unsigned long long)s->t.reads, (unsigned long long)s->t.wraps);
         if (s->t.stalls)
-            kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
-                    (unsigned long long)s->t.stalls, xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
+            kprintf("  %s: %llu stall%s (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
+                    (unsigned long long)s->t.stalls, s->t.stalls == 1 ? "" : "s", xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
         if (s->t.event_count && !counter_is_reference(s->counter))
             counts_lines(counters[s->counter].name, series_counts(s), false);
         else if (s->t.event_count) {

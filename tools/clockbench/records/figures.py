@@ -25,19 +25,28 @@ def sig(x, digits: int = 3, missing: str = "?") -> str:
         return missing
     if x == 0:
         return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    magnitude = math.floor(math.log10(abs(x)))
+    if abs(float(f"{x:.{max(0, digits - 1 - magnitude)}f}")) >= 10 ** (magnitude + 1):
+        magnitude += 1  # rounding carried into the next decade: 0.9999 is "1.00", not "1.000"
+    decimals = max(0, digits - 1 - magnitude)
     return f"{x:.{decimals}f}"
 
 
 def ns(x, digits: int = 3) -> str:
     """A duration given in ns, in the unit that suits it: 9.70 ns, 18.1 us,
     401 us, 1.00 s (the RTC's one-second step is "1.00 s", never
-    "1000011844.4 ns")."""
+    "1000011844.4 ns", and 999999936.6 ns is "1.00 s" too, never "1000 ms":
+    the unit is chosen on the figure as printed)."""
     if _num(x) is None:
         return "?"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
-        if abs(x) >= scale:
-            return f"{sig(x / scale, digits)} {unit}"
+    units = (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3), ("ns", 1.0))
+    for i, (unit, scale) in enumerate(units):
+        if abs(x) >= scale or unit == "ns":
+            text = sig(x / scale, digits)
+            if i > 0 and abs(float(text)) >= 1000:  # rounded up to 1000 of this unit: the next one up
+                unit, scale = units[i - 1]
+                text = sig(x / scale, digits)
+            return f"{text} {unit}"
     return f"{sig(x, digits)} ns"
 
 

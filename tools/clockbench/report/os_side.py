@@ -105,8 +105,11 @@ def dur(v) -> str:
     figures, exact ones kept short: "0.385 ns", "20 ns", "4 ms", "1 s"."""
     if not _num(v):
         return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
-        if abs(v) >= scale:
+    units = (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3), ("ns", 1.0))
+    for i, (unit, scale) in enumerate(units):
+        if abs(v) >= scale or unit == "ns":
+            if i > 0 and abs(float(f"{v / scale:.4g}")) >= 1000:  # 999.99996 ms printed is 1 s, not "1000 ms"
+                unit, scale = units[i - 1]
             return f"{v / scale:.4g} {unit}"
     return f"{v:.4g} ns"
 

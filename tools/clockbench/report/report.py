@@ -345,12 +345,15 @@ def verdict(res: dict) -> dict:
         step = rs.get("min_step_ns")
         repeats = _num(rs.get("zero_deltas")) and rs["zero_deltas"] > 0
         res_ns = step if (repeats and _num(step) and _num(read) and step > read) or (not _num(read) and _num(step)) else read
+        unseen = repeats and not _num(step)  # every read the same: its step was never seen
+        # (the RTC's 1 Hz in a window shorter than its second: the read's cost is no resolution, its nominal tick is)
         # the read's cost as every output says it (figures.read_cost; the image's own words where it wrote them)
         made_cost = made.get(name, {}).get("read_cost")
         row["read"] = (made_cost if isinstance(made_cost, str) else figures.read_cost(la, step_ns)) if la else \
             text_rows.get(name, {}).get("read", "-")
         made_res = made.get(name, {}).get("resolution")
         row["resolution"] = (f"{made_res} ns" if isinstance(made_res, str) and re.fullmatch(r"\d+\.\d", made_res)
+                             else step_unseen(rs) if unseen
                              else ns(res_ns) if _num(res_ns) else "-")  # the image's own figure where it wrote one
         if name == "tsc" and tsc_f:
             row["freq"] = f"{hz(tsc_f.get('hz'), tsc_f.get('uncertainty_ppm'))}, {unc(tsc_f.get('uncertainty_ppm'))} vs the {ref}"
@@ -374,6 +377,15 @@ def verdict(res: dict) -> dict:
         tsc = {"hz": hz(prof.get("tsc_hz")), "reference": None, "source": prof.get("tsc_hz_source"),
                "measured": prof["tsc_measured"] if isinstance(prof.get("tsc_measured"), bool) else src.startswith("measured")}
     return {"rows": rows, "tsc": tsc}
+
+
+def step_unseen(rs: dict) -> str:
+    """A counter whose reads never changed: no step was seen, so none is
+    measured; its nominal tick is what it resolves ("1.00 s nominal: no step
+    seen in 2000 reads"), never its read's cost."""
+    tick = rs.get("nominal_tick_ns")
+    reads = f" in {count(rs['reads'])} reads" if isinstance(rs.get("reads"), int) else ""
+    return (f"{ns(tick)} nominal: " if _num(tick) else "") + f"no step seen{reads}"
 
 
 def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
@@ -404,8 +416,9 @@ def resolution_rows(res: dict) -> list[dict]:
         deltas = r.get("deltas")
         zeros = r.get("zero_deltas")
         share = f" ({sig(100 * zeros / deltas, 2)}%)" if _num(zeros) and _num(deltas) and deltas > 0 and zeros else ""
-        out.append({"counter": name, "reads": count(r.get("reads")), "step": ns(r.get("min_step_ns")),
-                    "step_ticks": count(r.get("min_step_ticks")), "gcd": count(r.get("step_gcd_ticks")),
+        unseen = not _num(r.get("min_step_ns"))  # every read the same (the RTC within its second): no step to give
+        out.append({"counter": name, "reads": count(r.get("reads")), "step": "not seen" if unseen else ns(r.get("min_step_ns")),
+                    "step_ticks": "-" if unseen else count(r.get("min_step_ticks")), "gcd": count(r.get("step_gcd_ticks")),
                     "tick": ns(r.get("nominal_tick_ns"), 4), "repeats": count(zeros) + share, "distinct": count(r.get("distinct")),
                     "backward": count(r.get("backward")), "bad": _num(r.get("backward")) and r["backward"] > 0})
     return out
@@ -440,7 +453,8 @@ def monotonicity_rows(res: dict) -> list[dict]:
             continue
         back = m.get("backward")
         out.append({"counter": name, "reads": count(m.get("reads")), "backward": count(back),
-                    "largest": count(m.get("largest_backward_ticks")), "stalls": count(m.get("stalls")) if "stalls" in m else "-",
+                    "largest": count(m.get("largest_backward_ticks")) if _num(m.get("largest_backward_ticks")) else "-",
+                    "stalls": count(m.get("stalls")) if "stalls" in m else "-",
                     "longest": ns(m.get("longest_stall_ns")) if _num(m.get("longest_stall_ns")) else "-",
                     "wraps": count(m.get("wraps")) if "wraps" in m else "-",
                     "stuck": ("yes" if m.get("stuck") else "no") if "stuck" in m else "-",
