@@ -573,6 +573,17 @@ static void report_clocksource(const struct cs_result *r)
     for (int k = 1; k < CALL_COUNT; k++)
         if (r->all_calls || os_calls[k].per_clocksource)
             report_call(r->name, (enum os_call)k, &r->calls[k]);
+    /* The step above is the staircase's (reads spaced by work); a back-to-back
+       pair can land less than a step apart, so the two figures differ: say why. */
+    for (int k = 1; k < CALL_COUNT; k++) {
+        const struct call_result *c = &r->calls[k];
+        if ((r->all_calls || os_calls[k].per_clocksource) && c->measured && os_calls[k].unit == UNIT_TSC && tsc_step > 1 &&
+            c->seq.min_step && c->seq.min_step < tsc_step)
+            printf("  %s: a least step of %llu tick%s, under the TSC's step of %llu: back-to-back reads can land\n"
+                   "    less than a step apart; reads spaced by work move by whole steps, and a read's timing is\n"
+                   "    good only to the step\n", os_calls[k].name, (unsigned long long)c->seq.min_step,
+                   c->seq.min_step == 1 ? "" : "s", (unsigned long long)tsc_step);
+    }
 }
 
 /* ---- context ---- */

@@ -424,6 +424,26 @@ def resolution_rows(res: dict) -> list[dict]:
     return out
 
 
+TSC_READS = ("rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc")
+
+
+def step_note(res: dict) -> str | None:
+    """Why a TSC read's smallest step can be under the TSC's own step: the
+    step (read cost's staircase) is from reads spaced by work; a
+    back-to-back pair can land less than a step apart. The same words as
+    the terminal's (experiments/exp_sequential.c)."""
+    step = _d(res.get("tsc_step")).get("step_ticks")
+    if not _num(step) or step <= 1:
+        return None
+    under = [name for name, r in _d(res.get("resolution")).items() if name in TSC_READS and isinstance(r, dict)
+             and _num(r.get("min_step_ticks")) and 0 < r["min_step_ticks"] < step]
+    if not under:
+        return None
+    return (f"{', '.join(under)}: a smallest step under the TSC's step ({step} ticks, {ns(figures.tsc_step_ns(res))}, "
+            "read cost's staircase): back-to-back reads can land less than a step apart; reads spaced by work move by "
+            "whole steps, and a read's timing is good only to the step.")
+
+
 def frequency_rows(res: dict) -> list[dict]:
     out = []
     for f in _l(res.get("frequency")):
@@ -854,7 +874,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
         source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
         machine=machine_rows(res, meta) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
-        resolution=resolution_rows(res), frequency=frequency_rows(res), stability=stability_rows(res),
+        resolution=resolution_rows(res), step_note=step_note(res), frequency=frequency_rows(res), stability=stability_rows(res),
         drift_window=_d(res.get("drift_window")),
         cuts=[_discontinuity(d) for d in events[figures.DISCONTINUITY]],
         gaps=[_discontinuity(d) for d in events[figures.GAP] + events[figures.TOO_LONG]],
