@@ -68,6 +68,8 @@ def _lab(args) -> int:
 
     if args.coordinator:
         os.environ["LG_COORDINATOR"] = args.coordinator
+    # a coordinator that does not answer, or a place it does not know: one line, exit 69, nothing run or stored
+    __import__("clockbench.fleet.lab", fromlist=["check_places"]).check_places([s.split(",")[0] for s in args.places])
     ports = []
     for spec in args.places:  # PLACE[,firmware=...,boot=...]: what one place's machine is, for the store
         place, *opts = spec.split(",")
