@@ -160,7 +160,7 @@ help:
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
-	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1)"
+	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1, UNLISTED_CERT=1)"
 	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
 	@echo "make help       this list"
@@ -506,7 +506,8 @@ test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
 # "Checking a downloaded image"): `make release KEY_DIR=<the release key's folder>`.
 # Refused before anything is built: a VERSION that is not one, a dirty tree
 # (ALLOW_DIRTY=1 allows it; the version then says dirty), no KEY_DIR given, a
-# key that cannot sign. Then a build from nothing in its own folder, signed
+# key that cannot sign, a certificate release-certificate.sha256 does not list
+# (also while it lists none; UNLISTED_CERT=1 accepts it, and says so). Then a build from nothing in its own folder, signed
 # with that key, and build/release/ written whole or not at all.
 RELEASE_DIR := $(BUILD)/release
 RELEASE_WORK := $(BUILD)/release-work
@@ -515,10 +516,12 @@ RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
 RELEASE_TARGETS := kernel iso img netboot
 # the commit as make read it: assemble refuses a release whose HEAD moved during the build
 RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+# UNLISTED_CERT=1: accept a release certificate release-certificate.sha256 does not list (said in the output)
+UNLISTED_FLAG = $(if $(filter 1,$(UNLISTED_CERT)),--accept-unlisted-certificate)
 RELEASE_FLAGS = --version '$(VERSION)' --key-dir '$(KEY_DIR)' --commit '$(RELEASE_COMMIT)' $(if $(filter 1,$(ALLOW_DIRTY)),--allow-dirty)
 release:
 	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
-	@$(RELEASE_TOOL) check $(RELEASE_FLAGS) --key-dir-origin '$(origin KEY_DIR)' --source-date-epoch '$(SOURCE_DATE_EPOCH)'
+	@$(RELEASE_TOOL) check $(RELEASE_FLAGS) --key-dir-origin '$(origin KEY_DIR)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' $(UNLISTED_FLAG)
 	$(call say,RELEASE,$(VERSION): a build from nothing in $(RELEASE_WORK))rm -rf $(RELEASE_WORK)
 	$(Q)$(MAKE) --no-print-directory BUILD=$(RELEASE_WORK) KEY_DIR='$(KEY_DIR)' VERSION='$(VERSION)' $(RELEASE_TARGETS)
 	@$(RELEASE_TOOL) assemble $(RELEASE_FLAGS) --work $(RELEASE_WORK) --out $(RELEASE_DIR)
@@ -533,7 +536,7 @@ REBUILD_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release
 rebuild-check:
 	@test -n "$(RELEASE)" || { echo "usage: make rebuild-check RELEASE=DIR (a downloaded release's folder; this checkout at its commit)"; exit 64; }
 	@RELEASE_VENV=$(RELEASE_VENV) scripts/install-deps.sh release
-	@v=$$($(REBUILD_TOOL) prepare --release '$(RELEASE)' --key-dir $(REBUILD_KEY)) || exit $$?; \
+	@v=$$($(REBUILD_TOOL) prepare --release '$(RELEASE)' --key-dir $(REBUILD_KEY) $(UNLISTED_FLAG)) || exit $$?; \
 	echo "  REBUILD $$v: a build from nothing in $(REBUILD_WORK), with the release's signatures"; \
 	rm -rf $(REBUILD_WORK) && \
 	CLOCKBENCH_SIGNATURES_FROM='$(abspath $(RELEASE))' $(MAKE) --no-print-directory BUILD=$(REBUILD_WORK) \

@@ -132,17 +132,24 @@ def published_fingerprints(cwd: Path = paths.ROOT) -> set[str]:
     return out
 
 
-def anchored(cert: Path, what: str, cwd: Path = paths.ROOT) -> str:
-    """Refuses a certificate the repository does not list; says what was
-    checked, for the output."""
+def anchored(cert: Path, what: str, cwd: Path = paths.ROOT, accept_unlisted: bool = False) -> str:
+    """Refuses a certificate the repository does not list, also while it
+    lists none (then nothing ties a release to the project: the first
+    release's maintainer lists its fingerprint and commits it first);
+    accept_unlisted (UNLISTED_CERT=1) takes one anyway, saying so. Returns
+    what was checked, for the output."""
     listed = published_fingerprints(cwd)
     fp = cert_info(cert).fingerprint_sha256.replace(":", "")
+    if fp in listed:
+        return f"the certificate is one {ANCHOR} publishes"
+    if accept_unlisted:
+        return (f"UNLISTED_CERT=1: the certificate (SHA-256 {fp[:16]}...) is not one {ANCHOR} lists"
+                + (" (it lists none)" if not listed else "") + ": checked against the download only, not against the project")
     if not listed:
-        return (f"{ANCHOR} lists no release certificate: the certificate is checked against the download only, not "
-                "against the project")
-    if fp not in listed:
-        raise errors.BadKey(f"{what} (SHA-256 {fp[:16]}...) is not a release certificate this checkout publishes in {ANCHOR}")
-    return f"the certificate is one {ANCHOR} publishes"
+        raise errors.BadKey(f"{ANCHOR} lists no release certificate yet, so {what} (SHA-256 {fp[:16]}...) cannot be tied to "
+                            f"the project: list its fingerprint there and commit it, or UNLISTED_CERT=1 to accept it unlisted")
+    raise errors.BadKey(f"{what} (SHA-256 {fp[:16]}...) is not a release certificate this checkout publishes in {ANCHOR} "
+                        "(UNLISTED_CERT=1 accepts it unlisted)")
 
 
 # ---- 1. check -----------------------------------------------------------
@@ -161,7 +168,7 @@ def dirty_files(cwd: Path = paths.ROOT) -> list[str]:
 
 
 def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cwd: Path = paths.ROOT,
-          epoch: str | None = None, commit: str | None = None) -> tuple[secureboot.KeyInfo, str]:
+          epoch: str | None = None, commit: str | None = None, accept_unlisted: bool = False) -> tuple[secureboot.KeyInfo, str]:
     check_version(version)
     if commit is not None and not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise errors.UsageError("this is not a git checkout: a release is made from one (its commit names it)")
@@ -188,7 +195,7 @@ def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cw
     info = secureboot.check_key(key, cert)
     if der.exists() and der.read_bytes() != cert_der_bytes(cert):
         raise errors.BadKey(f"{der} is not {cert.name} in DER (left from another key?): remove it, the build writes it anew")
-    said = anchored(cert, f"the certificate in {key_dir}", cwd)
+    said = anchored(cert, f"the certificate in {key_dir}", cwd, accept_unlisted)
     _spdx()
     return info, said
 
@@ -409,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         q.add_argument("--allow-dirty", action="store_true")
     c.add_argument("--key-dir-origin", default="command line", help="make's $(origin KEY_DIR)")
     c.add_argument("--source-date-epoch", help="the Makefile's SOURCE_DATE_EPOCH")
+    c.add_argument("--accept-unlisted-certificate", action="store_true",
+                   help="UNLISTED_CERT=1: sign with a key whose certificate release-certificate.sha256 does not list")
     a.add_argument("--work", required=True, help="the release build's folder")
     a.add_argument("--out", required=True, help="the release folder to write")
     a.add_argument("--quiet", action="store_true", help="say nothing when it is done (a rebuild's own copy)")
@@ -416,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.step == "check":
             info, said = check(args.version, args.key_dir, args.key_dir_origin, args.allow_dirty,
-                               epoch=args.source_date_epoch, commit=args.commit)
+                               epoch=args.source_date_epoch, commit=args.commit,
+                               accept_unlisted=args.accept_unlisted_certificate)
             print(f"clockbench release {args.version}: signing with {info.subject} (SHA-256 {info.fingerprint_sha256[:23]}...); "
                   f"{said}")
         else:
