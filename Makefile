@@ -156,10 +156,10 @@ help:
 	@echo "make fixtures   rewrite the log fixtures in tests/fixtures/ from real QEMU runs (TCG, and KVM when usable)"
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
-	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
+	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
-	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
+	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job; DEPS=os: only clockbench-os)"
 	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1, UNLISTED_CERT=1)"
 	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
@@ -371,11 +371,17 @@ os: $(OS_BIN)
 
 # The OS side on the machine you are on: as root every clocksource in turn
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
+# It installs only what builds clockbench-os (`make deps DEPS=os`, unless DEPS
+# is given), and shows the report without its @cb records, as `run` does:
+# the log keeps them all; RECORDS=1 shows them here too.
 OS_ARGS ?=
+RECORDS ?=
+os-bench: DEPS = os
 os-bench: deps $(OS_BIN)
 	@mkdir -p $(BUILD)/os-bench
-	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log
-	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log; compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
+	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log | \
+		{ if [ "$(RECORDS)" = 1 ]; then cat; else grep -v '^@cb ' || true; fi; }
+	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log (with its records; RECORDS=1 shows them here); compare it with a bare run: $(CLOCKBENCH) compare BARE.log $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,

@@ -771,7 +771,8 @@ static void judge(void)
     if (back)
         check("FAIL", "OS clocks monotonic", "%u backward step(s):%s", back, where);
     else
-        check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource(s)", cs_done);
+        check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource%s", cs_done,
+              cs_done == 1 ? "" : "s");
     /* the coarse clocks advance once a tick, by the tick clock_getres reports
        (LOW_RES_NSEC = TICK_NSEC); the timekeeper's rounding and NTP's
        adjustment move a step by far less than 1 % */

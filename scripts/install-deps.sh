@@ -9,12 +9,14 @@
 #       no browser, no fuzzer (Ubuntu, for one, has Debian's chromium only as a snap)
 #   scripts/install-deps.sh release (`make release`): the run set and the SPDX
 #       library the release's SBOM is written with (build/release-venv)
+#   scripts/install-deps.sh os     (`make os-bench`): only what builds clockbench-os
+#       (a C compiler and static glibc): no QEMU, no Python sets, no test tools
 set -euo pipefail
 
 mode="${1:-all}"
 case "$mode" in
-  all|run|release) ;;
-  *) echo "usage: $0 [all|run|release]  (all: build, run and test; run: build and run only; release: make release)" >&2; exit 64 ;;
+  all|run|release|os) ;;
+  *) echo "usage: $0 [all|run|release|os]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench)" >&2; exit 64 ;;
 esac
 
 run_packages=(
@@ -42,8 +44,12 @@ test_packages=(
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
+os_packages=(
+  make gcc binutils libc6-dev                            # clockbench-os: a static C program, and nothing more
+)
 packages=("${run_packages[@]}")
 [ "$mode" = all ] && packages+=("${test_packages[@]}")
+[ "$mode" = os ] && packages=("${os_packages[@]}")
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
@@ -58,7 +64,7 @@ packages=("${run_packages[@]}")
 pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10 qemu-qmp==0.0.6)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
-  [ "$mode" = release ] && return 0  # the release needs none of these
+  [ "$mode" = release ] || [ "$mode" = os ] && return 0  # the release and os-bench need none of these
   local need=() spec
   for spec in "${pip_packages[@]}"; do
     name="${spec%%==*}"
@@ -143,7 +149,7 @@ release_packages=(
 )
 release_venv="${RELEASE_VENV:-$(cd "$(dirname "$0")/.." && pwd)/build/release-venv}"
 install_release() {
-  [ "$mode" = run ] && return 0
+  [ "$mode" = run ] || [ "$mode" = os ] && return 0
   local pins
   pins="$(printf '%s\n' "${release_packages[@]}")"
   [ "$(cat "$release_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$release_venv/bin/python" ] && return 0
@@ -177,7 +183,9 @@ install_python() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for tool in make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3; do
+  tools=(make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3)
+  [ "$mode" = os ] && tools=(make gcc ld)
+  for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   if ((${#missing[@]})); then
