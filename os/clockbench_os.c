@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../drivers/cpuinfo.h"
@@ -424,6 +425,7 @@ static void report_tsc_step(void)
                (unsigned long long)tsc_step, ticks_ns(tsc_step), STEP_FEW);
 }
 static int cs_done;
+static time_t started_at; /* the system's clock when it began */
 
 static const char *cell(char *b, double v)
 {
@@ -696,6 +698,14 @@ static void record_context(void)
     record_bool(&r, "vdso", os_vdso_clock_gettime != 0);
     record_str(&r, "vdso_reason", vdso_why);
     record_bool(&r, "quick", opt.quick);
+    /* when it ran, by the system's clock (UTC): what `clockbench import` dates
+       the run by (the image has its RTC's date; a file's time is a copy's) */
+    char started[32] = "";
+    struct tm tm;
+    if (gmtime_r(&started_at, &tm) && strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        record_str(&r, "started_utc", started);
+    else
+        record_null(&r, "started_utc");
     emit(&r);
     printf("  kernel log:");
     if (!n_claims)
@@ -933,6 +943,7 @@ static void parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    started_at = time(0);
     is_init = getpid() == 1;
     setvbuf(stdout, 0, _IOLBF, 0);
     if (is_init) {

@@ -11,16 +11,48 @@ from clockbench import errors, paths
 from clockbench.cli import runner, storecli
 
 
+# Commands the Makefile runs as build steps (docs/host-tool.md, "The
+# Makefile's own steps"): in --help, but never offered for a typo.
+INTERNAL = ("esp", "usbimg")
+
+
 class _Parser(argparse.ArgumentParser):
     """A bad command line exits with errors.USAGE, not argparse's 2 (the
     image's "nothing ran")."""
 
+    def short_usage(self) -> str:
+        """The command with [OPTION...] for its options and its positional
+        arguments named: "clockbench compare [OPTION...] RUN [RUN ...]"."""
+        words = [self.prog, "[OPTION...]"]
+        for a in self._actions:
+            if a.option_strings or isinstance(a, argparse._SubParsersAction):
+                continue
+            name = a.metavar or a.dest.upper()
+            words.append({"+": f"{name} [{name} ...]", "*": f"[{name} ...]", "?": f"[{name}]"}.get(a.nargs, name))
+        return " ".join(words)
+
+    def _command_choice(self, message: str) -> str:
+        """A mistyped command: the nearest one, and the commands a user runs
+        (the Makefile's own steps, INTERNAL, are not offered)."""
+        import difflib
+        import re as _re
+
+        m = _re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        sub = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if not m or sub is None:
+            return message
+        names = [n for n in sub.choices if n not in INTERNAL]
+        near = difflib.get_close_matches(m.group(1), names, n=1, cutoff=0.5)
+        return (f"{m.group(1)!r} is not a command" + (f"; did you mean {near[0]!r}?" if near else "")
+                + f" (commands: {', '.join(names)})")
+
     def error(self, message: str):
         # what is wrong comes first, on one line; a usage block of many lines
         # (run's options) would bury it, so that is only pointed to
+        message = self._command_choice(message)
         usage = self.format_usage().strip()
-        if "\n" in usage:  # however wide the terminal: one line, whatever the command
-            usage = f"usage: {self.prog} --help lists every option and what it takes"
+        if "\n" in usage:  # however wide the terminal: one line, whatever the command, still a usage line
+            usage = f"usage: {self.short_usage()} (--help lists every option and what it takes)"
         self.exit(errors.USAGE, f"{self.prog}: error: {message}\n{usage}\n")
 
 

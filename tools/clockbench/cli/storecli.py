@@ -59,14 +59,23 @@ def _folders(p: Path) -> list[Path]:
 
 
 def log_date(p: Path) -> str:
-    """When a bare log's run began: the RTC's date and time its `rtc` record
-    read as the drift window opened (the RTC's own zone, taken as UTC, as a
-    PC's RTC usually keeps it under Linux and UEFI), else the file's time."""
+    """When a log's run began: a clockbench-os log's `os` record's
+    `started_utc` (the system's clock); a bare log's RTC date and time its
+    `rtc` record read as the drift window opened (the RTC's own zone, taken
+    as UTC, as a PC's RTC usually keeps it under Linux and UEFI); else the
+    file's time."""
     try:
-        rtc = next((r for r in records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
-                    if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+        recs = records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
     except OSError:
-        rtc = None
+        recs = []
+    rtc = next((r for r in recs if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+    # a clockbench-os log: the system's clock (UTC) its `os` record says it started at
+    started = next((r.get("started_utc") for r in recs if r.get("type") == "os" and isinstance(r.get("started_utc"), str)), None)
+    if started:
+        try:
+            return dt.datetime.fromisoformat(started.replace("Z", "+00:00")).isoformat(timespec="seconds")
+        except ValueError:
+            pass
     if rtc is not None:
         try:
             when = dt.datetime.fromisoformat(f"{rtc['date']}T{rtc['time']}").replace(tzinfo=dt.timezone.utc)
@@ -330,6 +339,15 @@ def _newest_count(text: str) -> int:
     return n
 
 
+def _run_id(text: str) -> int:
+    """A run's id, as `clockbench runs` lists it."""
+    import argparse
+
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run id (a whole number from 1, as `clockbench runs` lists them)")
+    return int(text)
+
+
 def add_parsers(sub) -> None:
     rs = sub.add_parser("runs", help="list the runs in the store (or, with --dir, the run folders `clockbench run` kept)")
     add_store_argument(rs)
@@ -339,7 +357,7 @@ def add_parsers(sub) -> None:
     rs.add_argument("--json", action="store_true", help="the runs as one JSON array (with their figures and checks)")
     rs.add_argument("--acpi", action="store_true", help="the machines' kept ACPI previews (`clockbench acpi --store`) "
                     "instead of their runs; with --machine, its newest shown whole")
-    rs.add_argument("--delete", type=int, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
+    rs.add_argument("--delete", type=_run_id, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
                     "all of them, or none when one is not in the store; their logs stay where they were kept, and "
                     "`import` leaves them out")
     rs.set_defaults(func=cmd_runs)
@@ -353,7 +371,7 @@ def add_parsers(sub) -> None:
     add_store_argument(im)
     im.set_defaults(func=cmd_import)
     ex = sub.add_parser("export", help="write the store's runs, checks and figures as CSV or Parquet files")
-    ex.add_argument("ids", nargs="*", type=int, metavar="ID", help="only these runs (their ids in `clockbench runs`; "
+    ex.add_argument("ids", nargs="*", type=_run_id, metavar="ID", help="only these runs (their ids in `clockbench runs`; "
                     "default: every run, and the ACPI previews)")
     ex.add_argument("--format", choices=("csv", "parquet"), default="csv", help="default: %(default)s")
     ex.add_argument("--out", default="clockbench-export", help="the folder to write runs.*, checks.*, figures.* into "

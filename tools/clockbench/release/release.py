@@ -283,18 +283,51 @@ def cert_info(cert_path: Path) -> secureboot.KeyInfo:
 
 NOTES_MAX = 300  # commits named in the notes (GitHub takes a release body of 125,000 characters)
 
+# The notes' groups, what a user meets first: a commit goes to the first whose
+# folders hold any file it changed (by path prefix); one that changed only
+# tests, CI files or docs goes to those groups, last.
+CHANGE_GROUPS = (
+    ("The image", ("boot/", "drivers/", "lib/", "kernel/", "experiments/", "efi/", "iso/", "linker")),
+    ("clockbench-os", ("os/",)),
+    ("The host tool", ("tools/",)),
+    ("Building and releasing", ("Makefile", "scripts/", "pyproject", "release-certificate")),
+    ("Documentation", ("docs/", "README")),
+    ("Tests and CI only", ("tests/", ".github/", ".gitlab", "fuzz/")),
+)
+
+
+def grouped_changes(span: str, cwd: Path = paths.ROOT) -> str:
+    """The commits of span (no merges), grouped by what they changed
+    (CHANGE_GROUPS), user-visible first, newest first within a group, each
+    with the commit's first 12 hex digits (not %h, whose length grows with
+    the clone's object count: a later clone would write other notes)."""
+    out = _git("log", "--no-merges", "--format=%x01%H %s", "--name-only", span, cwd=cwd)
+    groups: dict[str, list[str]] = {name: [] for name, _ in CHANGE_GROUPS}
+    other: list[str] = []
+    count = 0
+    for block in out.split("\x01")[1:]:
+        head, *files = [line for line in block.splitlines() if line.strip()]
+        full, _, subject = head.partition(" ")
+        count += 1
+        if count > NOTES_MAX:
+            continue
+        group = next((name for name, prefixes in CHANGE_GROUPS if any(f.startswith(prefixes) for f in files)), None)
+        (groups[group] if group else other).append(f"- {subject} ({full[:12]})")
+    text = ""
+    for name, lines in [*groups.items(), ("Other", other)]:
+        if lines:
+            text += f"### {name}\n\n" + "\n".join(lines) + "\n\n"
+    if count > NOTES_MAX:
+        text += f"... and {count - NOTES_MAX} earlier commits (`git log {span}`)\n"
+    return text.rstrip("\n") + "\n"
+
 
 def release_notes(version: str, commit: str, epoch: int, key: secureboot.KeyInfo, cwd: Path = paths.ROOT) -> str:
     """What changed: the log since the previous tag (all of it when there is none)."""
     prev = subprocess.run(["git", "describe", "--tags", "--abbrev=0", f"{commit}^"], cwd=cwd, capture_output=True, text=True)
     since = prev.stdout.strip() if prev.returncode == 0 else ""
     span = f"{since}..{commit}" if since else commit
-    # the commit's first 12 hex digits, not %h, whose length grows with the
-    # clone's object count (a later clone would write other notes)
-    entries = [line.split(" ", 1) for line in _git("log", "--no-merges", "--format=%H %s", span, cwd=cwd).splitlines()]
-    log = "".join(f"- {subject} ({full[:12]})\n" for full, subject in entries[:NOTES_MAX])
-    if len(entries) > NOTES_MAX:
-        log += f"- ... and {len(entries) - NOTES_MAX} earlier commits (`git log {entries[NOTES_MAX][0][:12]}`)\n"
+    log = grouped_changes(span, cwd)
     date = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
     head = [f"# clockbench {version}", "",
             f"Commit {commit}, {date:%Y-%m-%d %H:%M} UTC (the commit's date: SOURCE_DATE_EPOCH={epoch}).", "",

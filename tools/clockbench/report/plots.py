@@ -176,8 +176,9 @@ def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     ax.set_ylabel("share of reads costing at most x")
     ax.set_title("What does one read cost? (min, p50, p99, p99.9, max; steps between)")
     if any(s["kind"] in ("batch", "unresolved") for s in series):
-        notes.append("read cost: a read below the TSC's step is drawn as the batch's per-read figure (a star), "
-                     "or at the step (a triangle) where no batch ran; its percentiles are the step's quantisation")
+        # how the plot draws it, said on the plot: nothing is left out, so no note (they are "Left out" on the page)
+        fig.text(0.01, 0.005, "star: a read below the TSC's step, at the batch's per-read figure; triangle: at the step, "
+                 "where no batch ran (its percentiles are the step's quantisation)", fontsize=6, va="bottom")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     if only_p50:
         notes.append(f"read cost: only the median is known for {', '.join(only_p50)} (a decoded QR code)")
