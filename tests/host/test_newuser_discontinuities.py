@@ -129,3 +129,12 @@ def test_no_plural_in_brackets_anywhere_in_the_host_tool():
     found = [f"{p.relative_to(root)}: {m.group(0)}" for p in sorted(root.rglob("*")) if p.suffix in (".py", ".j2")
              for t in said_texts(p) for m in re.finditer(r"[a-z]\((s|ies)\)", t)]
     assert found == []
+
+
+def test_the_gaps_line_counts_as_the_terminal_does():
+    res, recs = passed_run()
+    assert report.gaps_said(res, 3) == (
+        "Gaps where the loop was away and every clock ran on (they split nothing; one too long for a reference to unwrap "
+        "is cut there, but no clock misbehaved): hpet 1, pit 2, acpi_pm 0")
+    res["frequency"][0]["gaps"] = 131
+    assert report.gaps_said(res, 3).endswith("hpet 131, pit 2, acpi_pm 0; the 3 the log keeps (the longest) listed")

@@ -178,7 +178,7 @@ def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     if any(s["kind"] in ("batch", "unresolved") for s in series):
         # how the plot draws it, said on the plot: nothing is left out, so no note (they are "Left out" on the page)
         fig.text(0.01, 0.005, "star: a read below the TSC's step, at the batch's per-read figure; triangle: at the step, "
-                 "where no batch ran (its percentiles are the step's quantisation)", fontsize=6, va="bottom")
+                 "where no batch ran (its percentiles are the step's quantisation)", fontsize=7, va="bottom")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     if only_p50:
         notes.append(f"read cost: only the median is known for {', '.join(only_p50)} (a decoded QR code)")

@@ -379,13 +379,28 @@ def verdict(res: dict) -> dict:
     return {"rows": rows, "tsc": tsc}
 
 
+def gaps_said(res: dict, listed: int) -> str:
+    """The Discontinuities section's gaps line: per reference as the
+    terminal counts them (the `frequency` record's `gaps` and `too_long`),
+    and how many of them the log lists (the image keeps 32 events a series,
+    the longest gaps)."""
+    per = [(str(f.get("reference")), int(f["gaps"]) + int(f.get("too_long") or 0)) for f in _l(res.get("frequency"))
+           if f.get("counter") == "tsc" and _num(f.get("gaps"))]
+    said = "where the loop was away and every clock ran on (they split nothing; one too long for a reference to unwrap " \
+           "is cut there, but no clock misbehaved)"
+    if not per:
+        return f"{figures.counted(listed, 'gap', 'gaps')} {said}"
+    return (f"Gaps {said}: {', '.join(f'{ref} {n}' for ref, n in per)}"
+            + (f"; the {listed} the log keeps (the longest) listed" if listed != sum(n for _, n in per) else ""))
+
+
 def step_unseen(rs: dict) -> str:
     """A counter whose reads never changed: no step was seen, so none is
-    measured; its nominal tick is what it resolves ("1.00 s nominal: no step
-    seen in 2000 reads"), never its read's cost."""
+    measured; its nominal tick is what it resolves ("1.00 s nominal (no step
+    seen in 2000 reads)"), never its read's cost."""
     tick = rs.get("nominal_tick_ns")
     reads = f" in {count(rs['reads'])} reads" if isinstance(rs.get("reads"), int) else ""
-    return (f"{ns(tick)} nominal: " if _num(tick) else "") + f"no step seen{reads}"
+    return (f"{ns(tick)} nominal (no step seen{reads})" if _num(tick) else f"no step seen{reads}")
 
 
 def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
@@ -878,6 +893,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         drift_window=_d(res.get("drift_window")),
         cuts=[_discontinuity(d) for d in events[figures.DISCONTINUITY]],
         gaps=[_discontinuity(d) for d in events[figures.GAP] + events[figures.TOO_LONG]],
+        gaps_said=gaps_said(res, len(events[figures.GAP]) + len(events[figures.TOO_LONG])),
         bracket_steps=[_discontinuity(d) for d in events[figures.WITHIN_BRACKET]],
         monotonicity=monotonicity_rows(res), stolen=stolen(res), cpus=cpus, sync=sync, checks=check_rows(res),
         figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
