@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
+from helpers.boots import CliBoot
+from helpers.paths import PVH_KERNEL, VMM_DIR
+from helpers.tool import tool_env
 from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu
 from clockbench.records import records
 
@@ -62,66 +64,11 @@ VMM_LOG_LINE = {"cloud-hypervisor": re.compile(r"^cloud-hypervisor: +\d+\.\d+s: 
                 "firecracker": re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+ \[anonymous-instance:")}
 
 
-class CliBoot:
-    """One `clockbench run --vmm` of the real tool, read as the `vmm_boot`
-    fixture's runs are (result, records, output, lines, explain), from what
-    it kept: run.log, vmm-stderr.log and metadata.json in its run folder;
-    and what a user gets besides: its exit status, what it printed, the
-    folder, the metadata and the store it was asked to write."""
-
-    def __init__(self, vmm: str, smp: int, append: str, tmp_root: Path):
-        binary = VMM_DIR / microvm.module(vmm).BINARY
-        assert binary.is_file() and os.access(binary, os.X_OK), \
-            f"{binary} is missing or not executable: the microVM tests need it (CLOCKBENCH_VMM_DIR names its folder)"
-        self.binary = binary
-        self.runs_dir = tmp_root / f"runs-cli-{vmm}-smp{smp}"
-        self.store = tmp_root / f"store-cli-{vmm}-smp{smp}.db"
-        self.argv = [sys.executable, "-m", "clockbench", "run", "--vmm", vmm, "--vmm-binary", str(binary),
-                     "--kernel", str(PVH_KERNEL), "--smp", str(smp), "--append", append, "--runs-dir", str(self.runs_dir),
-                     "--store", str(self.store), "--timeout", str(CLI_TIMEOUT_S)]
-        t0 = time.monotonic()
-        r = subprocess.run(self.argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
-                           timeout=CLI_TIMEOUT_S + 120)
-        self.seconds = time.monotonic() - t0
-        self.code, self.out = r.returncode, r.stdout + r.stderr
-        folders = [f for f in self.runs_dir.iterdir() if f.is_dir()]
-        assert len(folders) == 1, (folders, self.out[-3000:])
-        self.folder = folders[0]
-        self.meta = json.loads((self.folder / "metadata.json").read_text())
-        m = self.meta
-        log = (self.folder / "run.log").read_text()
-        stderr = (self.folder / "vmm-stderr.log").read_text(errors="replace")
-        self.result = microvm.VmmResult(
-            vmm=vmm, command=m["vmm"]["command"], vmm_exit=m.get("vmm_exit"), status=microvm.STATUS_CODES.get(m["verdict"]),
-            output=log, stderr=stderr, seconds=m["seconds"] or 0.0, timed_out=m["verdict"] == "timed out",
-            timeout_s=CLI_TIMEOUT_S, status_source=m.get("status_source"), powered_off=bool(m.get("powered_off")),
-            notes=m.get("notes") or [])
-        self.output = records.clean(log)
-        self.records = records.parse_log(log).records
-        print(f"\n`clockbench run --vmm {vmm} --smp {smp}`: {self.seconds:.1f} s")
-
-    @property
-    def status(self):
-        return self.result.status
-
-    def lines(self, prefix: str) -> list[str]:
-        return [l for l in self.output.split("\n") if l.startswith(prefix)]
-
-    def explain(self) -> str:
-        return f"{' '.join(self.argv)}\nexit {self.code}\n--- the tool said ---\n{self.out[-4000:]}\n" \
-               f"--- stderr of the monitor ---\n{self.result.stderr[-2000:]}"
-
-
-_cli_runs: dict[tuple[str, int], CliBoot] = {}
-
-
 def boot_of(key: tuple[str, int], vmm_boot, tmp_root: Path):
     """The one run of configuration `key`: through the CLI for CLI_RUNS, else the shared microvm.run."""
     if key not in CLI_RUNS:
         return vmm_boot(**RUNS[key])
-    if key not in _cli_runs:
-        _cli_runs[key] = CliBoot(key[0], key[1], RUNS[key]["append"], tmp_root)
-    return _cli_runs[key]
+    return CliBoot(key[0], key[1], RUNS[key]["append"], tmp_root, CLI_TIMEOUT_S)
 
 
 @pytest.fixture(params=list(RUNS), ids=IDS)
@@ -287,6 +234,25 @@ def test_firecracker_measures_the_tsc_against_its_pit_as_cloud_hypervisor_states
     assert ok, why
 
 
+def test_each_monitor_s_counters_run_at_its_own_constants(vmm_boot, tmp_path_factory):
+    """Issue 37: Firecracker's PIT is KVM's in-kernel one, KVM_PIT_FREQ =
+    1,193,181 Hz, not the crystal's 1,193,181.667 Hz (0.56 ppm, the whole of
+    the TSC's error against the host's rate); its APIC timer KVM's 1 GHz.
+    Cloud Hypervisor states its APIC's 1 GHz in CPUID, which comes first."""
+    fc = boot_of(("firecracker", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    pit = _one(fc, "counter", name="pit")
+    assert (pit["nominal_hz"], pit["nominal_from"], pit["nominal_vmm"]) == (1_193_181, "vmm", "Firecracker"), pit
+    assert pit["nominal_constant"] == "KVM_PIT_FREQ, Linux arch/x86/kvm/i8254.h" and pit["nominal_spread_ppm"] is None, pit
+    assert "nominal: KVM's in-kernel PIT, 1,193,181 Hz (KVM_PIT_FREQ)" in fc.output, fc.explain()
+    tsc = _tsc(fc)
+    assert tsc["reference"] == "pit" and tsc["reference_nominal_hz"] == 1_193_181 and tsc["nominal_spread_ppm"] == 0, tsc
+    lapic = _one(fc, "counter", name="lapic")
+    assert (lapic["nominal_hz"], lapic["nominal_from"]) == (1e9, "vmm"), lapic
+    ch = boot_of(("cloud-hypervisor", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    lapic = _one(ch, "counter", name="lapic")
+    assert (lapic["nominal_hz"], lapic["nominal_from"]) == (1e9, "claimed"), lapic
+
+
 def test_cloud_hypervisor_has_no_pit_and_the_image_does_not_probe_one(vmm_boot, tmp_path_factory):
     """Cloud Hypervisor's FADT is hardware-reduced and it is not QEMU or
     Firecracker: the PIT is not probed (its ports are not touched), and the
@@ -371,7 +337,7 @@ def test_a_monitor_killed_mid_run_keeps_its_partial_log_and_says_so(tmp_path):
             "--store", "none", "--no-report", "--timeout", "300"]
     t0 = time.monotonic()
     tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                            env=tool_env())
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(tool.stdout), daemon=True)
     reader.start()

@@ -7,13 +7,13 @@ runs, and nothing is stored."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL
 from clockbench.machines import qemu
 from clockbench.runs import store
+from helpers.tool import tool_env
 from labsetup import Lab
 
 
@@ -25,7 +25,7 @@ def test_two_places_run_through_labgrid_into_the_store(tmp_path):
     try:
         db = tmp_path / "runs.db"
         # "ghost" is no place the coordinator knows: a tool error in one line (69), nothing run or stored
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+        env = tool_env()
         r = subprocess.run([sys.executable, "-m", "clockbench", "lab", "qemu-1", "ghost", "--coordinator", lab.address,
                             "--store", str(db)], capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode == 69 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r

@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from lib import as_json
+from helpers.hostlib import as_json
 from clockbench.records import figures, records, results
 from clockbench.report import report
 

@@ -218,9 +218,15 @@ class Store:
     def _prepare(self) -> None:
         db = self.db
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        # one snapshot for the three: read one by one, another process's first
+        # migration could commit between them (tables, but no application id yet)
+        db.execute("BEGIN")
+        try:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+        finally:
+            db.execute("COMMIT")
         if app != APPLICATION_ID and (tables or version):
             raise errors.BadInput(f"{self.path}: a SQLite file, but not a clockbench store (application id {app:#x}, "
                                   f"tables {', '.join(tables[:5]) or 'none'}); nothing was changed")
