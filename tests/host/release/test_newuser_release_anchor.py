@@ -16,7 +16,7 @@ import pytest
 from clockbench import errors
 from clockbench.release import release, secureboot
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 
 
 @pytest.fixture(scope="module")

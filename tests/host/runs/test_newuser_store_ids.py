@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clockbench.cli import main as cli_main
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 TCG = ROOT / "tests" / "fixtures" / "tcg-q35.log"
 KVM = ROOT / "tests" / "fixtures" / "kvm-q35.log"
 OS_TCG = ROOT / "tests" / "fixtures" / "os-vm-tcg-q35.log"

@@ -14,7 +14,7 @@ from pathlib import Path
 from clockbench.cli import main as cli_main
 from clockbench.runs import store
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 TCG = ROOT / "tests" / "fixtures" / "tcg-q35.log"
 KVM = ROOT / "tests" / "fixtures" / "kvm-q35.log"
 

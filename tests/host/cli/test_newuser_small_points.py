@@ -16,7 +16,7 @@ from clockbench.fleet import fleet
 from clockbench.release import release
 from clockbench.runs import store
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 TCG = ROOT / "tests" / "fixtures" / "tcg-q35.log"
 KVM = ROOT / "tests" / "fixtures" / "kvm-q35.log"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from clockbench.records import results
 from clockbench.report import report
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 
 
 def log_of(*recs) -> str:

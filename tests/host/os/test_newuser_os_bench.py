@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.paths import ROOT  # noqa: E402
 
 
 def os_set() -> list[str]:
