@@ -20,7 +20,8 @@ from pathlib import Path
 
 from clockbench.report import ci_formats, progress
 from clockbench import errors, paths
-from clockbench.machines import microvm, qemu, snapshot
+from clockbench.machines import host_tsc, microvm, qemu, snapshot
+from clockbench.records import records
 from clockbench.runs import runs, store
 from clockbench.runs.plan import (BOOT_AND_FIXED_S, WINDOW_CAP_FACTOR, DURATION_MAX_S, DURATION_MIN_S, PROFILE_SECONDS, PROFILES, check_kernel_words,
                                    default_timeout, kernel_cmdline)
@@ -529,6 +530,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         stream.flush()
         term.feed(text)
 
+    # the host's own TSC rate, measured from just before the machine starts
+    # to just after it ends: the known answer for the guest's (host_tsc.py)
+    host = host_tsc.Beside()
+    host.start()
     try:
         result = start(echo, stop)
     finally:
@@ -536,6 +541,7 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         term.close()
         if old is not None:
             signal.signal(signal.SIGINT, old)
+    meta["host_tsc"] = host.result()
 
     log.write_text(result.output)
     if args.log:
@@ -561,6 +567,7 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         runs.write_metadata(run_dir, meta)
         raise failure
     meta.update(runs.from_log(result.output))
+    meta["host_tsc"]["guest"] = host_tsc.known_answers(records.parse_log(result.output).records, meta["host_tsc"])
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
     meta.update(ended=_now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
@@ -587,6 +594,7 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         _say(meta["migration"]["described"])
     if meta.get("snapshot"):
         _say(meta["snapshot"]["described"])
+    _say(host_tsc.describe_against(meta["host_tsc"]))
 
     report_dir = Path(args.log).with_suffix("") if args.log else run_dir
     if not args.no_report and result.output:
