@@ -18,13 +18,15 @@ def test_a_guest_056_ppm_off_with_02_stated_fails():
     guest_hz = host_hz * (1 + 0.56e-6)
     c = host_tsc.compare(guest_hz, 0.2, host_hz, 0.005)
     assert c["agree"] is False, c
-    assert c["off_ppm"] == pytest.approx(0.56, abs=1e-6) and c["limit_ppm"] == pytest.approx(0.205)
-    # the same below the host's, and the limit is the two uncertainties added, no coverage factor
+    assert c["off_ppm"] == pytest.approx(0.56, abs=1e-6) and c["limit_ppm"] == pytest.approx(0.405)
     assert host_tsc.compare(host_hz * (1 - 0.56e-6), 0.2, host_hz, 0.005)["agree"] is False
-    assert host_tsc.compare(host_hz * (1 + 0.20e-6), 0.2, host_hz, 0.005)["agree"] is True
-    assert host_tsc.compare(host_hz * (1 + 0.21e-6), 0.2, host_hz, 0.005)["agree"] is False
-    # the host's own uncertainty counts: 0.56 off passes only when the two add to 0.56
-    assert host_tsc.compare(guest_hz, 0.2, host_hz, 0.37)["agree"] is True
+    # the limit: two of the guest's standard uncertainties and the host's bound, no more
+    assert host_tsc.compare(host_hz * (1 + 0.40e-6), 0.2, host_hz, 0.005)["agree"] is True
+    assert host_tsc.compare(host_hz * (1 + 0.41e-6), 0.2, host_hz, 0.005)["agree"] is False
+    # the suite's usual 3 u would have let it through: that is why the limit is not 3 u
+    assert 0.56 <= 3 * 0.2 + 0.005
+    # the host's own uncertainty counts
+    assert host_tsc.compare(guest_hz, 0.2, host_hz, 0.16)["agree"] is True
 
 
 def test_no_rate_is_refused():
@@ -52,17 +54,24 @@ def guest_records(hz_by_ref: dict[str, tuple[float, float]], used: str) -> list[
 
 
 def test_every_reference_is_held_against_the_host():
-    """As a TCG run on this machine measured it before the image took QEMU's
-    PIT rate (issue 37): the HPET agrees, the PIT is 0.283 ppm low."""
+    """Figures measured on this machine: a TCG run before the image took
+    QEMU's PIT rate (issue 37), whose HPET agrees to 0.004 u and whose PIT
+    is 0.283 ppm low (1.9 u: inside 2 u, so this check alone cannot see
+    that defect), and Firecracker's PIT as issue 37 saw it, which it must
+    catch."""
     host = {"measured": True, "hz": 2596132173.425, "uncertainty_ppm": 0.0054}
     recs = guest_records({"hpet": (2596132173.337, 0.008403), "acpi_pm": (2596132174.063, 0.047919),
                           "pit": (2596131437.67, 0.148653)}, used="hpet")
     got = {g["reference"]: g for g in host_tsc.known_answers(recs, host)}
     assert set(got) == {"hpet", "acpi_pm", "pit"}
     assert got["hpet"]["agree"] and got["hpet"]["used"] and got["acpi_pm"]["agree"]
-    assert not got["pit"]["agree"] and got["pit"]["off_ppm"] == pytest.approx(-0.2834, abs=1e-3)
-    assert "OUTSIDE" in host_tsc.describe_against({**host, "span_s": 11.5, "clocks": {}, "guest": list(got.values())})
+    assert got["pit"]["off_ppm"] == pytest.approx(-0.2834, abs=1e-3) and got["pit"]["agree"]
     assert host_tsc.known_answers(recs, {"measured": False, "reason": "x"}) == []
+    # Firecracker under issue 37: +0.58 ppm against KVM's PIT, +-0.2 stated with a long enough window
+    fc = host_tsc.known_answers(guest_records({"pit": (2596132173.425 * (1 + 0.58e-6), 0.2)}, used="pit"), host)
+    assert [g["agree"] for g in fc] == [False]
+    line = host_tsc.describe_against({**host, "span_s": 11.5, "clocks": {}, "guest": fc})
+    assert "OUTSIDE" in line and "+0.580 ppm" in line, line
 
 
 def test_the_host_library_marks_the_tsc_against_both_clocks(lib):

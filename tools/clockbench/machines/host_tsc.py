@@ -140,17 +140,26 @@ def describe(host: dict) -> str:
 
 # --- the known answer: the guest's TSC against the host's ---
 
+# The image's uncertainty_ppm is a standard uncertainty (docs/output.md,
+# "What +- means"): one honest run in three lies outside 1 u. Two of them
+# hold about 19 runs in 20, and still fail issue 37's Firecracker runs
+# (+0.56 ppm with +-0.2 stated), which three (the suite's usual 3 u) would
+# pass. Seen here: under TCG 0.004 u off; under a starved KVM run (32
+# samples left in a 22 s window) 1.37 u.
+COVERAGE = 2
+
+
 def limit_ppm(guest_u_ppm: float, host_u_ppm: float) -> float:
-    """How far the guest's rate may be from the host's: the guest's stated
-    uncertainty plus the host measurement's, no more (issue 37: a stated
-    uncertainty must hold what the data show)."""
-    return guest_u_ppm + host_u_ppm
+    """How far the guest's rate may be from the host's: twice the guest's
+    stated standard uncertainty plus the host measurement's bound."""
+    return COVERAGE * guest_u_ppm + host_u_ppm
 
 
 def compare(guest_hz: float, guest_u_ppm: float, host_hz: float, host_u_ppm: float) -> dict:
     """The guest's TSC rate (as its run states it, +- guest_u_ppm) against
-    the host's (+- host_u_ppm): off_ppm signed, the limit, and whether it
-    holds. A guest 0.56 ppm off with +-0.2 stated fails, as it must."""
+    the host's (+- host_u_ppm, a bound): off_ppm signed, the limit, and
+    whether it holds. A guest 0.56 ppm off with +-0.2 stated fails, as it
+    must."""
     if not (guest_hz > 0 and host_hz > 0) or guest_u_ppm is None or guest_u_ppm < 0 or host_u_ppm < 0:
         raise ValueError(f"no rate to compare: guest {guest_hz} Hz +-{guest_u_ppm}, host {host_hz} Hz +-{host_u_ppm}")
     off = (guest_hz / host_hz - 1) * 1e6
@@ -186,8 +195,8 @@ def describe_against(host: dict) -> str:
     line = describe(host)
     for g in host.get("guest") or []:
         line += (f"\n  the guest's TSC against the {g['reference']}: {g['guest_hz'] / 1e6:.6f} MHz, {g['off_ppm']:+.3f} ppm "
-                 f"from the host's, {'within' if g['agree'] else 'OUTSIDE'} the +-{g['limit_ppm']:.3f} ppm its uncertainty "
-                 "and the host's allow")
+                 f"from the host's, {'within' if g['agree'] else 'OUTSIDE'} the +-{g['limit_ppm']:.3f} ppm that "
+                 f"{COVERAGE} of its uncertainties and the host's allow")
     if host.get("guest"):
         line += "\n  (a known answer only where the guest's TSC is the host's, unscaled: QEMU, Firecracker, Cloud Hypervisor)"
     return line
