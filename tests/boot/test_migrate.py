@@ -164,6 +164,10 @@ def test_each_clock_as_qemu_keeps_it(run):
         assert c["kvmclock"]["verdict"] == "stood_still", c["kvmclock"]
         assert abs(-rc["kvmclock_step_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             rc["kvmclock_step_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
+        # and one figure for the stop, from the clock that states it most tightly: never the RTC's whole seconds here
+        assert rc["stop_sized_by"] in ("hpet", "kvmclock") and rc["stop_uncertainty_ns"] < 50_000_000, rc
+        assert abs(rc["stop_ns"] / 1e9 - run.migration["stopped_s"]) <= (
+            rc["stop_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
 
 
 @pytest.mark.timed
@@ -189,7 +193,8 @@ def test_a_stop_outside_the_drift_window_is_named_over_the_whole_run(tmp_path_fa
     the timers phase, before the drift window. The run passes, no stop in
     the window, and the whole run's account (`run_clocks`) names it: the
     RTC ran ahead of the TSC by the QMP interval, within its +-1 s (and
-    QMP's own); the HPET stood still with the TSC."""
+    QMP's own); the HPET stood still with the TSC, so the RTC alone sizes
+    the stop."""
     m = migrated("tcg", tmp_path_factory.getbasetemp(), key="tcg-timers", args=[], at_s=2.0)
     assert m.code == 0, m.explain()
     assert not [c for c in records.of_type(m.recs, "check") if c["result"] == "FAIL"]
@@ -201,6 +206,9 @@ def test_a_stop_outside_the_drift_window_is_named_over_the_whole_run(tmp_path_fa
     assert abs(rc["rtc_step_ns"] / 1e9 - qmp_s) <= rc["rtc_step_uncertainty_ns"] / 1e9 + qmp_u, (rc, m.migration)
     assert abs(rc["hpet_step_ns"]) <= rc["hpet_step_uncertainty_ns"] + 10_000_000, rc
     assert rc["kvmclock_step_ns"] is None, rc  # TCG has no kvmclock
+    # nothing but the RTC saw it, so the RTC sizes it, to its whole seconds
+    assert rc["stop_sized_by"] == "rtc" and rc["stop_ns"] == abs(rc["rtc_step_ns"]), rc
+    assert rc["stop_uncertainty_ns"] == rc["rtc_step_uncertainty_ns"] and "sized by the RTC" in m.log, rc
 
 
 @pytest.mark.timed  # the run must end before the migration's time: a starved run could reach it

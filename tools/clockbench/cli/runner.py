@@ -567,7 +567,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         runs.write_metadata(run_dir, meta)
         raise failure
     meta.update(runs.from_log(result.output))
-    meta["host_tsc"]["guest"] = host_tsc.known_answers(records.parse_log(result.output).records, meta["host_tsc"])
+    recs = records.parse_log(result.output).records
+    meta["host_tsc"]["guest"] = host_tsc.known_answers(recs, meta["host_tsc"])
+    if meta.get("snapshot"):
+        meta["snapshot"]["restore"] = snapshot.restore_account(meta["snapshot"], recs)
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
     meta.update(ended=_now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
@@ -594,6 +597,8 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
         _say(meta["migration"]["described"])
     if meta.get("snapshot"):
         _say(meta["snapshot"]["described"])
+        if meta["snapshot"].get("restore"):
+            _say(meta["snapshot"]["restore"]["described"])
     _say(host_tsc.describe_against(meta["host_tsc"]))
 
     report_dir = Path(args.log).with_suffix("") if args.log else run_dir
