@@ -165,7 +165,8 @@ def test_each_clock_as_qemu_keeps_it(run):
         assert abs(-rc["kvmclock_step_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             rc["kvmclock_step_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
         # and one figure for the stop, from the clock that states it most tightly: never the RTC's whole seconds here
-        assert rc["stop_sized_by"] in ("hpet", "kvmclock") and rc["stop_uncertainty_ns"] < 50_000_000, rc
+        # (each to its 500 ppm of the run: tens of ms, against the RTC's whole second)
+        assert rc["stop_sized_by"] in ("hpet", "kvmclock") and rc["stop_uncertainty_ns"] < 200_000_000, rc
         assert abs(rc["stop_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             rc["stop_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
 
