@@ -147,7 +147,15 @@ def test_each_clock_as_qemu_keeps_it(run):
         # the TSC runs on through the stop, the HPET stands still, the RTC keeps step with the TSC
         assert stop["seen_by"].startswith("the drift loop"), stop
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
-        assert c["hpet"]["verdict"] == "stood_still", c["hpet"]
+        # the HPET and kvmclock stand still through the stop and run with the
+        # machine around it: the destination's vCPU starts late (11 ms seen
+        # under load, which the image alone calls "partly"), and the tool
+        # judges them against that late start (vmrun.late_start_account)
+        acc = run.migration["resume"]
+        print(f"\n{acc['described']}")
+        for name in ("hpet", "kvmclock"):
+            assert c[name]["verdict"] in ("stood_still", "partly") and acc["clocks"][name]["verdict"] == "restored", \
+                (name, c[name], acc)
         # the RTC, when two of its edges hold the stop (under PVM the poller can miss them all before it)
         if "rtc" in c:
             assert c["rtc"]["verdict"] == "ran_on", c["rtc"]
@@ -161,7 +169,6 @@ def test_each_clock_as_qemu_keeps_it(run):
         # QEMU's kvmclock device keeps the clock's value across a stop
         # (KVM_GET_CLOCK when the VM stops, KVM_SET_CLOCK when it runs): in
         # the window, and over the whole run by the stop's length
-        assert c["kvmclock"]["verdict"] == "stood_still", c["kvmclock"]
         assert abs(-rc["kvmclock_step_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             rc["kvmclock_step_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
         # and one figure for the stop, from the clock that states it most tightly: never the RTC's whole seconds here

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clockbench.report import ci_formats, progress
 from clockbench import errors, paths
-from clockbench.machines import host_tsc, microvm, qemu, snapshot
+from clockbench.machines import host_tsc, microvm, qemu, snapshot, vmrun
 from clockbench.records import records
 from clockbench.runs import runs, store
 from clockbench.runs.plan import (BOOT_AND_FIXED_S, WINDOW_CAP_FACTOR, DURATION_MAX_S, DURATION_MIN_S, PROFILE_SECONDS, PROFILES, check_kernel_words,
@@ -571,6 +571,10 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     meta["host_tsc"]["guest"] = host_tsc.known_answers(recs, meta["host_tsc"])
     if meta.get("snapshot"):
         meta["snapshot"]["restore"] = snapshot.restore_account(meta["snapshot"], recs)
+    if meta.get("migration") and meta["migration"].get("stopped_s") is not None:
+        meta["migration"]["resume"] = vmrun.late_start_account(
+            meta["migration"]["stopped_s"], meta["migration"]["stopped_uncertainty_s"], recs, "resumed on the destination",
+            "the destination's vCPU starting")
     verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
     meta.update(ended=_now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
@@ -595,6 +599,8 @@ def _finish_run(args, run_dir: Path, meta: dict, start, hold: bool) -> int:
     _say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
     if meta.get("migration"):
         _say(meta["migration"]["described"])
+        if meta["migration"].get("resume"):
+            _say(meta["migration"]["resume"]["described"])
     if meta.get("snapshot"):
         _say(meta["snapshot"]["described"])
         if meta["snapshot"].get("restore"):

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clockbench.machines import cloud_hypervisor, firecracker, microvm, vmrun
-from clockbench.records import records
 
 SNAPSHOT_GAP_DEFAULT_S = 3.0
 SNAPSHOT_BOUND_S = 120.0  # writing or reading the snapshot, starting the new monitor
@@ -376,64 +375,11 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     return got, result
 
 
-# --- a restore, sized as it happened (issue 37) ---
-#
-# The image sizes the stop by the TSC's advance across its drift loop's gap
-# (Firecracker keeps the TSC running through a snapshot and restore). That
-# gap holds more than the stop: the loop's last read to the pause, and after
-# the resume call the new vCPU's late start: its thread entering the guest,
-# the guest's memory faulted in from the snapshot file page by page, the
-# loop reaching its next read. The API's pause-to-resume holds none of it.
-# So the TSC's advance less the API's stop is the time the machine ran in
-# the gap; kvmclock and the local APIC timer, restored to their saved
-# values, advance by that and by nothing of the stop. And since the vCPU
-# runs the guest only once its memory is back, the stop as the guest lived
-# it can be longer than the API's by up to that late start: the faulting-in
-# is part of the stop's uncertainty, on its long side.
-
 def restore_account(snap: dict, recs: list[dict]) -> dict | None:
-    """The late start and each clock judged against it, from the run's
-    `stop` and `stop_clock` records and the API's stop (`snap`, as
-    metadata.json keeps it); None when there was no restore, no API stop or
-    no stop the image sized."""
+    """After a real restore (not a pause in the same monitor): the late
+    start and each clock judged against it (vmrun.late_start_account); None
+    when there was no restore, no API stop or no stop the image sized."""
     if not snap.get("restore_command") or snap.get("first_resumed") or snap.get("stopped_s") is None:
         return None
-    clocks = {c["clock"]: c for c in records.of_type(recs, "stop_clock")}
-    tsc = clocks.get("tsc")
-    if not records.of_type(recs, "stop") or not tsc or tsc.get("advanced_ns") is None:
-        return None
-    api_s, api_u = snap["stopped_s"], snap["stopped_uncertainty_s"]
-    tsc_s, tsc_u = tsc["advanced_ns"] / 1e9, tsc["uncertainty_ns"] / 1e9
-    late_s, late_u = tsc_s - api_s, tsc_u + api_u
-    judged = {}
-    for name, c in clocks.items():
-        if name == "tsc" or c.get("advanced_ns") is None:
-            continue
-        adv, u = c["advanced_ns"] / 1e9, c["uncertainty_ns"] / 1e9
-        if abs(adv - late_s) <= u + late_u:
-            verdict = "restored"  # stood still through the stop, ran with the machine around it
-        elif abs(adv - tsc_s) <= u + tsc_u:
-            verdict = "ran_on"  # through the stop, with the TSC
-        else:
-            verdict = "neither"
-        judged[name] = {"verdict": verdict, "advanced_s": adv, "uncertainty_s": u, "image_verdict": c["verdict"]}
-    return {"late_start_s": late_s, "late_start_uncertainty_s": late_u,
-            # the stop as the guest lived it: the API's, and up to the whole late start more (the faulting-in)
-            "guest_stop_low_s": api_s - api_u, "guest_stop_high_s": api_s + api_u + max(0.0, late_s) + late_u,
-            "clocks": judged, "described": describe_restore(late_s, late_u, api_s, judged)}
-
-
-def describe_restore(late_s: float, late_u: float, api_s: float, judged: dict) -> str:
-    restored = [n for n, j in judged.items() if j["verdict"] == "restored"]
-    ran_on = [n for n, j in judged.items() if j["verdict"] == "ran_on"]
-    odd = [n for n, j in judged.items() if j["verdict"] == "neither"]
-    text = (f"restored; ran {late_s * 1e3:.0f} ms (+-{late_u * 1e3:.0f}) before the first read: the TSC advanced that much "
-            f"beyond the API's {api_s:.3f} s stop (the loop's last read to the pause, and the new vCPU's start with its "
-            "memory faulted in from the snapshot, which may lengthen the stop as the guest saw it by as much)")
-    if restored:
-        text += f"; {', '.join(restored)} stood still through the stop and ran with the machine"
-    if ran_on:
-        text += f"; {', '.join(ran_on)} ran on through it"
-    if odd:
-        text += f"; {', '.join(odd)} neither: advanced by something else"
-    return text
+    return vmrun.late_start_account(snap["stopped_s"], snap["stopped_uncertainty_s"], recs, "restored",
+                                    "the new vCPU's start with its memory faulted in from the snapshot")
