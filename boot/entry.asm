@@ -34,7 +34,16 @@ gdt64_ptr:
     dw gdt64_end - gdt64 - 1
     dq gdt64
 
-no_lm_msg: db "clockbench: this CPU has no 64-bit long mode; nothing can run. Halting.", 13, 10, 0
+no_lm_msg: db "clockbench: this CPU has no 64-bit long mode; nothing can run.", 13, 10, 0
+; isa-debug-exit is written only where the machine is QEMU by its own word:
+; TCG's CPUID signature. Anything else (a PC, Bochs, a KVM guest, which
+; cannot tell QEMU from another VMM before the ACPI tables) only halts: no
+; write to a port nobody named (issue 37). ACPI S5 needs the tables, read
+; by C code that needs long mode: not here.
+tcg_exit_msg: db "clockbench: QEMU's TCG (CPUID 0x40000000): ending through isa-debug-exit (I/O 0xf4)", 13, 10, 0
+no_exit_msg: db "  QEMU has no isa-debug-exit device. Halted; it is safe to power off.", 13, 10, 0
+halt_msg: db "clockbench: machine not identified as QEMU: no isa-debug-exit write, no ACPI", 13, 10
+          db "  power-off without long mode. Halted; it is safe to power off.", 13, 10, 0
 
 ; The boot page tables: 0..4 GiB identity-mapped with 2 MiB pages. The same
 ; instructions serve the 32-bit entry and the 64-bit one (the tables lie
@@ -126,12 +135,55 @@ start32:
     jmp GDT_CODE64:long_mode
 
 .no_long_mode:
-    ; Bounded polled writes to COM1: if no UART is there, the bytes are lost, not waited on.
     mov esi, no_lm_msg
+    call early_puts
+    ; QEMU's TCG names itself in CPUID's hypervisor leaf; without CPUID
+    ; (EFLAGS.ID fixed) or the hypervisor bit, nothing is identified
+    pushfd
+    pop eax
+    mov ecx, eax
+    xor eax, EFLAGS_ID
+    push eax
+    popfd
+    pushfd
+    pop eax
+    push ecx
+    popfd
+    cmp eax, ecx
+    je .unidentified
+    mov eax, 1
+    cpuid
+    test ecx, CPUID1_ECX_HYPERVISOR
+    jz .unidentified
+    mov eax, CPUID_HV_VENDOR
+    cpuid
+    cmp ebx, 'TCGT'
+    jne .unidentified
+    cmp ecx, 'CGTC'
+    jne .unidentified
+    cmp edx, 'GTCG'
+    jne .unidentified
+    mov esi, tcg_exit_msg
+    call early_puts
+    mov al, EXIT_NOTHING_RAN
+    out DEBUG_EXIT_PORT, al
+    mov esi, no_exit_msg        ; still here: QEMU without the device
+    call early_puts
+    jmp .halt32
+.unidentified:
+    mov esi, halt_msg
+    call early_puts
+.halt32:
+    hlt
+    jmp .halt32
+
+; Bounded polled writes of the string at ESI to COM1: if no UART is
+; there, the bytes are lost, not waited on.
+early_puts:
 .next_char:
     lodsb
     test al, al
-    jz .give_up
+    jz .done
     mov bl, al
     mov ecx, EARLY_TX_SPINS
 .wait_tx:
@@ -145,12 +197,8 @@ start32:
     mov dx, COM1
     out dx, al
     jmp .next_char
-.give_up:
-    mov al, EXIT_NOTHING_RAN
-    out DEBUG_EXIT_PORT, al
-.halt32:
-    hlt
-    jmp .halt32
+.done:
+    ret
 
 bits 64
 start64:

@@ -121,6 +121,12 @@ static inline void tsc_staircase(uint64_t *mins, uint32_t n, uint32_t reps)
     }
 }
 
+/* Architectural MSRs the experiments move or read (Intel SDM vol. 4, 2.1);
+   a CPU or hypervisor may lack any of them: kernel/probe.h's safe paths. */
+#define MSR_TSC           0x10u  /* IA32_TIME_STAMP_COUNTER */
+#define MSR_TSC_ADJUST    0x3Bu  /* IA32_TSC_ADJUST, CPUID.(7,0):EBX[1] */
+#define MSR_BIOS_SIGN_ID  0x8Bu  /* IA32_BIOS_SIGN_ID: the microcode revision in bits 63:32 after a write of 0 and CPUID(1) */
+
 static inline uint64_t rdmsr(uint32_t msr)
 {
     uint32_t lo, hi;

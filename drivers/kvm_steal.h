@@ -18,11 +18,10 @@
 #define   KVM_STEAL_ALIGN        64u
 #define KVM_STEAL_READ_TRIES     64             /* a version that keeps changing: give up, say so */
 
-/* Registers the area at a guest-physical address (identity-mapped here)
-   for the calling CPU; it must be zeroed and 64-byte aligned. Raw: a caller
-   that cannot be sure KVM offers it runs this inside a probe. */
-static inline void kvm_steal_enable(uint64_t gpa) { wrmsr(MSR_KVM_STEAL_TIME, gpa | KVM_STEAL_ENABLE); }
-static inline void kvm_steal_disable(void) { wrmsr(MSR_KVM_STEAL_TIME, 0); }
+/* The area is registered by writing its guest-physical address (zeroed,
+   64-byte aligned) | KVM_STEAL_ENABLE to MSR_KVM_STEAL_TIME on the vCPU it
+   belongs to, and 0 disables it: always through kernel/probe.h's
+   msr_write_safe, since a KVM may refuse it. */
 
 /* The steal count in ns by the version protocol: an even version the same
    before and after the read. False when it never settled within

@@ -242,7 +242,9 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
             st->kept = n;
             st->spread_ppm = spread;
             st->window_ms = CAL_WINDOW_MS << round;
-            st->u_ppm = cal_estimate_u_ppm(spread, target, edge);
+            /* plus a reference nominal still open between two VMM rates
+               (QEMU+KVM's PIT, lib/vmm_rates.h), rounded up to whole ppm */
+            st->u_ppm = cal_estimate_u_ppm(spread, target, edge) + (counters[c].nominal_spread_ppb + 999) / 1000;
             st->edge_ppm = edge;
         }
         if (spread > CAL_SPREAD_PPM)

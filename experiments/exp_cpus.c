@@ -45,8 +45,6 @@
 #include "../lib/tsc_sync.h"
 #include "experiment.h"
 
-#define MSR_TSC 0x10u
-#define MSR_TSC_ADJUST 0x3Bu
 #define MSR_TSC_AUX 0xC0000103u
 
 #define COST_READS 255
@@ -103,7 +101,10 @@ static bool kvm_register_here(uint32_t index)
     if (index == 0)
         return true; /* registered by discovery */
     volatile struct pvclock_vcpu_time_info *pg = kvm_page_of(index);
-    wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)pg | KVM_SYSTEM_TIME_ENABLE);
+    /* a refusal leaves this CPU without its page (kvm_page_ok false), not the run */
+    struct probe_fault fault;
+    if (!msr_write_safe(MSR_KVM_SYSTEM_TIME_NEW, (uint64_t)(uintptr_t)pg | KVM_SYSTEM_TIME_ENABLE, &fault))
+        return false;
     for (uint32_t i = 0; i < KVM_SETTLE_SPINS; i++) {
         uint32_t v = pg->version;
         if (v && !(v & 1))
@@ -116,7 +117,8 @@ static bool kvm_register_here(uint32_t index)
 static void kvm_unregister_job(void *unused)
 {
     (void)unused;
-    wrmsr(MSR_KVM_SYSTEM_TIME_NEW, 0);
+    struct probe_fault fault;
+    (void)msr_write_safe(MSR_KVM_SYSTEM_TIME_NEW, 0, &fault);
 }
 
 #define REPEAT8(x) x x x x x x x x
@@ -144,6 +146,8 @@ static void facts_job(void *p)
     f->apic_base = rdmsr(MSR_APIC_BASE);
     if (f->time_bits & CPUS_TB_ADJUST)
         f->adjust_read = msr_read_safe(MSR_TSC_ADJUST, &f->tsc_adjust, &fault);
+    if ((f->time_bits & CPUS_TB_ADJUST) && !f->adjust_read)
+        fmt_format(f->adjust_fault, sizeof f->adjust_fault, "%s", fault.text);
     if (f->time_bits & CPUS_TB_RDTSCP) {
         rdtscp(&f->tsc_aux);
         f->aux_read = true;
@@ -479,6 +483,9 @@ struct skew_job {
     int64_t ticks;
     bool via_adjust;
     uint64_t before, after;
+    uint32_t msr;
+    bool faulted;
+    struct probe_fault fault;
 };
 
 /* IA32_TSC_ADJUST where it exists: a write there moves the TSC by the same
@@ -486,16 +493,20 @@ struct skew_job {
 static void skew_run(void *p)
 {
     struct skew_job *j = p;
-    if (j->via_adjust) {
-        uint64_t a = rdmsr(MSR_TSC_ADJUST);
-        j->before = rdtsc();
-        wrmsr(MSR_TSC_ADJUST, a + (uint64_t)j->ticks);
-        j->after = rdtsc();
-    } else {
-        j->before = rdtsc();
-        wrmsr(MSR_TSC, j->before + (uint64_t)j->ticks);
-        j->after = rdtsc();
-    }
+    struct probe_fault fault;
+    uint64_t a = 0;
+    j->msr = j->via_adjust ? MSR_TSC_ADJUST : MSR_TSC;
+    if (j->via_adjust && !msr_read_safe(MSR_TSC_ADJUST, &a, &fault))
+        goto fail;
+    j->before = rdtsc();
+    if (!msr_write_safe(j->msr, j->via_adjust ? a + (uint64_t)j->ticks : j->before + (uint64_t)j->ticks, &fault))
+        goto fail;
+    j->after = rdtsc();
+    return;
+fail:
+    /* handed back as the job's own fault: skew_apply reports it, MSR named */
+    j->faulted = true;
+    j->fault = fault;
 }
 
 static bool skew_apply(int index, int64_t ticks, bool *faulted, struct probe_fault *fault)
@@ -503,6 +514,11 @@ static bool skew_apply(int index, int64_t ticks, bool *faulted, struct probe_fau
     struct skew_job j = {.ticks = ticks, .via_adjust = cpus_st.skew_via_adjust};
     if (!smp_run(index, skew_run, &j, ms_to_tsc(JOB_SLACK_MS), faulted, fault) || *faulted)
         return false;
+    if (j.faulted) {
+        *faulted = true;
+        *fault = j.fault;
+        return false;
+    }
     cpus_st.skew_moved = (int64_t)(j.after - j.before);
     return true;
 }
@@ -527,9 +543,10 @@ static void skew_measure(struct sync_row *row)
     struct probe_fault fault;
     cpus_st.skew_via_adjust = cpus_st.facts[row->index].time_bits & CPUS_TB_ADJUST;
     if (!skew_apply(row->index, cpus_st.skew_ticks, &faulted, &fault)) {
-        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "writing %s on CPU %d %s",
-                   cpus_st.skew_via_adjust ? "IA32_TSC_ADJUST" : "IA32_TSC", row->index,
-                   faulted ? fault.text : "did not finish");
+        char name[48];
+        fmt_format(cpus_st.skew_why, sizeof cpus_st.skew_why, "writing %s on CPU %d %s%s",
+                   msr_name(cpus_st.skew_via_adjust ? MSR_TSC_ADJUST : MSR_TSC, name), row->index,
+                   faulted ? "faulted: " : "did not finish", faulted ? fault.text : "");
         return;
     }
     cpus_st.skew_applied = true;

@@ -1,13 +1,13 @@
 /* Experiment "cpus", its report: the table of CPUs, each CPU's TSC against
    CPU 0's, the pairs of the others, the tsc_skew known answer and the
    verdict, with their records and checks. */
-#include "exp_cpus.h"
 #include "exp_cpus_state.h"
 
 #include "../drivers/lapic.h"
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
 #include "../kernel/discover.h"
+#include "../kernel/probe.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
@@ -19,8 +19,6 @@
 #include "../lib/string.h"
 #include "../lib/tsc_sync.h"
 #include "../lib/xf.h"
-
-struct cpus_verdict cpus_verdict;
 
 /* In a summary, at most this many CPUs are listed in full. */
 #define CPUS_LISTED_MAX 16
@@ -99,6 +97,7 @@ static void report_cpu_table(bool full)
                 record_i64(&r, "tsc_adjust", (int64_t)f->tsc_adjust);
             else
                 record_null(&r, "tsc_adjust");
+            record_str(&r, "tsc_adjust_fault", f->adjust_fault[0] ? f->adjust_fault : 0);
             if (f->aux_read)
                 record_u64(&r, "tsc_aux", f->tsc_aux);
             else
@@ -176,6 +175,17 @@ static void report_cpu_table(bool full)
                 "  0x10 TSC_ADJUST, 0x20 x2APIC; bits that differ from CPU 0's are a finding\n");
     if (full && fold_disabled)
         kprintf("  %u more MADT entries are disabled: left alone (each is a cpu record)\n", disabled_all);
+    /* CPUID claims TSC_ADJUST, yet reading it faulted: said once, the MSR named */
+    unsigned adjust_faults = 0, first = 0;
+    for (unsigned i = 0; i < PERCPU_MAX; i++)
+        if (cpus_st.facts[i].done && cpus_st.facts[i].adjust_fault[0] && !adjust_faults++)
+            first = i;
+    if (adjust_faults) {
+        char name[48];
+        report_note("reading %s faulted on %u CPU%s (CPU %u: %s), though CPUID claims it: its column is -",
+                    msr_name(MSR_TSC_ADJUST, name), adjust_faults, adjust_faults == 1 ? "" : "s", first,
+                    cpus_st.facts[first].adjust_fault);
+    }
     if (!full) {
         char b[FMT_FIXED_CHARS];
         struct read_cost lo, hi;
@@ -627,7 +637,7 @@ static void verdict(const struct cpus_tally *t)
 {
     const char *name = "TSC synchronised across CPUs";
     char a[FMT_FIXED_CHARS + 4];
-    struct cpus_verdict *v = &cpus_verdict;
+    struct cpus_verdict *v = &results.cpus;
     v->ran = true;
     v->cpus = smp.running;
     v->listed = discovered.acpi.cpus_enabled;
@@ -687,7 +697,7 @@ static void verdict(const struct cpus_tally *t)
 void cpus_report(void)
 {
     char a[FMT_FIXED_CHARS];
-    cpus_verdict = (struct cpus_verdict){.worst_cpu = -1};
+    results.cpus = (struct cpus_verdict){.worst_cpu = -1};
     kprintf("\n== CPUs and the TSC across them ==\n");
     const struct acpi_info *acpi = &discovered.acpi;
     if (acpi->madt_found)

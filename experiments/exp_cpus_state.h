@@ -38,6 +38,7 @@ struct cpu_facts {
     uint64_t apic_base;
     uint32_t time_bits;         /* CPUS_TB_* */
     bool adjust_read;
+    char adjust_fault[96];      /* CPUID claims TSC_ADJUST but reading it faulted: the fault, else "" */
     uint64_t tsc_adjust;
     bool aux_read;
     uint32_t tsc_aux;
@@ -82,7 +83,7 @@ struct cpus_state {
     int64_t skew_ticks;
     bool skew_applied, skew_honoured, skew_via_adjust;
     int64_t skew_moved;
-    char skew_why[112];
+    char skew_why[160];
 };
 
 extern struct cpus_state cpus_st;

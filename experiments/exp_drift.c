@@ -18,7 +18,6 @@
 #include "../lib/uncertainty.h"
 #include "../lib/unwrap.h"
 #include "exp_drift_state.h"
-#include "exp_rtc.h"
 #include "experiment.h"
 
 /* Every counter is read between two serialised TSC reads, round and round,
@@ -38,10 +37,9 @@
 #define RESIDUAL_CUTS_MAX 4
 #define WINDOW_CAP_FACTOR 3      /* the window may run this many times what was asked, to make up for gaps */
 
-#define MSR_TSC 0x10u
-#define MSR_TSC_ADJUST 0x3Bu
 
 struct drift_run drift_st;
+static const struct window_rider *rider; /* the RTC's edges, timed in this window too (exp_rtc.c), or 0 */
 
 static void inject_parse(void)
 {
@@ -65,16 +63,19 @@ static void inject_parse(void)
 }
 
 /* IA32_TSC_ADJUST where CPUID says it exists (a write there moves the TSC
-   by the same amount, Intel SDM vol. 3B, 18.17.3), else IA32_TSC itself. */
-static void tsc_jump_job(void *unused)
+   by the same amount, Intel SDM vol. 3B, 18.17.3), else IA32_TSC itself;
+   each access through the safe path: false with the MSR named in why. */
+static bool tsc_jump(uint64_t delta, char *why, unsigned why_len)
 {
-    (void)unused;
-    const struct drift_inject *in = &drift_st.inject;
-    uint64_t delta = ms_to_tsc(in->ms);
-    if (boot_cpu.info.tsc_adjust)
-        wrmsr(MSR_TSC_ADJUST, rdmsr(MSR_TSC_ADJUST) + delta);
-    else
-        wrmsr(MSR_TSC, rdtsc() + delta);
+    struct probe_fault fault;
+    char name[48];
+    uint64_t adjust = 0;
+    uint32_t msr = boot_cpu.info.tsc_adjust ? MSR_TSC_ADJUST : MSR_TSC;
+    bool ok = msr == MSR_TSC_ADJUST ? msr_read_safe(msr, &adjust, &fault) && msr_write_safe(msr, adjust + delta, &fault)
+                                    : msr_write_safe(msr, rdtsc() + delta, &fault);
+    if (!ok)
+        fmt_format(why, why_len, "%s faulted: %s", msr_name(msr, name), fault.text);
+    return ok;
 }
 
 /* Called between reads, outside any bracket. */
@@ -89,10 +90,11 @@ static void inject_tick(uint64_t now, uint64_t start)
         if (in->kind == INJECT_HPET_HALT) {
             hpet_set_running(&discovered.hpet, false);
         } else {
-            struct probe_fault fault;
+            char why[160];
             uint64_t before = rdtsc();
-            if (!probe_run(tsc_jump_job, 0, &fault))
-                report_note("writing the TSC faulted (%s); nothing injected", fault.text);
+            in->faulted = !tsc_jump(ms_to_tsc(in->ms), why, sizeof why);
+            if (in->faulted)
+                report_note("moving the TSC: %s; nothing injected", why);
             in->moved_tsc = rdtsc() - before;
             in->done = true;
         }
@@ -145,7 +147,8 @@ static void sample_all(uint64_t window)
         /* time that counts toward the window: not the time the loop was away */
         uint64_t now = bracket_end();
         inject_tick(now, start);
-        rtc_window_poll(now); /* returns at once unless an RTC edge is near; holds the loop 5 ms at most */
+        if (rider)
+            rider->poll(now); /* the RTC's: returns at once unless an edge is near; holds the loop 5 ms at most */
         uint64_t step = now - prev;
         prev = now;
         if (step > gap_tsc)
@@ -161,7 +164,8 @@ static void sample_all(uint64_t window)
             next_progress = now + one_s;
         }
     }
-    rtc_window_end();
+    if (rider)
+        rider->end();
     if (drift_st.inject.kind == INJECT_HPET_HALT && drift_st.inject.started && !drift_st.inject.done)
         hpet_set_running(&discovered.hpet, true);
     drift_st.window_ran_tsc = prev - start;
@@ -278,9 +282,16 @@ static bool kvmclock_version_even(uint32_t *out)
    tgt_tsc_khz * 1000)), so between the host's updates kvmclock runs at that
    rounded rate: up to half a kHz off the host's own clock. That rounding is
    added, in quadrature, to the quantisation and the total. */
+struct xf nominal_spread(int counter)
+{
+    return xf_div(xf_from_u64(counters[counter].nominal_spread_ppb), xf_from_u64(1000000000ull));
+}
+
 struct freq_uncertainty drift_tsc_uncertainty(const struct series *s)
 {
     struct freq_uncertainty u = s->unc;
+    /* a nominal still open between two VMM rates: the bound on top */
+    u.total = xf_add(u.total, nominal_spread(s->counter));
     uint64_t stated = s->counter == COUNTER_KVMCLOCK ? pvclock_tsc_hz(discovered.pv.mul, discovered.pv.shift) : 0;
     if (!stated)
         return u;
@@ -311,6 +322,53 @@ static void reference_why(int c)
         const char *what = !b->present ? "absent" : b->set_aside ? b->note : "no usable fit";
         len += fmt_format(w + len, cap - len, "%s %s: %s", first ? ";" : ",", b->name, what);
         first = false;
+    }
+}
+
+/* QEMU+KVM's PIT is KVM's in-kernel one or QEMU's own, 0.84 ppm apart
+   (lib/vmm_rates.c), and the guest cannot ask which: the fit against the
+   best other reference (the HPET or the PM timer, whose rates are QEMU's
+   exactly) chooses when its uncertainty separates them; otherwise the
+   midpoint and half the spread stand, and every figure relative to the PIT
+   carries that spread. */
+static void choose_nominals(void)
+{
+    struct nominal_choice *ch = &drift_st.choice;
+    *ch = (struct nominal_choice){.counter = -1, .reference = -1};
+    for (int k = 0; k < drift_st.series_count && ch->counter < 0; k++) {
+        const struct series *s = &drift_st.series[k];
+        struct counter *c = &counters[s->counter];
+        if (!c->nominal_vmm[1] || !usable(s))
+            continue;
+        ch->counter = s->counter;
+        ch->rows[0] = c->nominal_vmm[0];
+        ch->rows[1] = c->nominal_vmm[1];
+        int order[COUNTER_COUNT];
+        int n = counters_by_rank(order);
+        const struct series *ref = 0;
+        for (int i = 0; i < n && !ref; i++) {
+            const struct series *r = series_of(order[i]);
+            if (order[i] != s->counter && !counters[order[i]].nominal_vmm[1] && r && usable(r))
+                ref = r;
+        }
+        if (!ref)
+            continue;
+        ch->reference = ref->counter;
+        /* f = f_ref * b_c / b_ref; both fits' uncertainties in quadrature, as report_pair */
+        struct xf hz = xf_div(xf_mul(nominal_hz(ref->counter), s->fit.slope), ref->fit.slope);
+        struct xf u = xf_sqrt(xf_add(xf_mul(s->unc.total, s->unc.total), xf_mul(ref->unc.total, ref->unc.total)));
+        ch->measured_millihz = (uint64_t)xf_to_fixed(hz, 3);
+        ch->u_ppb = (uint64_t)xf_to_fixed(xf_mul(u, xf_from_u64(1000000000ull)), 0) + 1;
+        ch->pick = vmm_rate_pick(ch->rows[0]->millihz, ch->rows[1]->millihz, ch->measured_millihz, ch->u_ppb);
+        if (ch->pick.chosen < 0)
+            continue;
+        const struct vmm_rate *v = ch->rows[ch->pick.chosen];
+        c->nominal_millihz = v->millihz;
+        c->nominal_spread_ppb = 0;
+        c->nominal_vmm[0] = v;
+        c->nominal_vmm[1] = 0;
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "%s (%s), chosen against %s", v->model, v->constant,
+                   counters[ref->counter].name);
     }
 }
 
@@ -359,7 +417,9 @@ static void drift_measure(const struct profile *p)
     inject_parse();
     /* the RTC's edges are timed in this window too (exp_rtc.c); it finds
        their phase first, before the window's start is announced */
-    rtc_window_begin();
+    rider = experiments_window_rider();
+    if (rider)
+        rider->begin();
     struct record r;
     record_begin(&r, "phase");
     record_str(&r, "experiment", "drift");
@@ -404,7 +464,9 @@ static void drift_measure(const struct profile *p)
     record_str(&r, "experiment", "drift");
     record_str(&r, "event", "end");
     emit(&r);
+    choose_nominals();
     publish_tsc_rate();
+    results.drift_start_tsc = drift_st.series_count ? drift_st.window_start_tsc : 0;
     uint32_t notes = 0;
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
@@ -432,6 +494,9 @@ static void drift_measure(const struct profile *p)
         f->wraps = s->t.wraps;
         f->stalls = s->t.stalls;
         f->longest_stall_tsc = s->t.longest_stall_tsc;
+        f->event_count = s->t.event_count;
+        memcpy(f->events, s->t.events, sizeof f->events);
+        f->min_width_tsc = s->min_width;
         if (!counter_is_reference(s->counter))
             continue; /* its discontinuities are its own, not the TSC's (see report) */
         for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {

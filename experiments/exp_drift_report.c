@@ -65,6 +65,14 @@ static void discontinuity_records(const struct series *s)
                 "    the longest gaps\n", s->t.event_count - DRIFT_EVENTS_KEPT);
 }
 
+static int reference_counter(const char *name)
+{
+    for (int c = 0; c < COUNTER_COUNT; c++)
+        if (!strcmp(counters[c].name, name))
+            return c;
+    return 0;
+}
+
 static void frequency_record(const char *counter, const char *reference, struct xf hz, bool has_nominal, struct xf ppm,
                              const struct freq_uncertainty *u, uint32_t absolute_ppm, const struct series *s, struct xf resid_ns)
 {
@@ -84,6 +92,12 @@ static void frequency_record(const char *counter, const char *reference, struct 
     if (s->counter == COUNTER_KVMCLOCK)
         record_xf_fixed(&r, "bracket_drift_ppm", ppm_of(s->bracket_drift), 6);
     record_u64(&r, "absolute_uncertainty_ppm", absolute_ppm);
+    /* the reference's nominal rate the figure rests on, and where it is from */
+    const struct counter *ref = &counters[reference_counter(reference)];
+    record_fixed(&r, "reference_nominal_hz", (int64_t)ref->nominal_millihz, 3);
+    record_str(&r, "reference_nominal_source", ref->nominal_source);
+    record_str(&r, "reference_nominal_from", ref->nominal_from);
+    record_fixed(&r, "nominal_spread_ppm", (int64_t)(ref->nominal_spread_ppb + (strcmp(counter, "tsc") ? counters[s->counter].nominal_spread_ppb : 0)), 3);
     record_xf_fixed(&r, "window_s", tsc_ticks_s(s->span_tsc), 6);
     record_xf_fixed(&r, "away_s", tsc_ticks_s(s->t.away_tsc), 6);
     record_u64(&r, "samples", s->fit.n);
@@ -177,6 +191,10 @@ static void report_tsc_against(const struct series *s)
             kprintf("    the host did not write kvmclock's page in the window: kvmclock ran at\n"
                     "    its stated mul/shift throughout\n");
     }
+    /* the rate the figure rests on, where it is a VMM's constant or still open between two */
+    if (counters[s->counter].nominal_from && !strcmp(counters[s->counter].nominal_from, "vmm"))
+        kprintf("    nominal: %s%s\n", counters[s->counter].nominal_source,
+                counters[s->counter].nominal_spread_ppb ? ", its spread in the +-" : "");
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);
     kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
@@ -204,6 +222,8 @@ static void report_pair(const struct series *s, const struct series *ref)
     ADD_Q(quantisation);
     ADD_Q(total);
 #undef ADD_Q
+    /* a nominal still open between two VMM rates, either side's: a bound on top */
+    u.total = xf_add(u.total, xf_add(nominal_spread(s->counter), nominal_spread(ref->counter)));
     struct xf ppm = ppm_of(xf_sub(xf_div(hz, nom), xf_from_u64(1)));
     struct xf resid_ns = xf_div(xf_mul(s->fit.resid_rms, xf_from_u64(1000000000ull)), nom);
     const char *name = counters[s->counter].name, *refname = counters[ref->counter].name;
@@ -347,6 +367,53 @@ static void report_estimate_against_rate(void)
                    (long long)j.off_ppm, (unsigned long long)est_u, (unsigned long long)j.limit_ppm);
 }
 
+/* Which of two VMM rates a counter has (exp_drift.c, choose_nominals). */
+static void report_nominal_choice(void)
+{
+    const struct nominal_choice *ch = &drift_st.choice;
+    char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS], d[FMT_FIXED_CHARS];
+    if (ch->counter < 0)
+        return;
+    const char *name = counters[ch->counter].name;
+    struct record r;
+    record_begin(&r, "nominal_choice");
+    record_str(&r, "counter", name);
+    record_str(&r, "reference", ch->reference >= 0 ? counters[ch->reference].name : 0);
+    record_fixed(&r, "a_hz", (int64_t)ch->rows[0]->millihz, 3);
+    record_str(&r, "a_constant", ch->rows[0]->constant);
+    record_fixed(&r, "b_hz", (int64_t)ch->rows[1]->millihz, 3);
+    record_str(&r, "b_constant", ch->rows[1]->constant);
+    if (ch->reference >= 0) {
+        record_fixed(&r, "measured_hz", (int64_t)ch->measured_millihz, 3);
+        record_fixed(&r, "uncertainty_ppm", (int64_t)ch->u_ppb, 3);
+        record_fixed(&r, "off_a_ppm", (int64_t)ch->pick.off_a_ppb, 3);
+        record_fixed(&r, "off_b_ppm", (int64_t)ch->pick.off_b_ppb, 3);
+    } else {
+        record_null(&r, "measured_hz");
+        record_null(&r, "uncertainty_ppm");
+        record_null(&r, "off_a_ppm");
+        record_null(&r, "off_b_ppm");
+    }
+    record_str(&r, "chosen", ch->pick.chosen >= 0 ? ch->rows[ch->pick.chosen]->constant : 0);
+    record_fixed(&r, "nominal_hz", (int64_t)counters[ch->counter].nominal_millihz, 3);
+    record_fixed(&r, "spread_ppm", (int64_t)counters[ch->counter].nominal_spread_ppb, 3);
+    emit(&r);
+    kprintf("  %s: %s (%s Hz) or %s (%s Hz)?\n", name, ch->rows[0]->model, fmt_fixed(a, (int64_t)ch->rows[0]->millihz, 3, 0),
+            ch->rows[1]->model, fmt_fixed(b, (int64_t)ch->rows[1]->millihz, 3, 0));
+    if (ch->reference < 0) {
+        kprintf("    no other reference to tell them apart: midway, +-%s ppm added\n",
+                fmt_fixed(c, counters[ch->counter].nominal_spread_ppb, 3, 3));
+        return;
+    }
+    kprintf("    measured %s Hz +-%s ppm against %s:", fmt_fixed(a, (int64_t)ch->measured_millihz, 3, 3),
+            fmt_fixed(b, (int64_t)ch->u_ppb, 3, 3), counters[ch->reference].name);
+    if (ch->pick.chosen >= 0)
+        kprintf(" %s\n", ch->rows[ch->pick.chosen]->constant);
+    else
+        kprintf(" cannot tell\n    (%s and %s ppm off): midway, +-%s ppm added\n", fmt_fixed(c, (int64_t)ch->pick.off_a_ppb, 3, 3),
+                fmt_fixed(d, (int64_t)ch->pick.off_b_ppb, 3, 3), fmt_fixed(a, counters[ch->counter].nominal_spread_ppb, 3, 3));
+}
+
 void drift_report(void)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
@@ -375,7 +442,8 @@ void drift_report(void)
         kprintf("  Injected: %s of %llu ms at %llu s%s%s\n", in->kind == INJECT_HPET_HALT ? "HPET halt" : "TSC jump",
                 (unsigned long long)in->ms, (unsigned long long)(in->at_ms / 1000),
                 in->started ? "" : " (never reached: the window was shorter)",
-                in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
+                in->kind == INJECT_TSC_JUMP && in->faulted ? "; the write faulted (see the note): nothing moved"
+                : in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
                     ? "; the TSC did not move (this CPU ignores the write)" : "");
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
@@ -394,6 +462,7 @@ void drift_report(void)
             discontinuity_records(s);
         }
     }
+    report_nominal_choice();
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
         if (!counter_is_reference(s->counter))

@@ -56,6 +56,7 @@ struct drift_inject {
     uint64_t at_tsc, until_tsc;
     bool started, done;
     uint64_t moved_tsc; /* tsc_jump: how far the TSC moved, as read back */
+    bool faulted;       /* tsc_jump: the MSR write faulted (a note said which) */
 };
 
 struct drift_run {
@@ -74,6 +75,16 @@ struct drift_run {
     bool kv_tracked;
     uint32_t kv_version_start, kv_version_end;
     bool kv_scale_changed; /* mul or shift differed at the window's end */
+    /* a counter whose VMM may emulate it at either of two rates (QEMU+KVM's
+       PIT, lib/vmm_rates.h), measured against another reference to choose */
+    struct nominal_choice {
+        int counter;             /* -1: none was open */
+        int reference;           /* -1: no other reference gave a fit */
+        const struct vmm_rate *rows[2];
+        uint64_t measured_millihz;
+        uint64_t u_ppb;          /* the pair's standard uncertainty */
+        struct vmm_pick pick;
+    } choice;
 };
 
 extern struct drift_run drift_st;
@@ -82,6 +93,10 @@ void drift_report(void);
 /* The TSC's rate uncertainty against s's counter: the fit's, and for
    kvmclock the rounding of the rate its scale derives from (exp_drift.c). */
 struct freq_uncertainty drift_tsc_uncertainty(const struct series *s);
+/* Half the spread between a counter's two candidate VMM rates while no
+   measurement chose one (0 otherwise), relative: added to the total of
+   every uncertainty relative to that counter (both rates lie within it). */
+struct xf nominal_spread(int counter);
 #define KVMCLOCK_RATE_ROUNDING_HZ 500 /* half a kHz: KVM scales kvmclock from a rate in kHz */
 
 static inline bool usable(const struct series *s) { return s->fitted && !s->stuck; }

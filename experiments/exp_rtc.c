@@ -1,6 +1,4 @@
 /* Experiment "rtc", its measurement: the CMOS RTC's date read safely, its second boundaries timed by the TSC. */
-#include "exp_rtc.h"
-
 #include "../drivers/rtc.h"
 #include "../kernel/discover.h"
 #include "../kernel/memory.h"
@@ -10,7 +8,6 @@
 #include "../lib/format.h"
 #include "../lib/rtc_fit.h"
 #include "../lib/stats.h"
-#include "exp_drift_state.h"
 #include "exp_rtc_report.h"
 #include "experiment.h"
 
@@ -225,7 +222,10 @@ static bool spin_for_edge(uint64_t until, bool *seen_high_out, bool store)
     return false;
 }
 
-void rtc_window_begin(void)
+/* The drift window's rider (experiment.h): each returns at once when the
+   rtc experiment is not chosen or there is no RTC. Before the window:
+   probes the RTC and reads the date (a few ms at most). */
+static void rtc_window_begin(void)
 {
     if (!experiment_chosen("rtc") || st.window_done || results.tsc_estimate_hz < 1000)
         return;
@@ -255,7 +255,9 @@ void rtc_window_begin(void)
     run.phase_wait_tsc = st.start_tsc - begun;
 }
 
-void rtc_window_poll(uint64_t tsc_now)
+/* Once per loop iteration: nothing until the next edge is near, then a
+   wait and a poll of at most 5 ms per call to catch it. */
+static void rtc_window_poll(uint64_t tsc_now)
 {
     if (!st.active)
         return;
@@ -333,7 +335,7 @@ void rtc_window_poll(uint64_t tsc_now)
     }
 }
 
-void rtc_window_end(void)
+static void rtc_window_end(void)
 {
     if (!st.probed || st.window_done)
         return;
@@ -417,7 +419,13 @@ static void measure_cost(const struct profile *p)
     run.cost_done = got > 0;
 }
 
-void rtc_run_mark(bool end)
+/* The whole run's account (experiment.h, run_mark): the RTC's time (read
+   safely, to the second), the TSC and a 64-bit HPET, read before the first
+   experiment measures (end false) and after the last (end true). A stop
+   anywhere in the run shows as the RTC (the host's clock under QEMU) or the
+   HPET advancing other than the TSC (exp_rtc_report.c, "Over the whole
+   run"). */
+static void rtc_run_mark(bool end)
 {
     struct run_mark *m = &run.mark[end ? 1 : 0];
     *m = (struct run_mark){0};
@@ -452,11 +460,15 @@ void rtc_run_mark(bool end)
 #define STOP_MIN_MS 500          /* the loop away this long is a stop, not a loaded host's hiccup (0.1-0.3 s here) */
 #define STOP_GAP_MS 10           /* the drift loop's gap bound (exp_drift.c GAP_REPORT_MS): its reads' spacing otherwise */
 
-static const struct drift_event *largest_event(const struct series *s, uint64_t from, uint64_t to)
+/* The counters the drift loop read, each with what it published of them
+   (results.h); in counter order, the order of its series. */
+static bool drift_read(int c) { return results.counter[c].drift_done; }
+
+static const struct drift_event *largest_event(const struct counter_findings *s, uint64_t from, uint64_t to)
 {
     const struct drift_event *best = 0;
-    for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
-        const struct drift_event *ev = &s->t.events[e];
+    for (uint32_t e = 0; e < s->event_count && e < DRIFT_EVENTS_KEPT; e++) {
+        const struct drift_event *ev = &s->events[e];
         if (ev->kind == EV_RESIDUAL_STEP || ev->kind == EV_TSC_BACK || ev->at_tsc < from || ev->at_tsc - ev->tsc_ticks > to)
             continue;
         if (!best || ev->tsc_ticks > best->tsc_ticks || (ev->tsc_ticks == best->tsc_ticks && best->kind == EV_GAP))
@@ -491,7 +503,7 @@ static void stop_rate(struct xf *rate, struct xf *u_rel)
    each clock's account of it. */
 static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, uint64_t to, uint64_t tsc_ticks, bool gap)
 {
-    uint64_t start = drift_st.window_start_tsc;
+    uint64_t start = results.drift_start_tsc;
     struct xf gap_u = tsc_ticks_ns(ms_to_tsc(STOP_GAP_MS));
     *f = (struct stop_found){.found = true, .seen_by = seen_by, .at_tsc = from / 2 + to / 2};
     /* no gap: the loop read on, the TSC moved no more than its reads'
@@ -499,8 +511,10 @@ static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, ui
        gap there may hold part of it) */
     uint64_t margin = ms_to_tsc(1000), near = 0;
     if (!gap)
-        for (int k = 0; k < drift_st.series_count; k++) {
-            const struct drift_event *ev = largest_event(&drift_st.series[k], from > margin ? from - margin : 0, to + margin);
+        for (int c = 0; c < COUNTER_COUNT; c++) {
+            if (!drift_read(c))
+                continue;
+            const struct drift_event *ev = largest_event(&results.counter[c], from > margin ? from - margin : 0, to + margin);
             if (ev && ev->tsc_ticks > near)
                 near = ev->tsc_ticks;
         }
@@ -515,26 +529,26 @@ static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, ui
            narrowest, and 16 ticks), where the loop's gap holds the time
            the VM ran before and after it too */
         const struct drift_event *best = 0;
-        const struct series *of = 0;
-        for (int k = 0; k < drift_st.series_count; k++) {
-            const struct series *s = &drift_st.series[k];
-            if (!counters[s->counter].reference_rank)
+        int of = -1;
+        for (int c = 0; c < COUNTER_COUNT; c++) {
+            const struct counter_findings *s = &results.counter[c];
+            if (!drift_read(c) || !counters[c].reference_rank)
                 continue;
-            for (uint32_t e = 0; e < s->t.event_count && e < DRIFT_EVENTS_KEPT; e++) {
-                const struct drift_event *ev = &s->t.events[e];
+            for (uint32_t e = 0; e < s->event_count && e < DRIFT_EVENTS_KEPT; e++) {
+                const struct drift_event *ev = &s->events[e];
                 if (ev->kind == EV_STOOD_STILL && ev->counter_known && ev->counter_ticks >= 0 && ev->at_tsc >= from &&
                     ev->at_tsc - ev->tsc_ticks <= to && (!best || ev->tsc_ticks > best->tsc_ticks)) {
                     best = ev;
-                    of = s;
+                    of = c;
                 }
             }
         }
         if (best) {
-            struct xf ran = counter_ticks_ns(of->counter, xf_from_i64(best->counter_ticks));
+            struct xf ran = counter_ticks_ns(of, xf_from_i64(best->counter_ticks));
             f->tsc_ns = xf_sub(tsc_ticks_ns(best->tsc_ticks), ran);
-            f->u_tsc_ns = tsc_ticks_ns(2 * (3 * of->min_width + 16));
-            tsc_how = of->counter == COUNTER_HPET ? "the loop's gap, less the time the hpet ran in it"
-                                                   : "the loop's gap, less the time a reference ran in it";
+            f->u_tsc_ns = tsc_ticks_ns(2 * (3 * results.counter[of].min_width_tsc + 16));
+            tsc_how = of == COUNTER_HPET ? "the loop's gap, less the time the hpet ran in it"
+                                         : "the loop's gap, less the time a reference ran in it";
         }
     }
     f->rtc_known = run.fit.fitted && rtc_jump_across(edges, run.edge_count, start + f->at_tsc, run.fit.tsc_per_s,
@@ -557,16 +571,17 @@ static void stop_at(struct stop_found *f, const char *seen_by, uint64_t from, ui
     stop_clock_add(f, "tsc", true, f->tsc_ns, f->u_tsc_ns, tsc_how);
     /* an event of a series within a second of the stop is its own account
        of it: what the series did there beyond what the TSC did */
-    for (int k = 0; k < drift_st.series_count; k++) {
-        const struct series *s = &drift_st.series[k];
-        const struct drift_event *ev = largest_event(s, from > margin ? from - margin : 0, to + margin);
-        const char *name = counters[s->counter].name;
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        if (!drift_read(c))
+            continue;
+        const struct drift_event *ev = largest_event(&results.counter[c], from > margin ? from - margin : 0, to + margin);
+        const char *name = counters[c].name;
         if (!ev)
             stop_clock_add(f, name, true, f->tsc_ns, f->u_tsc_ns, "no discontinuity: it moved with the TSC");
         else if (!ev->counter_known)
             stop_clock_add(f, name, false, xf_from_u64(0), xf_from_u64(0), "moved by more than it can unwrap");
         else
-            stop_clock_add(f, name, true, xf_add(f->tsc_ns, xf_sub(counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks)),
+            stop_clock_add(f, name, true, xf_add(f->tsc_ns, xf_sub(counter_ticks_ns(c, xf_from_i64(ev->counter_ticks)),
                                                                    tsc_ticks_ns(ev->tsc_ticks))),
                            f->u_tsc_ns, drift_event_names[ev->kind]);
     }
@@ -581,12 +596,12 @@ static void stop_find(void)
 {
     struct stop_found *f = &run.stop;
     *f = (struct stop_found){0};
-    if (!drift_st.series_count || !drift_st.window_start_tsc)
+    if (!results.drift_start_tsc)
         return;
-    uint64_t start = drift_st.window_start_tsc;
+    uint64_t start = results.drift_start_tsc;
     const struct drift_event *big = 0;
-    for (int k = 0; k < drift_st.series_count; k++) {
-        const struct drift_event *ev = largest_event(&drift_st.series[k], 0, ~0ull);
+    for (int c = 0; c < COUNTER_COUNT; c++) {
+        const struct drift_event *ev = drift_read(c) ? largest_event(&results.counter[c], 0, ~0ull) : 0;
         if (ev && ev->tsc_ticks >= ms_to_tsc(STOP_MIN_MS) && (!big || ev->tsc_ticks > big->tsc_ticks))
             big = ev;
     }
@@ -632,10 +647,14 @@ static void rtc_measure(const struct profile *p)
 
 static void rtc_report(void) { rtc_report_run(&run); }
 
+static const struct window_rider rider = {.begin = rtc_window_begin, .poll = rtc_window_poll, .end = rtc_window_end};
+
 const struct experiment exp_rtc = {
     .name = "rtc",
     .what = "the RTC: date and time; the TSC's rate against its seconds, timed in the drift window",
     .needs_tsc = true,
     .measure = rtc_measure,
     .report = rtc_report,
+    .run_mark = rtc_run_mark,
+    .window_rider = &rider,
 };

@@ -4,6 +4,7 @@
 #include "../kernel/checks.h"
 #include "../kernel/console.h"
 #include "../kernel/discover.h"
+#include "../kernel/finish.h"
 #include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../lib/counters.h"
@@ -27,7 +28,19 @@ static void counter_record(const struct rtc_run *run)
     record_bool(&r, "present", run->present);
     record_str(&r, "reason", run->present ? 0 : run->reason);
     record_fixed(&r, "nominal_hz", 1000, 3);
-    record_str(&r, "nominal_source", "32.768 kHz crystal / 32768 (nominal)");
+    /* the same 1 Hz either way; under an identified VMM its source is cited
+       (lib/vmm_rates.c: QEMU's RTC_CLOCK_RATE, Cloud Hypervisor's host seconds) */
+    const struct vmm_rate *v = vmm_rate_of(machine_vmm(), VDEV_RTC, 0);
+    char source[128], constant[128];
+    if (v) {
+        fmt_format(source, sizeof source, "%s, 1 Hz (%s; nominal)", v->model, v->constant);
+        fmt_format(constant, sizeof constant, "%s, %s", v->constant, v->file);
+    }
+    record_str(&r, "nominal_source", v ? source : "32.768 kHz crystal / 32768 (nominal)");
+    record_str(&r, "nominal_from", v ? "vmm" : "crystal");
+    record_str(&r, "nominal_vmm", v ? vmm_name(v->vmm) : 0);
+    record_str(&r, "nominal_constant", v ? constant : 0);
+    record_null(&r, "nominal_spread_ppm");
     record_null(&r, "width_bits");
     record_str(&r, "access", "CMOS ports 0x70/0x71");
     emit(&r);

@@ -44,13 +44,13 @@ static volatile struct kvm_steal_time steal_area[PERCPU_MAX] __attribute__((alig
 _Static_assert(sizeof(struct kvm_steal_time) % KVM_STEAL_ALIGN == 0, "every CPU's area is aligned");
 static struct ap_steal {
     bool tried, registered, on; /* a job was sent; the area was filled; both reads settled */
-    char why[96];
+    char why[160];
     uint64_t before_ns, after_ns, before_tsc, after_tsc;
     uint32_t version_before, version_after, retries;
 } ap_st[PERCPU_MAX];
 static struct {
     bool on;                    /* registered, and both reads settled */
-    char why[128];              /* why not, when not */
+    char why[160];              /* why not, when not */
     uint64_t before_ns, after_ns;
     uint32_t version_before, version_after, retries;
     uint64_t edge_ticks;
@@ -61,7 +61,9 @@ static struct {
 #define STEAL_FILL_MS 200
 #define STEAL_FILL_SPINS 10000000
 
-static void steal_enable_run(void *gpa) { kvm_steal_enable((uint64_t)(uintptr_t)gpa); }
+/* Every access to MSR_KVM_STEAL_TIME through the safe path: a KVM that
+   offers the feature may still refuse the MSR (or msr_fault= makes it) */
+static bool steal_set(uint64_t value, struct probe_fault *fault) { return msr_write_safe(MSR_KVM_STEAL_TIME, value, fault); }
 
 /* Until KVM has filled the area (an even, non-zero version): bounded. */
 static bool steal_filled(const volatile struct kvm_steal_time *a)
@@ -81,9 +83,14 @@ static void ap_steal_on_job(void *arg)
     struct ap_steal *a = &ap_st[i];
     volatile struct kvm_steal_time *area = &steal_area[i];
     memset((void *)area, 0, sizeof *area);
-    kvm_steal_enable((uint64_t)(uintptr_t)area);
+    struct probe_fault fault;
+    char name[48];
+    if (!steal_set((uint64_t)(uintptr_t)area | KVM_STEAL_ENABLE, &fault)) {
+        fmt_format(a->why, sizeof a->why, "registering the area: %s faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
+        return;
+    }
     if (!steal_filled(area)) {
-        kvm_steal_disable();
+        (void)steal_set(0, &fault);
         fmt_format(a->why, sizeof a->why, "KVM did not fill its area within %u ms (version 0x%x)", STEAL_FILL_MS, area->version);
         return;
     }
@@ -101,7 +108,8 @@ static void ap_steal_off_job(void *arg)
     a->after_tsc = rdtsc();
     a->on &= kvm_steal_read(&steal_area[i], &a->after_ns, &a->retries);
     a->version_after = steal_area[i].version;
-    kvm_steal_disable();
+    struct probe_fault fault;
+    (void)steal_set(0, &fault);
 }
 
 #define AP_STEAL_JOB_MS (STEAL_FILL_MS + 300)
@@ -138,7 +146,8 @@ static void ap_steal_all(smp_job fn, bool first)
 static void steal_disable_run(void *unused)
 {
     (void)unused;
-    kvm_steal_disable();
+    struct probe_fault fault;
+    (void)steal_set(0, &fault);
 }
 
 /* Whether KVM offers steal time here; st.why says why not. */
@@ -169,8 +178,9 @@ static bool steal_start(void)
     memset((void *)&steal_area[0], 0, sizeof steal_area[0]); /* msr.rst: the guest zeroes it first */
     memset(ap_st, 0, sizeof ap_st);
     struct probe_fault fault;
-    if (!probe_run(steal_enable_run, (void *)&steal_area[0], &fault)) {
-        fmt_format(st.why, sizeof st.why, "registering the area (MSR 0x%x) faulted: %s", MSR_KVM_STEAL_TIME, fault.text);
+    char name[48];
+    if (!steal_set((uint64_t)(uintptr_t)&steal_area[0] | KVM_STEAL_ENABLE, &fault)) {
+        fmt_format(st.why, sizeof st.why, "registering the area: %s faulted: %s", msr_name(MSR_KVM_STEAL_TIME, name), fault.text);
         return false;
     }
     /* KVM's first update adds all the vCPU thread has waited since it was

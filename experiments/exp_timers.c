@@ -86,6 +86,8 @@ static inline uint64_t arm(int id, unsigned di, uint64_t count, struct armed *a)
         return t0 + (di < TIMER_DELAYS ? delay_ticks[di] : 0);
     case TIMER_DEADLINE:
         t0 = rdtsc();
+        /* raw inside the timed arm: setup_lapic_timers wrote it through the
+           safe path first, and only then is deadline mode usable */
         wrmsr(MSR_TSC_DEADLINE, t0 + count);
         a->t0 = a->t1 = t0;
         a->count = a->device = t0 + count;

@@ -10,6 +10,7 @@
 #include "../kernel/interrupts.h"
 #include "../kernel/paging.h"
 #include "../kernel/probe.h"
+#include "../kernel/report_util.h"
 #include "../kernel/results.h"
 #include "../kernel/smp.h"
 #include "../lib/counters.h"
@@ -35,7 +36,6 @@
 #define   MSI_DEST_SHIFT 12
 #define CPUID1_ECX_MONITOR (1u << 3)
 #define RATE_TOL_ESTIMATED_PPM 300000 /* as kernel/results.c allows an unchecked TSC estimate */
-#define MSR_BIOS_SIGN_ID 0x8Bu         /* microcode revision in bits 63:32 after CPUID(1) */
 
 /* I/O APIC state: found through the MADT */
 static struct ioapic ioapics[ACPI_MAX_IOAPICS];
@@ -111,7 +111,7 @@ void timers_disarm(int id)
         lapic_write(&smp.lapic, LAPIC_TIMER_INITIAL, 0);
         break;
     case TIMER_DEADLINE:
-        wrmsr(MSR_TSC_DEADLINE, 0);
+        wrmsr(MSR_TSC_DEADLINE, 0); /* armed only once the safe write in setup_lapic_timers succeeded */
         break;
     case TIMER_HPET: {
         /* half a wrap ahead: 21 s for a 32-bit comparator at 100 MHz */
@@ -185,6 +185,35 @@ static bool setup_ioapics(const char **why)
     return true;
 }
 
+/* The microcode revision (Intel SDM vol. 4, IA32_BIOS_SIGN_ID: write 0,
+   CPUID(1), read bits 63:32) against the fix's; both accesses through the
+   safe path: Bochs (ignore_bad_msrs=0) and some hypervisors refuse the
+   write with a #GP, which ended the run before (issue 37). */
+static void errata_note(const struct deadline_erratum *e, bool deadline)
+{
+    char *note = timers_state.errata_note;
+    size_t size = sizeof timers_state.errata_note;
+    uint64_t rev = 0;
+    struct probe_fault f;
+    char name[48];
+    bool ok = msr_write_safe(MSR_BIOS_SIGN_ID, 0, &f);
+    if (ok) {
+        (void)cpuid(1, 0);
+        ok = msr_read_safe(MSR_BIOS_SIGN_ID, &rev, &f);
+    }
+    if (!ok) {
+        fmt_format(note, size, "%s is listed with a TSC-deadline erratum (fixed in microcode 0x%x); the revision could not be read: %s faulted",
+                   e->part, e->min_microcode, msr_name(MSR_BIOS_SIGN_ID, name));
+        report_note("%s faulted: %s; the microcode revision is not known", name, f.text);
+        return;
+    }
+    uint32_t mc = (uint32_t)(rev >> 32);
+    fmt_format(note, size, "%s: microcode 0x%x %s 0x%x, the first with the TSC-deadline fix%s", e->part, mc,
+               mc >= e->min_microcode ? ">=" : "<", e->min_microcode,
+               !deadline ? " (no TSC-deadline mode offered here)"
+               : mc >= e->min_microcode ? "" : ": the timer may misfire (Linux falls back to the one-shot timer)");
+}
+
 static void setup_lapic_timers(const struct cpu_info *ci)
 {
     struct timer_result *l = &timers_state.timer[TIMER_LAPIC], *d = &timers_state.timer[TIMER_DEADLINE];
@@ -200,32 +229,27 @@ static void setup_lapic_timers(const struct cpu_info *ci)
         fmt_format(l->why, sizeof l->why, "its current count did not move against the TSC");
     else
         l->usable = l->rate_known = true;
+    /* Linux's errata table: report a listed part with old microcode (read
+       whether or not deadline mode is offered here: an emulator of the part
+       may hide it) */
+    const struct deadline_erratum *e = deadline_erratum_of(ci->family, ci->model, ci->stepping);
+    if (e)
+        errata_note(e, ci->tsc_deadline);
     if (!ci->tsc_deadline) {
         fmt_format(d->why, sizeof d->why, "CPUID.1:ECX[24] clear: no TSC-deadline mode");
+        return;
+    }
+    /* CPUID's bit is a claim: a hypervisor may still refuse the MSR */
+    struct probe_fault f;
+    char name[48];
+    if (!msr_write_safe(MSR_TSC_DEADLINE, 0, &f)) {
+        fmt_format(d->why, sizeof d->why, "writing %s faulted: %s", msr_name(MSR_TSC_DEADLINE, name), f.text);
         return;
     }
     d->usable = true;
     d->per_tsc = xf_from_u64(1);
     d->per_tsc_u = xf_from_u64(0);
     d->rate_known = true;
-    /* Linux's errata table: report a listed part with old microcode */
-    const struct deadline_erratum *e = deadline_erratum_of(ci->family, ci->model, ci->stepping);
-    if (e) {
-        char *note = timers_state.errata_note;
-        size_t size = sizeof timers_state.errata_note;
-        uint64_t rev = 0;
-        struct probe_fault f;
-        wrmsr(MSR_BIOS_SIGN_ID, 0);
-        (void)cpuid(1, 0);
-        if (msr_read_safe(MSR_BIOS_SIGN_ID, &rev, &f)) {
-            uint32_t mc = (uint32_t)(rev >> 32);
-            fmt_format(note, size, "%s: microcode 0x%x %s 0x%x, the first with the TSC-deadline fix%s", e->part, mc,
-                       mc >= e->min_microcode ? ">=" : "<", e->min_microcode,
-                       mc >= e->min_microcode ? "" : ": the timer may misfire (Linux falls back to the one-shot timer)");
-        } else
-            fmt_format(note, size, "%s is listed with a TSC-deadline erratum (fixed in microcode 0x%x); the revision could not be read",
-                       e->part, e->min_microcode);
-    }
 }
 
 static void hpet_job(void *unused)

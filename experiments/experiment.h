@@ -9,8 +9,18 @@
 #define CLOCKBENCH_EXPERIMENT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "../kernel/profile.h"
+
+/* An experiment that times its events in the drift window instead of a
+   window of its own (the RTC's second edges): the drift loop calls these
+   outside any bracket, and finds them through experiments_window_rider. */
+struct window_rider {
+    void (*begin)(void);            /* before the window's start is announced */
+    void (*poll)(uint64_t tsc_now); /* each pass of the loop: returns at once unless it has work */
+    void (*end)(void);
+};
 
 struct experiment {
     const char *name;   /* for only= and skip= */
@@ -18,6 +28,10 @@ struct experiment {
     bool needs_tsc;     /* times with the TSC: skipped on a CPU without one */
     void (*measure)(const struct profile *p);
     void (*report)(void);
+    /* Optional: an account over the whole run, called before the first
+       experiment measures (end false) and after the last (end true). */
+    void (*run_mark)(bool end);
+    const struct window_rider *window_rider; /* optional */
 };
 
 /* Defined by each experiment's file. */
@@ -32,5 +46,8 @@ void experiments_run(const struct profile *p);
 bool experiment_chosen(const char *name);
 /* Whether an experiment was chosen and ran (false when skipped). */
 bool experiment_ran(const char *name);
+/* The experiment that rides the drift window (the first in the table with
+   a window_rider), or 0. */
+const struct window_rider *experiments_window_rider(void);
 
 #endif

@@ -1,5 +1,4 @@
 /* The table of experiments and the run (see experiment.h). */
-#include "exp_rtc.h"
 #include "experiment.h"
 
 #include "../kernel/checks.h"
@@ -119,12 +118,29 @@ bool experiment_ran(const char *name)
     return false;
 }
 
+const struct window_rider *experiments_window_rider(void)
+{
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+        if (table[i]->window_rider)
+            return table[i]->window_rider;
+    return 0;
+}
+
+/* The experiments' accounts over the whole run (run_mark): the RTC's and
+   the HPET's advance against the TSC's, where a stop anywhere in it shows. */
+static void mark_run(bool end)
+{
+    for (unsigned i = 0; i < EXPERIMENT_COUNT; i++)
+        if (table[i]->run_mark)
+            table[i]->run_mark(end);
+}
+
 void experiments_run(const struct profile *p)
 {
     results.profile = p;
     select_experiments();
     kprintf("\n== Measuring (profile %s: %u ms of drift, %u ms of stolen-time scan) ==\n", p->name, p->drift_ms, p->hwlat_ms);
-    rtc_run_mark(false); /* a stop anywhere in the run: the RTC and HPET against the TSC, over all of it */
+    mark_run(false);
     for (unsigned i = 0; i < EXPERIMENT_COUNT; i++) {
         struct record r;
         record_begin(&r, "experiment");
@@ -141,7 +157,7 @@ void experiments_run(const struct profile *p)
         table[i]->measure(p);
         ran[i] = true;
     }
-    rtc_run_mark(true);
+    mark_run(true);
     progress("done", 100, 0);
     struct record r;
     record_begin(&r, "profile");

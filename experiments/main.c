@@ -11,6 +11,7 @@
 #include "../kernel/finish.h"
 #include "../kernel/memory.h"
 #include "../kernel/percpu.h"
+#include "../kernel/probe.h"
 #include "../kernel/profile.h"
 #include "../kernel/results.h"
 #include "../lib/bootinfo.h"
@@ -173,6 +174,11 @@ void kmain(uint32_t magic, uint32_t info_addr)
         kprintf("Note: the command line was longer than %d characters or %d words; the rest was ignored\n",
                 CMDLINE_MAX_CHARS, CMDLINE_MAX_WORDS);
     maybe_crash();
+    char msr_why[128], msr_list[96];
+    if (!msr_fault_setup(msr_why, sizeof msr_why))
+        kprintf("Note: %s\n", msr_why);
+    else if (msr_fault_list(msr_list, sizeof msr_list))
+        kprintf("Injected: these MSRs fault (msr_fault): %s\n", msr_list);
     report_memory();
     discover_all(&boot, &boot_cpu);
     discover_report(&boot_cpu, &boot);

@@ -20,7 +20,6 @@
 #include "../lib/qr.h"
 #include "../lib/record.h"
 #include "../lib/string.h"
-#include "exp_cpus.h"
 
 #ifndef CLOCKBENCH_VERSION
 #define CLOCKBENCH_VERSION "unknown"
@@ -158,7 +157,7 @@ static void build_fields(enum run_status status, unsigned p, unsigned f, unsigne
         counter_end[counter_total++] = field_len[F_C];
     }
     /* smp=running,enabled,sync,worst_ns,warps: sync "yes", "NO" or "-" (not compared) */
-    const struct cpus_verdict *cv = &cpus_verdict;
+    const struct cpus_verdict *cv = &results.cpus;
     if (cv->ran && cv->compared)
         add(F_SMP, ";smp=%u,%u,%s,%lld,%llu", cv->cpus, cv->listed, cv->synchronised ? "yes" : "NO", (long long)cv->worst_ns,
             (unsigned long long)cv->warps);
@@ -304,8 +303,8 @@ static void draw_wide(unsigned p, unsigned f, unsigned s)
     }
     if (marked())
         screen_printf("  %s\n", READ_COST_MARK_NOTE);
-    if (cpus_verdict.ran)
-        screen_printf("\nCPUs:       %.66s\n", cpus_verdict.line);
+    if (results.cpus.ran)
+        screen_printf("\nCPUs:       %.66s\n", results.cpus.line);
     screen_printf("\nSUMMARY: %u passed, %u failed, %u skipped\n", p, f, s);
     print_names("Failed: ", true, f, 72, 4);
     print_names("Skipped:", false, s, 72, 3);
@@ -338,9 +337,9 @@ static void draw_narrow(unsigned p, unsigned f, unsigned s, unsigned width, unsi
         screen_printf("* by the batch\n");
         used++;
     }
-    if (cpus_verdict.ran) {
-        screen_printf("CPUs: %u running, %s\n", cpus_verdict.cpus,
-                      !cpus_verdict.compared ? "not compared" : cpus_verdict.synchronised ? "TSC in sync" : "TSC NOT in sync");
+    if (results.cpus.ran) {
+        screen_printf("CPUs: %u running, %s\n", results.cpus.cpus,
+                      !results.cpus.compared ? "not compared" : results.cpus.synchronised ? "TSC in sync" : "TSC NOT in sync");
         used++;
     }
     unsigned lines = rows > used + 2 ? rows - used - 2 : 1;

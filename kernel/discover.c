@@ -89,6 +89,64 @@ static void discover_rtc(void)
         rtc_firmware_absent("Firecracker (FADT vendor FIRECKVM) has no CMOS RTC: ports 0x70/0x71 left alone");
 }
 
+/* --- nominal rates by the VMM that emulates the device (lib/vmm_rates.c) --- */
+/* "1,193,181 Hz" or "1,193,181.5 Hz": a rate in mHz, grouped in thousands */
+static void fmt_rate_hz(char *out, unsigned n, uint64_t millihz)
+{
+    char digits[24];
+    uint64_t hz = millihz / 1000, frac = millihz % 1000;
+    int len = fmt_format(digits, sizeof digits, "%llu", (unsigned long long)hz), at = 0;
+    char grouped[32];
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0)
+            grouped[at++] = ',';
+        grouped[at++] = digits[i];
+    }
+    grouped[at] = '\0';
+    if (!frac) {
+        fmt_format(out, n, "%s Hz", grouped);
+        return;
+    }
+    char f[4] = {(char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10), '\0'};
+    for (int i = 2; i > 0 && f[i] == '0'; i--)
+        f[i] = '\0';
+    fmt_format(out, n, "%s.%s Hz", grouped, f);
+}
+
+/* The identified VMM's rate for this device, when it has one: one row, or
+   the midpoint of two (QEMU+KVM's PIT) with half their spread, until the
+   drift experiment tells them apart (exp_drift.c). False on a machine not
+   identified, or one whose VMM does not emulate the device. */
+static bool nominal_by_vmm(struct counter *c, enum vmm_device device)
+{
+    enum vmm_id vmm = machine_vmm();
+    unsigned n = vmm_rate_candidates(vmm, device);
+    if (!n)
+        return false;
+    const struct vmm_rate *a = vmm_rate_of(vmm, device, 0), *b = n > 1 ? vmm_rate_of(vmm, device, 1) : 0;
+    char hz[32];
+    c->nominal_from = "vmm";
+    c->nominal_vmm[0] = a;
+    c->nominal_vmm[1] = b;
+    /* the VMM's device counts its constant against the host's clock: that
+       clock is what the absolute figure rests on */
+    c->nominal_accuracy_source = "the host's clock, which the VMM's device counts; none stated, 500 ppm assumed";
+    if (!b) {
+        c->nominal_millihz = a->millihz;
+        c->nominal_spread_ppb = 0;
+        fmt_rate_hz(hz, sizeof hz, a->millihz);
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "%s, %s (%s)", a->model, hz, a->constant);
+        return true;
+    }
+    struct vmm_pick p = vmm_rate_unmeasured(a->millihz, b->millihz);
+    c->nominal_millihz = p.millihz;
+    c->nominal_spread_ppb = (uint32_t)p.spread_ppb;
+    fmt_rate_hz(hz, sizeof hz, p.millihz);
+    fmt_format(c->nominal_source, sizeof c->nominal_source, "%s or %s, midway: %s (%s or %s)", a->model, b->model, hz,
+               a->constant, b->constant);
+    return true;
+}
+
 /* --- TSC --- */
 static void discover_tsc(const struct cpu_info *ci)
 {
@@ -106,6 +164,7 @@ static void discover_tsc(const struct cpu_info *ci)
         for (int i = 0; i < ci->claim_count; i++)
             if (!strcmp(ci->claims[i].what, "tsc") && !strcmp(ci->claims[i].source, preference[p])) {
                 c->nominal_millihz = ci->claims[i].hz * 1000;
+                c->nominal_from = "claimed";
                 fmt_format(c->nominal_source, sizeof c->nominal_source, "%s (claimed)", preference[p]);
                 return;
             }
@@ -162,7 +221,13 @@ static void discover_hpet(void)
     set_present(c, h->counter_64bit ? 64 : 32);
     fmt_format(c->access, sizeof c->access, "MMIO 0x%llx", (unsigned long long)h->base);
     c->nominal_millihz = 1000000000000000000ull / h->period_fs;
+    c->nominal_from = "device";
     fmt_format(c->nominal_source, sizeof c->nominal_source, "HPET capabilities: period %u fs", h->period_fs);
+    /* the device states its own period; the VMM's constant is named beside
+       it where the two agree (QEMU's HPET_CLK_PERIOD) */
+    const struct vmm_rate *v = vmm_rate_of(machine_vmm(), VDEV_HPET, 0);
+    if (v && v->millihz == c->nominal_millihz)
+        c->nominal_vmm[0] = v;
 }
 
 /* --- ACPI PM timer --- */
@@ -210,8 +275,11 @@ static void discover_pm(void)
     set_present(c, discovered.pm.width);
     fmt_format(c->access, sizeof c->access, "%s 0x%llx (FADT %s)", job.io ? "I/O port" : "MMIO", (unsigned long long)job.address,
                a->pm_timer_field);
-    c->nominal_millihz = (uint64_t)PMTIMER_HZ * 1000;
-    fmt_format(c->nominal_source, sizeof c->nominal_source, "ACPI 6.5, 4.8.3.3 (nominal)");
+    if (!nominal_by_vmm(c, VDEV_PM_TIMER)) {
+        c->nominal_millihz = (uint64_t)PMTIMER_HZ * 1000;
+        c->nominal_from = "spec";
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "ACPI 6.5, 4.8.3.3 (nominal)");
+    }
     /* it answered: measured, but where the OS ignores it on a hardware-reduced
        machine it is never the default reference (lib/acpi.c, choose_pm_timer) */
     c->set_aside = a->pm_timer_set_aside;
@@ -238,8 +306,13 @@ static void discover_pit(void)
     }
     set_present(c, 16);
     fmt_format(c->access, sizeof c->access, "I/O ports 0x42/0x43, gate 0x61");
-    c->nominal_millihz = PIT_MILLIHZ;
-    fmt_format(c->nominal_source, sizeof c->nominal_source, "14.31818 MHz / 12 (nominal)");
+    /* under a VMM the PIT counts the VMM's constant, not the crystal's
+       figure: KVM's 1,193,181 Hz is 0.56 ppm below it (issue 37) */
+    if (!nominal_by_vmm(c, VDEV_PIT)) {
+        c->nominal_millihz = PIT_MILLIHZ;
+        c->nominal_from = "crystal";
+        fmt_format(c->nominal_source, sizeof c->nominal_source, "14.31818 MHz / 12 (nominal)");
+    }
 }
 
 /* --- local APIC timer, as a counter --- */
@@ -307,12 +380,17 @@ static void discover_lapic(const struct cpu_info *ci)
         if ((!strcmp(ci->claims[i].what, "crystal") && !strcmp(ci->claims[i].source, "cpuid.15h")) ||
             (!strcmp(ci->claims[i].what, "bus") && !strcmp(ci->claims[i].source, "cpuid.40000010h"))) {
             c->nominal_millihz = ci->claims[i].hz * 1000;
+            c->nominal_from = "claimed";
             fmt_format(c->nominal_source, sizeof c->nominal_source, "%s %s (claimed)", ci->claims[i].source, ci->claims[i].what);
             return;
         }
+    /* no claim: the VMM's APIC counts ns (1 GHz at divide by 1) */
+    if (nominal_by_vmm(c, VDEV_APIC_TIMER))
+        return;
     const char *against = "";
     c->nominal_millihz = lapic_startup_estimate(&against);
     c->nominal_estimated = true;
+    c->nominal_from = "estimate";
     if (c->nominal_millihz)
         fmt_format(c->nominal_source, sizeof c->nominal_source, "not stated: 10 ms against %s at start-up", against);
     else
@@ -335,23 +413,6 @@ static bool signature_is(uint32_t leaf, const char *want)
         if ((char)(regs[i / 4] >> (8 * (i % 4))) != want[i])
             return false;
     return true;
-}
-
-struct msr_write_job {
-    uint32_t msr;
-    uint64_t value;
-};
-
-static void msr_write_run(void *p)
-{
-    struct msr_write_job *j = p;
-    wrmsr(j->msr, j->value);
-}
-
-static bool msr_write_safe(uint32_t msr, uint64_t value, struct probe_fault *fault)
-{
-    struct msr_write_job j = {msr, value};
-    return probe_run(msr_write_run, &j, fault);
 }
 
 static void discover_kvmclock(const struct cpu_info *ci)
@@ -409,6 +470,7 @@ static void discover_kvmclock(const struct cpu_info *ci)
     set_present(c, 64);
     fmt_format(c->access, sizeof c->access, "pvclock page 0x%llx, MSR 0x%x", (unsigned long long)gpa, MSR_KVM_SYSTEM_TIME_NEW);
     c->nominal_millihz = 1000000000000ull; /* ns */
+    c->nominal_from = "spec";
     fmt_format(c->nominal_source, sizeof c->nominal_source, "ns by definition (nominal)");
 }
 
@@ -441,6 +503,7 @@ static void discover_hyperv(const struct cpu_info *ci)
         set_present(m, 64);
         fmt_format(m->access, sizeof m->access, "MSR 0x%x", HV_X64_MSR_TIME_REF_COUNT);
         m->nominal_millihz = 10000000000ull; /* 100 ns units */
+        m->nominal_from = "spec";
         fmt_format(m->nominal_source, sizeof m->nominal_source, "100 ns units, Hyper-V TLFS 12.4 (nominal)");
     }
     if (!(pv->hv_features & HV_MSR_REFERENCE_TSC_AVAILABLE)) {
@@ -464,6 +527,7 @@ static void discover_hyperv(const struct cpu_info *ci)
     set_present(p, 64);
     fmt_format(p->access, sizeof p->access, "reference TSC page 0x%llx", (unsigned long long)gpa);
     p->nominal_millihz = 10000000000ull;
+    p->nominal_from = "spec";
     fmt_format(p->nominal_source, sizeof p->nominal_source, "100 ns units, Hyper-V TLFS 12.7 (nominal)");
     /* every MSR reading must lie between two page readings taken around it */
     if (m->present)

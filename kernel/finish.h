@@ -1,9 +1,10 @@
 /* Ending a run. The machine is identified first, from its firmware and
    CPUID, never by touching a port it may not have (finish.c, identify()).
-   Under QEMU the status leaves through isa-debug-exit (I/O port 0xf4): we
+   Under QEMU (identified, or vouched for by the command line's `debug_exit`)
+   the status leaves through isa-debug-exit (I/O port 0xf4): we
    write DEBUG_EXIT_BASE + status and QEMU exits with (value << 1) | 1, so
    33, 35, 37 or 39: never 0 or 1, which QEMU itself uses for a normal end
-   and for its own errors. On another VMM (the CPUID hypervisor bit set)
+   and for its own errors. On another VMM, identified or not (the CPUID hypervisor bit set),
    the image powers the machine off once everything is printed: ACPI S5
    (the FADT's PM1 control blocks, or the sleep control register of a
    hardware-reduced machine, with SLP_TYP from \_S5), then, on Firecracker
@@ -18,6 +19,7 @@
 
 #include "../lib/acpi.h"
 #include "../lib/run_status.h"
+#include "../lib/vmm_rates.h"
 
 const char *run_status_name(enum run_status s);
 __attribute__((noreturn)) void run_finish(enum run_status s);
@@ -37,6 +39,11 @@ const char *machine_pit_ruled_out(void);
    APIC takes the interrupts, but only where it may be there. */
 const char *machine_pic_ruled_out(void);
 const char *machine_vga_ruled_out(void);
+/* Which VMM this is, for its devices' rates (lib/vmm_rates.h): QEMU by its
+   firmware or TCG's CPUID signature, with its accelerator from CPUID;
+   Firecracker and Cloud Hypervisor by their ACPI tables; VMM_UNKNOWN for a
+   PC and for any machine not identified. */
+enum vmm_id machine_vmm(void);
 /* Resets the machine: the keyboard controller, then the chipset's reset
    register (0xcf9), then a triple fault. */
 __attribute__((noreturn)) void machine_reboot(void);

@@ -227,6 +227,43 @@ static void report_pm_latch(void)
     emit(&r);
 }
 
+/* Where a counter's nominal rate comes from (docs/output.md, "Nominal
+   rates under a VMM"): its kind, the VMM and the constant behind it, and
+   the spread still open between two candidates. */
+static void nominal_records(struct record *r, const struct counter *c)
+{
+    const struct vmm_rate *a = c->nominal_vmm[0], *b = c->nominal_vmm[1];
+    record_str(r, "nominal_from", c->nominal_from);
+    record_str(r, "nominal_vmm", a ? vmm_name(a->vmm) : 0);
+    if (a) {
+        char text[160];
+        if (b)
+            fmt_format(text, sizeof text, "%s, %s; or %s, %s", a->constant, a->file, b->constant, b->file);
+        else
+            fmt_format(text, sizeof text, "%s, %s", a->constant, a->file);
+        record_str(r, "nominal_constant", text);
+    } else
+        record_null(r, "nominal_constant");
+    if (b)
+        record_fixed(r, "nominal_spread_ppm", c->nominal_spread_ppb, 3);
+    else
+        record_null(r, "nominal_spread_ppm");
+}
+
+/* "nominal: KVM's in-kernel PIT, 1,193,181 Hz (KVM_PIT_FREQ)", its file
+   beneath, within 80 columns */
+static void nominal_vmm_lines(const struct counter *c)
+{
+    const struct vmm_rate *a = c->nominal_vmm[0], *b = c->nominal_vmm[1];
+    if (b) {
+        char f[FMT_FIXED_CHARS];
+        kprintf("    nominal: %s or %s, midway,\n      +-%s ppm until measured (%s or %s)\n", a->model, b->model,
+                fmt_fixed(f, c->nominal_spread_ppb, 3, 3), a->constant, b->constant);
+    } else
+        kprintf("    nominal: %s\n      in %s\n", c->nominal_source, a->file);
+    kprintf("    read by %s\n", c->access);
+}
+
 static void report_counters(void)
 {
     struct record r;
@@ -245,6 +282,7 @@ static void report_counters(void)
             else
                 record_null(&r, "nominal_hz");
             record_str(&r, "nominal_source", c->nominal_source);
+            nominal_records(&r, c);
             record_u64(&r, "width_bits", c->width_bits);
             record_str(&r, "access", c->access);
             record_str(&r, "reference_role", counter_reference_role(i));
@@ -259,6 +297,8 @@ static void report_counters(void)
                 kprintf("    no rate stated%s;\n    read by %s\n",
                         c->nominal_millihz ? ": the figure is an estimate at start-up, not a nominal" : " and none estimated",
                         c->access);
+            else if (c->nominal_vmm[0] && !strcmp(c->nominal_from, "vmm"))
+                nominal_vmm_lines(c);
             else
                 kprintf("    nominal from %s; read by %s\n", c->nominal_source, c->access);
             if (c->note[0])
@@ -268,6 +308,10 @@ static void report_counters(void)
             record_str(&r, "reason", c->reason);
             record_null(&r, "nominal_hz");
             record_null(&r, "nominal_source");
+            record_null(&r, "nominal_from");
+            record_null(&r, "nominal_vmm");
+            record_null(&r, "nominal_constant");
+            record_null(&r, "nominal_spread_ppm");
             record_null(&r, "width_bits");
             record_null(&r, "access");
             kprintf("  %-14s %-7s  %s\n", c->name, "absent", c->reason);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../lib/counters.h"
+#include "../lib/drift_analysis.h"
 #include "../lib/stats.h"
 #include "../lib/unwrap.h"
 #include "../lib/verdict.h"
@@ -33,6 +34,25 @@ struct counter_findings {
     struct xf ppm_vs_nominal;            /* against the TSC's reference (not for the reference itself) */
     bool has_ppm;
     struct xf uncertainty_ppm;           /* relative to the reference */
+    /* its discontinuities in the drift window as the loop judged them, for
+       the account of a stop of the machine (the rtc experiment's) */
+    uint32_t event_count;                /* may exceed DRIFT_EVENTS_KEPT: the rest were counted, not kept */
+    struct drift_event events[DRIFT_EVENTS_KEPT];
+    uint64_t min_width_tsc;              /* its samples' narrowest bracket (width + 1, TSC ticks) */
+};
+
+/* cpus: what the summary screen and its QR payload show */
+struct cpus_verdict {
+    bool ran;               /* the experiment ran and reported */
+    bool compared;          /* at least two CPUs were compared */
+    bool synchronised;
+    uint32_t cpus;          /* CPUs running (boot CPU included) */
+    uint32_t listed;        /* enabled CPUs in the MADT */
+    int worst_cpu;          /* the CPU whose offset bound is largest */
+    int64_t worst_ns;       /* synchronised: the bound |offset| <= worst_ns;
+                               not: that CPU's offset midpoint, signed */
+    uint64_t warps;         /* across all CPUs */
+    char line[120];         /* the verdict as one line for people */
 };
 
 struct results {
@@ -68,6 +88,7 @@ struct results {
         bool counter_known;
     } disc[48];                   /* the first discontinuities of the drift window, for the stolen-time section */
     uint32_t disc_count;          /* kept in disc */
+    uint64_t drift_start_tsc;     /* the TSC as the drift window began (events count from here), 0 when none ran */
     uint64_t tsc_back_in_drift;   /* the TSC went back between reads in the drift window (most seen by one series) */
     struct counter_findings counter[COUNTER_COUNT];
     uint32_t discontinuities;
@@ -78,6 +99,7 @@ struct results {
     struct verdict_row verdict[COUNTER_COUNT];
     char timer_choice[160];
     char rtc_choice[160];           /* rtc: whether the main crystal agrees with the RTC, or "" */         /* timers: which timer to use for precise events, or "" */
+    struct cpus_verdict cpus;       /* cpus: its verdict, for the summary screen */
 };
 
 extern struct results results;

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm_rates.h"
+
 enum counter_id {
     COUNTER_TSC, COUNTER_HPET, COUNTER_ACPI_PM, COUNTER_PIT, COUNTER_LAPIC,
     COUNTER_KVMCLOCK, COUNTER_HV_REF_COUNTER, COUNTER_HV_REF_PAGE, COUNTER_COUNT
@@ -26,7 +28,13 @@ struct counter {
     bool present;
     char reason[128];               /* why absent */
     uint64_t nominal_millihz;       /* nominal frequency in millihertz, 0 when unknown */
-    char nominal_source[64];        /* where that figure came from */
+    char nominal_source[96];        /* where that figure came from */
+    const char *nominal_from;       /* its kind: "vmm" (the VMM's constant, lib/vmm_rates.c), "device" (its own
+                                       register), "spec", "crystal", "claimed" (CPUID), "estimate"; 0 when none */
+    const struct vmm_rate *nominal_vmm[2]; /* the VMM's row(s) behind it; two when the machine may have either
+                                       device (QEMU+KVM's PIT) until a measurement tells them apart */
+    uint32_t nominal_spread_ppb;    /* with two rows and no choice: half their spread, added to every
+                                       uncertainty relative to this counter (both lie within it) */
     bool nominal_estimated;         /* nothing states it: nominal_millihz is a start-up estimate, only for unwrapping */
     unsigned width_bits;
     uint64_t mask;                  /* (1 << width) - 1: differences are taken modulo this */

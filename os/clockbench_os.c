@@ -35,6 +35,7 @@
 #include "os_analysis.h"
 #include "os_calls.h"
 #include "os_clocksource.h"
+#include "os_lang.h"
 
 #ifndef CLOCKBENCH_VERSION
 #define CLOCKBENCH_VERSION "unknown"
@@ -77,7 +78,7 @@ static struct {
     unsigned rate_ms;     /* the TSC-rate window on each clocksource */
     unsigned timeout_s;
     const char *sysfs;    /* the clocksource folder in sysfs (tests point it elsewhere) */
-} opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 600};
+} opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 0 /* 600, or 1800 with the languages */};
 
 static bool is_init;
 
@@ -575,6 +576,57 @@ static void report_clocksource(const struct cs_result *r)
             report_call(r->name, (enum os_call)k, &r->calls[k]);
 }
 
+/* ---- the ladder's own rows: the bare read, the vDSO, libc, the syscall ---- */
+static void os_row(struct lang_row *row, const char *name, enum os_call k, const struct call_result *c, int path, const char *clock)
+{
+    *row = (struct lang_row){.method = 't'};
+    snprintf(row->name, sizeof row->name, "%s", name);
+    if (!c->measured)
+        return;
+    row->cost_known = true;
+    row->p50_ns = ticks_ns(c->lat.p50);
+    row->below_step = stats_below_step(c->lat.p50, tsc_step);
+    row->step_known = c->seq.min_step > 0;
+    row->least_step_ns = (double)c->seq.min_step * unit_ns(k);
+    row->claim_known = c->res_known;
+    row->claim_ns = (double)c->res_ns;
+    row->path_known = path >= 0;
+    row->syscalls_per_1000 = path;
+    row->via_syscall = path >= 500;
+    snprintf(row->clock, sizeof row->clock, "%s", clock);
+}
+
+/* Rows for clocksource r; the calls not measured again on each
+   clocksource (the bare reads, the CPU-time clock) from the first. */
+static int os_ladder_rows(const struct cs_result *r, struct lang_row *rows, double *bare_ns)
+{
+    const struct cs_result *first = &cs_results[0];
+    int n = 0;
+    rows[n] = (struct lang_row){.heading = true};
+    snprintf(rows[n++].name, sizeof rows[0].name, "clockbench-os (C, glibc)");
+    os_row(&rows[n++], "  rdtsc (the bare read)", CALL_RDTSC, &first->calls[CALL_RDTSC], -1, "TSC");
+    os_row(&rows[n++], "  rdtscp", CALL_RDTSCP, &first->calls[CALL_RDTSCP], -1, "TSC");
+    os_row(&rows[n++], "  vDSO clock_gettime", CALL_MONOTONIC_VDSO, &r->calls[CALL_MONOTONIC_VDSO], 0, "MONO");
+    os_row(&rows[n++], "  libc clock_gettime", CALL_MONOTONIC, &r->calls[CALL_MONOTONIC], -1, "MONO");
+    os_row(&rows[n++], "  libc clock_gettime", CALL_REALTIME, &r->calls[CALL_REALTIME], -1, "REAL");
+    os_row(&rows[n++], "  libc clock_gettime", CALL_MONOTONIC_RAW, &r->calls[CALL_MONOTONIC_RAW], -1, "RAW");
+    os_row(&rows[n++], "  libc clock_gettime", CALL_PROCESS_CPUTIME, &first->calls[CALL_PROCESS_CPUTIME], -1, "PCPU");
+    os_row(&rows[n++], "  syscall clock_gettime", CALL_MONOTONIC_SYSCALL, &r->calls[CALL_MONOTONIC_SYSCALL], 1000, "MONO");
+    const struct call_result *bare = &first->calls[CALL_RDTSC];
+    /* under the TSC's step the p50 is the step's (lib/stats.h): the ratios
+       are then to at most that, and the row says so with its "<" */
+    *bare_ns = !bare->measured ? 0 : bare->lat.p50 ? ticks_ns(bare->lat.p50) : ticks_ns(tsc_step);
+    return n;
+}
+
+static void measure_languages(const struct cs_result *r)
+{
+    struct lang_row rows[12];
+    double bare_ns;
+    int n = os_ladder_rows(r, rows, &bare_ns);
+    lang_measure_clocksource(r->name, rows, n, bare_ns, tsc_hz);
+}
+
 /* ---- context ---- */
 static struct os_clocksources cs;
 static bool rt_fifo, memory_locked;
@@ -857,7 +909,7 @@ static void catch_signals(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: clockbench-os [--quick] [--cpu N] [--rt] [--current-only] [--reads N] [--rate-ms MS] [--timeout S]\n"
+    fprintf(f, "usage: clockbench-os [--quick] [--cpu N] [--rt] [--current-only] [--reads N] [--rate-ms MS] [--timeout S] [--no-lang] [--lang LIST]\n"
                "  Measures clock_gettime and its relatives through Linux: read cost, resolution, the TSC's rate.\n"
                "  As root it measures every available clocksource in turn and always puts the original back.\n"
                "  --quick         fewer reads and a 300 ms rate window (the tests' profile)\n"
@@ -866,9 +918,14 @@ static void usage(FILE *f)
                "  --current-only  do not switch clocksources even as root\n"
                "  --reads N       reads per call, each alone between brackets (default 20000; 100..1000000)\n"
                "  --rate-ms MS    the TSC-rate window on each clocksource (default 2000; 50..600000)\n"
-               "  --timeout S     give up after S seconds, putting the clocksource back (default 600)\n"
+               "  --timeout S     give up after S seconds, putting the clocksource back (default 1800; 600 with --no-lang)\n"
                "  --sysfs DIR     the clocksource folder (default /sys/devices/system/clocksource/clocksource0)\n"
-               "Output: docs/output.md, \"The OS side\". Exit status 0 passed, 1 failed, 64 bad usage.\n");
+               "  --no-lang       leave the languages' clocks out (measured by default)\n"
+               "  --lang LIST     only these languages, comma-separated: %s\n"
+               "  --lang-dir DIR  the probes (default: 'lang' beside clockbench-os or beside its folder, else ./build/lang)\n"
+               "  --lang-calls N  calls per probe measurement: cost, steps, threads (default 20000; 100..1000000)\n"
+               "  --lang-timeout S  give up on any one probe command after S seconds (default 30; 1..3600)\n"
+               "Output: docs/output.md, \"The OS side\". Exit status 0 passed, 1 failed, 64 bad usage.\n", lang_keys_text());
 }
 
 static unsigned number(const char *opt_name, const char *v, unsigned lo, unsigned hi)
@@ -888,7 +945,7 @@ static void parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : 0;
         if (!strcmp(a, "--quick"))
-            opt.quick = true, opt.reads = 2000, opt.cost_ms = 100, opt.seq_ms = 5, opt.rate_ms = 300;
+            opt.quick = true, opt.reads = 2000, opt.cost_ms = 100, opt.seq_ms = 5, opt.rate_ms = 300, lang_opt.calls = 2000;
         else if (!strcmp(a, "--rt"))
             opt.rt = true;
         else if (!strcmp(a, "--current-only"))
@@ -903,6 +960,21 @@ static void parse_args(int argc, char **argv)
             opt.timeout_s = number(a, v, 1, 86400), i++;
         else if (!strcmp(a, "--sysfs") && v)
             opt.sysfs = v, i++;
+        else if (!strcmp(a, "--no-lang"))
+            lang_opt.off = true;
+        else if (!strcmp(a, "--lang")) {
+            char bad[48];
+            if (!v || !lang_pick(v, lang_opt.pick, bad, sizeof bad)) {
+                fprintf(stderr, "clockbench-os: --lang: unknown language '%s' (valid: %s)\n", v ? bad : "", lang_keys_text());
+                exit(64);
+            }
+            lang_opt.picked = true, i++;
+        } else if (!strcmp(a, "--lang-dir") && v)
+            lang_opt.dir = v, i++;
+        else if (!strcmp(a, "--lang-calls"))
+            lang_opt.calls = number(a, v, 100, 1000000), i++;
+        else if (!strcmp(a, "--lang-timeout"))
+            lang_opt.timeout_s = number(a, v, 1, 3600), i++;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             exit(0);
@@ -930,7 +1002,9 @@ int main(int argc, char **argv)
     parse_args(argc, argv);
     catch_signals();
     atexit(os_cs_restore);
-    alarm(opt.timeout_s);
+    /* the languages take a minute or two on each clocksource (a JVM
+       started some 40 times), more under emulation */
+    alarm(opt.timeout_s ? opt.timeout_s : lang_opt.off ? 600 : 1800);
 
     struct record r;
     record_begin(&r, "schema");
@@ -940,6 +1014,7 @@ int main(int argc, char **argv)
     emit(&r);
     uname(&uts);
     vdso_why = os_vdso_find();
+    lang_note_cpus();
     pin_and_prioritise();
     double settle_s = settle_clocksource();
     os_cs_probe(opt.sysfs, geteuid() == 0, &cs);
@@ -948,6 +1023,7 @@ int main(int argc, char **argv)
                strcmp(cs.original, "tsc-early") ? "" : " (it had not, after 30 s)");
     read_klog();
     record_context();
+    lang_setup();
 
     printf("\n== Through the OS: read cost, clock_getres, least step ==\n"
            "  ns; each call alone between serialised TSC reads, the empty bracket's median subtracted;\n"
@@ -955,7 +1031,8 @@ int main(int argc, char **argv)
     measure_tsc_step();
     measure_clocksource(cs.original, true, &cs_results[cs_done]);
     report_tsc_step();
-    report_clocksource(&cs_results[cs_done++]);
+    report_clocksource(&cs_results[cs_done]);
+    measure_languages(&cs_results[cs_done++]);
     bool switching = !cs.why_not && !opt.current_only;
     for (int i = 0; switching && i < cs.count && cs_done < CS_MAX; i++) {
         if (!strcmp(cs.available[i], cs.original))
@@ -970,6 +1047,7 @@ int main(int argc, char **argv)
             c->selected = true;
             measure_clocksource(cs.available[i], false, c);
             report_clocksource(c);
+            measure_languages(c);
         }
         record_begin(&r, "os_clocksource");
         record_str(&r, "name", c->name);
@@ -1002,6 +1080,7 @@ int main(int argc, char **argv)
     record_bool(&tr, "tsc_measured", tsc_hz > 0);
     emit(&tr);
     judge();
+    lang_judge(check);
     int status = n_fail ? 1 : 0;
     printf("SUMMARY: %u passed, %u failed, %u skipped\n", n_pass, n_fail, n_skip);
     record_begin(&r, "summary");

@@ -3,7 +3,8 @@
 # test the image. Does nothing when they are all present. Uses apt-get as
 # root, through sudo otherwise; on a system without apt it names what to get.
 #
-#   scripts/install-deps.sh [all]  (`make deps`): everything, the tests' tools too
+#   scripts/install-deps.sh [all]  (`make deps`): everything, the tests' tools and the
+#       languages' toolchains and runtimes too (the probes in os/lang/)
 #   scripts/install-deps.sh run    (`make deps DEPS=run`): only what building the
 #       image and running it need, as a CI job does (docs/ci.md): no test tools,
 #       no browser, no fuzzer (Ubuntu, for one, has Debian's chromium only as a snap)
@@ -36,14 +37,34 @@ test_packages=(
   chromium                                               # the HTML report's test renders it in a real browser
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
+  strace gdb                                             # the language probes' test: the path markers' write(2)s; the vDSO reads between them
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
   python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
+# The languages whose clocks clockbench-os measures (os/lang/, `make lang`;
+# `make os-bench`, `make os-vm` and `make test` run the probes), in `all`: g++
+# and clang with libc++ for the C++ probes (static: libc++.a, libc++abi.a),
+# a JDK with javac and jlink (os-vm's Java runtime is a jlink image), Node.js,
+# Python, and Mono for .NET (mcs compiles, mono runs; CoreCLR's `dotnet` is
+# not in Debian and is used where it is installed). Go and Rust come from
+# Debian only when no `go` or `cargo` is on PATH: a newer toolchain of the
+# user's own (rustup, go.dev) builds the probes as well, and is left alone;
+# so are a JDK and a Node.js that are already on PATH.
+lang_packages=(
+  g++ clang libc++-dev libc++abi-dev                     # the C++ probe, built twice: libstdc++ and libc++
+  python3                                                # the Python probe
+  mono-mcs mono-runtime                                  # the .NET probe (Mono 6.8: mcs, mono)
+)
+command -v go >/dev/null 2>&1 || lang_packages+=(golang-go)
+command -v cargo >/dev/null 2>&1 || lang_packages+=(rustc cargo)
+{ command -v javac && command -v jlink; } >/dev/null 2>&1 || lang_packages+=(openjdk-17-jdk-headless)
+command -v node >/dev/null 2>&1 || lang_packages+=(nodejs)
+
 packages=("${run_packages[@]}")
-[ "$mode" = all ] && packages+=("${test_packages[@]}")
+[ "$mode" = all ] && packages+=("${test_packages[@]}" "${lang_packages[@]}")
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
@@ -177,7 +198,9 @@ install_python() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
-  for tool in make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3; do
+  tools=(make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3)
+  [ "$mode" = all ] && tools+=(g++ clang++ go cargo javac jlink node mcs mono)
+  for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   if ((${#missing[@]})); then
@@ -191,6 +214,7 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
+  [[ " ${missing[*]} " == *" $p "* ]] && continue  # named by two sets (clang, python3)
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 ((${#missing[@]})) || { install_python || exit 1; exit 0; }

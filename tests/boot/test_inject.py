@@ -16,6 +16,7 @@ import math
 
 import pytest
 
+from clockbench.machines import qemu
 from clockbench.records import records
 
 
@@ -77,3 +78,90 @@ def test_bad_inject_values_get_a_note(boot):
     b = boot(boot="direct", accel="tcg", append="duration=1 only=drift inject=hpet_halt:abc", timeout=120)
     assert b.status == 0, b.explain()
     assert "inject=hpet_halt:abc is not hpet_halt:MS@S" in b.output
+
+
+# --- MSRs that fault (msr_fault=, kernel/probe.c): issue 37 ---------------
+
+INJECTED = "(injected: msr_fault)"
+
+
+def notes(b):
+    return [n["text"] for n in records.of_type(b.records, "note")]
+
+
+def test_msr_faults_under_tcg_are_notes_and_skips(boot):
+    """IA32_BIOS_SIGN_ID (0x8b: written then read for the microcode revision
+    on a part Linux lists with a TSC-deadline erratum, here QEMU's
+    Skylake-Server, family 6 model 0x55 stepping 4) and the TSC itself
+    (0x10: tsc_jump in the drift window, tsc_skew on CPU 1; TCG has no
+    TSC_ADJUST) fault with a real #GP. Raw, either took the run down
+    (status 3, as Bochs showed with ignore_bad_msrs=0); now each is a note or
+    a SKIP naming the MSR, and the run reaches its verdict."""
+    b = boot(boot="direct", accel="tcg", cpu="Skylake-Server", smp=2,
+             append="duration=1 only=timers,cpus,drift inject=tsc_jump:100@0 tsc_skew=1:100000 msr_fault=0x8b,0x10",
+             timeout=120)
+    assert b.status == 0 and not fails(b), b.explain()
+    assert "Injected: these MSRs fault (msr_fault): 0x8b, 0x10" in b.output
+    said = notes(b)
+    sign = [t for t in said if t.startswith("MSR 0x8b (IA32_BIOS_SIGN_ID) faulted: general protection")]
+    assert len(sign) == 1 and INJECTED in sign[0], said
+    errata = records.one(b.records, "interrupts")["tsc_deadline_errata"]
+    assert errata.startswith("Skylake-X is listed") and "the revision could not be read" in errata, errata
+    jump = [t for t in said if t.startswith("moving the TSC: MSR 0x10 (IA32_TIME_STAMP_COUNTER) faulted")]
+    assert len(jump) == 1 and INJECTED in jump[0], said
+    assert "the write faulted (see the note): nothing moved" in " ".join(b.output.split())
+    skew = records.one(b.records, "tsc_skew")
+    assert not skew["applied"] and skew["reason"].startswith("writing MSR 0x10 (IA32_TIME_STAMP_COUNTER) on CPU 1 faulted"), skew
+    assert records.one(b.records, "check", name="tsc_skew known answer")["result"] == "SKIP"
+
+
+def test_msr_faults_under_kvm_are_skips(boot, kvm):
+    """Under KVM: IA32_TSC_DEADLINE (0x6e0, probed before deadline mode is
+    used), IA32_TSC_ADJUST (0x3b, read on every CPU that CPUID says has it),
+    kvmclock's MSR_KVM_SYSTEM_TIME_NEW and MSR_KVM_STEAL_TIME fault: each
+    counter or timer is absent or not measured, its reason naming the MSR."""
+    b = boot(boot="direct", accel="kvm", firmware="qboot", smp=2,
+             append="only=timers,cpus,stolen msr_fault=0x6e0,0x3b,0x4b564d01,0x4b564d03", timeout=400)
+    assert b.status == 0 and not fails(b), b.explain()
+    kvmclock = records.one(b.records, "counter", name="kvmclock")
+    assert not kvmclock["present"] and "(MSR 0x4b564d01) faulted" in kvmclock["reason"], kvmclock
+    assert INJECTED in kvmclock["reason"], kvmclock
+    features = records.one(b.records, "cpu_features")
+    if features["tsc_deadline"]:
+        deadline = records.one(b.records, "timer", timer="tsc_deadline")
+        assert not deadline["measured"], deadline
+        assert deadline["reason"].startswith("writing MSR 0x6e0 (IA32_TSC_DEADLINE) faulted"), deadline
+    if features["tsc_adjust"]:
+        cpus = [c for c in records.of_type(b.records, "cpu") if c.get("tsc_adjust_fault")]
+        assert len(cpus) == 2 and all(c["tsc_adjust"] is None for c in cpus), cpus
+        assert any(t.startswith("reading MSR 0x3b (IA32_TSC_ADJUST) faulted on 2 CPUs") for t in notes(b)), notes(b)
+    pv = records.one(b.records, "pvclock")
+    if int(pv["kvm_features"], 16) & (1 << 5):  # KVM_FEATURE_STEAL_TIME
+        steal = records.one(b.records, "check", name="steal time")
+        assert steal["result"] == "SKIP", steal
+        assert "registering the area: MSR 0x4b564d03 (MSR_KVM_STEAL_TIME) faulted" in steal["detail"], steal
+    assert features["tsc_deadline"] or features["tsc_adjust"], "this KVM offers neither MSR: nothing here tested them"
+
+
+def test_hyperv_msr_faults_under_kvm(boot, kvm):
+    """The Hyper-V MSRs (QEMU's hv-time, hv-frequencies) fault: the reference
+    counter and page are absent, their reasons naming the MSR, and no rate is
+    claimed from the frequency MSRs."""
+    b = boot(boot="direct", accel="kvm", firmware="qboot", cpu=qemu.KVM_CPU + ",hv-time,hv-frequencies",
+             append="only=cpu_speed msr_fault=0x40000020,0x40000021,0x40000022,0x40000023", timeout=400)
+    if b.status is None and "kvm_buf_set_msrs" in b.result.stderr:
+        pytest.skip("this host's KVM does not emulate Hyper-V's MSRs (QEMU aborts in kvm_buf_set_msrs)")
+    assert b.status == 0 and not fails(b), b.explain()
+    counter = records.one(b.records, "counter", name="hv_ref_counter")
+    assert not counter["present"] and "MSR 0x40000020" in counter["reason"] and INJECTED in counter["reason"], counter
+    page = records.one(b.records, "counter", name="hv_ref_page")
+    assert not page["present"] and "(MSR 0x40000021) faulted" in page["reason"], page
+    claims = {(c["source"], c["what"]) for c in records.of_type(b.records, "freq_claim")}
+    assert not any(source.startswith("hv.msr") for source, _ in claims), claims
+
+
+def test_bad_msr_fault_value_gets_a_note(boot):
+    b = boot(boot="direct", accel="tcg", append="only=cpu_speed msr_fault=0x8b,zz", timeout=120)
+    assert b.status == 0, b.explain()
+    assert "msr_fault=0x8b,zz is not a list of up to 8 MSR numbers" in " ".join(b.output.split())
+    assert "Injected: these MSRs fault" not in b.output

@@ -52,6 +52,51 @@ def test_tcg_pit_runs_at_qemus_rate(tcg_run):
     assert abs(err_ppm) <= 3 * f["uncertainty_ppm"] + 0.001, f
 
 
+def test_tcg_pit_nominal_is_qemus_pit_freq(tcg_run):
+    """Under TCG the image knows QEMU's PIT (lib/vmm_rates.c): its nominal is
+    PIT_FREQ, 1,193,182 Hz, not the crystal's 1,193,181.667 Hz, and the
+    records say where it comes from (issue 37)."""
+    c = records.one(tcg_run.records, "counter", name="pit")
+    assert c["nominal_hz"] == 1_193_182 and c["nominal_from"] == "vmm" and c["nominal_vmm"] == "QEMU (TCG)", c
+    assert c["nominal_constant"] == "PIT_FREQ, QEMU include/hw/timer/i8254.h" and c["nominal_spread_ppm"] is None, c
+    assert c["nominal_source"] == "QEMU's PIT, 1,193,182 Hz (PIT_FREQ)", c
+    assert "nominal: QEMU's PIT, 1,193,182 Hz (PIT_FREQ)" in tcg_run.output
+    f = records.one(tcg_run.records, "frequency", counter="tsc", reference="pit")
+    assert f["reference_nominal_hz"] == 1_193_182 and f["reference_nominal_from"] == "vmm", f
+    assert f["nominal_spread_ppm"] == 0, f
+    pm = records.one(tcg_run.records, "counter", name="acpi_pm")
+    assert pm["nominal_constant"] == "PM_TIMER_FREQUENCY, QEMU include/hw/acpi/acpi.h", pm
+    lapic = records.one(tcg_run.records, "counter", name="lapic")
+    assert lapic["nominal_hz"] == 1e9 and lapic["nominal_from"] == "vmm", lapic
+    # QEMU's APIC counts its virtual clock's ns, as the HPET does: exactly nominal
+    pair = records.one(tcg_run.records, "frequency", counter="lapic", reference="hpet")
+    assert abs(pair["ppm_vs_nominal"]) <= 3 * pair["uncertainty_ppm"] + 0.001, pair
+
+
+def test_tsc_by_the_pit_agrees_with_the_hpet_within_the_stated_uncertainty(boot):
+    """The known answer of issue 37: the TSC measured against QEMU's PIT
+    agrees with the TSC measured against the HPET (and the PM timer) within
+    the stated uncertainty. With the crystal's nominal the PIT's figure was
+    0.28 ppm off, within the 2 s run's +-0.5 ppm: over 10 s the figure's
+    real error (about 0.01 ppm here) tells the two nominals apart, whatever
+    the uncertainty a loaded host makes the image state."""
+    b = boot(**boots.TCG_RTC_VM_10S)
+    assert b.status == 0, b.explain()
+    by = {ref: records.one(b.records, "frequency", counter="tsc", reference=ref) for ref in ("hpet", "acpi_pm", "pit")}
+    pit = by["pit"]
+    for ref in ("hpet", "acpi_pm"):
+        other = by[ref]
+        u = (pit["uncertainty_ppm"] ** 2 + other["uncertainty_ppm"] ** 2) ** 0.5
+        off = (pit["hz"] - other["hz"]) / other["hz"] * 1e6
+        assert abs(off) <= u + 0.001, (ref, off, u)
+    # nearer PIT_FREQ than the crystal's 14.31818 MHz / 12, 0.279 ppm away
+    crystal_off = (1_193_182 / (14_318_180 / 12) - 1) * 1e6
+    off = (pit["hz"] - by["hpet"]["hz"]) / by["hpet"]["hz"] * 1e6
+    assert abs(off) < crystal_off / 2, (off, crystal_off)
+    pair = records.one(b.records, "frequency", counter="pit", reference="hpet")
+    assert abs(pair["ppm_vs_nominal"]) <= 3 * pair["uncertainty_ppm"] + 0.001, pair
+
+
 def test_every_target_has_latency_resolution_and_monotonicity(tcg_run):
     names = {"rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc", "hpet", "acpi_pm", "pit"}
     for name in names:
@@ -80,7 +125,7 @@ def test_resolution_knows_the_nominal_ticks(tcg_run):
     pm = records.one(tcg_run.records, "resolution", counter="acpi_pm")
     assert abs(pm["nominal_tick_ns"] - 1e9 / 3_579_545) < 1e-6
     pit = records.one(tcg_run.records, "resolution", counter="pit")
-    assert abs(pit["nominal_tick_ns"] - 1e9 / (14_318_180 / 12)) < 1e-6
+    assert abs(pit["nominal_tick_ns"] - 1e9 / 1_193_182) < 1e-6  # QEMU's PIT_FREQ (lib/vmm_rates.c)
     # the PM timer ticks slower than it can be read under QEMU: repeated values, one-tick steps
     assert pm["min_step_ticks"] == 1
 
@@ -92,8 +137,8 @@ def test_frequency_records_and_tsc_reference(tcg_run):
         f = records.one(tcg_run.records, "frequency", counter="tsc", reference=ref)
         assert FREQUENCY_KEYS <= set(f)
         assert abs(f["window_s"] - 2.0) < 0.2
-        # every reference agrees on the TSC within 3 of its stated uncertainty (or 2 ppm)
-        assert abs(f["hz"] - prof["tsc_hz"]) / prof["tsc_hz"] * 1e6 < max(2.0, 3 * f["uncertainty_ppm"])
+        # every reference agrees on the TSC within 3 of its stated uncertainty
+        assert abs(f["hz"] - prof["tsc_hz"]) / prof["tsc_hz"] * 1e6 <= 3 * f["uncertainty_ppm"] + 0.001, f
     # two 1 s sub-windows in the 2 s window; one that held the host taking
     # the CPU (a gap, with a busy host beside the run) is left out, never bent
     stab = [s for s in records.of_type(tcg_run.records, "stability") if s["reference"] == "hpet"]
@@ -182,6 +227,34 @@ def test_kvm_tsc_matches_the_host_and_ratio_is_nominal(boot, kvm):
     prof = records.one(b.records, "profile")
     assert prof["tsc_measured"]
     assert abs(prof["tsc_hz"] - host) / host * 1e6 < 50, (prof["tsc_hz"], host)
+
+
+def test_kvm_pit_is_chosen_by_measurement_or_carries_the_spread(boot, kvm):
+    """QEMU+KVM's PIT is KVM's in-kernel one (KVM_PIT_FREQ, QEMU's default
+    kernel-irqchip=on) or QEMU's own (PIT_FREQ): the guest cannot ask, so
+    the drift measures it against the HPET and chooses the nearer when its
+    uncertainty separates them; otherwise the midpoint stands with half the
+    0.838 ppm spread in every uncertainty relative to the PIT. Either way the
+    PIT's figure and the TSC's by the PIT agree with the HPET's within what
+    is stated; QEMU's own PIT is never chosen here."""
+    b = boot(**boots.KVM_Q35)
+    assert b.status == 0, b.explain()
+    c = records.one(b.records, "counter", name="pit")
+    assert c["nominal_vmm"] == "QEMU+KVM" and c["nominal_hz"] == 1_193_181.5 and c["nominal_spread_ppm"] == 0.42, c
+    ch = records.one(b.records, "nominal_choice", counter="pit")
+    assert ch["reference"] == "hpet" and ch["chosen"] in ("KVM_PIT_FREQ", None), ch
+    f = records.one(b.records, "frequency", counter="tsc", reference="pit")
+    pair = records.one(b.records, "frequency", counter="pit", reference="hpet")
+    if ch["chosen"]:
+        assert ch["nominal_hz"] == 1_193_181 and ch["spread_ppm"] == 0 and f["reference_nominal_hz"] == 1_193_181, (ch, f)
+        assert f["nominal_spread_ppm"] == 0 and ch["off_a_ppm"] <= 3 * ch["uncertainty_ppm"] < ch["off_b_ppm"], ch
+    else:
+        assert ch["nominal_hz"] == 1_193_181.5 and ch["spread_ppm"] == 0.42 and f["nominal_spread_ppm"] == 0.42, (ch, f)
+        assert f["uncertainty_ppm"] >= 0.42 and pair["uncertainty_ppm"] >= 0.42, (f, pair)
+    assert abs(pair["ppm_vs_nominal"]) <= 3 * pair["uncertainty_ppm"] + 0.001, pair
+    hpet = records.one(b.records, "frequency", counter="tsc", reference="hpet")
+    off = abs(f["hz"] - hpet["hz"]) / hpet["hz"] * 1e6
+    assert off <= 3 * (f["uncertainty_ppm"] ** 2 + hpet["uncertainty_ppm"] ** 2) ** 0.5 + 0.001, (f, hpet)
 
 
 def test_records_are_whole_and_long_ones_come_in_parts(tcg_run):

@@ -16,6 +16,7 @@ import datetime as dt
 
 import pytest
 
+import boots
 from clockbench.records import records
 
 pytestmark = pytest.mark.timed  # the RTC's seconds timed by the TSC, known answers
@@ -35,7 +36,7 @@ def utc_of(r):
 
 @pytest.fixture(scope="module")
 def clock_vm(boot):
-    b = boot(accel="tcg", extra=["-rtc", "clock=vm"], append="duration=10 only=drift,rtc", timeout=300)
+    b = boot(**boots.TCG_RTC_VM_10S)
     assert b.status == 0, b.explain()
     return b
 

@@ -223,7 +223,8 @@ def test_without_source_date_epoch_the_commit_date_is_used(img, tmp_path):
     r = build_cli(tmp_path / "x.img", epoch=None)
     assert r.returncode == 0, r.stderr
     commit = int(subprocess.run(["git", "log", "-1", "--format=%ct"], capture_output=True, text=True, cwd=ROOT).stdout)
-    want = time.strftime("%Y-%m-%d  %H:%M", time.gmtime(commit - commit % 2))  # FAT keeps even seconds; mdir shows minutes
+    at = time.gmtime(commit - commit % 2)  # FAT keeps even seconds; mdir shows minutes, the hour padded with a space
+    want = time.strftime("%Y-%m-%d  ", at) + f"{at.tm_hour:2d}:{at.tm_min:02d}"
     listing = subprocess.run(["mdir", "-i", f"{tmp_path / 'x.img'}@@1M", "::/"], capture_output=True, text=True, env=MTOOLS_ENV).stdout
     assert want in listing, (want, listing)
 

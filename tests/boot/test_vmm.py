@@ -315,6 +315,25 @@ def test_the_tsc_is_the_hosts_as_measured_beside_the_run(cli_run):
         assert again["agree"] == g["agree"] and again["agree"], (ref, again)
 
 
+def test_each_monitor_s_counters_run_at_its_own_constants(vmm_boot, tmp_path_factory):
+    """Issue 37: Firecracker's PIT is KVM's in-kernel one, KVM_PIT_FREQ =
+    1,193,181 Hz, not the crystal's 1,193,181.667 Hz (0.56 ppm, the whole of
+    the TSC's error against the host's rate); its APIC timer KVM's 1 GHz.
+    Cloud Hypervisor states its APIC's 1 GHz in CPUID, which comes first."""
+    fc = boot_of(("firecracker", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    pit = _one(fc, "counter", name="pit")
+    assert (pit["nominal_hz"], pit["nominal_from"], pit["nominal_vmm"]) == (1_193_181, "vmm", "Firecracker"), pit
+    assert pit["nominal_constant"] == "KVM_PIT_FREQ, Linux arch/x86/kvm/i8254.h" and pit["nominal_spread_ppm"] is None, pit
+    assert "nominal: KVM's in-kernel PIT, 1,193,181 Hz (KVM_PIT_FREQ)" in fc.output, fc.explain()
+    tsc = _tsc(fc)
+    assert tsc["reference"] == "pit" and tsc["reference_nominal_hz"] == 1_193_181 and tsc["nominal_spread_ppm"] == 0, tsc
+    lapic = _one(fc, "counter", name="lapic")
+    assert (lapic["nominal_hz"], lapic["nominal_from"]) == (1e9, "vmm"), lapic
+    ch = boot_of(("cloud-hypervisor", 1), vmm_boot, tmp_path_factory.getbasetemp())
+    lapic = _one(ch, "counter", name="lapic")
+    assert (lapic["nominal_hz"], lapic["nominal_from"]) == (1e9, "claimed"), lapic
+
+
 def test_cloud_hypervisor_has_no_pit_and_the_image_does_not_probe_one(vmm_boot, tmp_path_factory):
     """Cloud Hypervisor's FADT is hardware-reduced and it is not QEMU or
     Firecracker: the PIT is not probed (its ports are not touched), and the

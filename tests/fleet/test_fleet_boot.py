@@ -31,7 +31,7 @@ from buildpaths import KERNEL, ROOT
 from clockbench.fleet import netboot
 from clockbench.machines import qemu
 from clockbench.runs import store
-from clockbench.fleet import BY_KEY
+from clockbench.fleet.fleet import BY_KEY
 from labsetup import Lab, free_port
 
 pytestmark = pytest.mark.skipif(os.environ.get("CLOCKBENCH_FLEET") != "1",

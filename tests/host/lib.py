@@ -26,6 +26,14 @@ def xf_value(v) -> Fraction:
     return -f if neg else f
 
 
+class LangRow(ctypes.Structure):
+    """os/os_lang_parse.h's struct lang_row, field for field."""
+    _fields_ = [("name", ctypes.c_char * 40), ("heading", ctypes.c_bool), ("cost_known", ctypes.c_bool), ("p50_ns", ctypes.c_double),
+                ("method", ctypes.c_char), ("below_step", ctypes.c_bool), ("step_known", ctypes.c_bool), ("least_step_ns", ctypes.c_double),
+                ("claim_known", ctypes.c_bool), ("claim_ns", ctypes.c_double), ("path_known", ctypes.c_bool),
+                ("syscalls_per_1000", ctypes.c_double), ("via_syscall", ctypes.c_bool), ("clock", ctypes.c_char * 24)]
+
+
 def load() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(LIB_PATH))
     lib.fmt_format.restype = ctypes.c_int
@@ -113,6 +121,27 @@ def load() -> ctypes.CDLL:
     lib.shim_os_sequence_rle.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.c_size_t]
     lib.shim_os_claim.restype = ctypes.c_char_p
     lib.shim_os_claim.argtypes = [ctypes.c_char_p]
+    # os/os_lang_parse.c
+    cp = ctypes.c_char_p
+    lib.shim_lang_parse.restype = cp
+    lib.shim_lang_parse.argtypes = [cp, cp, cp]
+    lib.shim_lang_info.restype = cp
+    lib.shim_lang_info.argtypes = [ctypes.c_int, cp]
+    lib.shim_lang_trace.restype = cp
+    lib.shim_lang_trace.argtypes = [ctypes.POINTER(ctypes.c_long), ctypes.POINTER(u64), ctypes.c_size_t,
+                                    ctypes.POINTER(ctypes.c_long), ctypes.POINTER(u64), ctypes.c_size_t,
+                                    ctypes.c_bool, u64, ctypes.c_uint, ctypes.c_bool, ctypes.c_bool]
+    lib.lang_bracket_round.restype = ctypes.c_uint
+    lib.lang_bracket_round.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64), u64, u64, u64]
+    lib.lang_bracket_alike.restype = ctypes.c_uint
+    lib.lang_bracket_alike.argtypes = [ctypes.POINTER(u64), ctypes.c_int, u64]
+    lib.lang_pick.restype = ctypes.c_bool
+    lib.lang_pick.argtypes = [cp, ctypes.POINTER(ctypes.c_bool), cp, ctypes.c_size_t]
+    lib.lang_keys_text.restype = cp
+    lib.lang_ladder_format.restype = ctypes.c_size_t
+    lib.lang_ladder_format.argtypes = [ctypes.POINTER(LangRow), ctypes.c_int, ctypes.c_double, cp, ctypes.c_size_t]
+    lib.lang_claim_finer.restype = ctypes.c_bool
+    lib.lang_claim_finer.argtypes = [ctypes.POINTER(LangRow)]
     return lib
 
 

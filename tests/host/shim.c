@@ -1324,3 +1324,157 @@ int shim_stop_judge(int64_t advanced_ns, uint64_t u_ns, int64_t wall_ns, uint64_
 {
     return (int)drift_stop_judge(advanced_ns, u_ns, wall_ns, u_wall_ns);
 }
+
+/* os/os_lang_parse.c: the language probes' lines, bracketing, the path's
+   sentence. Figures come back as thousandths (record_fixed), exact for the
+   probes' decimals. */
+#include "../../os/os_lang_parse.h"
+
+static void rec_milli(const char *key, double v) { record_fixed(&rec, key, (int64_t)(v * 1000 + (v < 0 ? -0.5 : 0.5)), 3); }
+
+const char *shim_lang_parse(const char *kind, const char *line, const char *api)
+{
+    const char *why = 0;
+    bool ok = false;
+    record_begin(&rec, "lang_parse");
+    if (!strcmp(kind, "cost")) {
+        struct lang_cost c;
+        ok = lang_parse_cost(line, api, &c, &why);
+        record_bool(&rec, "tsc", c.tsc);
+        record_u64(&rec, "n", c.n);
+        record_u64(&rec, "batch", c.batch);
+        rec_milli("min", c.min), rec_milli("p50", c.p50), rec_milli("mean", c.mean), rec_milli("p99", c.p99);
+        rec_milli("p999", c.p999), rec_milli("max", c.max), rec_milli("bracket", c.bracket);
+        record_str(&rec, "timer", c.timer);
+    } else if (!strcmp(kind, "steps")) {
+        struct lang_steps s;
+        ok = lang_parse_steps(line, api, &s, &why);
+        record_u64(&rec, "n", s.n);
+        record_u64(&rec, "zero", s.zero);
+        record_u64(&rec, "backward", s.backward);
+        record_bool(&rec, "least_known", s.least_known);
+        rec_milli("least_ns", s.least_ns), rec_milli("max_backward_ns", s.max_backward_ns);
+        record_array_begin(&rec, "hist");
+        for (int i = 0; i < s.bins; i++) {
+            record_array_u64(&rec, (uint64_t)s.bin_upper_ns[i]);
+            record_array_u64(&rec, s.bin_count[i]);
+        }
+        record_array_end(&rec);
+    } else if (!strcmp(kind, "cross")) {
+        struct lang_cross x;
+        ok = lang_parse_cross(line, api, &x, &why);
+        record_u64(&rec, "a", x.a), record_u64(&rec, "b", x.b), record_u64(&rec, "rounds", x.rounds);
+        record_u64(&rec, "violations", x.violations), record_u64(&rec, "lost", x.lost);
+        rec_milli("max_violation_ns", x.max_violation_ns);
+        record_str(&rec, "pinned", x.pinned);
+    } else if (!strcmp(kind, "threads")) {
+        struct lang_threads t;
+        ok = lang_parse_threads(line, api, &t, &why);
+        record_u64(&rec, "k", t.k), record_u64(&rec, "n", t.n);
+        rec_milli("per_call_ns", t.per_call_ns), rec_milli("max_per_call_ns", t.max_per_call_ns);
+    } else if (!strcmp(kind, "stamp")) {
+        uint64_t ns = 0;
+        ok = lang_parse_stamp(line, &ns);
+        record_u64(&rec, "ns", ns);
+    }
+    record_bool(&rec, "ok", ok);
+    record_str(&rec, "why", ok ? 0 : why);
+    return finish();
+}
+
+const char *shim_lang_info(int l, const char *text)
+{
+    static struct lang_info li;
+    const char *why = 0;
+    bool ok = lang_parse_info(l, text, &li, &why);
+    record_begin(&rec, "lang_info");
+    record_bool(&rec, "ok", ok);
+    record_str(&rec, "why", ok ? 0 : why);
+    record_str(&rec, "runtime", li.runtime);
+    record_u64(&rec, "n", (uint64_t)li.n);
+    record_array_begin(&rec, "claims_milli_ns"); /* -1: none stated */
+    for (int i = 0; i < li.n; i++)
+        record_array_i64(&rec, li.apis[i].claim_known ? (int64_t)(li.apis[i].claim_ns * 1000 + 0.5) : -1);
+    record_array_end(&rec);
+    record_array_begin(&rec, "private");
+    for (int i = 0; i < li.n; i++)
+        record_array_u64(&rec, li.apis[i].private_origin);
+    record_array_end(&rec);
+    record_str(&rec, "claim_source_0", li.n ? li.apis[0].claim_source : 0);
+    return finish();
+}
+
+/* A trace from system call numbers and first arguments; the pattern of
+   one call, the per-1000 count and the sentence (seen, and optionally a
+   trace with the vDSO hidden). */
+const char *shim_lang_trace(const long *nr, const uint64_t *arg0, size_t n_sys, const long *hnr, const uint64_t *harg0, size_t n_hidden,
+                            bool with_hidden, uint64_t calls, unsigned bracket, bool bracketed, bool private_origin)
+{
+    struct lang_trace seen = {.begin_seen = true, .end_seen = true}, hidden = {.begin_seen = true, .end_seen = true};
+    for (size_t i = 0; i < n_sys; i++)
+        lang_trace_add(&seen, nr[i], arg0[i]);
+    for (size_t i = 0; i < n_hidden; i++)
+        lang_trace_add(&hidden, hnr[i], harg0[i]);
+    static char sentence[400];
+    lang_path_sentence("Lang", "api", calls, &seen, with_hidden ? &hidden : 0, bracket, bracketed, private_origin, sentence, sizeof sentence);
+    int p[LANG_PATTERN_MAX];
+    int k = lang_trace_pattern(&seen, calls, p);
+    record_begin(&rec, "lang_trace");
+    record_u64(&rec, "syscalls", seen.syscalls);
+    record_u64(&rec, "clock_calls", seen.clock_calls);
+    record_u64(&rec, "other", seen.other);
+    rec_milli("per_1000", lang_per_1000(seen.syscalls, calls));
+    record_array_begin(&rec, "pattern");
+    for (int i = 0; i < k; i++)
+        record_array_i64(&rec, p[i]);
+    record_array_end(&rec);
+    record_str(&rec, "sentence", sentence);
+    return finish();
+}
+
+/* lib/vmm_rates.c: the table's rows by index (null past the end), the
+   candidates for one machine and device, and the choice between two. */
+#include "../../lib/vmm_rates.h"
+static void record_rate(const struct vmm_rate *v)
+{
+    record_begin(&rec, "vmm_rate");
+    record_u64(&rec, "vmm", v->vmm);
+    record_str(&rec, "vmm_name", vmm_name(v->vmm));
+    record_u64(&rec, "device", v->device);
+    record_str(&rec, "model", v->model);
+    record_u64(&rec, "millihz", v->millihz);
+    record_str(&rec, "constant", v->constant);
+    record_str(&rec, "file", v->file);
+}
+
+const char *shim_vmm_rate_row(unsigned i)
+{
+    unsigned n;
+    const struct vmm_rate *t = vmm_rate_table(&n);
+    if (i >= n)
+        return 0;
+    record_rate(&t[i]);
+    return finish();
+}
+
+const char *shim_vmm_rate_of(unsigned vmm, unsigned device, unsigned which)
+{
+    const struct vmm_rate *v = vmm_rate_of((enum vmm_id)vmm, (enum vmm_device)device, which);
+    if (!v)
+        return 0;
+    record_rate(v);
+    record_u64(&rec, "candidates", vmm_rate_candidates((enum vmm_id)vmm, (enum vmm_device)device));
+    return finish();
+}
+
+const char *shim_vmm_rate_pick(uint64_t a, uint64_t b, uint64_t measured, uint64_t u_ppb, bool unmeasured)
+{
+    struct vmm_pick p = unmeasured ? vmm_rate_unmeasured(a, b) : vmm_rate_pick(a, b, measured, u_ppb);
+    record_begin(&rec, "vmm_pick");
+    record_i64(&rec, "chosen", p.chosen);
+    record_u64(&rec, "millihz", p.millihz);
+    record_u64(&rec, "spread_ppb", p.spread_ppb);
+    record_u64(&rec, "off_a_ppb", p.off_a_ppb);
+    record_u64(&rec, "off_b_ppb", p.off_b_ppb);
+    return finish();
+}

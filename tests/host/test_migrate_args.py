@@ -13,7 +13,7 @@ from cli_logs import run_cli
 from clockbench import errors
 from clockbench.machines import qemu
 from clockbench.runs import plan
-from clockbench.cli import runner
+from clockbench.cli import run_args
 
 
 def _run(capsys, tmp_path, *extra):
@@ -80,5 +80,5 @@ def test_the_origin_is_the_first_line_or_the_phase_named():
     after = qemu.Migration(at_s=1, after="drift").origin_pattern()
     assert not after.search(b'@cb {"type":"progress","phase":"timers"}\n')
     assert after.search(b'@cb {"type":"progress","phase":"drift","done":0}')
-    assert set(runner.PHASES) == {"calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus",
+    assert set(run_args.PHASES) == {"calibrate", "cpu_speed", "hpet_comparator", "read_cost", "sequential", "timers", "cpus",
                                   "drift", "rtc", "stolen"}

@@ -84,7 +84,7 @@ def test_the_default_tree_is_written_by_make_netboot_and_its_failure_is_66(capsy
     written)."""
     from clockbench.fleet import netboot_tree
     from clockbench import paths
-    from clockbench.cli import runner
+    from clockbench.cli import run_plan
 
     tree = tmp_path / "netboot"
     monkeypatch.setattr(netboot_tree, "OUT", tree)
@@ -97,7 +97,7 @@ def test_the_default_tree_is_written_by_make_netboot_and_its_failure_is_66(capsy
         ran.append(argv)
         return Failed()
 
-    monkeypatch.setattr(runner.subprocess, "run", fake_make)
+    monkeypatch.setattr(run_plan.subprocess, "run", fake_make)
     got, runs_dir = _run(capsys, tmp_path, "--boot", "netboot")
     assert ran == [["make", "-C", str(paths.ROOT), "netboot"]]
     assert got.code == errors.NO_INPUT, got

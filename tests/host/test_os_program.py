@@ -35,7 +35,7 @@ def of(recs, kind):
 def run(*args, user=None, timeout=120):
     # a test that needs the program fails (does not skip) without it: `make test` builds it
     assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
-    cmd = [str(PROGRAM), *args]
+    cmd = [str(PROGRAM), "--no-lang", *args]  # the languages: tests/host/test_os_lang_program.py
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -137,7 +137,7 @@ def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
     d = fake_sysfs(tmp_path)
     # 2 s of rate window on each clocksource: the run switches after about
     # 4.5 s (the first one's window, and 2.1 s of time()) and takes about 10 s
-    args = [str(PROGRAM), "--sysfs", str(d), "--reads", "200", "--rate-ms", "2000"]
+    args = [str(PROGRAM), "--no-lang", "--sysfs", str(d), "--reads", "200", "--rate-ms", "2000"]
     if how == "timeout":
         args += ["--timeout", "6"]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)

@@ -4,7 +4,7 @@ decides it, for `run` and `os-vm` alike; a fake /dev/kvm and a fake
 /sys/module/kvm_pvm stand in for this machine's), and the options' values:
 out of range, or disagreeing with each other, is a usage error (exit 64),
 one line naming the option and what it allows, and no QEMU is started
-(runner.check_run_arguments). Hypothesis keeps it so over generated values."""
+(run_args.check_run_arguments). Hypothesis keeps it so over generated values."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cli_logs import run_cli
 from clockbench import errors
 from clockbench.runs import plan
-from clockbench.cli import osvm, runner
+from clockbench.cli import osvm, run_args
 from clockbench.machines import qemu
 from clockbench.runs import runs
 
@@ -255,10 +255,10 @@ def test_the_time_bound_reads_duration_as_the_image_does():
 
 
 def test_memory_is_read_as_qemu_reads_it():
-    assert runner.memory_mib("256") == 256 and runner.memory_mib("256M") == 256 and runner.memory_mib("1.5g") == 1536
-    assert runner.memory_mib("8G") == 8192 and runner.memory_mib("1T") == 1024 * 1024
-    assert runner.memory_mib("33554432B") == 32 and runner.memory_mib("32768k") == 32
-    assert runner.memory_mib("-1") is None and runner.memory_mib("") is None and runner.memory_mib("1 G") is None
+    assert run_args.memory_mib("256") == 256 and run_args.memory_mib("256M") == 256 and run_args.memory_mib("1.5g") == 1536
+    assert run_args.memory_mib("8G") == 8192 and run_args.memory_mib("1T") == 1024 * 1024
+    assert run_args.memory_mib("33554432B") == 32 and run_args.memory_mib("32768k") == 32
+    assert run_args.memory_mib("-1") is None and run_args.memory_mib("") is None and run_args.memory_mib("1 G") is None
 
 
 # --- generated values ----------------------------------------------------------
@@ -270,8 +270,8 @@ SUFFIX = {"": 1, "M": 1, "G": 1024, "K": 1 / 1024}
 @st.composite
 def memories(draw, valid: bool) -> str:
     suffix = draw(st.sampled_from(sorted(SUFFIX)))
-    top = runner.MEMORY_MAX_MIB / SUFFIX[suffix]
-    low = runner.MEMORY_MIN_MIB / SUFFIX[suffix]
+    top = run_args.MEMORY_MAX_MIB / SUFFIX[suffix]
+    low = run_args.MEMORY_MIN_MIB / SUFFIX[suffix]
     if valid:
         return f"{draw(st.integers(math.ceil(low), int(top)))}{suffix}"
     n = draw(st.integers(-10**6, math.ceil(low) - 1) | st.integers(int(top) + 1, 10**12))

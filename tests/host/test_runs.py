@@ -188,6 +188,11 @@ def test_an_iso_boot_hands_its_command_line_to_grub_in_an_smbios_oem_string():
     assert "-smbios" not in qemu.build_command(qemu.QemuConfig(boot="iso"), "tcg")  # the menu, as on hardware
     direct = qemu.build_command(qemu.QemuConfig(boot="direct", append="profile=soak"), "tcg")
     assert "-smbios" not in direct and direct[direct.index("-append") + 1] == "profile=soak"
+    # under KVM the image is told that QEMU's isa-debug-exit is there (it cannot identify QEMU without ACPI)
+    kvm = qemu.build_command(qemu.QemuConfig(boot="pvh", append="profile=soak"), "kvm")
+    assert kvm[kvm.index("-append") + 1] == "profile=soak debug_exit"
+    bare = qemu.build_command(qemu.QemuConfig(boot="direct", debug_exit=False), "kvm")
+    assert "-append" not in bare and "isa-debug-exit,iobase=0xf4,iosize=0x04" not in " ".join(bare)
     for bad in ('a"b', "x;reboot", "$root", "{x}"):
         with pytest.raises(RuntimeError):
             qemu.build_command(qemu.QemuConfig(boot="iso", append=bad), "tcg")

@@ -83,20 +83,20 @@ def test_pause_to_resume_and_its_bound():
 
 
 def test_a_snapshot_past_the_runs_end_is_refused_once_the_run_ended(capsys, tmp_path):
-    """runner._stop_reached, as the migration's boot test sees it end to end
+    """run_keep.stop_reached, as the migration's boot test sees it end to end
     (tests/boot/test_migrate.py): a stop the run never reached is exit 64
     and one line; a stop done, or one that failed for another reason,
     leaves the run's own status."""
-    from clockbench.cli import runner
+    from clockbench.cli import run_keep
 
     meta = {"log": str(tmp_path / "run.log"),
             "snapshot": {"at_s": 90.0, "stopped_s": None, "error": "the run ended before the snapshot's time"}}
-    assert runner._stop_reached(meta, "snapshot", 0) == errors.USAGE
+    assert run_keep.stop_reached(meta, "snapshot", 0) == errors.USAGE
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("clockbench: --snapshot-at 90: past the run's end"), err
     done = {"log": meta["log"], "snapshot": {"at_s": 2.0, "stopped_s": 3.1, "error": None}}
-    assert runner._stop_reached(done, "snapshot", 1) == 1
+    assert run_keep.stop_reached(done, "snapshot", 1) == 1
     failed = {"log": meta["log"], "snapshot": {"at_s": 2.0, "stopped_s": None, "error": "the monitor died"}}
-    assert runner._stop_reached(failed, "snapshot", 4) == 4
-    assert runner._stop_reached({"log": meta["log"]}, "snapshot", 0) == 0
+    assert run_keep.stop_reached(failed, "snapshot", 4) == 4
+    assert run_keep.stop_reached({"log": meta["log"]}, "snapshot", 0) == 0
     assert capsys.readouterr().err == ""

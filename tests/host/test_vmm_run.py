@@ -19,7 +19,7 @@ import pytest
 from cli_logs import TCG, run_cli
 from clockbench.machines import cloud_hypervisor, firecracker, microvm, qemu, vmrun
 from clockbench import errors
-from clockbench.cli import runner
+from clockbench.cli import run_machine
 
 LOG = TCG.read_text()
 FIRST_RUN = LOG[:LOG.index("clockbench: run ended:")]
@@ -244,7 +244,7 @@ def test_clockbench_run_keeps_the_monitors_log_apart_and_says_what_happened(caps
     assert (meta["verdict"], meta["exit"], meta["status_source"], meta["vmm_exit"]) == ("passed", 0, "summary", None)
     assert meta["cmdline"] == "only=drift" and meta["summary"]["status"] == "passed"
     assert (run_dir / "run.log").read_text() == LOG
-    assert (run_dir / runner.VMM_STDERR).read_text() == "cloud-hypervisor: a log line of its own\n"
+    assert (run_dir / run_machine.VMM_STDERR).read_text() == "cloud-hypervisor: a log line of its own\n"
     assert "did not power off within 0.5 s" in r.out and "did not power off" in meta["notes"][0]
 
 

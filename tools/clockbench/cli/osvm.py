@@ -21,7 +21,7 @@ from clockbench import errors, paths
 from clockbench.machines import initramfs, qemu
 from clockbench.report import progress
 from clockbench.records import records
-from clockbench.cli import runner
+from clockbench.cli import run_args
 
 LINUX_DIR = paths.BUILD / "linux"
 PROGRAM = paths.BUILD / "os" / "clockbench-os"
@@ -171,8 +171,8 @@ def kernel_cmdline(program_args: str) -> str:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """The machine's options, as `run` checks them, and the time bound."""
-    runner.check_machine_arguments(args)
-    runner.check_timeout(args)
+    run_args.check_machine_arguments(args)
+    run_args.check_timeout(args)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -181,7 +181,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        f"{paths.default(LINUX_DIR)}/) in the QEMU machine `clockbench run` uses, with an initramfs whose "
                        "/init is the clockbench-os program; shows its output, keeps the serial log and exits with the "
                        "program's status.")
-    runner.add_machine_arguments(o, firmware_help="SeaBIOS, OVMF (UEFI) or qboot; QEMU loads the kernel itself with each")
+    run_args.add_machine_arguments(o, firmware_help="SeaBIOS, OVMF (UEFI) or qboot; QEMU loads the kernel itself with each")
     o.add_argument("--kernel", help="a Linux bzImage to boot instead of Debian's (default: Debian's linux-image-amd64, "
                    f"cached in {paths.default(LINUX_DIR)}/)")
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")

@@ -1,6 +1,7 @@
 """Running machines: QEMU (TCG or KVM, BIOS, UEFI, qboot, PVH, netboot),
-Cloud Hypervisor and Firecracker behind one start-and-poll loop
-(vmrun.run), their stops (pause, migration, snapshot and restore), the
+Cloud Hypervisor and Firecracker behind one entry (launch.run) and one
+start-and-poll loop (vmrun.Session), their stops (pause, migration,
+snapshot and restore, each a second process the session takes over to), the
 screen read back, and os-vm's initramfs. A machine is given its command
 line and returns what it printed and how it ended; it knows nothing of
 reports or the store.

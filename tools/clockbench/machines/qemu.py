@@ -283,8 +283,14 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         raise RuntimeError(f"unknown firmware {cfg.firmware!r}: bios, uefi, uefi-secboot or qboot")
     if cfg.boot in ("direct", "pvh"):
         cmd += ["-kernel", str(cfg.kernel)]
-        if cfg.append:
-            cmd += ["-append", cfg.append]
+        append = cfg.append
+        # Under KVM with no ACPI tables (acpi=off) the image cannot tell QEMU from
+        # another VMM and writes no port it cannot name: `debug_exit` vouches for
+        # the device added above, so the run still ends with its status (kernel/finish.c).
+        if cfg.debug_exit and accel == "kvm":
+            append = f"{append} debug_exit".strip()
+        if append:
+            cmd += ["-append", append]
     elif cfg.boot in ("iso", "disk"):
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
@@ -1012,49 +1018,31 @@ def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
         cfg = dataclasses.replace(cfg, cpu=KVM_MIGRATABLE_CPU)
     cmd = build_command(dataclasses.replace(cfg, faults=[]), accel)
     bound = timeout + migration.gap_s + 2 * MIGRATE_BOUND_S
-    chunks: list[bytes] = []
-    errs: list[bytes] = []
     emulation = _EmulationWatch()
-    readers: list[threading.Thread] = []
     migrator: _Migrator | None = None
+    # both QEMUs' serial output goes into the one log, watched by the migrator
+    session = vmrun.Session(echo=echo, watch_out=lambda chunk: migrator.feed(chunk), watch_err=emulation.feed)
 
     def start_proc(extra: list[str], sock: Path):
-        proc = subprocess.Popen(cmd + ["-qmp", f"unix:{sock},server=on,wait=off"] + extra, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        vmrun.widen_pipe(proc.stdout)
-        for t in (threading.Thread(target=vmrun.pump, args=(proc.stdout, chunks, echo, migrator.feed), daemon=True),
-                  threading.Thread(target=vmrun.pump, args=(proc.stderr, errs, None, emulation.feed), daemon=True)):
-            t.start()
-            readers.append(t)
-        return proc
+        return session.launch(cmd + ["-qmp", f"unix:{sock},server=on,wait=off"] + extra)
 
-    start = time.monotonic()
+    start = session.start
     migrator = _Migrator(cfg, accel, migration, qmp_dir, start_proc, start)
     migrator.proc = start_proc([], migrator.src_sock)
     source_pid = migrator.proc.pid
     migrator.thread.start()
-    timed_out = interrupted = False
-    try:
-        deadline = start + bound
-        while True:
-            proc = migrator.proc
-            try:
-                proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
-                if proc is migrator.proc and (migrator.swapped.is_set() or migrator.result.state_bytes is None):
-                    break  # the destination ended, or the source before it handed over
-                time.sleep(0.01)  # the source quit after writing its state: the destination is on its way
-            except subprocess.TimeoutExpired:
-                if emulation.failed.is_set():
-                    break
-                if stop is not None and stop.is_set():
-                    interrupted = True
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    break
-            if migrator.finished.is_set() and migrator.result.error and not migrator.result.done and proc.poll() is not None:
-                break
-    finally:
+
+    def over() -> bool:
+        proc = migrator.proc
+        if proc.poll() is None:
+            return emulation.failed.is_set()
+        # the destination ended, or the source before it handed over, or the
+        # migration failed with no QEMU left running; else the source quit
+        # after writing its state and the destination is on its way
+        return (migrator.swapped.is_set() or migrator.result.state_bytes is None or
+                (migrator.finished.is_set() and bool(migrator.result.error) and not migrator.result.done))
+
+    def ending(_why: str) -> None:
         migrator.ending.set()
         migrator.thread.join(timeout=INJECTOR_JOIN_S)
         r = migrator.result
@@ -1064,17 +1052,13 @@ def _run_migrated(cfg, accel, migration, qmp_dir, timeout, echo, stop):
             # migrator recorded meanwhile (nothing yet, on a loaded host, or
             # its monitor's EOF as QEMU exited) is a consequence of that
             r.error = "the run ended before the migration's time"
-        for p in {id(migrator.source): migrator.source, id(migrator.proc): migrator.proc}.values():
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-    for t in readers:
-        t.join(timeout=5)
+
+    timed_out, interrupted, _ = session.wait(bound, stop=stop, over=over, ending=ending)
+    output, stderr = session.finish()
     final = migrator.proc
     code = None if timed_out or interrupted else final.returncode
     result = RunResult(
         command=cmd, accel=accel, qemu_exit=code, status=None if code is None else status_from_exit(code),
-        output=b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"),
-        stderr=b"".join(errs).decode("utf-8", "replace"), seconds=time.monotonic() - start, timed_out=timed_out,
+        output=output, stderr=stderr, seconds=session.seconds, timed_out=timed_out,
         timeout_s=bound, pid=source_pid, interrupted=interrupted, emulation_failed=emulation.line)
     return result, migrator.result

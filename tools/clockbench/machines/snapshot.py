@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -227,30 +226,20 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     bound = timeout + snap.gap_s + 2 * SNAPSHOT_BOUND_S
     result = SnapshotResult(snap, vmm=cfg.vmm, first_command=cmd)
     watch = microvm.Watch()
-    chunks: list[bytes] = []
-    errs: list[bytes] = []
-    readers: list[threading.Thread] = []
     origin = vmrun.Origin(snap.after)
     first_line = origin.event  # the origin arrived: the first line, or the phase named
     ending = threading.Event()
-    procs: list[subprocess.Popen] = []
-    start = time.monotonic()
 
     def feed(chunk: bytes) -> None:
         watch.feed(chunk)
         if origin.feed(chunk):
             result.origin_s = time.monotonic() - start
 
-    def launch(command: list[str]) -> subprocess.Popen:
-        p = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             start_new_session=True)
-        vmrun.widen_pipe(p.stdout)
-        for t in (threading.Thread(target=vmrun.pump, args=(p.stdout, chunks, echo, feed), daemon=True),
-                  threading.Thread(target=vmrun.pump, args=(p.stderr, errs, echo_err, None), daemon=True)):
-            t.start()
-            readers.append(t)
-        procs.append(p)
-        return p
+    # both monitors' serial output goes into the one log
+    session = vmrun.Session(echo=echo, echo_err=echo_err, watch_out=feed)
+    procs = session.procs
+    launch = session.launch
+    start = session.start
 
     def wait_until(t: float) -> bool:
         """Sleeps to monotonic t; False when the run ended first."""
@@ -309,46 +298,36 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     launch(cmd)
     worker = threading.Thread(target=work, name="clockbench-snapshot", daemon=True)
     worker.start()
-    timed_out = interrupted = False
-    ended_by = None
-    try:
-        deadline = start + bound
-        while True:
-            proc = procs[-1]
-            exited = proc.poll() is not None
-            if exited and (len(procs) == 2 or not worker.is_alive()):
-                break  # the restored monitor ended, or the first before any snapshot
-            # the VM still runs in the first monitor when the pause failed, or
-            # when a failed snapshot resumed it there: the run goes on
-            running_first = (result.first_resumed or result.pause_reply_wall is None) and len(procs) == 1 and not exited
-            if not worker.is_alive() and result.error and not result.done and not running_first:
-                break  # the snapshot failed and the VM is not running: what was printed is kept, the status says so
-            if len(procs) == 2 or not worker.is_alive():
-                if watch.restarted.is_set():
-                    ended_by = "restarted"
-                elif watch.ended_at is not None and watch.quiet_s() > cfg.grace_s:
-                    ended_by = "no power-off"
-                elif watch.verdict_at is not None and watch.quiet_s() > cfg.summary_quiet_s:
-                    ended_by = "quiet after the summary"
-                if ended_by:
-                    break
-            if stop is not None and stop.is_set():
-                interrupted = True
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            time.sleep(vmrun.POLL_S)
-    finally:
+
+    def over() -> bool:
+        exited = procs[-1].poll() is not None
+        if exited and (len(procs) == 2 or not worker.is_alive()):
+            return True  # the restored monitor ended, or the first before any snapshot
+        # the VM still runs in the first monitor when the pause failed, or
+        # when a failed snapshot resumed it there: the run goes on
+        running_first = (result.first_resumed or result.pause_reply_wall is None) and len(procs) == 1 and not exited
+        # the snapshot failed and the VM is not running: what was printed is kept, the status says so
+        return not worker.is_alive() and bool(result.error) and not result.done and not running_first
+
+    def end_reason() -> str | None:
+        if not (len(procs) == 2 or not worker.is_alive()):
+            return None  # the snapshot is under way: the first monitor's quiet is the pause's
+        if watch.restarted.is_set():
+            return "restarted"
+        if watch.ended_at is not None and watch.quiet_s() > cfg.grace_s:
+            return "no power-off"
+        if watch.verdict_at is not None and watch.quiet_s() > cfg.summary_quiet_s:
+            return "quiet after the summary"
+        return None
+
+    def stop_worker(_why: str) -> None:
         ending.set()
         worker.join(timeout=API_BOUND_S + 5)
-        killed = [p for p in procs if p.poll() is None]
-        for p in killed:
-            p.kill()
-            p.wait()
-    for t in readers:
-        t.join(timeout=vmrun.READER_JOIN_S)
-    output = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+    timed_out, interrupted, ended_by = session.wait(bound, stop=stop, over=over, end_reason=end_reason,
+                                                    ending=stop_worker)
+    output, stderr = session.finish()
+    killed = session.killed
     status, source, end = microvm.verdict_of(output)
     final = procs[-1]
     stopped = timed_out or interrupted or ended_by is not None or final in killed
@@ -368,7 +347,7 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
         notes.append(f"the image printed nothing for {cfg.summary_quiet_s:g} s after its summary, and {cfg.vmm} did not "
                      "power off; it was stopped, and the summary's status stands")
     got = microvm.VmmResult(vmm=cfg.vmm, command=cmd, vmm_exit=code, status=status, output=output,
-                            stderr=b"".join(errs).decode("utf-8", "replace"), seconds=time.monotonic() - start,
+                            stderr=stderr, seconds=session.seconds,
                             timed_out=timed_out, timeout_s=bound, pid=procs[0].pid, interrupted=interrupted,
                             status_source=source, powered_off=code is not None and status is not None, notes=notes,
                             config=config)

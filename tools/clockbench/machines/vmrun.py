@@ -1,5 +1,6 @@
 """One way to start, stop and capture a virtual machine monitor's process,
-for QEMU (qemu.py) and the microVM monitors (microvm.py) alike: the serial
+for QEMU (qemu.py) and the microVM monitors (microvm.py) alike, a
+migration's two QEMUs and a snapshot's two monitors included (Session): the serial
 port on its standard output, echoed as it arrives; its own messages on
 standard error, kept apart; a time bound; a stop event (Ctrl-C); and a
 hook that may end it early for a reason of the caller's (QEMU's "KVM
@@ -100,42 +101,75 @@ def widen_pipe(stream) -> None:
         pass
 
 
-def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = None,
-        echo_err: Callable[[str], None] | None = None, stop: threading.Event | None = None,
-        watch_out: Callable[[bytes], None] | None = None, watch_err: Callable[[bytes], None] | None = None,
-        started: Callable[[subprocess.Popen, float], None] | None = None,
-        end_reason: Callable[[], str | None] | None = None,
-        ending: Callable[[str], None] | None = None, cwd: str | None = None) -> Captured:
-    """Starts cmd and waits for it to exit, for `bound` seconds at most.
-    echo/echo_err get standard output/error as text as they arrive,
-    watch_out/watch_err the raw bytes. started(proc, start) is called once
-    the process runs (start: time.monotonic() just before it started).
-    end_reason() is asked every POLL_S: a string ends the process, and is
-    kept as ended_by. ending(why) is called before the process is killed
-    (or after it exited: why is then "it exited"), from here, so the caller
-    can undo what it did to it (resume a stopped QEMU)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, cwd=cwd)
-    widen_pipe(proc.stdout)
-    out: list[bytes] = []
-    err: list[bytes] = []
-    readers = [threading.Thread(target=pump, args=(proc.stdout, out, echo, watch_out), daemon=True),
-               threading.Thread(target=pump, args=(proc.stderr, err, echo_err, watch_err), daemon=True)]
-    for t in readers:
-        t.start()
-    timed_out = interrupted = False
-    ended_by = None
-    why = "it exited"
-    try:
-        if started:
-            started(proc, start)
-        deadline = start + bound
-        while True:
-            try:
-                proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
+class Session:
+    """One run of a machine, through one process or several in turn: a
+    migration's destination QEMU, or a snapshot's restored monitor, takes
+    over from the first. Every process it launches is pumped into the one
+    log (standard output) and the one stream of the monitor's own messages
+    (standard error), and wait() is the one poll loop every run goes
+    through: one time bound, one stop event, the caller's reasons to end
+    early, and every process still running killed at the end."""
+
+    def __init__(self, *, echo: Callable[[str], None] | None = None, echo_err: Callable[[str], None] | None = None,
+                 watch_out: Callable[[bytes], None] | None = None, watch_err: Callable[[bytes], None] | None = None):
+        self.echo, self.echo_err, self.watch_out, self.watch_err = echo, echo_err, watch_out, watch_err
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self.procs: list[subprocess.Popen] = []
+        self.killed: list[subprocess.Popen] = []
+        self._readers: list[threading.Thread] = []
+        self.start = time.monotonic()
+
+    def launch(self, cmd: list[str], cwd: str | None = None) -> subprocess.Popen:
+        """Starts a monitor's process in a session of its own (a Ctrl-C on the
+        terminal reaches only the caller), its output pumped into the run's."""
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, cwd=cwd)
+        widen_pipe(proc.stdout)
+        for t in (threading.Thread(target=pump, args=(proc.stdout, self.out, self.echo, self.watch_out), daemon=True),
+                  threading.Thread(target=pump, args=(proc.stderr, self.err, self.echo_err, self.watch_err), daemon=True)):
+            t.start()
+            self._readers.append(t)
+        self.procs.append(proc)
+        return proc
+
+    @property
+    def current(self) -> subprocess.Popen:
+        """The process the machine runs in now: the last one launched."""
+        return self.procs[-1]
+
+    def wait(self, bound: float, *, stop: threading.Event | None = None, over: Callable[[], bool] | None = None,
+             end_reason: Callable[[], str | None] | None = None, ending: Callable[[str], None] | None = None,
+             begin: Callable[[], None] | None = None) -> tuple[bool, bool, str | None]:
+        """Waits, for `bound` seconds from the session's start at most, until
+        the run is over: over() says so (by default: the current process
+        exited; a caller whose machine hands over to another process says
+        when the last has ended), end_reason() gives a reason to end it
+        early (kept as ended_by), `stop` is set, or the bound runs out.
+        ending(why) is called before the processes are killed (why is "it
+        exited" when the run was over by itself), so the caller can undo what
+        it did to them (resume a stopped QEMU) or stop its own helper.
+        begin() is called first, inside the same guard: what it starts is
+        ended with the rest if it raises. Returns (timed_out, interrupted,
+        ended_by)."""
+        over = over or (lambda: self.current.poll() is not None)
+        timed_out = interrupted = False
+        ended_by = None
+        why = "it exited"
+        try:
+            if begin:
+                begin()
+            deadline = self.start + bound
+            while True:
+                proc = self.current
+                try:
+                    proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+                except subprocess.TimeoutExpired:
+                    pass
+                if over():
+                    break
+                if proc.poll() is not None:
+                    time.sleep(0.01)  # the process ended, and another is on its way: no busy loop meanwhile
                 ended_by = end_reason() if end_reason else None
                 if ended_by:
                     why = ended_by
@@ -146,21 +180,53 @@ def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = No
                 if time.monotonic() >= deadline:
                     timed_out, why = True, f"the run's time bound ({bound:g} s) ran out"
                     break
-    finally:
-        try:
-            if ending:
-                ending(why)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for t in readers:
-        t.join(timeout=READER_JOIN_S)
+            try:
+                if ending:
+                    ending(why)
+            finally:
+                for p in self.procs:
+                    if p.poll() is None:
+                        self.killed.append(p)
+                        p.kill()
+                        p.wait()
+        return timed_out, interrupted, ended_by
+
+    def finish(self) -> tuple[str, str]:
+        """The run's output and the monitors' messages, once the readers
+        have drained the pipes: the output with "\r\n" made "\n"."""
+        for t in self._readers:
+            t.join(timeout=READER_JOIN_S)
+        return (b"".join(self.out).decode("utf-8", "replace").replace("\r\n", "\n"),
+                b"".join(self.err).decode("utf-8", "replace"))
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.start
+
+
+def run(cmd: list[str], bound: float, *, echo: Callable[[str], None] | None = None,
+        echo_err: Callable[[str], None] | None = None, stop: threading.Event | None = None,
+        watch_out: Callable[[bytes], None] | None = None, watch_err: Callable[[bytes], None] | None = None,
+        started: Callable[[subprocess.Popen, float], None] | None = None,
+        end_reason: Callable[[], str | None] | None = None,
+        ending: Callable[[str], None] | None = None, cwd: str | None = None) -> Captured:
+    """Starts cmd and waits for it to exit, for `bound` seconds at most (a
+    Session of one process). echo/echo_err get standard output/error as
+    text as they arrive, watch_out/watch_err the raw bytes. started(proc,
+    start) is called once the process runs (start: time.monotonic() just
+    before it started). end_reason() is asked every POLL_S: a string ends
+    the process, and is kept as ended_by. ending(why) is called before the
+    process is killed (or after it exited: why is then "it exited"), from
+    here, so the caller can undo what it did to it (resume a stopped QEMU)."""
+    session = Session(echo=echo, echo_err=echo_err, watch_out=watch_out, watch_err=watch_err)
+    proc = session.launch(cmd, cwd=cwd)
+    timed_out, interrupted, ended_by = session.wait(bound, stop=stop, end_reason=end_reason, ending=ending,
+                                                    begin=(lambda: started(proc, session.start)) if started else None)
+    output, stderr = session.finish()
     stopped = timed_out or interrupted or ended_by is not None
-    return Captured(output=b"".join(out).decode("utf-8", "replace").replace("\r\n", "\n"),
-                    stderr=b"".join(err).decode("utf-8", "replace"), seconds=time.monotonic() - start,
-                    returncode=None if stopped else proc.returncode, timed_out=timed_out, interrupted=interrupted,
-                    ended_by=ended_by, pid=proc.pid)
+    return Captured(output=output, stderr=stderr, seconds=session.seconds, returncode=None if stopped else proc.returncode,
+                    timed_out=timed_out, interrupted=interrupted, ended_by=ended_by, pid=proc.pid)
 
 
 API_BOUND_S = 10.0

@@ -1,5 +1,8 @@
-"""Keeping runs: the plan of a run (its kernel command line, its duration and
-time bound, the image's words checked), the run folder with its metadata
-(run.log, meta.json, results.json), and the store of runs (SQLite).
+"""Planning and keeping runs: the plan of a run (plan.RunPlan: the machine,
+the image, its kernel command line with its duration and time bound, the
+stop to make), the run's record from its plan to its end (record.RunRecord:
+its folder, run.log and metadata.json, closed by the machine's result),
+the run folders (runs), and the store of runs (store, SQLite).
 
-May import: clockbench.errors, clockbench.paths, clockbench.records, and this package."""
+May import: clockbench.errors, clockbench.paths, clockbench.records, clockbench.machines,
+and this package."""

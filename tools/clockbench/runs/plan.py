@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from clockbench import errors
 
@@ -112,3 +114,25 @@ def check_kernel_words(line: str, option: str) -> tuple[list[tuple[str, int]], l
                 raise _usage(option, word, f"profile= must be {', '.join(PROFILES[:-1])} or {PROFILES[-1]}")
             profiles.append((f"{option} {word}", value))
     return durations, profiles
+
+
+@dataclass
+class RunPlan:
+    """What a command asks of a machine, decided before anything starts:
+    the machine (machines.qemu.QemuConfig or machines.microvm.VmmConfig),
+    the image it boots, the image's command line, the run's time bound,
+    and the stop to make mid-run (machines.qemu.Migration or
+    machines.snapshot.Snapshot), or none."""
+    machine: object
+    image: Path
+    cmdline: str
+    timeout: float
+    stop: object | None = None
+    hold: bool = False  # the terminal holds back what comes before the image (firmware, GRUB)
+
+    @property
+    def stop_field(self) -> str | None:
+        """The metadata's name for what the stop did: migration or snapshot."""
+        if self.stop is None:
+            return None
+        return "migration" if type(self.stop).__name__ == "Migration" else "snapshot"

@@ -1,0 +1,363 @@
+// The C++ clocks (std::chrono::steady_clock, system_clock, high_resolution_clock)
+// as a program sees them, run by clockbench-os (the language probes of issue 36,
+// one command line for all). One source, built twice: with libstdc++ (g++) and with
+// libc++ (clang++ -stdlib=libc++). Each clock is a template argument, so every
+// call is inlined into the measuring loop: no function pointer of ours sits in a
+// bracket. What now() does inside the library (the vDSO, a syscall) is measured.
+//
+// cost:  each call alone between serialised TSC reads (lfence;rdtsc;lfence
+//        before, lfence;rdtsc after: the pair clockbench-os uses, drivers/cpu.h),
+//        an empty bracket measured beside every call and its median subtracted;
+//        exact percentiles (nearest rank) over the n samples.
+// steps: n back-to-back now(), the differences in ns through duration_cast.
+// path, stamp, cross, threads: as the contract says.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(_LIBCPP_VERSION)
+static const char PROG[] = "probe-cpp-libcxx";
+#else
+static const char PROG[] = "probe-cpp-libstdcxx";
+#endif
+
+namespace chr = std::chrono;
+
+static const uint64_t MAX_N = 10000000;   // 160 MB of samples at most
+static const uint64_t MAX_THREADS = 1024;
+static const uint64_t MAX_ROUNDS = 10000000;
+
+[[noreturn]] static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    std::fprintf(stderr, "%s: ", PROG);
+    std::vfprintf(stderr, fmt, ap);
+    std::fputc('\n', stderr);
+    va_end(ap);
+    std::exit(64);
+}
+
+// A whole decimal number in [lo, hi], or exit 64.
+static uint64_t parse_u64(const char *s, const char *what, uint64_t lo, uint64_t hi)
+{
+    uint64_t v = 0;
+    if (!*s)
+        fail("bad %s '': not a number", what);
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+            fail("bad %s '%s': not a whole number", what, s);
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v < lo || v > hi)
+        fail("bad %s '%s': must be %" PRIu64 "..%" PRIu64, what, s, lo, hi);
+    return v;
+}
+
+// The two halves joined inside the asm, so that the compiler has no shift or
+// OR of its own to schedule into the next bracket.
+static inline uint64_t tsc_begin()
+{
+    uint64_t t;
+    __asm__ volatile("lfence; rdtsc; lfence; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t)::"rdx", "memory");
+    return t;
+}
+
+static inline uint64_t tsc_end()
+{
+    uint64_t t;
+    __asm__ volatile("lfence; rdtsc; shl $32, %%rdx; or %%rdx, %%rax" : "=a"(t)::"rdx", "memory");
+    return t;
+}
+
+// Keeps a value live without storing it anywhere.
+template <class T> static inline void keep(T v)
+{
+    __asm__ volatile("" ::"r"(v));
+}
+
+template <class Clock> static inline int64_t now_ns()
+{
+    return chr::duration_cast<chr::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+static uint64_t percentile(const std::vector<uint64_t> &sorted, unsigned per_mille)
+{
+    size_t n = sorted.size();
+    size_t rank = (size_t)(((uint64_t)per_mille * n + 999) / 1000);
+    return sorted[std::min(std::max(rank, (size_t)1), n) - 1];
+}
+
+static uint64_t minus(uint64_t v, uint64_t bracket) { return v > bracket ? v - bracket : 0; }
+
+template <class Clock> static void cmd_info_line(const char *api)
+{
+    using P = typename Clock::period;
+    std::printf("api %s claim_ns=%.9g origin=clock claim_source=std::chrono::%s::period = %jd/%jd s (is_steady = %s)\n",
+                api, 1e9 * (double)P::num / (double)P::den, api, (intmax_t)P::num, (intmax_t)P::den,
+                Clock::is_steady ? "true" : "false");
+}
+
+static void cmd_info()
+{
+#if defined(_LIBCPP_VERSION)
+    int v = _LIBCPP_VERSION; // 14000 up to libc++ 15, 160000 from 16
+    std::printf("runtime libc++ %d (_LIBCPP_VERSION %d, compiler %s)\n", v >= 100000 ? v / 10000 : v / 1000, v,
+                __VERSION__);
+#else
+    std::printf("runtime libstdc++ (GCC %s, __GLIBCXX__ %d)\n", __VERSION__, (int)__GLIBCXX__);
+#endif
+    cmd_info_line<chr::steady_clock>("steady_clock");
+    cmd_info_line<chr::system_clock>("system_clock");
+    cmd_info_line<chr::high_resolution_clock>("high_resolution_clock");
+}
+
+template <class Clock> static void cmd_cost(const char *api, uint64_t n)
+{
+    std::vector<uint64_t> full(n), empty(n);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t e0 = tsc_begin();
+        keep(0);
+        uint64_t e1 = tsc_end();
+        uint64_t a = tsc_begin();
+        auto t = Clock::now();
+        uint64_t b = tsc_end();
+        keep(t.time_since_epoch().count());
+        empty[i] = e1 - e0;
+        full[i] = b - a;
+    }
+    long double sum = 0;
+    for (uint64_t v : full)
+        sum += v;
+    std::sort(full.begin(), full.end());
+    std::sort(empty.begin(), empty.end());
+    uint64_t br = percentile(empty, 500);
+    long double mean = sum / n - br;
+    std::printf("cost %s method=tsc unit=ticks n=%" PRIu64 " min=%" PRIu64 " p50=%" PRIu64 " mean=%.1Lf p99=%" PRIu64
+                " p999=%" PRIu64 " max=%" PRIu64 " bracket=%" PRIu64 "\n",
+                api, n, minus(full.front(), br), minus(percentile(full, 500), br), mean > 0 ? mean : 0.0L,
+                minus(percentile(full, 990), br), minus(percentile(full, 999), br), minus(full.back(), br), br);
+}
+
+template <class Clock> static void cmd_steps(const char *api, uint64_t n)
+{
+    std::vector<typename Clock::time_point> v(n);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = Clock::now();
+    std::map<uint64_t, uint64_t> hist; // upper edge in ns -> count; 0: zero steps
+    uint64_t least = 0, zero = 0, backward = 0, max_back = 0;
+    for (uint64_t i = 1; i < n; i++) {
+        int64_t d = chr::duration_cast<chr::nanoseconds>(v[i] - v[i - 1]).count();
+        if (d < 0) {
+            backward++;
+            max_back = std::max(max_back, (uint64_t)-d);
+            continue;
+        }
+        if (d == 0) {
+            zero++;
+            hist[0]++;
+            continue;
+        }
+        if (!least || (uint64_t)d < least)
+            least = (uint64_t)d;
+        uint64_t upper = 1;
+        while (upper < (uint64_t)d)
+            upper <<= 1;
+        hist[upper]++;
+    }
+    std::string h;
+    for (auto &b : hist)
+        h += (h.empty() ? "" : ",") + std::to_string(b.first) + ":" + std::to_string(b.second);
+    std::printf("steps %s n=%" PRIu64 " least_ns=%s zero=%" PRIu64 " backward=%" PRIu64 " max_backward_ns=%" PRIu64
+                " hist=%s\n",
+                api, n, least ? std::to_string(least).c_str() : "none", zero, backward, max_back, h.c_str());
+}
+
+static void marker(const char *s)
+{
+    size_t len = std::strlen(s);
+    if (::write(2, s, len) != (ssize_t)len)
+        std::exit(1);
+}
+
+template <class Clock> static void cmd_path(const char *api, uint64_t n)
+{
+    marker("cb-path-begin\n");
+    for (uint64_t i = 0; i < n; i++)
+        keep(Clock::now().time_since_epoch().count());
+    marker("cb-path-end\n");
+    std::printf("path %s n=%" PRIu64 "\n", api, n);
+}
+
+template <class Clock> static void cmd_stamp()
+{
+    for (int c = std::getchar(); c != EOF; c = std::getchar()) {
+        if (c != '\n')
+            continue; // a line of any length is one question
+        std::printf("%" PRId64 "\n", (int64_t)now_ns<Clock>());
+        if (std::fflush(stdout) != 0)
+            std::exit(1);
+    }
+}
+
+static bool pin_self(unsigned cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0; // 0: the calling thread
+}
+
+template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, unsigned cpu_b, uint64_t rounds)
+{
+    std::atomic<uint64_t> seq{0};
+    std::atomic<int64_t> t1{0};
+    std::atomic<int> ready{0};
+    std::atomic<bool> pin_failed{false};
+    uint64_t violations[2] = {0, 0}, lost[2] = {0, 0};
+    int64_t max_violation[2] = {0, 0};
+    auto body = [&](int me, unsigned cpu) {
+        if (!pin_self(cpu))
+            pin_failed = true;
+        ready++;
+        while (ready.load() < 2)
+            std::this_thread::yield();
+        for (uint64_t r = 0; r < rounds && !pin_failed; r++) {
+            if ((int)(r & 1) == me) { // a writes in even rounds, b in odd ones
+                t1.store(now_ns<Clock>(), std::memory_order_relaxed);
+                seq.store(r + 1, std::memory_order_release);
+                continue;
+            }
+            auto deadline = chr::steady_clock::now() + chr::seconds(1);
+            bool seen = true;
+            for (uint64_t spin = 1; seq.load(std::memory_order_acquire) < r + 1; spin++) {
+                if (spin % 1024 == 0) {
+                    if (chr::steady_clock::now() > deadline) {
+                        seen = false;
+                        break;
+                    }
+                    std::this_thread::yield(); // lets a writer on the same CPU run
+                }
+            }
+            if (!seen) {
+                lost[me]++;
+                continue;
+            }
+            int64_t t2 = now_ns<Clock>();
+            int64_t d = t1.load(std::memory_order_relaxed) - t2;
+            if (d > 0) {
+                violations[me]++;
+                max_violation[me] = std::max(max_violation[me], d);
+            }
+        }
+    };
+    std::thread a(body, 0, cpu_a), b(body, 1, cpu_b);
+    a.join();
+    b.join();
+    if (pin_failed)
+        fail("cannot pin a thread to cpu %u or %u (sched_setaffinity refused it)", cpu_a, cpu_b);
+    std::printf("cross %s a=%u b=%u rounds=%" PRIu64 " violations=%" PRIu64 " max_violation_ns=%" PRId64
+                " lost=%" PRIu64 " pinned=self\n",
+                api, cpu_a, cpu_b, rounds, violations[0] + violations[1], std::max(max_violation[0], max_violation[1]),
+                lost[0] + lost[1]);
+}
+
+template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint64_t n)
+{
+    std::vector<double> per_call(k);
+    std::atomic<uint64_t> ready{0};
+    std::vector<std::thread> pool;
+    for (uint64_t t = 0; t < k; t++)
+        pool.emplace_back([&, t] {
+            ready++;
+            while (ready.load() < k)
+                std::this_thread::yield();
+            auto t0 = chr::steady_clock::now();
+            for (uint64_t i = 0; i < n; i++)
+                keep(Clock::now().time_since_epoch().count());
+            auto t1 = chr::steady_clock::now();
+            per_call[t] = (double)chr::duration_cast<chr::nanoseconds>(t1 - t0).count() / (double)n;
+        });
+    for (auto &th : pool)
+        th.join();
+    double sum = 0, worst = 0;
+    for (double v : per_call) {
+        sum += v;
+        worst = std::max(worst, v);
+    }
+    std::printf("threads %s k=%" PRIu64 " n=%" PRIu64 " per_call_ns=%.2f max_per_call_ns=%.2f\n", api, k, n,
+                sum / (double)k, worst);
+}
+
+template <class Clock> static void run(const char *api, int argc, char **argv)
+{
+    std::string cmd = argv[1];
+    auto need = [&](int args, const char *usage) {
+        if (argc != 3 + args)
+            fail("usage: %s %s %s", PROG, cmd.c_str(), usage);
+    };
+    if (cmd == "cost") {
+        need(1, "<api> <n>");
+        cmd_cost<Clock>(api, parse_u64(argv[3], "n", 1, MAX_N));
+    } else if (cmd == "steps") {
+        need(1, "<api> <n>");
+        cmd_steps<Clock>(api, parse_u64(argv[3], "n", 2, MAX_N));
+    } else if (cmd == "path") {
+        need(1, "<api> <n>");
+        cmd_path<Clock>(api, parse_u64(argv[3], "n", 1, MAX_N));
+    } else if (cmd == "stamp") {
+        need(0, "<api>");
+        cmd_stamp<Clock>();
+    } else if (cmd == "cross") {
+        need(3, "<api> <cpu_a> <cpu_b> <rounds>");
+        cmd_cross<Clock>(api, (unsigned)parse_u64(argv[3], "cpu_a", 0, CPU_SETSIZE - 1),
+                         (unsigned)parse_u64(argv[4], "cpu_b", 0, CPU_SETSIZE - 1),
+                         parse_u64(argv[5], "rounds", 1, MAX_ROUNDS));
+    } else if (cmd == "threads") {
+        need(2, "<api> <k> <n>");
+        cmd_threads<Clock>(api, parse_u64(argv[3], "k", 1, MAX_THREADS), parse_u64(argv[4], "n", 1, MAX_N));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | "
+             "threads <api> <k> <n>",
+             PROG);
+    std::string cmd = argv[1];
+    if (cmd == "info") {
+        if (argc != 2)
+            fail("usage: %s info", PROG);
+        cmd_info();
+        return 0;
+    }
+    if (cmd != "cost" && cmd != "steps" && cmd != "path" && cmd != "stamp" && cmd != "cross" && cmd != "threads")
+        fail("unknown command '%s' (info, cost, steps, path, stamp, cross, threads)", cmd.c_str());
+    if (argc < 3)
+        fail("usage: %s %s <api> ...", PROG, argv[1]);
+    std::string api = argv[2];
+    if (api == "steady_clock")
+        run<chr::steady_clock>("steady_clock", argc, argv);
+    else if (api == "system_clock")
+        run<chr::system_clock>("system_clock", argc, argv);
+    else if (api == "high_resolution_clock")
+        run<chr::high_resolution_clock>("high_resolution_clock", argc, argv);
+    else
+        fail("unknown api '%s' (steady_clock, system_clock, high_resolution_clock)", api.c_str());
+    return std::fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,436 @@
+// probe-dotnet: what .NET's clocks cost, how fine they step, and whether they hold across CPUs
+// (issue 36; the command line, info/cost/steps/path/stamp/cross/threads, is shared by every
+// language's probe and run by clockbench-os). Built by Mono's mcs; runs under mono, or under
+// CoreCLR's dotnet where that is installed (`info` says which ran it).
+//
+// C# cannot read the TSC, so a call's cost is measured the batch way: about 1000 back-to-back
+// calls timed by Stopwatch.GetTimestamp, after a warm-up for the JIT (CoreCLR's tiers); the
+// median batch's ns per call is reported. Steps are the differences between n back-to-back reads.
+// The claim beside them is Stopwatch.Frequency (Mono: 10 MHz ticks, CoreCLR on Linux: 1 GHz).
+// A .NET thread cannot pin itself without native calls, so `cross` asks the runner to
+// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Globalization;
+using System.IO;
+using System.Reflection;
+using System.Text;
+using System.Threading;
+
+static class Probe
+{
+    static readonly string[] Apis = { "Stopwatch.GetTimestamp", "DateTime.UtcNow" };
+    const int BatchCalls = 1000;
+    const int MinWarmupCalls = 200000; // enough for CoreCLR's final tier to take the loops...
+    const long MaxWarmupMs = 500;      // ...unless that takes longer (a syscall a call under TCG)
+    const int MaxN = 10000000;
+    const int WaitMs = 60000;
+    const long UnixEpochTicks = 621355968000000000; // DateTime(1970, 1, 1).Ticks
+    const string Usage = "usage: mono Probe.exe info | cost API N | steps API N | path API N | stamp API"
+        + " | cross API CPU_A CPU_B ROUNDS | threads API K N";
+    static readonly TextWriter Out = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(false));
+    static long sink; // where measured values go, so that no read is optimised away
+
+    static void Fail(string message, int status)
+    {
+        byte[] line = Encoding.ASCII.GetBytes("probe-dotnet: " + message + "\n");
+        using (Stream err = Console.OpenStandardError())
+            err.Write(line, 0, line.Length);
+        Environment.Exit(status);
+    }
+
+    static void Say(string line)
+    {
+        Out.Write(line + "\n");
+        Out.Flush();
+    }
+
+    static string Fmt(double x)
+    {
+        double r = Math.Round(x * 1000.0) / 1000.0;
+        if (r == Math.Floor(r) && Math.Abs(r) < 9e15)
+            return ((long)r).ToString(CultureInfo.InvariantCulture);
+        return r.ToString("0.###", CultureInfo.InvariantCulture);
+    }
+
+    static int ApiOf(string name)
+    {
+        int api = Array.IndexOf(Apis, name);
+        if (api < 0)
+            Fail("unknown API '" + name + "': want one of " + string.Join(" ", Apis), 64);
+        return api;
+    }
+
+    static int Number(string text, string what, int lo, int hi)
+    {
+        long v = -1;
+        if (text.Length >= 1 && text.Length <= 12 && text.TrimStart("0123456789".ToCharArray()).Length == 0)
+            v = long.Parse(text, CultureInfo.InvariantCulture);
+        if (v < lo || v > hi)
+            Fail("bad " + what + " '" + text + "': want an integer from " + lo + " to " + hi, 64);
+        return (int)v;
+    }
+
+    // ns per unit of Read()'s value
+    static double UnitNs(int api)
+    {
+        return api == 0 ? 1e9 / Stopwatch.Frequency : 100.0;
+    }
+
+    // One read on the API's own scale: Stopwatch ticks, or DateTime's 100 ns ticks since 0001.
+    static long Read(int api)
+    {
+        return api == 0 ? Stopwatch.GetTimestamp() : DateTime.UtcNow.Ticks;
+    }
+
+    // count back-to-back calls; one loop per API so that nothing but the call sits in the loop
+    static long Batch(int api, int count)
+    {
+        long acc = 0;
+        if (api == 0)
+            for (int i = 0; i < count; i++) acc += Stopwatch.GetTimestamp();
+        else
+            for (int i = 0; i < count; i++) acc += DateTime.UtcNow.Ticks;
+        return acc;
+    }
+
+    static void Fill(int api, long[] v)
+    {
+        if (api == 0)
+            for (int i = 0; i < v.Length; i++) v[i] = Stopwatch.GetTimestamp();
+        else
+            for (int i = 0; i < v.Length; i++) v[i] = DateTime.UtcNow.Ticks;
+    }
+
+    // at least `calls` calls, then on to MinWarmupCalls for the JIT while within MaxWarmupMs
+    static bool Warming(int done, int calls, long start)
+    {
+        long limit = MaxWarmupMs * Stopwatch.Frequency / 1000;
+        return done < calls || (done < MinWarmupCalls && Stopwatch.GetTimestamp() - start < limit);
+    }
+
+    static void WarmUp(int api, int calls)
+    {
+        long acc = 0, start = Stopwatch.GetTimestamp();
+        for (int done = 0; Warming(done, calls, start); done += BatchCalls)
+            acc += Batch(api, BatchCalls);
+        Interlocked.Add(ref sink, acc);
+    }
+
+    static double TicksToNs(long ticks)
+    {
+        return ticks * 1e9 / Stopwatch.Frequency;
+    }
+
+    static void Cost(int api, int n)
+    {
+        int size = Math.Min(n, BatchCalls), batches = n / size;
+        WarmUp(api, n);
+        double[] perCall = new double[batches];
+        double total = 0;
+        for (int b = 0; b < batches; b++) {
+            long t0 = Stopwatch.GetTimestamp();
+            long acc = Batch(api, size);
+            long t1 = Stopwatch.GetTimestamp();
+            sink += acc;
+            perCall[b] = TicksToNs(t1 - t0) / size;
+            total += perCall[b];
+        }
+        Array.Sort(perCall);
+        int mid = batches / 2;
+        double p50 = batches % 2 == 1 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
+        Say("cost " + Apis[api] + " method=batch unit=ns n=" + (long)batches * size + " batch=" + size
+            + " min=" + Fmt(perCall[0]) + " p50=" + Fmt(p50) + " mean=" + Fmt(total / batches)
+            + " max=" + Fmt(perCall[batches - 1]) + " timer=Stopwatch.GetTimestamp");
+    }
+
+    static void Steps(int api, int n)
+    {
+        if (n < 2)
+            Fail("bad n '" + n + "': steps needs at least 2 reads", 64);
+        long[] v = new long[n];
+        long start = Stopwatch.GetTimestamp();
+        for (int done = 0; Warming(done, n, start); done += n)
+            Fill(api, v); // warm-up: the JIT's final tier compiles the loop before the reads that count
+        Fill(api, v);
+        double unit = UnitNs(api), maxBack = 0, least = -1;
+        long zero = 0, backward = 0;
+        SortedDictionary<double, long> bins = new SortedDictionary<double, long>();
+        for (int i = 1; i < n; i++) {
+            double s = (v[i] - v[i - 1]) * unit;
+            if (s < 0) {
+                backward++;
+                maxBack = Math.Max(maxBack, -s);
+                continue;
+            }
+            double upper = 0;
+            if (s == 0) {
+                zero++;
+            } else {
+                least = least < 0 ? s : Math.Min(least, s);
+                for (upper = 1; upper < s; upper *= 2) {
+                }
+            }
+            long count;
+            bins.TryGetValue(upper, out count);
+            bins[upper] = count + 1;
+        }
+        StringBuilder hist = new StringBuilder();
+        foreach (KeyValuePair<double, long> e in bins)
+            hist.Append(hist.Length > 0 ? "," : "").Append(Fmt(e.Key)).Append(':').Append(e.Value);
+        Say("steps " + Apis[api] + " n=" + n + " least_ns=" + (least < 0 ? "none" : Fmt(least)) + " zero=" + zero
+            + " backward=" + backward + " max_backward_ns=" + Fmt(maxBack) + " hist=" + hist);
+    }
+
+    static void PathMarked(int api, int n)
+    {
+        // a raw stream, written once and flushed: each marker is one write(2)
+        Stream err = Console.OpenStandardError();
+        byte[] begin = Encoding.ASCII.GetBytes("cb-path-begin\n"), end = Encoding.ASCII.GetBytes("cb-path-end\n");
+        // compiled and loaded before the window (Stopwatch's System.dll, the stream's Flush):
+        // the window then holds the calls' own system calls only
+        WarmUp(api, n);
+        err.Flush();
+        err.Write(begin, 0, begin.Length);
+        err.Flush();
+        long acc = Batch(api, n);
+        err.Write(end, 0, end.Length);
+        err.Flush();
+        sink = acc;
+    }
+
+    // The value on the clock's own scale and origin, as an integer in ns.
+    static string StampValue(int api)
+    {
+        long v = Read(api);
+        if (api == 1)
+            return ((v - UnixEpochTicks) * 100).ToString(CultureInfo.InvariantCulture);
+        long f = Stopwatch.Frequency; // whole seconds and the rest apart: ticks * 1e9 would overflow
+        return (v / f * 1000000000L + v % f * 1000000000L / f).ToString(CultureInfo.InvariantCulture);
+    }
+
+    static void Stamp(int api)
+    {
+        TextReader input = new StreamReader(Console.OpenStandardInput(), Encoding.ASCII);
+        while (input.ReadLine() != null)
+            Say(StampValue(api));
+    }
+
+    static string ThreadId()
+    {
+        try {
+            return File.ReadAllText("/proc/thread-self/stat").Split(' ')[0];
+        } catch (Exception) {
+            return null;
+        }
+    }
+
+    // Lines from stdin, read by a background thread so that a wait for one can be bounded
+    // (null: end of input).
+    static readonly Queue<string> stdinLines = new Queue<string>();
+
+    static void StartStdinReader()
+    {
+        Thread t = new Thread(() => {
+            TextReader input = new StreamReader(Console.OpenStandardInput(), Encoding.ASCII);
+            for (;;) {
+                string line;
+                try {
+                    line = input.ReadLine();
+                } catch (IOException) {
+                    line = null;
+                }
+                lock (stdinLines) {
+                    stdinLines.Enqueue(line);
+                    Monitor.PulseAll(stdinLines);
+                }
+                if (line == null)
+                    return;
+            }
+        });
+        t.IsBackground = true;
+        t.Start();
+    }
+
+    // Asks the runner to pin tid to cpu; true when it answered "ok" within 10 s.
+    static bool RequestPin(string tid, int cpu)
+    {
+        if (tid == null)
+            return false;
+        Say("pin " + tid + " " + cpu);
+        lock (stdinLines) {
+            DateTime deadline = DateTime.UtcNow.AddSeconds(10);
+            while (stdinLines.Count == 0) {
+                int left = (int)(deadline - DateTime.UtcNow).TotalMilliseconds;
+                if (left <= 0 || !Monitor.Wait(stdinLines, left))
+                    return false;
+            }
+            string reply = stdinLines.Peek();
+            if (reply != null)
+                stdinLines.Dequeue(); // end of input stays queued for the next request
+            return reply == "ok";
+        }
+    }
+
+    static long seq;      // release-stored by the writer after t1, acquire-loaded by the reader
+    static long sharedT1;
+
+    static void Cross(int api, int cpuA, int cpuB, int rounds)
+    {
+        long[] lost = new long[2], violations = new long[2];
+        double[] maxViolation = new double[2];
+        string[] tids = new string[2];
+        double unit = UnitNs(api);
+        long roundTicks = Stopwatch.Frequency; // 1 s
+        CountdownEvent started = new CountdownEvent(2);
+        ManualResetEvent go = new ManualResetEvent(false);
+        Thread[] sides = new Thread[2];
+        WarmUp(api, rounds);
+        for (int side = 0; side < 2; side++) {
+            int me = side;
+            sides[me] = new Thread(() => {
+                tids[me] = ThreadId();
+                started.Signal();
+                if (!go.WaitOne(WaitMs))
+                    return;
+                for (int r = 0; r < rounds; r++) {
+                    if (r % 2 == me) { // writer: a->b on even rounds, b->a on odd
+                        sharedT1 = Read(api);
+                        Volatile.Write(ref seq, r + 1);
+                        continue;
+                    }
+                    long deadline = Stopwatch.GetTimestamp() + roundTicks;
+                    bool seen = true;
+                    while (Volatile.Read(ref seq) < r + 1) {
+                        if (Stopwatch.GetTimestamp() > deadline) {
+                            seen = false;
+                            break;
+                        }
+                    }
+                    if (!seen) {
+                        lost[me]++;
+                        continue;
+                    }
+                    long a = sharedT1, b = Read(api);
+                    if (b < a) {
+                        violations[me]++;
+                        maxViolation[me] = Math.Max(maxViolation[me], (a - b) * unit);
+                    }
+                }
+            });
+            sides[me].Start();
+        }
+        if (!started.Wait(WaitMs))
+            Fail("cross: the threads did not start within " + WaitMs / 1000 + " s", 1);
+        StartStdinReader();
+        bool pinned = RequestPin(tids[0], cpuA);
+        pinned &= RequestPin(tids[1], cpuB);
+        go.Set();
+        foreach (Thread t in sides)
+            if (!t.Join((int)Math.Min(int.MaxValue, rounds * 1000L + WaitMs)))
+                Fail("cross: a thread did not finish in time", 1);
+        Say("cross " + Apis[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + rounds
+            + " violations=" + (violations[0] + violations[1])
+            + " max_violation_ns=" + Fmt(Math.Max(maxViolation[0], maxViolation[1]))
+            + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
+    }
+
+    static void Threads(int api, int k, int n)
+    {
+        long[] elapsed = new long[k];
+        CountdownEvent ready = new CountdownEvent(k);
+        ManualResetEvent go = new ManualResetEvent(false);
+        Thread[] workers = new Thread[k];
+        for (int w = 0; w < k; w++) {
+            int me = w;
+            workers[me] = new Thread(() => {
+                WarmUp(api, n);
+                ready.Signal();
+                if (!go.WaitOne(WaitMs))
+                    return;
+                long t0 = Stopwatch.GetTimestamp();
+                long acc = Batch(api, n);
+                long t1 = Stopwatch.GetTimestamp();
+                Interlocked.Add(ref sink, acc);
+                elapsed[me] = Math.Max(1, t1 - t0);
+            });
+            workers[me].Start();
+        }
+        if (!ready.Wait(WaitMs))
+            Fail("threads: the workers were not ready within " + WaitMs / 1000 + " s", 1);
+        go.Set(); // the common start
+        double sum = 0, max = 0;
+        for (int w = 0; w < k; w++) {
+            if (!workers[w].Join(WaitMs) || elapsed[w] == 0)
+                Fail("threads: a worker did not finish in time", 1);
+            double perCall = TicksToNs(elapsed[w]) / n;
+            sum += perCall;
+            max = Math.Max(max, perCall);
+        }
+        Say("threads " + Apis[api] + " k=" + k + " n=" + n + " per_call_ns=" + Fmt(sum / k)
+            + " max_per_call_ns=" + Fmt(max));
+    }
+
+    // Mono names itself through Mono.Runtime.GetDisplayName (internal: reflection); CoreCLR
+    // through RuntimeInformation, looked up the same way so that one source builds for both.
+    static string RuntimeName()
+    {
+        Type mono = Type.GetType("Mono.Runtime");
+        if (mono != null) {
+            MethodInfo name = mono.GetMethod("GetDisplayName", BindingFlags.NonPublic | BindingFlags.Static);
+            if (name != null)
+                return "Mono " + name.Invoke(null, null);
+            return "Mono (version not stated)";
+        }
+        Type info = Type.GetType("System.Runtime.InteropServices.RuntimeInformation")
+            ?? Type.GetType("System.Runtime.InteropServices.RuntimeInformation, "
+                + "System.Runtime.InteropServices.RuntimeInformation");
+        PropertyInfo description = info == null ? null : info.GetProperty("FrameworkDescription");
+        if (description != null)
+            return description.GetValue(null, null) + " (CoreCLR)";
+        return ".NET " + Environment.Version + " (runtime not named)";
+    }
+
+    static void Info()
+    {
+        Say("runtime " + RuntimeName());
+        Say("api Stopwatch.GetTimestamp claim_ns=" + Fmt(1e9 / Stopwatch.Frequency) + " origin=clock"
+            + " claim_source=Stopwatch.Frequency = " + Stopwatch.Frequency.ToString(CultureInfo.InvariantCulture));
+        Say("api DateTime.UtcNow claim_ns=none origin=clock claim_source=none stated");
+    }
+
+    static int Main(string[] argv)
+    {
+        if (argv.Length == 0)
+            Fail(Usage, 64);
+        string cmd = argv[0];
+        Dictionary<string, int> shapes = new Dictionary<string, int> {
+            { "info", 0 }, { "cost", 2 }, { "steps", 2 }, { "path", 2 },
+            { "stamp", 1 }, { "cross", 4 }, { "threads", 3 },
+        };
+        int want;
+        if (!shapes.TryGetValue(cmd, out want))
+            Fail("unknown command '" + cmd + "'; " + Usage, 64);
+        if (argv.Length - 1 != want)
+            Fail(cmd + " takes " + want + " arguments; " + Usage, 64);
+        if (cmd == "info") {
+            Info();
+            return 0;
+        }
+        int api = ApiOf(argv[1]);
+        switch (cmd) {
+        case "cost": Cost(api, Number(argv[2], "n", 1, MaxN)); break;
+        case "steps": Steps(api, Number(argv[2], "n", 1, MaxN)); break;
+        case "path": PathMarked(api, Number(argv[2], "n", 1, MaxN)); break;
+        case "stamp": Stamp(api); break;
+        case "threads": Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN)); break;
+        default:
+            Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095),
+                  Number(argv[4], "rounds", 1, MaxN));
+            break;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,3 @@
+module clockbench/probe-go
+
+go 1.19

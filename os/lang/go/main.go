@@ -1,0 +1,429 @@
+// The Go clocks (time.Now, time.Since) as a program sees them, run by
+// clockbench-os (the language probes of issue 36, one command line for all).
+// Standard library only; builds with Debian 12's go 1.19.
+//
+// time.Now is read as the wall clock (UnixNano) in steps, stamp and cross;
+// time.Since as the monotonic reading Go keeps beside it, from a time.Now taken
+// at the probe's start: its origin (the runtime's startNano) is private.
+//
+// cost: each call alone between serialised TSC reads (tsc_amd64.s), an
+// empty bracket measured beside every call and its median subtracted; exact
+// percentiles (nearest rank) over the n samples. Every loop is written out
+// once per API (a switch outside the loop), so no function value sits in a
+// bracket.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const (
+	prog       = "probe-go"
+	maxN       = 10000000 // 160 MB of samples at most
+	maxThreads = 1024
+	maxRounds  = 10000000
+	cpuSetSize = 1024
+	apis       = "time.Now, time.Since"
+	commands   = "info, cost, steps, path, stamp, cross, threads"
+)
+
+const (
+	apiNow = iota
+	apiSince
+)
+
+var apiNames = [...]string{apiNow: "time.Now", apiSince: "time.Since"}
+
+func tscBegin() uint64
+func tscEnd() uint64
+
+// What the measured calls return is stored here, so that no call is dropped.
+var (
+	sinkTime     time.Time
+	sinkDuration time.Duration
+	base         = time.Now() // time.Since's origin
+)
+
+func fail(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, prog+": "+format+"\n", args...)
+	os.Exit(64)
+}
+
+// A whole decimal number in [lo, hi], or exit 64.
+func parseU64(s, what string, lo, hi uint64) uint64 {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			fail("bad %s '%s': not a whole number", what, s)
+		}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if s == "" || err != nil || v < lo || v > hi {
+		fail("bad %s '%s': must be %d..%d", what, s, lo, hi)
+	}
+	return v
+}
+
+// One read as ns on the API's scale: wall ns for time.Now, monotonic ns since base for time.Since.
+func read(api int) int64 {
+	if api == apiNow {
+		return time.Now().UnixNano()
+	}
+	return int64(time.Since(base))
+}
+
+func info() {
+	fmt.Printf("runtime %s\n", runtime.Version())
+	fmt.Println("api time.Now claim_ns=none origin=clock claim_source=none stated")
+	fmt.Println("api time.Since claim_ns=none origin=private claim_source=none stated")
+}
+
+// Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+func percentile(sorted []uint64, perMille uint64) uint64 {
+	n := uint64(len(sorted))
+	rank := (perMille*n + 999) / 1000
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > n {
+		rank = n
+	}
+	return sorted[rank-1]
+}
+
+func cost(api int, n uint64) {
+	full := make([]uint64, n)
+	empty := make([]uint64, n)
+	switch api {
+	case apiNow:
+		for i := range full {
+			e0 := tscBegin()
+			e1 := tscEnd()
+			a := tscBegin()
+			t := time.Now()
+			b := tscEnd()
+			sinkTime = t
+			empty[i], full[i] = e1-e0, b-a
+		}
+	case apiSince:
+		for i := range full {
+			e0 := tscBegin()
+			e1 := tscEnd()
+			a := tscBegin()
+			d := time.Since(base)
+			b := tscEnd()
+			sinkDuration = d
+			empty[i], full[i] = e1-e0, b-a
+		}
+	}
+	sum := 0.0
+	for _, v := range full {
+		sum += float64(v)
+	}
+	sort.Slice(full, func(i, j int) bool { return full[i] < full[j] })
+	sort.Slice(empty, func(i, j int) bool { return empty[i] < empty[j] })
+	br := percentile(empty, 500)
+	minus := func(v uint64) uint64 {
+		if v > br {
+			return v - br
+		}
+		return 0
+	}
+	mean := sum/float64(n) - float64(br)
+	if mean < 0 {
+		mean = 0
+	}
+	fmt.Printf("cost %s method=tsc unit=ticks n=%d min=%d p50=%d mean=%.1f p99=%d p999=%d max=%d bracket=%d\n",
+		apiNames[api], n, minus(full[0]), minus(percentile(full, 500)), mean, minus(percentile(full, 990)),
+		minus(percentile(full, 999)), minus(full[n-1]), br)
+}
+
+func steps(api int, n uint64) {
+	v := make([]int64, n)
+	switch api {
+	case apiNow:
+		ts := make([]time.Time, n)
+		for i := range ts {
+			ts[i] = time.Now()
+		}
+		for i, t := range ts {
+			v[i] = t.UnixNano()
+		}
+	case apiSince:
+		for i := range v {
+			v[i] = int64(time.Since(base))
+		}
+	}
+	hist := map[uint64]uint64{} // upper edge in ns -> count; 0: zero steps
+	var least, zero, backward, maxBack uint64
+	for i := 1; i < len(v); i++ {
+		d := v[i] - v[i-1]
+		switch {
+		case d < 0:
+			backward++
+			if uint64(-d) > maxBack {
+				maxBack = uint64(-d)
+			}
+		case d == 0:
+			zero++
+			hist[0]++
+		default:
+			if least == 0 || uint64(d) < least {
+				least = uint64(d)
+			}
+			upper := uint64(1)
+			for upper < uint64(d) {
+				upper <<= 1
+			}
+			hist[upper]++
+		}
+	}
+	edges := make([]uint64, 0, len(hist))
+	for e := range hist {
+		edges = append(edges, e)
+	}
+	sort.Slice(edges, func(i, j int) bool { return edges[i] < edges[j] })
+	bins := make([]string, len(edges))
+	for i, e := range edges {
+		bins[i] = fmt.Sprintf("%d:%d", e, hist[e])
+	}
+	leastText := "none"
+	if least > 0 {
+		leastText = strconv.FormatUint(least, 10)
+	}
+	fmt.Printf("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s\n",
+		apiNames[api], n, leastText, zero, backward, maxBack, strings.Join(bins, ","))
+}
+
+// One write(2). Raw: the runtime is not told of the system call, so it does
+// not hand this thread's P to another thread meanwhile and wake one on the
+// way back (a futex seen between the markers under strace on a loaded host).
+func marker(s string) {
+	b := []byte(s)
+	w, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, 2, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 || int(w) != len(b) {
+		os.Exit(1)
+	}
+}
+
+func path(api int, n uint64) {
+	// the calls and both markers on one OS thread: the runner counts that thread's system calls
+	runtime.LockOSThread()
+	// A fresh time slice: sysmon preempts a goroutine that has run for 10 ms,
+	// and the scheduler then reads CLOCK_MONOTONIC on this thread (a system
+	// call each where the clocksource has no vDSO) between the markers.
+	runtime.Gosched()
+	marker("cb-path-begin\n")
+	switch api {
+	case apiNow:
+		for i := uint64(0); i < n; i++ {
+			sinkTime = time.Now()
+		}
+	case apiSince:
+		for i := uint64(0); i < n; i++ {
+			sinkDuration = time.Since(base)
+		}
+	}
+	marker("cb-path-end\n")
+	runtime.UnlockOSThread()
+	fmt.Printf("path %s n=%d\n", apiNames[api], n)
+}
+
+func stamp(api int) {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		// os.Stdout is unbuffered: the line goes out with this call
+		if _, err := fmt.Fprintln(os.Stdout, read(api)); err != nil {
+			os.Exit(1)
+		}
+	}
+}
+
+// Pins the calling OS thread (the goroutine is locked to it first).
+func pinSelf(cpu uint64) bool {
+	var mask [cpuSetSize / 64]uint64
+	mask[cpu/64] |= 1 << (cpu % 64)
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+	return errno == 0
+}
+
+func cross(api int, cpuA, cpuB, rounds uint64) {
+	var seq uint64
+	var t1 int64
+	var ready, pinFailed int32
+	var violations, lost [2]uint64
+	var worst [2]int64
+	var wg sync.WaitGroup
+	side := func(me uint64, cpu uint64) {
+		defer wg.Done()
+		runtime.LockOSThread() // never unlocked: the pinned thread ends with the goroutine
+		if !pinSelf(cpu) {
+			atomic.StoreInt32(&pinFailed, 1)
+		}
+		atomic.AddInt32(&ready, 1)
+		for atomic.LoadInt32(&ready) < 2 {
+			runtime.Gosched()
+		}
+		for r := uint64(0); r < rounds && atomic.LoadInt32(&pinFailed) == 0; r++ {
+			if r&1 == me { // a writes in even rounds, b in odd ones
+				atomic.StoreInt64(&t1, read(api))
+				atomic.StoreUint64(&seq, r+1) // Go's atomics are sequentially consistent: a release store
+				continue
+			}
+			deadline := time.Now().Add(time.Second)
+			seen := true
+			for spin := 1; atomic.LoadUint64(&seq) < r+1; spin++ {
+				if spin%1024 == 0 {
+					if time.Now().After(deadline) {
+						seen = false
+						break
+					}
+					runtime.Gosched() // lets a writer waiting for this P run (GOMAXPROCS=1)
+				}
+			}
+			if !seen {
+				lost[me]++
+				continue
+			}
+			t2 := read(api)
+			if d := atomic.LoadInt64(&t1) - t2; d > 0 {
+				violations[me]++
+				if d > worst[me] {
+					worst[me] = d
+				}
+			}
+		}
+	}
+	wg.Add(2)
+	go side(0, cpuA)
+	go side(1, cpuB)
+	wg.Wait()
+	if pinFailed != 0 {
+		fail("cannot pin a thread to cpu %d or %d (sched_setaffinity refused it)", cpuA, cpuB)
+	}
+	w := worst[0]
+	if worst[1] > w {
+		w = worst[1]
+	}
+	fmt.Printf("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self\n",
+		apiNames[api], cpuA, cpuB, rounds, violations[0]+violations[1], w, lost[0]+lost[1])
+}
+
+// k goroutines, each locked to an OS thread, with GOMAXPROCS raised to k so
+// that all k run at once as the other languages' threads do.
+func threads(api int, k, n uint64) {
+	if uint64(runtime.GOMAXPROCS(0)) < k {
+		runtime.GOMAXPROCS(int(k))
+	}
+	perCall := make([]float64, k)
+	var ready sync.WaitGroup
+	var done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(int(k))
+	done.Add(int(k))
+	for t := uint64(0); t < k; t++ {
+		go func(t uint64) {
+			defer done.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ready.Done()
+			<-start
+			t0 := time.Now()
+			switch api {
+			case apiNow:
+				var last time.Time
+				for i := uint64(0); i < n; i++ {
+					last = time.Now()
+				}
+				sinkTime = last
+			case apiSince:
+				var last time.Duration
+				for i := uint64(0); i < n; i++ {
+					last = time.Since(base)
+				}
+				sinkDuration = last
+			}
+			perCall[t] = float64(time.Since(t0).Nanoseconds()) / float64(n)
+		}(t)
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	sum, worst := 0.0, 0.0
+	for _, v := range perCall {
+		sum += v
+		if v > worst {
+			worst = v
+		}
+	}
+	fmt.Printf("threads %s k=%d n=%d per_call_ns=%.2f max_per_call_ns=%.2f\n", apiNames[api], k, n,
+		sum/float64(k), worst)
+}
+
+func main() {
+	args := os.Args[1:]
+	if len(args) < 1 {
+		fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n>", prog)
+	}
+	cmd := args[0]
+	switch cmd {
+	case "info":
+		if len(args) != 1 {
+			fail("usage: %s info", prog)
+		}
+		info()
+		return
+	case "cost", "steps", "path", "stamp", "cross", "threads":
+	default:
+		fail("unknown command '%s' (%s)", cmd, commands)
+	}
+	if len(args) < 2 {
+		fail("usage: %s %s <api> ...", prog, cmd)
+	}
+	api := -1
+	for i, name := range apiNames {
+		if args[1] == name {
+			api = i
+		}
+	}
+	if api < 0 {
+		fail("unknown api '%s' (%s)", args[1], apis)
+	}
+	rest := args[2:]
+	need := func(count int, usage string) {
+		if len(rest) != count {
+			fail("usage: %s %s %s", prog, cmd, usage)
+		}
+	}
+	switch cmd {
+	case "cost":
+		need(1, "<api> <n>")
+		cost(api, parseU64(rest[0], "n", 1, maxN))
+	case "steps":
+		need(1, "<api> <n>")
+		steps(api, parseU64(rest[0], "n", 2, maxN))
+	case "path":
+		need(1, "<api> <n>")
+		path(api, parseU64(rest[0], "n", 1, maxN))
+	case "stamp":
+		need(0, "<api>")
+		stamp(api)
+	case "cross":
+		need(3, "<api> <cpu_a> <cpu_b> <rounds>")
+		cross(api, parseU64(rest[0], "cpu_a", 0, cpuSetSize-1), parseU64(rest[1], "cpu_b", 0, cpuSetSize-1),
+			parseU64(rest[2], "rounds", 1, maxRounds))
+	case "threads":
+		need(2, "<api> <k> <n>")
+		threads(api, parseU64(rest[0], "k", 1, maxThreads), parseU64(rest[1], "n", 1, maxN))
+	}
+}

@@ -1,0 +1,367 @@
+// probe-java: what Java's clocks cost, how fine they step, and whether they hold across CPUs
+// (issue 36; the command line, info/cost/steps/path/stamp/cross/threads, is shared by every
+// language's probe and run by clockbench-os).
+//
+// Java cannot read the TSC, so a call's cost is measured the batch way: about 1000 back-to-back
+// calls timed by System.nanoTime, after a warm-up that lets the JIT compile the loop; the median
+// batch's ns per call is reported. Steps are the differences between n back-to-back reads. Java
+// states no resolution for any of its clocks. A Java thread cannot pin itself, so `cross` asks the
+// runner to ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+public final class Probe {
+    static final String[] APIS = {"System.nanoTime", "System.currentTimeMillis", "Instant.now"};
+    static final long[] UNIT_NS = {1, 1_000_000, 1}; // ns per unit of read()'s value
+    static final int BATCH_CALLS = 1000;
+    static final int MIN_WARMUP_CALLS = 200_000; // enough for C2 to compile the batch loop...
+    static final long MAX_WARMUP_NS = 500_000_000L; // ...unless that takes longer (a syscall a call under TCG)
+    static final int MAX_N = 10_000_000;
+    static final long ROUND_TIMEOUT_NS = 1_000_000_000L;
+    static final long WAIT_S = 60;
+    static final String USAGE = "usage: java Probe info | cost API N | steps API N | path API N | stamp API"
+            + " | cross API CPU_A CPU_B ROUNDS | threads API K N";
+    static volatile long sink; // where measured values go, so that no read is optimised away
+
+    static void fail(String message, int status) {
+        System.err.println("probe-java: " + message);
+        System.err.flush();
+        Runtime.getRuntime().halt(status);
+    }
+
+    static void say(String line) {
+        System.out.print(line + "\n");
+        System.out.flush();
+    }
+
+    static String fmt(double x) {
+        double r = Math.round(x * 1000.0) / 1000.0;
+        if (r == Math.rint(r) && Math.abs(r) < 9e15)
+            return Long.toString((long) r);
+        String s = String.format(Locale.ROOT, "%.3f", r);
+        return s.replaceAll("0+$", "");
+    }
+
+    static int api(String name) {
+        for (int i = 0; i < APIS.length; i++)
+            if (APIS[i].equals(name))
+                return i;
+        fail("unknown API '" + name + "': want one of " + String.join(" ", APIS), 64);
+        return -1;
+    }
+
+    static int number(String text, String what, int lo, int hi) {
+        long v = -1;
+        if (text.matches("[0-9]{1,12}"))
+            v = Long.parseLong(text);
+        if (v < lo || v > hi)
+            fail("bad " + what + " '" + text + "': want an integer from " + lo + " to " + hi, 64);
+        return (int) v;
+    }
+
+    // One read on the API's own scale: ns for nanoTime, ms for currentTimeMillis, epoch ns for Instant.
+    static long read(int api) {
+        switch (api) {
+        case 0: return System.nanoTime();
+        case 1: return System.currentTimeMillis();
+        default: Instant t = Instant.now(); return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+        }
+    }
+
+    // count back-to-back calls; one loop per API so that nothing but the call sits in the loop
+    static long batch(int api, int count) {
+        long acc = 0;
+        switch (api) {
+        case 0: for (int i = 0; i < count; i++) acc += System.nanoTime(); break;
+        case 1: for (int i = 0; i < count; i++) acc += System.currentTimeMillis(); break;
+        default: for (int i = 0; i < count; i++) acc += Instant.now().getNano(); break;
+        }
+        return acc;
+    }
+
+    static void fill(int api, long[] v) {
+        switch (api) {
+        case 0: for (int i = 0; i < v.length; i++) v[i] = System.nanoTime(); break;
+        case 1: for (int i = 0; i < v.length; i++) v[i] = System.currentTimeMillis(); break;
+        default:
+            for (int i = 0; i < v.length; i++) {
+                Instant t = Instant.now();
+                v[i] = t.getEpochSecond() * 1_000_000_000L + t.getNano();
+            }
+        }
+    }
+
+    // at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
+    static boolean warming(int done, int calls, long start) {
+        return done < calls || (done < MIN_WARMUP_CALLS && System.nanoTime() - start < MAX_WARMUP_NS);
+    }
+
+    static void warmUp(int api, int calls) {
+        long start = System.nanoTime();
+        for (int done = 0; warming(done, calls, start); done += BATCH_CALLS)
+            sink += batch(api, BATCH_CALLS);
+    }
+
+    static void cost(int api, int n) {
+        int batch = Math.min(n, BATCH_CALLS), batches = n / batch;
+        warmUp(api, n);
+        double[] perCall = new double[batches];
+        double total = 0;
+        for (int b = 0; b < batches; b++) {
+            long t0 = System.nanoTime();
+            long acc = batch(api, batch);
+            long t1 = System.nanoTime();
+            sink += acc;
+            perCall[b] = (double) (t1 - t0) / batch;
+            total += perCall[b];
+        }
+        Arrays.sort(perCall);
+        int mid = batches / 2;
+        double p50 = batches % 2 == 1 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
+        say("cost " + APIS[api] + " method=batch unit=ns n=" + (long) batches * batch + " batch=" + batch
+                + " min=" + fmt(perCall[0]) + " p50=" + fmt(p50) + " mean=" + fmt(total / batches)
+                + " max=" + fmt(perCall[batches - 1]) + " timer=System.nanoTime");
+    }
+
+    static void steps(int api, int n) {
+        if (n < 2)
+            fail("bad n '" + n + "': steps needs at least 2 reads", 64);
+        long[] v = new long[n];
+        long start = System.nanoTime();
+        for (int done = 0; warming(done, n, start); done += n)
+            fill(api, v); // warm-up: the JIT compiles the loop before the reads that count
+        fill(api, v);
+        long zero = 0, backward = 0, maxBack = 0, least = -1;
+        TreeMap<Long, Long> bins = new TreeMap<>();
+        for (int i = 1; i < n; i++) {
+            long s = (v[i] - v[i - 1]) * UNIT_NS[api];
+            if (s < 0) {
+                backward++;
+                maxBack = Math.max(maxBack, -s);
+                continue;
+            }
+            long upper = 0;
+            if (s == 0) {
+                zero++;
+            } else {
+                least = least < 0 ? s : Math.min(least, s);
+                for (upper = 1; upper < s; upper *= 2) {
+                }
+            }
+            bins.merge(upper, 1L, Long::sum);
+        }
+        StringBuilder hist = new StringBuilder();
+        for (var e : bins.entrySet())
+            hist.append(hist.length() > 0 ? "," : "").append(e.getKey()).append(':').append(e.getValue());
+        say("steps " + APIS[api] + " n=" + n + " least_ns=" + (least < 0 ? "none" : Long.toString(least))
+                + " zero=" + zero + " backward=" + backward + " max_backward_ns=" + maxBack + " hist=" + hist);
+    }
+
+    static void path(int api, int n) throws IOException {
+        // raw writes: FileOutputStream has no buffer, so each marker is one write(2)
+        FileOutputStream err = new FileOutputStream(FileDescriptor.err);
+        byte[] begin = "cb-path-begin\n".getBytes(StandardCharsets.US_ASCII);
+        byte[] end = "cb-path-end\n".getBytes(StandardCharsets.US_ASCII);
+        warmUp(api, n); // compiled before the window: no class loading or compile requests inside it
+        err.write(begin);
+        long acc = batch(api, n);
+        err.write(end);
+        sink = acc;
+    }
+
+    static void stamp(int api) throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        while (in.readLine() != null) {
+            long v = read(api);
+            say(Long.toString(api == 1 ? v * 1_000_000L : v));
+        }
+    }
+
+    static String threadId() {
+        try {
+            return Files.readString(Path.of("/proc/thread-self/stat")).split(" ", 2)[0];
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    // Lines from stdin, read by a daemon thread so that a wait for one can be bounded.
+    static final String EOF = "\u0000eof";
+    static BlockingQueue<String> stdinLines() {
+        BlockingQueue<String> q = new LinkedBlockingQueue<>();
+        Thread t = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII))) {
+                for (String line; (line = in.readLine()) != null;)
+                    q.add(line);
+            } catch (IOException e) {
+                // taken as end of input
+            }
+            q.add(EOF);
+        });
+        t.setDaemon(true);
+        t.start();
+        return q;
+    }
+
+    // Asks the runner to pin tid to cpu; true when it answered "ok" within 10 s.
+    static boolean requestPin(BlockingQueue<String> replies, String tid, int cpu) throws InterruptedException {
+        if (tid == null)
+            return false;
+        say("pin " + tid + " " + cpu);
+        String reply = replies.poll(10, TimeUnit.SECONDS);
+        return "ok".equals(reply);
+    }
+
+    static void cross(int api, int cpuA, int cpuB, int rounds) throws Exception {
+        AtomicLong seq = new AtomicLong();
+        long[] t1 = new long[1];         // written before seq's release store, read after its acquire load
+        long[] lost = new long[2], violations = new long[2], maxViolation = new long[2];
+        String[] tids = new String[2];
+        CountDownLatch started = new CountDownLatch(2), go = new CountDownLatch(1);
+        Thread[] sides = new Thread[2];
+        warmUp(api, rounds);
+        for (int side = 0; side < 2; side++) {
+            final int me = side;
+            sides[me] = new Thread(() -> {
+                tids[me] = threadId();
+                started.countDown();
+                try {
+                    if (!go.await(WAIT_S, TimeUnit.SECONDS))
+                        return;
+                } catch (InterruptedException e) {
+                    return;
+                }
+                for (int r = 0; r < rounds; r++) {
+                    if (r % 2 == me) { // writer: a->b on even rounds, b->a on odd
+                        t1[0] = read(api);
+                        seq.setRelease(r + 1);
+                        continue;
+                    }
+                    long deadline = System.nanoTime() + ROUND_TIMEOUT_NS;
+                    boolean seen = true;
+                    while (seq.getAcquire() < r + 1) {
+                        Thread.onSpinWait();
+                        if (System.nanoTime() > deadline) {
+                            seen = false;
+                            break;
+                        }
+                    }
+                    if (!seen) {
+                        lost[me]++;
+                        continue;
+                    }
+                    long a = t1[0], b = read(api);
+                    if (b < a) {
+                        violations[me]++;
+                        maxViolation[me] = Math.max(maxViolation[me], (a - b) * UNIT_NS[api]);
+                    }
+                }
+            });
+            sides[me].start();
+        }
+        if (!started.await(WAIT_S, TimeUnit.SECONDS))
+            fail("cross: the threads did not start within " + WAIT_S + " s", 1);
+        BlockingQueue<String> replies = stdinLines();
+        boolean pinned = requestPin(replies, tids[0], cpuA);
+        pinned &= requestPin(replies, tids[1], cpuB);
+        go.countDown();
+        for (Thread t : sides) {
+            t.join(rounds * 1000L + WAIT_S * 1000L);
+            if (t.isAlive())
+                fail("cross: a thread did not finish in time", 1);
+        }
+        say("cross " + APIS[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + rounds
+                + " violations=" + (violations[0] + violations[1])
+                + " max_violation_ns=" + Math.max(maxViolation[0], maxViolation[1])
+                + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
+    }
+
+    static void threads(int api, int k, int n) throws Exception {
+        CyclicBarrier start = new CyclicBarrier(k);
+        long[] elapsed = new long[k];
+        Thread[] workers = new Thread[k];
+        for (int w = 0; w < k; w++) {
+            final int me = w;
+            workers[me] = new Thread(() -> {
+                warmUp(api, n);
+                try {
+                    start.await(WAIT_S, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    elapsed[me] = -1;
+                    return;
+                }
+                long t0 = System.nanoTime();
+                long acc = batch(api, n);
+                long t1 = System.nanoTime();
+                sink += acc;
+                elapsed[me] = t1 - t0;
+            });
+            workers[me].start();
+        }
+        double sum = 0, max = 0;
+        for (int w = 0; w < k; w++) {
+            workers[w].join(2 * WAIT_S * 1000L);
+            if (workers[w].isAlive() || elapsed[w] <= 0)
+                fail("threads: a worker did not finish in time", 1);
+            double perCall = (double) elapsed[w] / n;
+            sum += perCall;
+            max = Math.max(max, perCall);
+        }
+        say("threads " + APIS[api] + " k=" + k + " n=" + n + " per_call_ns=" + fmt(sum / k)
+                + " max_per_call_ns=" + fmt(max));
+    }
+
+    public static void main(String[] argv) throws Exception {
+        if (argv.length == 0)
+            fail(USAGE, 64);
+        String cmd = argv[0];
+        int want;
+        switch (cmd) {
+        case "info": want = 0; break;
+        case "stamp": want = 1; break;
+        case "cost": case "steps": case "path": want = 2; break;
+        case "threads": want = 3; break;
+        case "cross": want = 4; break;
+        default: fail("unknown command '" + cmd + "'; " + USAGE, 64); return;
+        }
+        if (argv.length - 1 != want)
+            fail(cmd + " takes " + want + " arguments; " + USAGE, 64);
+        if (cmd.equals("info")) {
+            String vm = System.getProperty("java.vm.name", "");
+            String name = vm.startsWith("OpenJDK") ? "OpenJDK" : System.getProperty("java.runtime.name", "Java");
+            say("runtime " + name + " " + System.getProperty("java.runtime.version") + " (" + vm + ")");
+            for (String a : APIS)
+                say("api " + a + " claim_ns=none origin=clock claim_source=none stated");
+            return;
+        }
+        int api = api(argv[1]);
+        switch (cmd) {
+        case "cost": cost(api, number(argv[2], "n", 1, MAX_N)); break;
+        case "steps": steps(api, number(argv[2], "n", 1, MAX_N)); break;
+        case "path": path(api, number(argv[2], "n", 1, MAX_N)); break;
+        case "stamp": stamp(api); break;
+        case "threads": threads(api, number(argv[2], "k", 1, 1024), number(argv[3], "n", 1, MAX_N)); break;
+        default: cross(api, number(argv[2], "cpu_a", 0, 4095), number(argv[3], "cpu_b", 0, 4095),
+                       number(argv[4], "rounds", 1, MAX_N));
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0); // the stdin reader thread of cross may still be blocked in read
+    }
+}

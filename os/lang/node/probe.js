@@ -1,0 +1,364 @@
+// probe-node: what Node.js's clocks cost, how fine they step, and whether they hold across CPUs
+// (issue 36; the command line, info/cost/steps/path/stamp/cross/threads, is shared by every
+// language's probe and run by clockbench-os).
+//
+// JavaScript cannot read the TSC, so a call's cost is measured the batch way: about 1000
+// back-to-back calls timed by process.hrtime.bigint, after a warm-up that lets V8 optimise the
+// loop; the median batch's ns per call is reported. Steps are the differences between n
+// back-to-back reads. Node states no resolution for its clocks. `cross` and `threads` run in
+// worker_threads (real OS threads); a worker cannot pin itself, so `cross` asks the runner to
+// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin). performance.now counts from
+// each thread's own start (origin=private): `cross` puts both threads' readings on one scale by
+// bracketing each thread's origin between process.hrtime.bigint reads, and says how wide that
+// bracket is (origin_err_ns).
+'use strict';
+
+const fs = require('fs');
+const readline = require('readline');
+const { Worker, isMainThread, workerData, parentPort } = require('worker_threads');
+
+const APIS = ['process.hrtime.bigint', 'performance.now', 'Date.now'];
+const HRTIME = 0, PERF_NOW = 1, DATE_NOW = 2;
+const BATCH_CALLS = 1000;
+const MIN_WARMUP_CALLS = 200000; // enough for V8's optimising compiler to take the loops...
+const MAX_WARMUP_NS = 500000000n; // ...unless that takes longer (a syscall a call under TCG)
+const MAX_N = 10000000;
+const ROUND_TIMEOUT_NS = 1000000000n;
+const WAIT_MS = 60000;
+const USAGE = 'usage: node probe.js info | cost API N | steps API N | path API N | stamp API' +
+  ' | cross API CPU_A CPU_B ROUNDS | threads API K N';
+
+function fail(message, status = 64) {
+  fs.writeSync(2, `probe-node: ${message}\n`);
+  process.exit(status);
+}
+
+function say(line) {
+  fs.writeSync(1, line + '\n');
+}
+
+function fmt(x) {
+  const r = Math.round(x * 1000) / 1000;
+  return Number.isInteger(r) ? String(r) : r.toFixed(3).replace(/0+$/, '');
+}
+
+function apiOf(name) {
+  const api = APIS.indexOf(name);
+  if (api < 0) fail(`unknown API '${name}': want one of ${APIS.join(' ')}`);
+  return api;
+}
+
+function number(text, what, lo, hi) {
+  const v = /^[0-9]{1,12}$/.test(text) ? Number(text) : -1;
+  if (v < lo || v > hi) fail(`bad ${what} '${text}': want an integer from ${lo} to ${hi}`);
+  return v;
+}
+
+// count back-to-back calls; one loop per API so that nothing but the call sits in the loop
+function batch(api, count) {
+  let acc = 0;
+  if (api === HRTIME) {
+    let v = 0n;
+    for (let i = 0; i < count; i++) v = process.hrtime.bigint();
+    return Number(v & 1n);
+  }
+  if (api === PERF_NOW) {
+    for (let i = 0; i < count; i++) acc += performance.now();
+  } else {
+    for (let i = 0; i < count; i++) acc += Date.now();
+  }
+  return acc;
+}
+
+// at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
+function warming(done, calls, start) {
+  return done < calls || (done < MIN_WARMUP_CALLS && process.hrtime.bigint() - start < MAX_WARMUP_NS);
+}
+
+function warmUp(api, calls) {
+  let sink = 0;
+  const start = process.hrtime.bigint();
+  for (let done = 0; warming(done, calls, start); done += BATCH_CALLS) sink += batch(api, BATCH_CALLS);
+  return sink;
+}
+
+function cost(api, n) {
+  const size = Math.min(n, BATCH_CALLS), batches = Math.floor(n / size);
+  let sink = warmUp(api, n);
+  const perCall = [];
+  for (let b = 0; b < batches; b++) {
+    const t0 = process.hrtime.bigint();
+    const acc = batch(api, size);
+    const t1 = process.hrtime.bigint();
+    sink += acc;
+    perCall.push(Number(t1 - t0) / size);
+  }
+  perCall.sort((a, b) => a - b);
+  const mid = batches >> 1;
+  const p50 = batches % 2 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
+  const mean = perCall.reduce((a, b) => a + b, 0) / batches;
+  say(`cost ${APIS[api]} method=batch unit=ns n=${batches * size} batch=${size} min=${fmt(perCall[0])} ` +
+    `p50=${fmt(p50)} mean=${fmt(mean)} max=${fmt(perCall[batches - 1])} timer=process.hrtime.bigint`);
+  return sink;
+}
+
+// n back-to-back reads, then their steps in ns
+function stepsNs(api, n) {
+  const out = new Float64Array(n - 1);
+  if (api === HRTIME) {
+    const v = new BigInt64Array(n);
+    for (let i = 0; i < n; i++) v[i] = process.hrtime.bigint();
+    for (let i = 1; i < n; i++) out[i - 1] = Number(v[i] - v[i - 1]);
+  } else {
+    const v = new Float64Array(n);
+    if (api === PERF_NOW) for (let i = 0; i < n; i++) v[i] = performance.now();
+    else for (let i = 0; i < n; i++) v[i] = Date.now();
+    for (let i = 1; i < n; i++) out[i - 1] = (v[i] - v[i - 1]) * 1e6;
+  }
+  return out;
+}
+
+function steps(api, n) {
+  if (n < 2) fail(`bad n '${n}': steps needs at least 2 reads`);
+  const start = process.hrtime.bigint();
+  for (let done = 0; warming(done, n, start); done += n) stepsNs(api, n); // warm-up for the JIT
+  const s = stepsNs(api, n);
+  let zero = 0, backward = 0, maxBack = 0, least = null;
+  const bins = new Map();
+  for (const step of s) {
+    if (step < 0) {
+      backward++;
+      maxBack = Math.max(maxBack, -step);
+      continue;
+    }
+    let upper = 0;
+    if (step === 0) {
+      zero++;
+    } else {
+      least = least === null ? step : Math.min(least, step);
+      for (upper = 1; upper < step; upper *= 2);
+    }
+    bins.set(upper, (bins.get(upper) || 0) + 1);
+  }
+  const hist = [...bins.keys()].sort((a, b) => a - b).map((u) => `${u}:${bins.get(u)}`).join(',');
+  say(`steps ${APIS[api]} n=${n} least_ns=${least === null ? 'none' : fmt(least)} zero=${zero} ` +
+    `backward=${backward} max_backward_ns=${fmt(maxBack)} hist=${hist}`);
+}
+
+function path(api, n) {
+  warmUp(api, n); // optimised before the window: no compiling or heap growth inside it
+  fs.writeSync(2, 'cb-path-begin\n'); // one write(2) each: fs.writeSync has no buffer
+  const acc = batch(api, n);
+  fs.writeSync(2, 'cb-path-end\n');
+  return acc;
+}
+
+// The value on the clock's own scale and origin, as an integer in ns.
+function stampValue(api) {
+  if (api === HRTIME) return String(process.hrtime.bigint());
+  if (api === PERF_NOW) return String(Math.round(performance.now() * 1e6));
+  return String(BigInt(Date.now()) * 1000000n);
+}
+
+function stamp(api) {
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.on('line', () => say(stampValue(api)));
+  rl.on('close', () => process.exit(0));
+}
+
+// Lines from stdin, each wait bounded: resolves to the line, null at EOF, undefined on time-out.
+function lineReader() {
+  const lines = [], waiters = [];
+  let ended = false;
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.on('line', (l) => (waiters.length ? waiters.shift()(l) : lines.push(l)));
+  rl.on('close', () => {
+    ended = true;
+    while (waiters.length) waiters.shift()(null);
+  });
+  return (timeoutMs) => new Promise((resolve) => {
+    if (lines.length) return resolve(lines.shift());
+    if (ended) return resolve(null);
+    const waiter = (l) => {
+      clearTimeout(timer);
+      resolve(l);
+    };
+    const timer = setTimeout(() => {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      resolve(undefined);
+    }, timeoutMs);
+    waiters.push(waiter);
+  });
+}
+
+// A worker's messages as a queue; a worker that fails ends the probe with one line.
+function inbox(worker, what) {
+  const queue = [], waiters = [];
+  worker.on('message', (m) => (waiters.length ? waiters.shift()(m) : queue.push(m)));
+  worker.on('error', (e) => fail(`${what}: a worker failed: ${String(e.message || e).split('\n')[0]}`, 1));
+  return (timeoutMs = WAIT_MS) => new Promise((resolve) => {
+    if (queue.length) return resolve(queue.shift());
+    const timer = setTimeout(() => fail(`${what}: a worker did not answer within ${timeoutMs / 1000} s`, 1), timeoutMs);
+    waiters.push((m) => {
+      clearTimeout(timer);
+      resolve(m);
+    });
+  });
+}
+
+// shared words of cross and threads
+const SEQ = 0, GO = 1;
+
+async function cross(api, cpuA, cpuB, rounds) {
+  const sab = new SharedArrayBuffer(64);
+  const ctl = new Int32Array(sab, 0, 4);
+  const base = process.hrtime.bigint();
+  const workers = [0, 1].map((me) => new Worker(__filename,
+    { workerData: { kind: 'cross', me, api, rounds, sab, base } }));
+  const next = workers.map((w) => inbox(w, 'cross'));
+  const hello = await Promise.all(next.map((n) => n()));
+  const readLine = lineReader();
+  let pinned = true;
+  for (const [me, cpu] of [[0, cpuA], [1, cpuB]]) {
+    if (!hello[me].tid) {
+      pinned = false;
+      continue;
+    }
+    say(`pin ${hello[me].tid} ${cpu}`);
+    if ((await readLine(10000)) !== 'ok') pinned = false;
+  }
+  Atomics.store(ctl, GO, 1);
+  Atomics.notify(ctl, GO);
+  const done = await Promise.all(next.map((n) => n(rounds * 1000 + WAIT_MS))); // each round may take 1 s
+  const violations = done[0].violations + done[1].violations;
+  const maxViolation = Math.max(done[0].maxViolation, done[1].maxViolation);
+  const lost = done[0].lost + done[1].lost;
+  const originErr = api === PERF_NOW ? ` origin_err_ns=${fmt(hello[0].originErr + hello[1].originErr)}` : '';
+  say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=${rounds} violations=${violations} ` +
+    `max_violation_ns=${fmt(maxViolation)} lost=${lost} pinned=${pinned ? 'requested' : 'no'}${originErr}`);
+  process.exit(0);
+}
+
+function threadId() {
+  try {
+    return fs.readFileSync('/proc/thread-self/stat', 'latin1').split(' ')[0];
+  } catch (e) {
+    return null;
+  }
+}
+
+// This thread's performance.now origin on process.hrtime.bigint's scale, less base, in ns: the
+// narrowest of many brackets hrtime, performance.now, hrtime; err is half its width.
+function perfOrigin(base) {
+  let best = { origin: 0, err: Infinity };
+  for (let i = 0; i < 2000; i++) {
+    const h1 = process.hrtime.bigint();
+    const p = performance.now();
+    const h2 = process.hrtime.bigint();
+    const lo = Number(h1 - base) - p * 1e6, hi = Number(h2 - base) - p * 1e6;
+    if ((hi - lo) / 2 < best.err) best = { origin: (lo + hi) / 2, err: (hi - lo) / 2 };
+  }
+  return best;
+}
+
+function crossWorker({ me, api, rounds, sab, base }) {
+  const ctl = new Int32Array(sab, 0, 4);
+  const t1Big = new BigInt64Array(sab, 16, 1); // hrtime.bigint's t1
+  const t1Num = new Float64Array(sab, 24, 1);  // performance.now's (on the common scale) or Date.now's
+  warmUp(api, rounds);
+  perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
+  const { origin, err } = api === PERF_NOW ? perfOrigin(base) : { origin: 0, err: 0 };
+  parentPort.postMessage({ tid: threadId(), originErr: err });
+  if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
+  let lost = 0, violations = 0, maxViolation = 0;
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === me) { // writer: a->b on even rounds, b->a on odd
+      if (api === HRTIME) t1Big[0] = process.hrtime.bigint();
+      else t1Num[0] = api === PERF_NOW ? performance.now() * 1e6 + origin : Date.now();
+      Atomics.store(ctl, SEQ, r + 1);
+      continue;
+    }
+    const deadline = process.hrtime.bigint() + ROUND_TIMEOUT_NS;
+    let seen = true;
+    while (Atomics.load(ctl, SEQ) < r + 1) {
+      if (process.hrtime.bigint() > deadline) {
+        seen = false;
+        break;
+      }
+    }
+    if (!seen) {
+      lost++;
+      continue;
+    }
+    let behindNs = 0;
+    if (api === HRTIME) {
+      const a = t1Big[0], b = process.hrtime.bigint();
+      behindNs = Number(a - b);
+    } else if (api === PERF_NOW) {
+      const a = t1Num[0], b = performance.now() * 1e6 + origin;
+      behindNs = a - b;
+    } else {
+      const a = t1Num[0], b = Date.now();
+      behindNs = (a - b) * 1e6;
+    }
+    if (behindNs > 0) {
+      violations++;
+      maxViolation = Math.max(maxViolation, behindNs);
+    }
+  }
+  parentPort.postMessage({ lost, violations, maxViolation });
+}
+
+async function threads(api, k, n) {
+  const sab = new SharedArrayBuffer(16);
+  const ctl = new Int32Array(sab);
+  const workers = [];
+  for (let w = 0; w < k; w++) workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, sab } }));
+  const next = workers.map((w) => inbox(w, 'threads'));
+  await Promise.all(next.map((m) => m())); // every worker warmed up and waiting
+  Atomics.store(ctl, GO, 1);
+  Atomics.notify(ctl, GO);
+  const perCall = (await Promise.all(next.map((m) => m()))).map((m) => m.elapsedNs / n);
+  say(`threads ${APIS[api]} k=${k} n=${n} per_call_ns=${fmt(perCall.reduce((a, b) => a + b, 0) / k)} ` +
+    `max_per_call_ns=${fmt(Math.max(...perCall))}`);
+  process.exit(0);
+}
+
+function threadsWorker({ api, n, sab }) {
+  const ctl = new Int32Array(sab);
+  warmUp(api, n);
+  parentPort.postMessage({ ready: true });
+  if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
+  const t0 = process.hrtime.bigint();
+  const acc = batch(api, n);
+  const t1 = process.hrtime.bigint();
+  parentPort.postMessage({ elapsedNs: Number(t1 - t0), acc });
+}
+
+function main(argv) {
+  if (argv.length === 0) fail(USAGE);
+  const [cmd, ...args] = argv;
+  const shapes = { info: 0, cost: 2, steps: 2, path: 2, stamp: 1, cross: 4, threads: 3 };
+  if (!Object.prototype.hasOwnProperty.call(shapes, cmd)) fail(`unknown command '${cmd}'; ${USAGE}`);
+  if (args.length !== shapes[cmd]) fail(`${cmd} takes ${shapes[cmd]} arguments; ${USAGE}`);
+  if (cmd === 'info') {
+    say(`runtime Node.js ${process.version} (V8 ${process.versions.v8})`);
+    for (const a of APIS) {
+      say(`api ${a} claim_ns=none origin=${a === 'performance.now' ? 'private' : 'clock'} claim_source=none stated`);
+    }
+    return;
+  }
+  const api = apiOf(args[0]);
+  if (cmd === 'cost') cost(api, number(args[1], 'n', 1, MAX_N));
+  else if (cmd === 'steps') steps(api, number(args[1], 'n', 1, MAX_N));
+  else if (cmd === 'path') path(api, number(args[1], 'n', 1, MAX_N));
+  else if (cmd === 'stamp') stamp(api);
+  else if (cmd === 'cross') {
+    cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
+      number(args[3], 'rounds', 1, MAX_N));
+  } else threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
+}
+
+if (isMainThread) main(process.argv.slice(2));
+else if (workerData.kind === 'cross') crossWorker(workerData);
+else threadsWorker(workerData);

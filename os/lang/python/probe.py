@@ -1,0 +1,283 @@
+"""probe-python: what Python's clocks cost, how fine they step, and whether they hold across CPUs
+(issue 36; the command line, info/cost/steps/path/stamp/cross/threads, is shared by every
+language's probe and run by clockbench-os).
+
+Python cannot read the TSC, so a call's cost is measured the batch way: about 1000 back-to-back
+calls (unrolled ten to a loop turn, so the loop's own overhead is a tenth of a turn a call) timed
+by perf_counter_ns, the median batch's ns per call reported. Steps are the differences between n
+back-to-back reads. The claim beside them is what time.get_clock_info() says of the clock.
+
+`threads` runs its k loops in forked processes, not threads: CPython's GIL lets one thread run at a
+time, so k threads would measure the GIL's hand-offs instead of the clock's own scaling (the line
+says workers=processes). `cross` uses two threads, each pinned with os.sched_setaffinity(0, ...);
+the GIL serialises them, and each hand-off is a full barrier, so a reader that sees the new
+sequence number has seen the writer's t1."""
+
+import os
+import platform
+import re
+import select
+import sys
+import threading
+import time
+
+LANG = "python"
+# API name -> (function, get_clock_info name, ns per unit of its value)
+APIS = {
+    "perf_counter_ns": (time.perf_counter_ns, "perf_counter", 1),
+    "monotonic_ns": (time.monotonic_ns, "monotonic", 1),
+    "time_ns": (time.time_ns, "time", 1),
+    "process_time_ns": (time.process_time_ns, "process_time", 1),
+    "perf_counter": (time.perf_counter, "perf_counter", 1e9),
+}
+BATCH_CALLS = 1000
+MAX_N = 10_000_000
+MAX_THREADS = 1024
+MAX_CPU = 4095
+ROUND_TIMEOUT_NS = 1_000_000_000
+WORKER_TIMEOUT_S = 60
+USAGE = ("usage: probe.py info | cost API N | steps API N | path API N | stamp API"
+         " | cross API CPU_A CPU_B ROUNDS | threads API K N")
+
+
+def fail(message, status=64):
+    sys.stderr.write(f"probe-{LANG}: {message}\n")
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def number(text, what, lo, hi):
+    if not re.fullmatch(r"[0-9]{1,12}", text) or not lo <= int(text) <= hi:
+        fail(f"bad {what} '{text}': want an integer from {lo} to {hi}")
+    return int(text)
+
+
+def api_of(name):
+    if name not in APIS:
+        fail(f"unknown API '{name}': want one of {' '.join(APIS)}")
+    return APIS[name]
+
+
+def fmt(x):
+    """A number in C-locale decimal: integers as such, others to 1/1000 ns."""
+    x = round(x, 3)
+    if x == int(x):
+        return str(int(x))
+    return f"{x:.3f}".rstrip("0")
+
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def cmd_info():
+    say(f"runtime {platform.python_implementation()} {platform.python_version()}")
+    for name, (_, clock, _) in APIS.items():
+        res_s = time.get_clock_info(clock).resolution
+        say(f"api {name} claim_ns={fmt(res_s * 1e9)} origin=clock "
+            f"claim_source=time.get_clock_info('{clock}').resolution = {res_s!r} s")
+
+
+def run_batch(f, count):
+    # ten calls a turn: the for loop's own cost is spread over ten calls
+    for _ in range(count // 10):
+        f(); f(); f(); f(); f(); f(); f(); f(); f(); f()
+    for _ in range(count % 10):
+        f()
+
+
+def cmd_cost(name, n):
+    f = api_of(name)[0]
+    batch = min(n, BATCH_CALLS)
+    batches = n // batch
+    clock = time.perf_counter_ns
+    for _ in range(batches):  # warm-up: n calls, as the JITs get
+        run_batch(f, batch)
+    per_call = []
+    for _ in range(batches):
+        t0 = clock()
+        run_batch(f, batch)
+        t1 = clock()
+        per_call.append((t1 - t0) / batch)
+    per_call.sort()
+    mid = len(per_call) // 2
+    p50 = per_call[mid] if len(per_call) % 2 else (per_call[mid - 1] + per_call[mid]) / 2
+    mean = sum(per_call) / len(per_call)
+    say(f"cost {name} method=batch unit=ns n={batches * batch} batch={batch} min={fmt(per_call[0])} "
+        f"p50={fmt(p50)} mean={fmt(mean)} max={fmt(per_call[-1])} timer=perf_counter_ns")
+
+
+def hist_line(steps_ns):
+    """least_ns, zero, backward, max_backward_ns and hist= of the contract."""
+    zero = backward = 0
+    max_back = 0
+    least = None
+    bins = {}
+    for s in steps_ns:
+        if s < 0:
+            backward += 1
+            max_back = max(max_back, -s)
+            continue
+        if s == 0:
+            zero += 1
+            upper = 0
+        else:
+            least = s if least is None else min(least, s)
+            upper = 1
+            while upper < s:
+                upper *= 2
+        bins[upper] = bins.get(upper, 0) + 1
+    hist = ",".join(f"{u}:{c}" for u, c in sorted(bins.items()))
+    return (f"least_ns={'none' if least is None else fmt(least)} zero={zero} backward={backward} "
+            f"max_backward_ns={fmt(max_back)} hist={hist}")
+
+
+def cmd_steps(name, n):
+    f, _, unit_ns = api_of(name)
+    if n < 2:
+        fail(f"bad n '{n}': steps needs at least 2 reads")
+    values = [f() for _ in range(n)]
+    steps = [(b - a) * unit_ns for a, b in zip(values, values[1:])]
+    say(f"steps {name} n={n} {hist_line(steps)}")
+
+
+def cmd_path(name, n):
+    f = api_of(name)[0]
+    run_batch(f, n)  # as the JIT probes do: the window holds the steady state
+    os.write(2, b"cb-path-begin\n")
+    for _ in range(n):
+        v = f()
+    os.write(2, b"cb-path-end\n")
+    return v
+
+
+def cmd_stamp(name):
+    f, _, unit_ns = api_of(name)
+    stdin = sys.stdin.buffer
+    while stdin.readline():
+        v = f()
+        say(str(v if unit_ns == 1 else round(v * unit_ns)))
+
+
+def cmd_cross(name, cpu_a, cpu_b, rounds):
+    f, _, unit_ns = api_of(name)
+    # seq, t1: under the GIL each store is whole and in order (the release the contract asks)
+    box = [0, 0]
+    lost = [0]
+    violations = []
+    pinned = [True, True]
+    start = threading.Barrier(2, timeout=10)
+
+    def side(me, cpu):
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            pinned[me] = False
+        start.wait()
+        for r in range(rounds):
+            if r % 2 == me:  # writer: a->b on even rounds, b->a on odd
+                box[1] = f()
+                box[0] = r + 1
+                continue
+            deadline = time.monotonic_ns() + ROUND_TIMEOUT_NS
+            while box[0] < r + 1:
+                time.sleep(0)  # lets the writer take the GIL now, not at the next switch interval
+                if time.monotonic_ns() > deadline:
+                    break
+            else:
+                t1 = box[1]
+                t2 = f()
+                if t2 < t1:
+                    violations.append((t1 - t2) * unit_ns)
+                continue
+            lost[0] += 1
+
+    threads = [threading.Thread(target=side, args=(0, cpu_a)), threading.Thread(target=side, args=(1, cpu_b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(rounds * 1.0 + 30)
+        if t.is_alive():
+            fail("cross: a thread did not finish in time", 1)
+    say(f"cross {name} a={cpu_a} b={cpu_b} rounds={rounds} violations={len(violations)} "
+        f"max_violation_ns={fmt(max(violations, default=0))} lost={lost[0]} "
+        f"pinned={'self' if all(pinned) else 'no'}")
+
+
+def cmd_threads(name, k, n):
+    f = api_of(name)[0]
+    clock = time.perf_counter_ns
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    out_r, out_w = os.pipe()
+    sys.stdout.flush()
+    pids = []
+    for _ in range(k):
+        pid = os.fork()
+        if pid == 0:
+            os.close(go_w)
+            run_batch(f, n)  # warm-up, as in cost
+            os.write(ready_w, b"r")
+            os.read(go_r, 1)  # the common start: EOF when the parent closes go_w
+            t0 = clock()
+            run_batch(f, n)
+            t1 = clock()
+            os.write(out_w, f"{t1 - t0}\n".encode())
+            os._exit(0)
+        pids.append(pid)
+    os.close(ready_w)
+    os.close(out_w)
+    os.close(go_r)
+
+    def read_all(fd, count, what):
+        data = b""
+        deadline = time.monotonic() + WORKER_TIMEOUT_S
+        while data.count(b"r" if what == "ready" else b"\n") < count:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                fail(f"threads: the workers were not {what} within {WORKER_TIMEOUT_S} s", 1)
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                fail(f"threads: a worker ended before it was {what}", 1)
+            data += chunk
+        return data
+
+    read_all(ready_r, k, "ready")
+    os.close(go_w)
+    elapsed = [int(x) for x in read_all(out_r, k, "done").split()]
+    for pid in pids:
+        os.waitpid(pid, 0)
+    per_call = [e / n for e in elapsed]
+    say(f"threads {name} k={k} n={n} per_call_ns={fmt(sum(per_call) / k)} "
+        f"max_per_call_ns={fmt(max(per_call))} workers=processes")
+
+
+def main(argv):
+    if not argv:
+        fail(USAGE)
+    cmd, args = argv[0], argv[1:]
+    shapes = {"info": 0, "cost": 2, "steps": 2, "path": 2, "stamp": 1, "cross": 4, "threads": 3}
+    if cmd not in shapes:
+        fail(f"unknown command '{cmd}'; {USAGE}")
+    if len(args) != shapes[cmd]:
+        fail(f"{cmd} takes {shapes[cmd]} arguments; {USAGE}")
+    if cmd == "info":
+        return cmd_info()
+    api_of(args[0])
+    if cmd in ("cost", "steps", "path"):
+        n = number(args[1], "n", 1, MAX_N)
+        return {"cost": cmd_cost, "steps": cmd_steps, "path": cmd_path}[cmd](args[0], n)
+    if cmd == "stamp":
+        return cmd_stamp(args[0])
+    if cmd == "cross":
+        return cmd_cross(args[0], number(args[1], "cpu_a", 0, MAX_CPU), number(args[2], "cpu_b", 0, MAX_CPU),
+                         number(args[3], "rounds", 1, MAX_N))
+    return cmd_threads(args[0], number(args[1], "k", 1, MAX_THREADS), number(args[2], "n", 1, MAX_N))
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except BrokenPipeError:
+        os._exit(1)

@@ -1,0 +1,418 @@
+//! The Rust clocks (std::time::Instant::now, SystemTime::now) as a program sees
+//! them, run by clockbench-os (the language probes of issue 36, one command line
+//! for all). std only, no crates; builds with Debian 12's rustc 1.63.
+//!
+//! cost:  each call alone between serialised TSC reads through core::arch's asm!
+//!        (lfence;rdtsc;lfence before, lfence;rdtsc after: the pair clockbench-os
+//!        uses), an empty bracket measured beside every call and its median
+//!        subtracted; exact percentiles (nearest rank) over the n samples.
+//! steps: n back-to-back reads, differences in ns (checked_duration_since, so a
+//!        backward step is seen rather than saturated to zero).
+//! stamp: SystemTime as Unix epoch ns. Instant's value is private in std's API;
+//!        its Debug form prints the timespec it holds (tv_sec, tv_nsec, read by
+//!        clock_gettime), which is that value itself: printed on its clock's
+//!        scale (origin=clock); where a std prints no such fields, the ns since
+//!        the probe's first Instant (origin=private).
+use std::arch::asm;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::process::exit;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const PROG: &str = "probe-rust";
+const MAX_N: u64 = 10_000_000; // 160 MB of samples at most
+const MAX_THREADS: u64 = 1024;
+const MAX_ROUNDS: u64 = 10_000_000;
+const CPU_SETSIZE: u64 = 1024;
+const APIS: &str = "Instant::now, SystemTime::now";
+const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads";
+
+extern "C" {
+    // glibc; pid 0 is the calling thread
+    fn sched_setaffinity(pid: i32, cpusetsize: usize, mask: *const u64) -> i32;
+}
+
+fn fail(msg: String) -> ! {
+    eprintln!("{}: {}", PROG, msg);
+    exit(64);
+}
+
+/// A whole decimal number in [lo, hi], or exit 64.
+fn parse_u64(s: &str, what: &str, lo: u64, hi: u64) -> u64 {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        fail(format!("bad {} '{}': not a whole number", what, s));
+    }
+    match s.parse::<u64>() {
+        Ok(v) if v >= lo && v <= hi => v,
+        _ => fail(format!("bad {} '{}': must be {}..{}", what, s, lo, hi)),
+    }
+}
+
+// The TSC pair in one asm block each, the two halves joined inside it: with
+// _rdtsc and _mm_lfence (core::arch::x86_64) rustc moved the shifts and ORs
+// of the earlier reads into the measured bracket, beside the call.
+#[inline(always)]
+fn tsc_begin() -> u64 {
+    let t: u64;
+    unsafe {
+        asm!("lfence", "rdtsc", "lfence", "shl rdx, 32", "or rax, rdx", out("rax") t, out("rdx") _,
+             options(nostack))
+    };
+    t
+}
+
+#[inline(always)]
+fn tsc_end() -> u64 {
+    let t: u64;
+    unsafe { asm!("lfence", "rdtsc", "shl rdx, 32", "or rax, rdx", out("rax") t, out("rdx") _, options(nostack)) };
+    t
+}
+
+/// Keeps a value live: the empty asm may read it, so it must exist.
+#[inline(always)]
+fn keep<T>(v: &T) {
+    unsafe { asm!("/* {0} */", in(reg) v as *const T, options(nostack, preserves_flags, readonly)) }
+}
+
+fn signed_ns(later: Option<Duration>, earlier: impl FnOnce() -> Duration) -> i64 {
+    match later {
+        Some(d) => d.as_nanos() as i64,
+        None => -(earlier().as_nanos() as i64),
+    }
+}
+
+trait Clock {
+    type T: Copy + Send + Sync + 'static;
+    const NAME: &'static str;
+    fn now() -> Self::T;
+    /// b - a in ns, negative when b is before a.
+    fn diff_ns(a: Self::T, b: Self::T) -> i64;
+    /// The value on its clock's own scale in ns, or None when it has a private origin.
+    fn stamp_ns(t: Self::T) -> Option<i64>;
+}
+
+struct InstantNow;
+impl Clock for InstantNow {
+    type T = Instant;
+    const NAME: &'static str = "Instant::now";
+    #[inline(always)]
+    fn now() -> Instant {
+        Instant::now()
+    }
+    fn diff_ns(a: Instant, b: Instant) -> i64 {
+        signed_ns(b.checked_duration_since(a), || a.duration_since(b))
+    }
+    fn stamp_ns(t: Instant) -> Option<i64> {
+        let text = format!("{:?}", t);
+        let field = |key: &str| -> Option<i64> {
+            let rest = &text[text.find(key)? + key.len()..];
+            let digits: String = rest.chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().ok()
+        };
+        Some(field("tv_sec")? * 1_000_000_000 + field("tv_nsec")?)
+    }
+}
+
+struct SystemTimeNow;
+impl Clock for SystemTimeNow {
+    type T = SystemTime;
+    const NAME: &'static str = "SystemTime::now";
+    #[inline(always)]
+    fn now() -> SystemTime {
+        SystemTime::now()
+    }
+    fn diff_ns(a: SystemTime, b: SystemTime) -> i64 {
+        signed_ns(b.duration_since(a).ok(), || a.duration_since(b).unwrap_or_default())
+    }
+    fn stamp_ns(t: SystemTime) -> Option<i64> {
+        Some(Self::diff_ns(UNIX_EPOCH, t))
+    }
+}
+
+fn info() {
+    let rustc = option_env!("CB_RUSTC_VERSION").unwrap_or("rustc (version not recorded at build time)");
+    println!("runtime {}", rustc);
+    let instant_origin = if InstantNow::stamp_ns(Instant::now()).is_some() { "clock" } else { "private" };
+    println!("api Instant::now claim_ns=none origin={} claim_source=none stated", instant_origin);
+    println!("api SystemTime::now claim_ns=none origin=clock claim_source=none stated");
+}
+
+/// Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+fn percentile(sorted: &[u64], per_mille: u64) -> u64 {
+    let n = sorted.len() as u64;
+    let rank = ((per_mille * n + 999) / 1000).clamp(1, n);
+    sorted[(rank - 1) as usize]
+}
+
+fn cost<C: Clock>(n: u64) {
+    let mut full = vec![0u64; n as usize];
+    let mut empty = vec![0u64; n as usize];
+    for i in 0..n as usize {
+        let e0 = tsc_begin();
+        keep(&0u64);
+        let e1 = tsc_end();
+        let a = tsc_begin();
+        let t = C::now();
+        let b = tsc_end();
+        keep(&t);
+        empty[i] = e1.wrapping_sub(e0);
+        full[i] = b.wrapping_sub(a);
+    }
+    let sum: f64 = full.iter().map(|&v| v as f64).sum();
+    full.sort_unstable();
+    empty.sort_unstable();
+    let br = percentile(&empty, 500);
+    let minus = |v: u64| v.saturating_sub(br);
+    let mean = (sum / n as f64 - br as f64).max(0.0);
+    println!(
+        "cost {} method=tsc unit=ticks n={} min={} p50={} mean={:.1} p99={} p999={} max={} bracket={}",
+        C::NAME,
+        n,
+        minus(full[0]),
+        minus(percentile(&full, 500)),
+        mean,
+        minus(percentile(&full, 990)),
+        minus(percentile(&full, 999)),
+        minus(full[full.len() - 1]),
+        br
+    );
+}
+
+fn steps<C: Clock>(n: u64) {
+    let first = C::now();
+    let mut v = vec![first; n as usize];
+    for slot in v.iter_mut() {
+        *slot = C::now();
+    }
+    let mut hist: BTreeMap<u64, u64> = BTreeMap::new(); // upper edge in ns -> count; 0: zero steps
+    let (mut least, mut zero, mut backward, mut max_back) = (0u64, 0u64, 0u64, 0u64);
+    for w in v.windows(2) {
+        let d = C::diff_ns(w[0], w[1]);
+        if d < 0 {
+            backward += 1;
+            max_back = max_back.max(d.unsigned_abs());
+        } else if d == 0 {
+            zero += 1;
+            *hist.entry(0).or_insert(0) += 1;
+        } else {
+            let d = d as u64;
+            if least == 0 || d < least {
+                least = d;
+            }
+            *hist.entry(d.next_power_of_two()).or_insert(0) += 1;
+        }
+    }
+    let h: Vec<String> = hist.iter().map(|(k, c)| format!("{}:{}", k, c)).collect();
+    println!(
+        "steps {} n={} least_ns={} zero={} backward={} max_backward_ns={} hist={}",
+        C::NAME,
+        n,
+        if least > 0 { least.to_string() } else { "none".to_string() },
+        zero,
+        backward,
+        max_back,
+        h.join(",")
+    );
+}
+
+fn marker(s: &str) {
+    // std's stderr is unbuffered: one write(2) for the whole line
+    if std::io::stderr().write_all(s.as_bytes()).is_err() {
+        exit(1);
+    }
+}
+
+fn path<C: Clock>(n: u64) {
+    marker("cb-path-begin\n");
+    for _ in 0..n {
+        let t = C::now();
+        keep(&t);
+    }
+    marker("cb-path-end\n");
+    println!("path {} n={}", C::NAME, n);
+}
+
+fn stamp<C: Clock>() {
+    let origin = Instant::now();
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        if line.is_err() {
+            break;
+        }
+        let t = C::now();
+        let ns = C::stamp_ns(t).unwrap_or_else(|| InstantNow::diff_ns(origin, Instant::now()));
+        if writeln!(out, "{}", ns).and_then(|_| out.flush()).is_err() {
+            exit(1);
+        }
+    }
+}
+
+fn pin_self(cpu: u64) -> bool {
+    let mut mask = [0u64; (CPU_SETSIZE / 64) as usize];
+    mask[(cpu / 64) as usize] |= 1 << (cpu % 64);
+    unsafe { sched_setaffinity(0, std::mem::size_of_val(&mask), mask.as_ptr()) == 0 }
+}
+
+struct Shared {
+    seq: AtomicU64,
+    t1: AtomicI64,
+    ready: AtomicUsize,
+    pin_failed: AtomicBool,
+}
+
+/// (violations, largest violation in ns, lost rounds) of one thread's rounds as reader.
+fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) -> (u64, i64, u64) {
+    if !pin_self(cpu) {
+        s.pin_failed.store(true, Ordering::SeqCst);
+    }
+    s.ready.fetch_add(1, Ordering::SeqCst);
+    while s.ready.load(Ordering::SeqCst) < 2 {
+        std::thread::yield_now();
+    }
+    let (mut violations, mut worst, mut lost) = (0u64, 0i64, 0u64);
+    for r in 0..rounds {
+        if s.pin_failed.load(Ordering::Relaxed) {
+            break;
+        }
+        if r & 1 == me {
+            // a writes in even rounds, b in odd ones
+            let t1 = C::now();
+            s.t1.store(C::diff_ns(base, t1), Ordering::Relaxed);
+            s.seq.store(r + 1, Ordering::Release);
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let mut seen = true;
+        let mut spin = 0u64;
+        while s.seq.load(Ordering::Acquire) < r + 1 {
+            spin += 1;
+            if spin % 1024 == 0 {
+                if Instant::now() > deadline {
+                    seen = false;
+                    break;
+                }
+                std::thread::yield_now(); // lets a writer on the same CPU run
+            }
+        }
+        if !seen {
+            lost += 1;
+            continue;
+        }
+        let t2 = C::diff_ns(base, C::now());
+        let d = s.t1.load(Ordering::Relaxed) - t2;
+        if d > 0 {
+            violations += 1;
+            worst = worst.max(d);
+        }
+    }
+    (violations, worst, lost)
+}
+
+fn cross<C: Clock>(cpu_a: u64, cpu_b: u64, rounds: u64) {
+    let s = Arc::new(Shared { seq: AtomicU64::new(0), t1: AtomicI64::new(0), ready: AtomicUsize::new(0), pin_failed: AtomicBool::new(false) });
+    let base = C::now();
+    let sides: Vec<_> = [(0u64, cpu_a), (1u64, cpu_b)]
+        .iter()
+        .map(|&(me, cpu)| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || cross_side::<C>(me, cpu, rounds, base, &s))
+        })
+        .collect();
+    let (mut v, mut worst, mut lost) = (0u64, 0i64, 0u64);
+    for h in sides {
+        let (a, b, c) = h.join().expect("a cross thread panicked");
+        v += a;
+        worst = worst.max(b);
+        lost += c;
+    }
+    if s.pin_failed.load(Ordering::SeqCst) {
+        fail(format!("cannot pin a thread to cpu {} or {} (sched_setaffinity refused it)", cpu_a, cpu_b));
+    }
+    println!("cross {} a={} b={} rounds={} violations={} max_violation_ns={} lost={} pinned=self", C::NAME, cpu_a, cpu_b, rounds, v, worst, lost);
+}
+
+fn threads<C: Clock>(k: u64, n: u64) {
+    let barrier = Arc::new(Barrier::new(k as usize));
+    let pool: Vec<_> = (0..k)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    let t = C::now();
+                    keep(&t);
+                }
+                t0.elapsed().as_nanos() as f64 / n as f64
+            })
+        })
+        .collect();
+    let per_call: Vec<f64> = pool.into_iter().map(|h| h.join().expect("a thread panicked")).collect();
+    let mean = per_call.iter().sum::<f64>() / k as f64;
+    let worst = per_call.iter().cloned().fold(0.0, f64::max);
+    println!("threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2}", C::NAME, k, n, mean, worst);
+}
+
+fn run<C: Clock>(cmd: &str, args: &[String]) {
+    let need = |count: usize, usage: &str| {
+        if args.len() != count {
+            fail(format!("usage: {} {} {}", PROG, cmd, usage));
+        }
+    };
+    match cmd {
+        "cost" => {
+            need(1, "<api> <n>");
+            cost::<C>(parse_u64(&args[0], "n", 1, MAX_N))
+        }
+        "steps" => {
+            need(1, "<api> <n>");
+            steps::<C>(parse_u64(&args[0], "n", 2, MAX_N))
+        }
+        "path" => {
+            need(1, "<api> <n>");
+            path::<C>(parse_u64(&args[0], "n", 1, MAX_N))
+        }
+        "stamp" => {
+            need(0, "<api>");
+            stamp::<C>()
+        }
+        "cross" => {
+            need(3, "<api> <cpu_a> <cpu_b> <rounds>");
+            cross::<C>(
+                parse_u64(&args[0], "cpu_a", 0, CPU_SETSIZE - 1),
+                parse_u64(&args[1], "cpu_b", 0, CPU_SETSIZE - 1),
+                parse_u64(&args[2], "rounds", 1, MAX_ROUNDS),
+            )
+        }
+        "threads" => {
+            need(2, "<api> <k> <n>");
+            threads::<C>(parse_u64(&args[0], "k", 1, MAX_THREADS), parse_u64(&args[1], "n", 1, MAX_N))
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 2 {
+        fail(format!("usage: {} info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n>", PROG));
+    }
+    let cmd = args[1].as_str();
+    match cmd {
+        "info" if args.len() == 2 => return info(),
+        "info" => fail(format!("usage: {} info", PROG)),
+        "cost" | "steps" | "path" | "stamp" | "cross" | "threads" => {}
+        _ => fail(format!("unknown command '{}' ({})", cmd, COMMANDS)),
+    }
+    if args.len() < 3 {
+        fail(format!("usage: {} {} <api> ...", PROG, cmd));
+    }
+    match args[2].as_str() {
+        "Instant::now" => run::<InstantNow>(cmd, &args[3..]),
+        "SystemTime::now" => run::<SystemTimeNow>(cmd, &args[3..]),
+        api => fail(format!("unknown api '{}' ({})", api, APIS)),
+    }
+}

@@ -1,0 +1,56 @@
+/* Running a language's probe (os_lang.c): to its end with its output in
+   memory, talking to it line by line (stamp, cross), or traced (path):
+   every wait bounded, a probe that outlives its bound killed with what it
+   started. The trace: ptrace(2) with PTRACE_O_TRACECLONE, TRACEFORK,
+   TRACEEXEC, TRACESECCOMP and PTRACE_GET_SYSCALL_INFO (Linux 5.3). */
+#ifndef CLOCKBENCH_OS_PROBE_RUN_H
+#define CLOCKBENCH_OS_PROBE_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "os_lang_parse.h"
+
+/* Where the probe may run: clockbench-os's own CPU (inherited), or every
+   CPU, at the default scheduling (cross, threads). */
+enum probe_cpus { PROBE_CPUS_OURS, PROBE_CPUS_ALL };
+
+struct probe_outcome {
+    bool ok;           /* exited 0 */
+    bool timed_out;
+    int status;
+    char *out, *err;   /* what it wrote (NUL-terminated, malloc'd) */
+    char why[200];     /* one line when not ok */
+};
+
+void probe_outcome_free(struct probe_outcome *o);
+
+/* Runs argv to its end (stdin /dev/null), killed after timeout_s. */
+void probe_run_batch(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_outcome *o);
+
+/* A probe we talk to: lines to its stdin, lines from its stdout, all
+   before one deadline timeout_s from the start. */
+struct probe_talk {
+    pid_t pid;
+    int to, from, err;
+    char buf[4096];
+    size_t have;
+    uint64_t deadline;
+    unsigned timeout_s;
+};
+
+bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_talk *t, char *why, size_t why_size);
+bool probe_talk_send(struct probe_talk *t, const char *text);
+/* One line without its newline, or NULL at its end or the deadline (*timed_out). */
+const char *probe_talk_line(struct probe_talk *t, char *line, size_t size, bool *timed_out);
+/* Closes its stdin and waits (bounded) for its end. */
+void probe_talk_end(struct probe_talk *t, struct probe_outcome *o, bool timed_out);
+
+/* Runs `probe path <api> n` (argv) traced, the vDSO hidden from it when
+   hide: the system calls of the thread that wrote "cb-path-begin\n" to
+   fd 2, up to its "cb-path-end\n", folded into t. */
+void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct lang_trace *t, struct probe_outcome *o);
+
+#endif

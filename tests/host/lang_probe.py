@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""A small probe that keeps the language probes' contract (docs/output.md,
+"Language probes"), for the tests of clockbench-os's runner only: in a
+folder of the test's own (--lang-dir) it stands in for the Python probe
+(as probe.py) or for Go's (as probe-go, with Go's two API names, fewer runs),
+so that the runner is tested before, and apart from, the real probes; and
+it can be told to fail (CB_TEST_FAULT=how:command[:api],... with how one of
+crash, hang, garbage, nomarker, closein, demote) to test that one failure
+is one line and the rest go on. Not part of the product."""
+
+import os
+import sys
+import threading
+import time
+
+APIS = {
+    "perf_counter_ns": time.perf_counter_ns,
+    "monotonic_ns": time.monotonic_ns,
+    "time_ns": time.time_ns,
+    "process_time_ns": time.process_time_ns,
+    "perf_counter": lambda: round(time.perf_counter() * 1e9),
+}
+INFO = {"perf_counter_ns": "perf_counter", "monotonic_ns": "monotonic", "time_ns": "time",
+        "process_time_ns": "process_time", "perf_counter": "perf_counter"}
+if os.path.basename(sys.argv[0]) == "probe-go":
+    APIS = {"time.Now": time.time_ns, "time.Since": time.monotonic_ns}
+    INFO = {"time.Now": "time", "time.Since": "monotonic"}
+
+
+def bad(msg):
+    sys.stderr.write("probe-%s: %s\n" % ("go" if "time.Now" in APIS else "python", msg))
+    sys.exit(64)
+
+
+def fault(cmd, api):
+    for spec in os.environ.get("CB_TEST_FAULT", "").split(","):
+        how, _, where = spec.partition(":")
+        command, _, only = where.partition(":")
+        if command == cmd and only in ("", api):
+            break
+    else:
+        return ""
+    if how == "crash":
+        os.kill(os.getpid(), 11)
+    if how == "hang":
+        time.sleep(3600)
+    if how == "closein":  # a runtime gone before it read its input: the runner's write meets a closed pipe
+        os.close(0)
+        time.sleep(0.5)
+        sys.exit(3)
+    if how == "demote":  # the kernel's watchdog, played in a folder standing in for sysfs
+        with open(os.environ["CB_TEST_CURRENT"], "w") as f:
+            f.write("jiffies\n")
+    return how
+
+
+def main(argv):
+    if not argv:
+        bad("no command")
+    cmd, args = argv[0], argv[1:]
+    how = fault(cmd, args[0] if args else "")
+    if how == "garbage":
+        print("cost %s method=tsc unit=ticks n=zebra" % (args[0] if args else ""))
+        return
+    if cmd == "info":
+        print("runtime test probe (CPython %d.%d)" % sys.version_info[:2])
+        for api, name in INFO.items():
+            res = time.get_clock_info(name).resolution
+            print("api %s claim_ns=%g origin=clock claim_source=time.get_clock_info('%s').resolution" % (api, res * 1e9, name))
+        return
+    if not args or args[0] not in APIS:
+        bad("unknown API")
+    f = APIS[args[0]]
+    nums = [int(a) for a in args[1:]]
+    if cmd == "cost":
+        n = nums[0]
+        per = []
+        for _ in range(max(1, n // 1000)):
+            t0 = time.perf_counter_ns()
+            for _ in range(1000):
+                f()
+            per.append((time.perf_counter_ns() - t0) / 1000)
+        per.sort()
+        print("cost %s method=batch unit=ns n=%d batch=1000 min=%.1f p50=%.1f mean=%.1f max=%.1f timer=perf_counter_ns"
+              % (args[0], len(per) * 1000, per[0], per[len(per) // 2], sum(per) / len(per), per[-1]))
+    elif cmd == "steps":
+        v = [f() for _ in range(nums[0])]
+        d = [b - a for a, b in zip(v, v[1:])]
+        pos = [x for x in d if x > 0]
+        back = [a - b for a, b in zip(v, v[1:]) if b < a]
+        hist = {}
+        for x in d:
+            if x < 0:
+                continue
+            up = 0 if x == 0 else 1 << (x - 1).bit_length()
+            hist[up] = hist.get(up, 0) + 1
+        print("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s"
+              % (args[0], len(v), min(pos) if pos else "none", d.count(0), len(back), max(back, default=0),
+                 ",".join("%d:%d" % kv for kv in sorted(hist.items()))))
+    elif cmd == "path":
+        os.write(2, b"cb-path-begin\n")
+        keep = [f() for _ in range(nums[0])]
+        if how != "nomarker":
+            os.write(2, b"cb-path-end\n")
+        del keep
+    elif cmd == "stamp":
+        for _ in sys.stdin:
+            sys.stdout.write("%d\n" % f())
+            sys.stdout.flush()
+    elif cmd == "cross":
+        a, b, rounds = nums
+        shared = {"seq": 0, "t1": 0}
+        lock = threading.Lock()
+        result = {"v": 0, "worst": 0, "lost": 0}
+
+        def run(cpu, me):
+            os.sched_setaffinity(0, {cpu})
+            for r in range(rounds):
+                writer = (r % 2 == 0) == (me == 0)
+                if writer:
+                    with lock:
+                        shared["t1"], shared["seq"] = f(), r + 1
+                else:
+                    end = time.monotonic() + 1
+                    while True:
+                        with lock:
+                            if shared["seq"] == r + 1:
+                                t1 = shared["t1"]
+                                break
+                        if time.monotonic() > end:
+                            result["lost"] += 1
+                            t1 = None
+                            break
+                    if t1 is not None:
+                        t2 = f()
+                        if t2 < t1:
+                            result["v"] += 1
+                            result["worst"] = max(result["worst"], t1 - t2)
+                    barrier.wait()
+                    continue
+                barrier.wait()
+
+        barrier = threading.Barrier(2)
+        ts = [threading.Thread(target=run, args=(c, i)) for i, c in enumerate((a, b))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self"
+              % (args[0], a, b, rounds, result["v"], result["worst"], result["lost"]))
+    elif cmd == "threads":
+        k, n = nums
+        go = threading.Barrier(k)
+        per = [0.0] * k
+
+        def loop(i):
+            go.wait()
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                f()
+            per[i] = (time.perf_counter_ns() - t0) / n
+
+        ts = [threading.Thread(target=loop, args=(i,)) for i in range(k)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("threads %s k=%d n=%d per_call_ns=%.1f max_per_call_ns=%.1f" % (args[0], k, n, sum(per) / k, max(per)))
+    else:
+        bad("unknown command %s" % cmd)
+
+
+main(sys.argv[1:])
