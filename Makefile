@@ -158,7 +158,7 @@ help:
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
-	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os as /init (OS_VM_ARGS='--accel tcg --args=...')"
+	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --no-lang --lang go,python --args=...')"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
 	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job)"
 	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1)"
@@ -395,7 +395,9 @@ lang: $(LANG_PROBES)
 # instruction, --accel auto picks TCG: Linux would not boot in minutes).
 OS_VM_ARGS ?=
 os-vm: deps $(OS_BIN) $(HOST_TOOL)
-	$(CLOCKBENCH) os-vm --program $(OS_BIN) $(OS_VM_ARGS)
+	@# the languages' probes go into the VM with their runtimes (OS_VM_ARGS=--no-lang leaves them out)
+	-@$(MAKE) --no-print-directory -k lang
+	$(CLOCKBENCH) os-vm --program $(OS_BIN) --lang-dir $(LANG_DIR) $(OS_VM_ARGS)
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).

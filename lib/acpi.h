@@ -35,7 +35,7 @@ struct acpi_gas {
 #define ACPI_MAX_TABLES 48
 #define ACPI_MAX_MESSAGES 12
 /* The longest message lib/acpi.c can write, every number at its largest and
-   every name at its longest, fits (tests/host/test_acpi_messages.py). */
+   every name at its longest, fits (tests/host/lib/test_acpi_messages.py). */
 #define ACPI_MESSAGE_CHARS 160
 #define ACPI_MAX_TABLE_BYTES (4u << 20) /* larger claimed lengths are rejected as corrupt */
 #define ACPI_MAX_IOAPICS 8

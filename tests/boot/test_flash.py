@@ -18,9 +18,8 @@ import pytest
 from clockbench import errors
 from clockbench.release import flash
 from clockbench.records import records
-
-ROOT = Path(__file__).resolve().parents[2]
-TEST_ISO = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build")) / "test" / "clockbench.iso"
+from helpers.paths import TEST_ISO
+from helpers.tool import tool
 
 
 def fake_disk(sysfs: Path, name: str, devno: str, size_bytes: int, removable: bool, partitions=(), holders=()):
@@ -157,8 +156,7 @@ def test_a_missing_iso_is_a_missing_input(tmp_path):
 
 
 def cli(*args, stdin=""):
-    return subprocess.run(["/usr/bin/python3", "-m", "clockbench", "flash", *args], input=stdin, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=300)
+    return tool("flash", *args, stdin=stdin)
 
 
 def test_a_missing_device_is_a_missing_input(tmp_path):

@@ -7,27 +7,20 @@ from __future__ import annotations
 import json
 import os
 import pty
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-import ptyport
+from helpers import ports
+from helpers.paths import FIXTURES, ROOT
+from helpers.tool import tool as cli
 from clockbench.fleet import capture
 from clockbench.report import compare, plots, report
 from clockbench.records import results
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
-# the image's logs; the clockbench-os logs (os-*.log) are tested in tests/host/test_os_side.py
+# the image's logs; the clockbench-os logs (os-*.log) are tested in tests/host/report/test_os_side.py
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
-
-
-def cli(*args):
-    return subprocess.run(["/usr/bin/python3", "-m", "clockbench", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
 
 
 def test_fixtures_exist():
@@ -107,7 +100,7 @@ def test_capture_from_a_serial_line_until_the_run_ends(tmp_path):
     text = LOGS[0].read_bytes()
 
     def feed():
-        ptyport.wait_configured(os.ttyname(slave))  # capture opens and configures the port first
+        ports.wait_configured(os.ttyname(slave))  # capture opens and configures the port first
         for i in range(0, len(text), 2048):
             os.write(master, text[i:i + 2048])
             time.sleep(0.005)
@@ -127,7 +120,7 @@ def test_capture_keeps_what_it_read_when_the_port_goes_away(tmp_path):
     text = LOGS[0].read_bytes()[:20000]
 
     def feed_then_vanish():
-        ptyport.wait_configured(name)  # capture opens and configures the port first
+        ports.wait_configured(name)  # capture opens and configures the port first
         for i in range(0, len(text), 2048):
             os.write(master, text[i:i + 2048])
             time.sleep(0.005)

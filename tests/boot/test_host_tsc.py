@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import boots
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL, ROOT
 
 from clockbench.machines import host_tsc
 from clockbench.records import records

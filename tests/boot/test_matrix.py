@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from clockbench.machines import qemu
 
 import matrix
+from helpers.paths import ROOT
+from helpers import acpi_builder
 from matrix import SCENARIOS
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "host"))
-import acpi_builder  # noqa: E402
 
 FULL = os.environ.get("CLOCKBENCH_MATRIX") == "all"
 ROWS = [s for s in SCENARIOS if FULL or s.fast]

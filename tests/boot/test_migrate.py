@@ -22,7 +22,6 @@ the drift phase's start (`--migrate-after drift`), inside the window."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import KERNEL, ROOT
-
+from helpers.paths import KERNEL
+from helpers.tool import kept_run, tool_env
 from clockbench.machines import qemu
 from clockbench.records import records
 
@@ -57,33 +56,14 @@ class Migrated:
         return f"exit {self.code}; tool said:\n{self.out[-3000:]}"
 
 
-_runs: dict[str, Migrated] = {}
-
-
 def migrated(accel: str, tmp_root: Path, key: str | None = None, args: list[str] | None = None,
              at_s: float | None = None) -> Migrated:
-    key = key or accel
-    if key not in _runs:
-        import time
-
-        runs_dir = tmp_root / f"runs-{key}"
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-        t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "direct", "--kernel", str(KERNEL),
-                            "--accel", accel, *(args if args is not None else ["--append", "only=drift,rtc", "--duration", str(DURATION_S[accel]),
-                                                                               "--migrate-after", "drift"]),
-                            "--migrate-at", str(at_s or AT_S[accel]), "--migrate-gap", str(GAP_S), "--runs-dir", str(runs_dir),
-                            "--store", "none", "--no-report", "--timeout", "900"],
-                           capture_output=True, text=True, env=env, timeout=1200)
-        seconds = time.monotonic() - t0
-        folders = [p for p in runs_dir.iterdir() if p.is_dir()]
-        assert len(folders) == 1, (folders, r.stdout[-2000:], r.stderr[-2000:])
-        log = (folders[0] / "run.log").read_text()
-        meta = json.loads((folders[0] / "metadata.json").read_text())
-        _runs[key] = Migrated(accel, r.returncode, r.stdout + r.stderr, log, records.parse_log(log).records,
-                                meta.get("migration") or {}, seconds)
-        print(f"\nmigrated run ({key}): {seconds:.1f} s")
-    return _runs[key]
+    run = kept_run(f"migrate-{key or accel}", [
+        "--boot", "direct", "--kernel", KERNEL, "--accel", accel,
+        *(args if args is not None else ["--append", "only=drift,rtc", "--duration", DURATION_S[accel], "--migrate-after", "drift"]),
+        "--migrate-at", at_s or AT_S[accel], "--migrate-gap", GAP_S, "--store", "none", "--no-report", "--timeout", "900"],
+        tmp_root, timeout_s=1200)
+    return Migrated(accel, run.code, run.out, run.log, run.records, run.meta.get("migration") or {}, run.seconds)
 
 
 @pytest.fixture(params=["tcg", "kvm"])
@@ -226,7 +206,7 @@ def test_a_migration_past_the_runs_end_is_refused_once_the_run_ended(tmp_path):
     must not take a run that was never stopped for a migrated one); the run
     itself is whole and kept."""
     runs_dir = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    env = tool_env()
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "direct", "--kernel", str(KERNEL), "--accel", "tcg",
                         "--append", "only=read_cost", "--migrate-at", "200", "--timeout", "300", "--runs-dir", str(runs_dir),
                         "--store", "none", "--no-report"], capture_output=True, text=True, env=env, timeout=300)

@@ -6,7 +6,6 @@ these tests: they are what `make test` checks the OS figures with."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +14,13 @@ import pytest
 
 from clockbench.machines import qemu
 from clockbench.records import records
+from helpers.paths import BUILD
+from helpers.tool import tool_env
 
 pytestmark = pytest.mark.timed  # Linux's clocks measured, rates against known answers
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
 PROGRAM = BUILD / "os" / "clockbench-os"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+ENV = tool_env()
 TOOL_TIMEOUT_S = 300  # the tool's own bound; TCG reaches init in seconds, the program then measures
 
 
@@ -45,7 +44,7 @@ def tcg_run(tmp_path_factory) -> OsRun:
         pytest.fail(f"{PROGRAM} is missing: `make os` builds it")
     log = tmp_path_factory.mktemp("os-vm") / "os-vm.log"
     proc = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--program", str(PROGRAM),
-                           "--log", str(log), "--timeout", str(TOOL_TIMEOUT_S), "--args=--quick"],
+                           "--log", str(log), "--timeout", str(TOOL_TIMEOUT_S), "--no-lang", "--args=--quick"],
                           capture_output=True, text=True, timeout=TOOL_TIMEOUT_S + 120, env=ENV)
     run = OsRun(proc, log)
     # 66/69: the kernel could not be fetched (no network, no apt): a failure, not a skip

@@ -13,7 +13,7 @@ import pytest
 from clockbench.records import records
 
 import boots
-from buildpaths import PVH_KERNEL
+from helpers.paths import PVH_KERNEL
 
 ONLY = "only=cpu_speed poweroff"  # discovery and the shortest experiment: the end is what is tested
 

@@ -130,7 +130,7 @@ def test_kvmclock_is_the_reference_when_no_counter_answers(boot, kvm):
     the same host rate in kHz), within the uncertainty the run states; that
     uncertainty carries the half-kHz rounding of KVM's rate, and the run
     says it checks the stated rate, not an independent crystal."""
-    from buildpaths import PVH_KERNEL
+    from helpers.paths import PVH_KERNEL
     b = boot(kernel=PVH_KERNEL, **KVM_KVMCLOCK_ONLY)
     assert b.status == 0, b.explain()
     for name in ("hpet", "acpi_pm", "pit"):

@@ -13,7 +13,7 @@ import pytest
 
 from clockbench.records import records
 
-from buildpaths import PVH_KERNEL
+from helpers.paths import PVH_KERNEL
 ONLY = "only=read_cost marker=pvh-7"  # the banner, discovery and one experiment: enough to see what was handed over
 
 

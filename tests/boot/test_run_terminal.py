@@ -6,22 +6,16 @@ shows no firmware or GRUB output and takes its options from the tool."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
-KERNEL = BUILD / "clockbench.elf"
-TEST_ISO = BUILD / "test" / "clockbench.iso"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-TOOL = ["/usr/bin/python3", "-m", "clockbench"]
+from helpers.paths import KERNEL, TEST_ISO
+from helpers.tool import PYTHON, tool as cli, tool_env
 
-
-def cli(*args, timeout=300):
-    return subprocess.run([*TOOL, *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+ENV = tool_env()
+TOOL = [PYTHON, "-m", "clockbench"]
 
 
 def only_run(runs_dir: Path) -> Path:

@@ -10,7 +10,6 @@ from its buffer at 0xb8000 through the monitor."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -20,19 +19,17 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import KERNEL, TEST_ISO
+from helpers.tool import not_installed
 from clockbench.records import decode, qrimage, records
 from clockbench.machines import qemu, screen
 
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", Path(__file__).resolve().parents[2] / "build"))
-TEST_ISO = BUILD / "test" / "clockbench.iso"
-KERNEL = BUILD / "clockbench.elf"
 TEXT_BUFFER = 0xB8000
 # the end of the screen's last line, drawn after the serial port's (kernel/finish.c):
 # "... Halted; it is safe to power off.", which a narrow panel beside the QR code
 # wraps anywhere but inside a word; no other line on the screen has "off."
 FINAL_LINE = "off."
 PAGER_FOOTER = re.compile(r"^ Report lines (\d+)-(\d+) of (\d+): Up Down PgUp PgDn Home End; Q back; B reboot")
-
 
 
 def carried_counters(recs):
@@ -58,9 +55,8 @@ def read_cell(recs, lat) -> str:
 
 def need_zbar():
     if not qrimage.zbar_available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("zbarimg is missing under CI=true: `make deps` installs it (Debian package zbar-tools)")
-        pytest.skip("zbarimg not installed (Debian package zbar-tools): the QR code was not decoded")
+        not_installed("zbarimg is missing under CI=true: `make deps` installs it (Debian package zbar-tools)",
+                      "zbarimg not installed (Debian package zbar-tools): the QR code was not decoded")
 
 
 class Machine:

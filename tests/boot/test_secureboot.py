@@ -31,13 +31,11 @@ import pytest
 from clockbench.machines import qemu
 from clockbench.records import records
 from clockbench.release import secureboot
+from helpers.paths import BUILD, KERNEL, TEST_ISO
+from helpers.tool import not_installed, tool_env
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
-TEST_ISO = BUILD / "test" / "clockbench.iso"
 TEST_KEY = BUILD / "test-key"
 PYDEPS = BUILD / "pydeps"
-KERNEL = BUILD / "clockbench.elf"
 QUICK = "profile=quick only=read_cost"
 BOOT_S = 120  # a verdict under TCG takes about 12 s here; the bound allows a loaded machine
 REFUSAL_S = 90
@@ -45,9 +43,7 @@ REFUSAL_S = 90
 
 def missing(why: str) -> None:
     """A tool `make deps` installs: under CI its absence is a failure."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{why} under CI=true: `make deps` installs it")
-    pytest.skip(why)
+    not_installed(f"{why} under CI=true: `make deps` installs it", why)
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +241,7 @@ def test_g_clockbench_run_boots_the_stick_with_secure_boot_on(sb, tmp_path):
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--firmware", "uefi-secboot", "--iso", str(TEST_ISO),
                         "--accel", "tcg", "--append", QUICK, "--runs-dir", str(runs_dir), "--store", "none", "--no-report",
                         "--timeout", str(BOOT_S)], capture_output=True, text=True, timeout=BOOT_S + 60,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                       env=tool_env())
     explain = r.stdout[-3000:] + r.stderr[-2000:]
     assert r.returncode in (0, 1), explain  # a verdict, as assert_verdict allows
     assert "Secure Boot on; the firmware holds Microsoft's keys" in r.stdout and "in shim's MokList" in r.stdout, explain

@@ -26,18 +26,14 @@ window keep it short; the snapshot comes 4 s after the drift phase began
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
-
+from helpers.boots import vmm_binary
+from helpers.paths import PVH_KERNEL
+from helpers.tool import kept_run
 from clockbench.records import records
 
 pytestmark = pytest.mark.timed
@@ -62,34 +58,15 @@ class Snapshotted:
         return f"exit {self.code}; tool said:\n{self.out[-3000:]}"
 
 
-_runs: dict[str, Snapshotted] = {}
-
-
 def snapshotted(vmm: str, tmp_root: Path) -> Snapshotted:
-    if vmm not in _runs:
-        binary = VMM_DIR / vmm
-        assert binary.is_file() and os.access(binary, os.X_OK), \
-            f"{binary} is missing or not executable: the snapshot tests need it (CLOCKBENCH_VMM_DIR names its folder)"
-        runs_dir = tmp_root / f"runs-snapshot-{vmm}"
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-        t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--vmm", vmm, "--vmm-binary", str(binary),
-                            "--kernel", str(PVH_KERNEL), "--append", "only=drift,rtc", "--duration", str(DURATION_S),
-                            "--snapshot-at", str(AT_S), "--snapshot-after", "drift", "--snapshot-gap", str(GAP_S),
-                            "--runs-dir", str(runs_dir),
-                            "--store", "none", "--no-report", "--timeout", "600"],
-                           capture_output=True, text=True, env=env, timeout=900)
-        seconds = time.monotonic() - t0
-        folders = [p for p in runs_dir.iterdir() if p.is_dir()]
-        assert len(folders) == 1, (folders, r.stdout[-2000:], r.stderr[-2000:])
-        log = (folders[0] / "run.log").read_text()
-        meta = json.loads((folders[0] / "metadata.json").read_text())
-        # the snapshot's files (the guest's memory) are not kept
-        assert not [p for p in folders[0].iterdir() if p.name in ("vmstate", "mem", "snapshot")], list(folders[0].iterdir())
-        _runs[vmm] = Snapshotted(vmm, r.returncode, r.stdout + r.stderr, log, records.parse_log(log).records, meta,
-                                 meta.get("snapshot") or {}, seconds)
-        print(f"\nsnapshotted run ({vmm}): {seconds:.1f} s")
-    return _runs[vmm]
+    binary = vmm_binary(vmm, "the snapshot tests")
+    run = kept_run(f"snapshot-{vmm}", [
+        "--vmm", vmm, "--vmm-binary", binary, "--kernel", PVH_KERNEL, "--append", "only=drift,rtc", "--duration", DURATION_S,
+        "--snapshot-at", AT_S, "--snapshot-after", "drift", "--snapshot-gap", GAP_S,
+        "--store", "none", "--no-report", "--timeout", "600"], tmp_root, timeout_s=900)
+    # the snapshot's files (the guest's memory) are not kept
+    assert not [p for p in run.folder.iterdir() if p.name in ("vmstate", "mem", "snapshot")], list(run.folder.iterdir())
+    return Snapshotted(vmm, run.code, run.out, run.log, run.records, run.meta, run.meta.get("snapshot") or {}, run.seconds)
 
 
 @pytest.fixture(params=["firecracker", "cloud-hypervisor"])

@@ -35,7 +35,7 @@ import time
 import pytest
 
 import boots
-from buildpaths import KERNEL
+from helpers.paths import KERNEL
 from clockbench.machines import qemu
 from clockbench.records import records
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 import boots
-from buildpaths import PVH_KERNEL
+from helpers.paths import PVH_KERNEL
 from clockbench.machines import qemu
 from clockbench.records import records
 

@@ -27,9 +27,9 @@ from clockbench import errors
 from clockbench.release import flash, secureboot, usbimage
 from clockbench.machines import qemu
 from clockbench.records import records
+from helpers.paths import BUILD, ROOT
+from helpers.tool import tool_env
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
 TEST_IMG = BUILD / "test" / "clockbench.img"
 PARTS = BUILD / "test" / "img"  # the signed GRUB and kernel and the menu the Makefile made for it
 TEST_KEY = BUILD / "test-key"
@@ -186,7 +186,7 @@ def test_the_partition_holds_the_isos_chain_and_the_menu(img, tmp_path):
 def build_cli(out: Path, *, epoch: str | None = "1764000000", cwd: Path = ROOT, tz: str = "UTC", umask: int = 0o022, **over):
     args = {"elf": BUILD / "clockbench.elf", "grub": PARTS / "grubx64.efi", "kernel": PARTS / "clockbench.efi",
             "cert-der": TEST_KEY / secureboot.CERT_DER_NAME, "grub-cfg": PARTS / "grub.cfg", **over}
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"), "TZ": tz}
+    env = tool_env(TZ=tz)
     env.pop("SOURCE_DATE_EPOCH", None)
     if epoch is not None:
         env["SOURCE_DATE_EPOCH"] = epoch

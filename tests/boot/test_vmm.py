@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import PVH_KERNEL, ROOT, VMM_DIR
+from helpers.boots import CliBoot
+from helpers.paths import PVH_KERNEL, VMM_DIR
+from helpers.tool import tool_env
 from clockbench.machines import cloud_hypervisor, firecracker, host_tsc, microvm, qemu
 from clockbench.records import records
 
@@ -67,66 +69,11 @@ VMM_LOG_LINE = {"cloud-hypervisor": re.compile(r"^cloud-hypervisor: +\d+\.\d+s: 
                 "firecracker": re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+ \[anonymous-instance:")}
 
 
-class CliBoot:
-    """One `clockbench run --vmm` of the real tool, read as the `vmm_boot`
-    fixture's runs are (result, records, output, lines, explain), from what
-    it kept: run.log, vmm-stderr.log and metadata.json in its run folder;
-    and what a user gets besides: its exit status, what it printed, the
-    folder, the metadata and the store it was asked to write."""
-
-    def __init__(self, vmm: str, smp: int, append: str, tmp_root: Path):
-        binary = VMM_DIR / microvm.module(vmm).BINARY
-        assert binary.is_file() and os.access(binary, os.X_OK), \
-            f"{binary} is missing or not executable: the microVM tests need it (CLOCKBENCH_VMM_DIR names its folder)"
-        self.binary = binary
-        self.runs_dir = tmp_root / f"runs-cli-{vmm}-smp{smp}"
-        self.store = tmp_root / f"store-cli-{vmm}-smp{smp}.db"
-        self.argv = [sys.executable, "-m", "clockbench", "run", "--vmm", vmm, "--vmm-binary", str(binary),
-                     "--kernel", str(PVH_KERNEL), "--smp", str(smp), "--append", append, "--runs-dir", str(self.runs_dir),
-                     "--store", str(self.store), "--timeout", str(CLI_TIMEOUT_S)]
-        t0 = time.monotonic()
-        r = subprocess.run(self.argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
-                           timeout=CLI_TIMEOUT_S + 120)
-        self.seconds = time.monotonic() - t0
-        self.code, self.out = r.returncode, r.stdout + r.stderr
-        folders = [f for f in self.runs_dir.iterdir() if f.is_dir()]
-        assert len(folders) == 1, (folders, self.out[-3000:])
-        self.folder = folders[0]
-        self.meta = json.loads((self.folder / "metadata.json").read_text())
-        m = self.meta
-        log = (self.folder / "run.log").read_text()
-        stderr = (self.folder / "vmm-stderr.log").read_text(errors="replace")
-        self.result = microvm.VmmResult(
-            vmm=vmm, command=m["vmm"]["command"], vmm_exit=m.get("vmm_exit"), status=microvm.STATUS_CODES.get(m["verdict"]),
-            output=log, stderr=stderr, seconds=m["seconds"] or 0.0, timed_out=m["verdict"] == "timed out",
-            timeout_s=CLI_TIMEOUT_S, status_source=m.get("status_source"), powered_off=bool(m.get("powered_off")),
-            notes=m.get("notes") or [])
-        self.output = records.clean(log)
-        self.records = records.parse_log(log).records
-        print(f"\n`clockbench run --vmm {vmm} --smp {smp}`: {self.seconds:.1f} s")
-
-    @property
-    def status(self):
-        return self.result.status
-
-    def lines(self, prefix: str) -> list[str]:
-        return [l for l in self.output.split("\n") if l.startswith(prefix)]
-
-    def explain(self) -> str:
-        return f"{' '.join(self.argv)}\nexit {self.code}\n--- the tool said ---\n{self.out[-4000:]}\n" \
-               f"--- stderr of the monitor ---\n{self.result.stderr[-2000:]}"
-
-
-_cli_runs: dict[tuple[str, int], CliBoot] = {}
-
-
 def boot_of(key: tuple[str, int], vmm_boot, tmp_root: Path):
     """The one run of configuration `key`: through the CLI for CLI_RUNS, else the shared microvm.run."""
     if key not in CLI_RUNS:
         return vmm_boot(**RUNS[key])
-    if key not in _cli_runs:
-        _cli_runs[key] = CliBoot(key[0], key[1], RUNS[key]["append"], tmp_root)
-    return _cli_runs[key]
+    return CliBoot(key[0], key[1], RUNS[key]["append"], tmp_root, CLI_TIMEOUT_S)
 
 
 @pytest.fixture(params=list(RUNS), ids=IDS)
@@ -418,7 +365,7 @@ def test_a_monitor_killed_mid_run_keeps_its_partial_log_and_says_so(tmp_path):
             "--store", "none", "--no-report", "--timeout", "300"]
     t0 = time.monotonic()
     tool = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                            env=tool_env())
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(tool.stdout), daemon=True)
     reader.start()

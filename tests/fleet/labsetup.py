@@ -12,27 +12,16 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
+from helpers.ports import free_port
+from helpers.tool import not_installed
 from clockbench.fleet import lab
 from clockbench.machines import qemu
 
 
 def need_labgrid() -> None:
     ok, why = lab.available()
-    if ok:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    if not ok:
+        not_installed(why)
 
 
 class Lab:

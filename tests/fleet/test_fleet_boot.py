@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL
 from clockbench.fleet import netboot
 from clockbench.machines import qemu
 from clockbench.runs import store
 from clockbench.fleet.fleet import BY_KEY
+from helpers.tool import tool_env
 from labsetup import Lab, free_port
 
 pytestmark = pytest.mark.skipif(os.environ.get("CLOCKBENCH_FLEET") != "1",
@@ -123,7 +124,7 @@ def test_the_fleet_flags_the_faulty_machines_and_only_those(tmp_path):
     lab = Lab(tmp_path / "lab", {m.name: configs[m.name] for m in lab_machines}) if lab_machines else None
     db = tmp_path / "fleet.db"
     logs = tmp_path / "logs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    env = tool_env()
     procs: dict[str, subprocess.Popen] = {}
     tools: list[subprocess.Popen] = []
     injected: dict[str, float | None] = {}

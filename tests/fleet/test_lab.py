@@ -7,13 +7,13 @@ reason, costing the others nothing."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL
 from clockbench.machines import qemu
 from clockbench.runs import store
+from helpers.tool import tool_env
 from labsetup import Lab
 
 
@@ -28,7 +28,7 @@ def test_two_places_run_through_labgrid_into_the_store(tmp_path):
         r = subprocess.run([sys.executable, "-m", "clockbench", "lab", "qemu-1", "qemu-2", "ghost", "--coordinator", lab.address,
                             "--store", str(db), "--log-dir", str(tmp_path / "logs"), "--timeout", "240", "--idle", "60",
                             "--firmware", "bios", "--every", "2"],
-                           capture_output=True, text=True, timeout=400, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                           capture_output=True, text=True, timeout=400, env=tool_env())
         assert r.returncode == 4, f"{r.stdout}\n{r.stderr}\n{lab.logs()}"
         with store.open_store(db) as st:
             rows = {x["machine"]: x for x in st.runs()}

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import KERNEL
+from helpers.paths import KERNEL
 from clockbench.fleet import netboot
 from clockbench.records import records
+from helpers.tool import tool_env
 
 MACHINES = """
 [default]
@@ -55,17 +56,15 @@ def test_run_boots_the_tree(tree, tmp_path):
     run kept with the line the tree gave and where it came from, and stored
     with its way and MAC. One TCG boot (about 8 s)."""
     import json
-    import os
     import subprocess
     import sys
 
-    from buildpaths import ROOT
     from clockbench.runs import store
     out, made = tree
     r = subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "netboot", "--tftp", str(out),
                         "--mac", "52:54:00:00:00:01", "--accel", "tcg", "--runs-dir", str(tmp_path / "runs"),
                         "--store", str(tmp_path / "s.db"), "--no-report", "--records"], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                       env=tool_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert 'through iPXE (clockbench.ipxe), MAC 52:54:00:00:00:01; the tree\'s machines file gives it "duration=1 only=drift"' \
         in r.stdout, r.stdout
@@ -91,7 +90,7 @@ def test_secure_boot_netboot_through_shim_signed_grub_and_kernel(tmp_path):
     and kernel fetched by TFTP and verified by shim, to a verdict with
     Secure Boot on and the command line the MAC picks. One TCG boot (about
     20 s)."""
-    from buildpaths import BUILD
+    from helpers.paths import BUILD
     from clockbench.machines import qemu
     from clockbench.release import secureboot
 
@@ -127,7 +126,7 @@ def test_secure_boot_netboot_through_shim_signed_grub_and_kernel(tmp_path):
 
 
 def test_the_secure_boot_way_refuses_a_missing_key_and_writes_nothing(tmp_path):
-    from buildpaths import BUILD
+    from helpers.paths import BUILD
     from clockbench import errors
 
     out = tmp_path / "tftp"

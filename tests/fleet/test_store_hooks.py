@@ -5,13 +5,12 @@ how to import the kept log later."""
 
 from __future__ import annotations
 
-import os
 import socket
-import sqlite3
 import subprocess
 import sys
 
-from buildpaths import KERNEL, ROOT
+from helpers.paths import KERNEL
+from helpers.tool import store_locked, tool_env
 from clockbench.runs import store
 
 
@@ -19,7 +18,7 @@ def run(tmp_path, *extra, env=None):
     return subprocess.run([sys.executable, "-m", "clockbench", "run", "--boot", "direct", "--kernel", str(KERNEL),
                            "--accel", "tcg", "--append", "duration=1 only=drift", "--runs-dir", str(tmp_path / "runs"),
                            "--no-report", *extra], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "tools"), **(env or {})})
+                          env=tool_env(**(env or {})))
 
 
 def test_run_stores_itself(tmp_path):
@@ -37,19 +36,13 @@ def test_run_stores_itself(tmp_path):
 
 def test_a_locked_store_costs_the_run_nothing(tmp_path):
     db = tmp_path / "s.db"
-    store.open_store(db).close()
-    holder = sqlite3.connect(str(db), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
+    with store_locked(db):
         r = run(tmp_path, "--store", str(db), "--name", "bench-1", env={"CLOCKBENCH_STORE_TIMEOUT": "1"})
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not stored:" in r.stdout and "locked" in r.stdout and "clockbench import" in r.stdout
     log = r.stdout.split("clockbench import ")[1].split(" ")[0].rstrip(")`")
     r = subprocess.run([sys.executable, "-m", "clockbench", "import", log, "--machine", "bench-1", "--store", str(db)],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                       capture_output=True, text=True, env=tool_env())
     assert r.returncode == 0 and "1 added" in r.stdout, r.stdout + r.stderr
 
 

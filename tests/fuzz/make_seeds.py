@@ -1,6 +1,6 @@
 """Writes the ACPI fuzzer's seed corpus to tests/fuzz/seeds/: real tables
 dumped from QEMU (the image booted with dump_acpi, under q35 and pc, SeaBIOS
-and OVMF) and synthetic machines from tests/host/acpi_builder.py. Each seed
+and OVMF) and synthetic machines from tests/helpers/acpi_builder.py. Each seed
 is in the harness's input format (see fuzz_acpi.c). `make fuzz-seeds`."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests" / "host")]
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests")]
 
 from clockbench.machines import qemu
 from clockbench.records import records  # noqa: E402
 
-import acpi_builder as ab  # noqa: E402
+from helpers import acpi_builder as ab  # noqa: E402
 
 SEEDS = ROOT / "tests" / "fuzz" / "seeds"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from lib import LIB_PATH, load
+from helpers.hostlib import LIB_PATH, load
 
 
 @pytest.fixture(scope="session")

@@ -283,7 +283,7 @@ const char *shim_acpi_record(bool worst)
     static struct acpi_info w;
     /* rsdp_source, pm_timer_field, pm_timer_width_from and pm_timer_os_note
        point at lib/acpi.c's fixed names, each shorter than this (held by
-       tests/host/test_acpi_messages.py) */
+       tests/host/lib/test_acpi_messages.py) */
     static char longest[SHIM_ACPI_NAME_CHARS];
     const struct acpi_info *a = &shim_acpi_info;
     if (worst) {

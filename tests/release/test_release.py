@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from buildpaths import ROOT
+from helpers.paths import ROOT
 
 from clockbench.machines import qemu
 from clockbench.records import records
 from clockbench.release import secureboot
+from helpers.tool import tool_env
 
 # One worker runs them all (make test: pytest-xdist's loadgroup): the release
 # and its rebuild are module fixtures, built once, not once a worker.
@@ -369,7 +370,7 @@ def test_a_rebuild_names_each_downloaded_file_that_differs(release, rebuilt, tmp
         (bad / name).write_bytes(bytes(data))
     c = subprocess.run([str(RELEASE_VENV / "bin" / "python"), "-m", "clockbench.release.rebuild", "compare",
                         str(other / "build" / "rebuild"), str(bad)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+                       env=tool_env())
     assert c.returncode == 1, c.stdout + c.stderr
     assert f"  DIFFERS    clockbench-{version}.iso" in c.stdout and f"  DIFFERS    clockbench-{version}.efi" in c.stdout
     assert f"  identical  clockbench-{version}.img" in c.stdout

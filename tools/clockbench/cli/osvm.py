@@ -3,7 +3,10 @@ QEMU machine the image measures. Boots Debian's kernel (linux-image-amd64,
 fetched with apt and cached under build/linux/) with an initramfs whose
 /init is build/os/clockbench-os (initramfs.py), shows the program's output
 live, keeps the serial log, and exits with the program's status, which it
-reports through isa-debug-exit as the image does (qemu.py)."""
+reports through isa-debug-exit as the image does (qemu.py). The languages'
+probes and runtimes go into the initramfs too (runtimes.py), so that the
+program measures them in the VM on each clocksource; --no-lang leaves them
+out, --lang picks some."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import time
 from pathlib import Path
 
 from clockbench import errors, paths
-from clockbench.machines import initramfs, qemu
+from clockbench.machines import initramfs, qemu, runtimes
 from clockbench.report import progress
 from clockbench.records import records
 from clockbench.cli import run_args
@@ -27,6 +30,11 @@ LINUX_DIR = paths.BUILD / "linux"
 PROGRAM = paths.BUILD / "os" / "clockbench-os"
 LOG = paths.BUILD / "os-vm.log"
 INITRAMFS_NAME = "initramfs-os.cpio"
+LANG_DIR = paths.BUILD / "lang"
+RUNTIME_CACHE = paths.BUILD / "os-vm"  # the jlink runtime, the runtimes' file lists
+# The runtimes fill the initramfs (Node.js alone is about 100 MB, unpacked
+# into RAM by the kernel): 256 MiB is not enough for them and the JVM's heap.
+DEFAULT_MEMORY = "1G"
 META_PACKAGE = "linux-image-amd64"
 # The plain, signed image package the meta package depends on: not
 # -unsigned, -dbg or a -rt/-cloud flavour.
@@ -38,6 +46,10 @@ CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 # Linux under TCG reaches init in about 5 s here; under nested KVM it can
 # take many minutes (every trapped instruction is emulated).
 DEFAULT_TIMEOUT_S = 300
+# With the languages: every API runs its probe some ten times per
+# clocksource, and a JVM or V8 takes seconds to start under TCG (all eight
+# languages on three clocksources took over 10 minutes on a loaded host).
+DEFAULT_LANG_TIMEOUT_S = 1800
 LAST_LINES = 8
 
 
@@ -170,9 +182,35 @@ def kernel_cmdline(program_args: str) -> str:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """The machine's options, as `run` checks them, and the time bound."""
+    """The machine's options, as `run` checks them, the time bound and the
+    languages."""
     run_args.check_machine_arguments(args)
     run_args.check_timeout(args)
+    languages(args)
+
+
+def languages(args: argparse.Namespace) -> list[str]:
+    """The languages to put into the VM, from --no-lang and --lang."""
+    if args.no_lang:
+        if args.lang is not None:
+            raise errors.UsageError("--no-lang and --lang: give one or the other")
+        return []
+    if args.lang is None:
+        return list(runtimes.LANGUAGES)
+    picked = [w.strip() for w in args.lang.split(",")]
+    bad = [w for w in picked if w not in runtimes.LANGUAGES]
+    if bad or not picked:
+        raise errors.UsageError(f"--lang: unknown language '{bad[0] if bad else ''}' (valid: {','.join(runtimes.LANGUAGES)})")
+    return list(dict.fromkeys(picked))
+
+
+def program_args(args: argparse.Namespace) -> str:
+    """--args, after the languages' options that clockbench-os takes."""
+    if args.no_lang:
+        return f"--no-lang {args.args}".strip()
+    if args.lang is not None:
+        return f"--lang {','.join(languages(args))} {args.args}".strip()
+    return args.args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -187,13 +225,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")
     o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
     o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
-    o.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help="stop after this many seconds, above 0 (default: %(default)g; Linux under TCG reaches init in about 5 s, "
-                   "under nested KVM it can take minutes)")
+    o.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"stop after this many seconds, above 0 (default: {DEFAULT_LANG_TIMEOUT_S} with the languages, "
+                   f"{DEFAULT_TIMEOUT_S} without; Linux under TCG reaches init in about 5 s, under nested KVM it can take minutes)")
     o.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
                    "the log keeps them either way")
     o.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
-    o.set_defaults(func=cmd_os_vm, check=check_arguments)
+    o.add_argument("--no-lang", action="store_true", help="leave the languages' clocks out (measured by default: the probes "
+                   "and their runtimes go into the initramfs)")
+    o.add_argument("--lang", metavar="LIST", help=f"only these languages, comma-separated: {','.join(runtimes.LANGUAGES)}")
+    o.add_argument("--lang-dir", default=paths.default(LANG_DIR), help="the probes, as `make lang` builds them (default: %(default)s)")
+    o.set_defaults(func=cmd_os_vm, check=check_arguments, memory=DEFAULT_MEMORY)
     return o
 
 
@@ -224,7 +266,9 @@ def last_lines(output: str, n: int = LAST_LINES) -> str:
 
 
 def cmd_os_vm(args: argparse.Namespace) -> int:
-    cmdline = kernel_cmdline(args.args)
+    if args.timeout is None:
+        args.timeout = DEFAULT_LANG_TIMEOUT_S if languages(args) else DEFAULT_TIMEOUT_S
+    cmdline = kernel_cmdline(program_args(args))
     program = Path(args.program)
     if args.kernel:  # checked first: a bad path is the user's to fix before anything else
         kernel, which = Path(args.kernel), "given with --kernel"
@@ -234,8 +278,19 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
         kernel, which = fetch_kernel(LINUX_DIR)
         check_bzimage(kernel)
     cpio = LINUX_DIR / INITRAMFS_NAME
+    wanted = languages(args)
+    tree = None
+    if wanted:
+        try:
+            got = runtimes.collect(wanted, Path(args.lang_dir), RUNTIME_CACHE)
+        except OSError as e:
+            raise errors.CannotWrite(f"cannot collect the languages' runtimes in {RUNTIME_CACHE}: {e.strerror or e}") from None
+        tree = got.tree
+        for lang, why in got.left_out.items():
+            _say(f"{lang}: not put into the VM: {why}")
+        _say(f"languages in the VM: {', '.join(got.measured) or 'none'} ({tree.size() / 1e6:.0f} MB of probes and runtimes)")
     try:
-        initramfs.write(program, cpio)
+        initramfs.write(program, cpio, tree)
     except OSError as e:
         raise errors.CannotWrite(f"cannot write the initramfs {cpio}: {e.strerror or e}") from None
 
@@ -251,7 +306,8 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
     cpu = command[command.index("-cpu") + 1]
     _say(f"Linux under {why}; machine {cfg.machine}, cpu {cpu}, smp {cfg.smp}, memory {cfg.memory}, firmware {cfg.firmware}")
     _say(f"kernel {kernel} ({which})")
-    _say(f"init {program}" + (f" with arguments: {args.args}" if args.args.strip() else "") +
+    shown = program_args(args)
+    _say(f"init {program}" + (f" with arguments: {shown}" if shown.strip() else "") +
          f"; time bound {args.timeout:g} s; Ctrl-C stops it")
     if accel == "kvm":
         _say("note: under nested KVM (this machine a VM itself) Linux can take minutes to boot, or more than the time "

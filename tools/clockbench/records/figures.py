@@ -290,6 +290,23 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     if stalls:
         ns, name = max(stalls)
         add("stall_max_ns", ns, None, "ns", f"the longest a counter stood still while the TSC ran ({name})")
+    # the languages' clocks (clockbench-os, lang_clock): per clocksource, language and API
+    for r in _list(res.get("lang_clock")):
+        cs, lang, api = r.get("clocksource"), r.get("language"), r.get("api")
+        if not all(isinstance(x, str) for x in (cs, lang, api)):
+            continue
+        key = f"{cs}/{lang}/{api}"
+        what = f"{r.get('runtime') or lang}, {r.get('method') or '?'} method, {r.get('path') or '?'} path, {r.get('clock_id') or '?'}"
+        if _num(r.get("p50_ns")) is not None:
+            add(f"lang_p50_ns:{key}", float(r["p50_ns"]), None, "ns",
+                what + (": a batch's cost per call" if r.get("method") == "batch" else ": one call, p50"))
+        if _num(r.get("syscalls_per_1000")) is not None:
+            add(f"lang_syscalls_per_1000:{key}", float(r["syscalls_per_1000"]), None, "", what)
+        if _num(r.get("least_step_ns")) is not None:
+            add(f"lang_least_step_ns:{key}", float(r["least_step_ns"]), None, "ns", "least non-zero step in back-to-back reads")
+        if _num(r.get("claimed_resolution_ns")) is not None:
+            add(f"lang_claimed_ns:{key}", float(r["claimed_resolution_ns"]), None, "ns", str(r.get("claim_source") or "")
+                + ("; finer than the least step seen" if r.get("claim_finer_than_step") is True else ""))
     s = _dict(res.get("summary"))
     for k in ("pass", "fail", "skip"):
         if _num(s.get(k)) is not None:

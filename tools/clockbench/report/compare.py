@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from clockbench.records import figures, results
-from clockbench.report import os_side
+from clockbench.report import ladder, os_side
 from clockbench.records.runinfo import as_text, checks_line, cpu_of, machine_key, machine_of, ratio, run_names
 from clockbench.errors import BadInput, CannotWrite, MissingTool
 
@@ -196,6 +196,8 @@ def _with_os(args, runs: list[dict]) -> int:
     oss = [i for i, r in enumerate(runs) if os_side.is_os(r)]
     if not bare:
         rows = os_side.os_vs_os([runs[i] for i in oss], [names[i] for i in oss])
+        # the languages side by side: each cell its p50 (its ratio to the first run's), path and clock
+        rows += ladder.side_by_side([runs[i] for i in oss])
         lines = os_side.os_machine_lines([runs[i] for i in oss], [names[i] for i in oss])
         sys.stdout.write("".join(l + "\n" for l in lines) + ("\n" if lines else "")
                          + "OS runs without a bare run: each call's p50 with its ratio to the first run's "
@@ -212,7 +214,13 @@ def _with_os(args, runs: list[dict]) -> int:
         sys.stdout.write(as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare]))))
         sys.stdout.write(f"\nThrough the OS, against the first bare run, {names[bare[0]]}:\n")
     t = os_side.side_by_side(runs[bare[0]], [runs[i] for i in oss], names[bare[0]], [names[i] for i in oss])
+    # each OS run's ladder of languages, beneath the bare run's read of the counter under each clocksource
+    t["ladders"] = [{"name": names[i], "clocksource": lt["clocksource"], "rows": ladder.as_rows(lt)}
+                    for i in oss for lt in ladder.tables(runs[i], runs[bare[0]])]
     sys.stdout.write(os_side.as_text(t))
+    for lt in t["ladders"]:
+        sys.stdout.write(f"\nThe ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath {names[bare[0]]}'s bare read "
+                         "(p50; b: batch; !: a claim finer than the least step seen):\n" + as_text(lt["rows"]))
     if args.html:
         try:
             page = os_side.as_html_page(t)

@@ -376,3 +376,44 @@ def allan(res: dict, path: Path, notes: list[str]) -> Path:
 
 DRAW = {"read_cost": read_cost, "sequential_reads": sequential_reads, "frequency": frequency,
         "residuals": residuals, "allan": allan}
+
+
+# ------------------------------------------------------------ the ladder (clockbench-os with the languages)
+
+LADDER_TITLE = "The ladder: what one read costs at each layer, per clocksource"
+
+
+def ladder(tables: list[dict], path: Path, notes: list[str]) -> Path:
+    """Cost p50 per layer, one panel per clocksource (report/ladder.py's
+    tables): the bare read at the top, then the vDSO, libc, the syscall and
+    each language's APIs, on a log axis; a batch's cost per call is hatched
+    (not a single call), a row with no cost is left out and said."""
+    panels = [t for t in tables if any(number(r.get("p50_ns")) and r["p50_ns"] > 0 for r in t["rows"])]
+    if not panels:
+        raise TooLittle("no layer has a cost")
+    plt = _plt()
+    height = max(len(t["rows"]) for t in panels) * 0.2 + 1.2
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels) + 1.6, height), squeeze=False, sharey=False)
+    layers: list[str] = []
+    for t in panels:
+        for r in t["rows"]:
+            if r["layer"] not in layers:
+                layers.append(r["layer"])
+    colour = {layer: f"C{i % 10}" for i, layer in enumerate(layers)}
+    missing = []
+    for ax, t in zip(axes[0], panels):
+        rows = [r for r in t["rows"] if number(r.get("p50_ns")) and r["p50_ns"] > 0]
+        missing += [f"{r['layer']} {r['read']} on {t['clocksource']}" for r in t["rows"] if r not in rows]
+        ys = list(range(len(rows)))[::-1]
+        for y, r in zip(ys, rows):
+            ax.barh(y, r["p50_ns"], color=colour[r["layer"]], hatch="//" if r.get("method") == "batch" else None,
+                    edgecolor="white" if r.get("method") == "batch" else None, height=0.75)
+        ax.set_yticks(ys, [f"{r['layer']} {r['read']}"[:44] for r in rows], fontsize=6.5)
+        ax.set_xscale("log")
+        ax.set_xlabel("p50 cost per read (ns, log scale)")
+        ax.set_title(f"clocksource {t['clocksource']}")
+    fig.suptitle("What does one read cost, from the bare counter up to each language?\n"
+                 "(p50; hatched: a batch's cost per call, not one call alone)", fontsize=9)
+    if missing:
+        notes.append(f"ladder plot: no cost for {', '.join(missing)}")
+    return _save(fig, path)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from clockbench.records import figures, records, results, runinfo
-from clockbench.report import os_side, pages, plots
+from clockbench.report import ladder, os_side, pages, plots
 
 PLOTS = plots.PLOTS
 
@@ -783,12 +783,18 @@ def _full_text(res: dict) -> str:
 STATUS_NAMES = {0: "passed", 1: "failed", 2: "nothing ran", 3: "crashed", 4: "incomplete"}
 
 
-def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, meta: dict | None = None) -> None:
+def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, meta: dict | None = None,
+                   plots_made=(), bare: dict | None = None) -> None:
     """A clockbench-os run's page, from templates/report_os.html.j2 (its rows
-    from os_side.py)."""
+    from os_side.py; the languages' ladder from ladder.py, beneath the bare
+    run's read when one is given)."""
     code, why = outcome(res)
     page = os_side.page(res)
     page["context"] += meta_rows(meta or {})
+    page["ladder"] = [{**t, "text": ladder.as_rows(t)} for t in ladder.tables(res, bare)]
+    page["runtimes"] = ladder.runtimes(res)
+    page["ladder_fig"] = next(({"title": plots.LADDER_TITLE, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
+                               for p in plots_made if p.stem == "ladder"), None)
     ctx = dict(title=os_side.page_title(res) + (f", {date}" if date else ""), status=STATUS_NAMES.get(code, "unknown"), why=why,
                summary=_d(res.get("summary")), source=str(res.get("source") or ""), problems=problems(res),
                warnings=os_side.warnings(res) + warnings(res), os=page, checks=check_rows(res), notes=list(notes),
@@ -804,7 +810,7 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
     a record cut for length, or a results file from an older tool, lacks
     members and costs a cell, not the page."""
     if os_side.is_os(res):
-        return render_os_html(res, path, notes, date, meta)
+        return render_os_html(res, path, notes, date, meta, plots_made)
     code, why = outcome(res)
     s = _d(res.get("summary"))
     lat_rows, batches = latency_rows(res)
@@ -862,6 +868,23 @@ def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_
     return made
 
 
+def render_ladder_plot(res: dict, out_dir: Path, notes: list[str]) -> list[Path]:
+    """An OS run's one figure: the ladder's cost per layer (plots.ladder),
+    when it measured languages. Like every plot, a failure is a note."""
+    tables = ladder.tables(res)
+    if not tables:
+        return []
+    try:
+        return [plots.ladder(tables, out_dir / "ladder.png", notes)]
+    except plots.TooLittle as e:
+        notes.append(f"the ladder plot is left out: {e}")
+    except ImportError as e:
+        notes.append(f"the ladder plot needs {e.name or e}, which is not installed: run `make deps`")
+    except Exception as e:  # noqa: BLE001 - the plot must not cost the page
+        notes.append(f"the ladder plot could not be drawn: {type(e).__name__}: {e}")
+    return []
+
+
 def write(res: dict, out: Path, text: str | None = None, log_path: Path | None = None,
           os_table: dict | None = None) -> tuple[list[Path], list[str]]:
     """Everything `report` writes into out: results.json, the plots and
@@ -885,7 +908,7 @@ def write(res: dict, out: Path, text: str | None = None, log_path: Path | None =
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     left_out: dict[str, str] = {}
-    made = [] if is_os else render_plots(res, out, notes, left_out)
+    made = render_ladder_plot(res, out, notes) if is_os else render_plots(res, out, notes, left_out)
     meta = run_meta(log_path)
     render_html(res, made, out / "report.html", date=run_date(log_path, meta), notes=notes, left_out=left_out, meta=meta,
                 os_table=os_table)
@@ -913,6 +936,9 @@ def main(args) -> int:
 
         names = runinfo.run_names([str(log_path), *map(str, args.os)])
         os_table = os_side.side_by_side(res, args.os_runs, names[0], names[1:])
+        # each OS run's languages beneath this bare run's read (templates/os_side.html.j2)
+        os_table["ladders"] = [{"name": n, "clocksource": t["clocksource"], "rows": ladder.as_rows(t)}
+                               for r, n in zip(args.os_runs, names[1:]) for t in ladder.tables(r, res)]
     made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)

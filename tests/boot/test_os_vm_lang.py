@@ -1,0 +1,151 @@
+"""The languages' clocks in `clockbench os-vm` (issue 36, section 5), for
+real: the probes and runtimes go into the initramfs (machines/runtimes.py),
+Debian's Linux boots under TCG with clockbench-os as /init, and the run's
+lang_clock records are held against known answers on each clocksource q35
+offers (tsc, hpet, acpi_pm):
+
+- on hpet and acpi_pm x86-64 Linux has no vDSO mode, so every API makes a
+  system call per call (1000 per 1000), Go's time.Now two (REALTIME, then
+  MONOTONIC: 2000);
+- on the TSC the vDSO answers: 0 system calls, except the CPU-time clock
+  (Python's process_time_ns, CLOCK_PROCESS_CPUTIME_ID: a syscall each);
+- C++'s steady_clock is CLOCK_MONOTONIC;
+- Mono's Stopwatch.Frequency is 10,000,000 (a claim of 100 ns) and its least
+  step is at least 100 ns;
+- Python's perf_counter claims 1 ns and the least step seen is far coarser:
+  flagged.
+
+One boot, kept short: four languages (C++ with libstdc++, Go, Python, Mono:
+each answer above has its language here; the JVM and V8 take minutes to
+start under TCG) and 100 calls per measurement. Python and Mono start
+in seconds each under TCG, and each API needs about ten starts per
+clocksource: the whole run is some minutes (4 on a host shared by a load of
+6 to 10). A missing runtime fails under CI=true (`make deps`
+installs them)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clockbench.records import records
+
+# Not `timed`: it counts system calls and reads claims and least steps,
+# none of which a busy host moves; it runs in the busy lane, beside others.
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
+PROGRAM = BUILD / "os" / "clockbench-os"
+LANG_DIR = BUILD / "lang"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+LANGUAGES = ("cpp-libstdc++", "go", "python", "dotnet")
+TOOL_TIMEOUT_S = 600  # about 3 minutes on an idle 2-CPU host; a loaded one (load 10) took 7
+CLOCKSOURCES = ("tsc", "hpet", "acpi_pm")
+CI = os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    if not PROGRAM.is_file():
+        pytest.fail(f"{PROGRAM} is missing: `make os` builds it")
+    log = tmp_path_factory.mktemp("os-vm-lang") / "os-vm.log"
+    proc = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--program", str(PROGRAM),
+                           "--lang-dir", str(LANG_DIR), "--lang", ",".join(LANGUAGES), "--log", str(log),
+                           "--timeout", str(TOOL_TIMEOUT_S), "--args", "--quick --lang-calls 100"],
+                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S + 180, env=ENV)
+    text = log.read_text() if log.is_file() else ""
+    explain = f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout[-5000:]}\n--- stderr ---\n{proc.stderr[-2000:]}"
+    assert proc.returncode < 64 and "@cb {" in text, f"os-vm could not run: {explain}"
+    recs = records.parse_log(text).records
+    lang = [r for r in recs if r.get("type") == "lang_clock"]
+    raw = {r["clocksource"]: r for r in recs if r.get("type") == "os_latency" and r.get("path") == "syscall"
+           and r.get("call") == "clock_gettime(CLOCK_MONOTONIC)"}
+    return {"stdout": proc.stdout, "explain": explain, "lang": lang, "raw_syscall": raw,
+            "by": {(r["clocksource"], r["language"], r["api"]): r for r in lang}}
+
+
+def test_every_language_went_into_the_vm(run):
+    line = next((l for l in run["stdout"].split("\n") if "languages in the VM:" in l), "")
+    missing = [lang for lang in LANGUAGES if lang not in line]
+    if missing and not CI:
+        pytest.skip(f"not on this host: {', '.join(missing)} ({line}); `make deps` installs them")
+    assert not missing, run["explain"]
+    measured = {(cs, lang) for cs, lang, _ in run["by"]}
+    assert measured == {(cs, lang) for cs in CLOCKSOURCES for lang in LANGUAGES}, (sorted(measured), run["explain"])
+
+
+def test_on_hpet_and_acpi_pm_every_call_is_a_syscall(run):
+    seen = 0
+    for (cs, lang, api), r in run["by"].items():
+        if cs not in ("hpet", "acpi_pm"):
+            continue
+        want = 2000 if (lang, api) == ("go", "time.Now") else 1000
+        got = r["clock_syscalls_per_1000"]
+        if lang == "go":
+            # Go's scheduler reads CLOCK_MONOTONIC on the calling thread now
+            # and then (nanotime, at a preemption: 8 in 1000 calls seen on hpet
+            # under TCG): the API's own are the want, the runtime's a few more
+            assert want <= got <= want * 1.02, (cs, lang, api, r)
+            assert r["traced_clock_ids"] == ([0, 1] if api == "time.Now" else [1]), r
+        else:
+            assert got == want, (cs, lang, api, r)
+        assert r["path"] == "syscall", (cs, lang, api, r)
+        seen += 1
+    assert seen >= 2 * 8, run["explain"]
+
+
+def test_where_every_call_is_a_syscall_none_costs_less_than_one(run):
+    """On hpet and acpi_pm a language's read is a system call, so it costs at
+    least what the raw syscall costs, less that figure's own uncertainty.
+    clockbench-os states no interval for a p50, so the raw syscall's spread
+    down to its fastest call stands for it: no API's p50 lies below the
+    fastest raw clock_gettime seen on that clocksource (a vDSO read, some
+    70 ns under TCG, would)."""
+    seen = 0
+    for (cs, lang, api), r in run["by"].items():
+        if cs not in ("hpet", "acpi_pm"):
+            continue
+        raw = run["raw_syscall"].get(cs)
+        assert raw is not None, (cs, sorted(run["raw_syscall"]), run["explain"])
+        assert r["p50_ns"] >= raw["min_ns"], (cs, lang, api, r["p50_ns"], r["method"], raw["p50_ns"], raw["min_ns"])
+        seen += 1
+    assert seen >= 2 * 8, run["explain"]
+
+
+def test_on_the_tsc_the_vdso_answers_but_for_cpu_time(run):
+    seen = 0
+    for (cs, lang, api), r in run["by"].items():
+        if cs != "tsc":
+            continue
+        if api == "process_time_ns":
+            assert r["clock_id"] == "CLOCK_PROCESS_CPUTIME_ID" and r["clock_syscalls_per_1000"] == 1000, r
+        else:
+            assert r["clock_syscalls_per_1000"] == 0 and r["path"] == "vdso", (lang, api, r)
+        seen += 1
+    assert seen >= 8, run["explain"]
+
+
+def test_cpp_steady_clock_is_clock_monotonic(run):
+    rows = [r for (cs, lang, api), r in run["by"].items() if (lang, api) == ("cpp-libstdc++", "steady_clock")]
+    assert len(rows) == len(CLOCKSOURCES), run["explain"]
+    assert all(r["clock_id"] == "CLOCK_MONOTONIC" for r in rows), rows
+
+
+def test_monos_stopwatch_ticks_are_100_ns(run):
+    rows = [r for (cs, lang, api), r in run["by"].items() if (lang, api) == ("dotnet", "Stopwatch.GetTimestamp")]
+    assert len(rows) == len(CLOCKSOURCES), run["explain"]
+    for r in rows:
+        assert "Mono" in r["runtime"] and "10000000" in r["claim_source"], r
+        assert r["claimed_resolution_ns"] == 100 and r["least_step_ns"] >= 100, r
+
+
+def test_pythons_1_ns_claim_is_flagged_against_its_least_step(run):
+    rows = [r for (cs, lang, api), r in run["by"].items() if (lang, api) == ("python", "perf_counter")]
+    assert len(rows) == len(CLOCKSOURCES), run["explain"]
+    for r in rows:
+        assert r["claimed_resolution_ns"] == 1 and r["least_step_ns"] > 2, r
+        assert r["claim_finer_than_step"] is True, r

@@ -1,0 +1,279 @@
+"""clockbench-os measuring the languages on the machine the tests run on,
+with the real probes (`make lang`, build/lang/) and known answers: on a
+clocksource with a vDSO C++'s steady_clock makes no system call and is
+CLOCK_MONOTONIC by bracketing, libstdc++'s high_resolution_clock is
+CLOCK_REALTIME, Go's time.Now reads CLOCK_REALTIME then CLOCK_MONOTONIC,
+Python's process_time_ns is a syscall every call on
+CLOCK_PROCESS_CPUTIME_ID and its perf_counter's stated 1 ns is flagged.
+Then, with a contract-keeping stand-in probe of the tests' own
+(lang_probe.py): a missing runtime is one line and the rest go on; a probe
+that crashes, hangs or prints garbage is one line naming the language and
+API; a clocksource changed under a language is said. Bad options exit 64."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timed  # the probes' clocks measured on this machine
+
+from helpers.paths import ROOT  # noqa: E402
+BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
+PROGRAM = BUILD / "os" / "clockbench-os"
+LANG_DIR = BUILD / "lang"
+STAND_IN = Path(__file__).with_name("lang_probe.py")
+FAST = ["--quick", "--reads", "200", "--rate-ms", "50", "--lang-calls", "500"]
+
+
+def records(text: str) -> list[dict]:
+    return [json.loads(line[4:]) for line in text.splitlines() if line.startswith("@cb ")]
+
+
+def of(recs, kind):
+    return [r for r in recs if r["type"] == kind]
+
+
+def run(*args, env=None, timeout=300):
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
+    return subprocess.run([str(PROGRAM), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def lang_clock(recs, language, api):
+    found = [r for r in recs if r["type"] == "lang_clock" and r["language"] == language and r["api"] == api]
+    assert len(found) == 1, (language, api, found)
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def real():
+    for probe in ("probe-cpp-libstdcxx", "probe-go", "probe.py", "Probe.exe"):
+        # a missing probe fails (does not skip): `make lang` builds them, `make deps` installs their toolchains
+        assert (LANG_DIR / probe).is_file(), f"{LANG_DIR / probe} is missing: `make lang` builds it"
+    p = run("--current-only", *FAST, "--lang", "cpp-libstdc++,go,python,dotnet", "--lang-dir", str(LANG_DIR))
+    return p, records(p.stdout)
+
+
+def test_every_api_picked_has_its_record_and_no_probe_failed(real):
+    p, recs = real
+    assert p.returncode == 0, p.stdout[-4000:]
+    got = {(r["language"], r["api"]) for r in of(recs, "lang_clock")}
+    assert got == {("cpp-libstdc++", a) for a in ("steady_clock", "system_clock", "high_resolution_clock")} | \
+        {("go", a) for a in ("time.Now", "time.Since")} | \
+        {("python", a) for a in ("perf_counter_ns", "monotonic_ns", "time_ns", "process_time_ns", "perf_counter")} | \
+        {("dotnet", a) for a in ("Stopwatch.GetTimestamp", "DateTime.UtcNow")}
+    for r in of(recs, "lang_clock"):
+        assert r["failures"] is None, r
+        assert r["min_ns"] <= r["p50_ns"] <= r["max_ns"], r
+        assert r["p50_ns"] > 0, r
+        assert r["least_step_ns"] is None or r["least_step_ns"] > 0, r
+        assert r["syscalls_per_1000"] is not None and r["cross_cpu_pairs"] == min(len(os.sched_getaffinity(0)) - 1, 4), r
+        assert r["threads_1_ns"] > 0 and r["threads_2_ns"] > 0 and r["threads_n_ns"] > 0, r
+        assert r["backward"] == 0 or r["api"] in ("system_clock", "high_resolution_clock", "time.Now", "time_ns"), r
+    assert lang_clock(recs, "cpp-libstdc++", "steady_clock")["method"] == "tsc"
+    py = lang_clock(recs, "python", "perf_counter_ns")
+    assert py["method"] == "batch" and py["p99_ns"] is None and py["batch"] >= 1
+
+
+def test_cpp_steady_clock_is_the_vdso_and_clock_monotonic(real):
+    p, recs = real
+    os_rec = of(recs, "os")[0]
+    steady = lang_clock(recs, "cpp-libstdc++", "steady_clock")
+    # bracketing: CLOCK_MONOTONIC's reads hold the value, CLOCK_REALTIME's do not
+    assert 1 in steady["bracket_clock_ids"] and 0 not in steady["bracket_clock_ids"], steady
+    if os_rec["vdso"] and os_rec["clocksource"] in ("tsc", "kvm-clock"):
+        assert steady["syscalls_per_1000"] == 0 and steady["path"] == "vdso", steady
+        # with the vDSO hidden from it, the one call per read is clock_gettime(CLOCK_MONOTONIC)
+        assert steady["syscalls_per_1000_vdso_hidden"] >= 1000 and steady["traced_clock_ids"] == [1], steady
+    assert steady["clock_id"] == "CLOCK_MONOTONIC"
+
+
+def test_libstdcxx_high_resolution_clock_is_clock_realtime(real):
+    p, recs = real
+    hr = lang_clock(recs, "cpp-libstdc++", "high_resolution_clock")
+    assert hr["bracket_clock_ids"] == [0] and hr["clock_id"] == "CLOCK_REALTIME", hr
+
+
+def test_go_time_now_reads_two_clocks_realtime_then_monotonic(real):
+    p, recs = real
+    now = lang_clock(recs, "go", "time.Now")
+    assert now["traced_clock_ids"] == [0, 1] and now["clock_id"] == "CLOCK_REALTIME+CLOCK_MONOTONIC", now
+    assert "Go time.Now: two " in p.stdout and "CLOCK_REALTIME then CLOCK_MONOTONIC" in p.stdout
+
+
+def test_python_process_time_ns_is_a_syscall_every_call(real):
+    p, recs = real
+    pt = lang_clock(recs, "python", "process_time_ns")
+    assert 1000 <= pt["clock_syscalls_per_1000"] <= 1001 and pt["path"] == "syscall", pt
+    assert pt["traced_clock_ids"] == [2] and pt["clock_id"] == "CLOCK_PROCESS_CPUTIME_ID"
+    assert 2 in pt["bracket_clock_ids"]
+    assert "Python process_time_ns: a syscall every call (CLOCK_PROCESS_CPUTIME_ID)" in p.stdout
+
+
+def test_python_perf_counter_claims_1_ns_and_is_flagged(real):
+    p, recs = real
+    pc = lang_clock(recs, "python", "perf_counter")
+    assert pc["claimed_resolution_ns"] == 1 and pc["least_step_ns"] > 2
+    assert pc["claim_finer_than_step"] is True
+    row = next(l for l in p.stdout.splitlines() if l.startswith("    perf_counter "))
+    assert "1.00!" in row.split(), row
+
+
+def test_monos_stopwatch_claims_100_ns_and_steps_by_at_least_that(real):
+    p, recs = real
+    sw = lang_clock(recs, "dotnet", "Stopwatch.GetTimestamp")
+    assert sw["runtime"].startswith(("Mono", ".NET")), sw
+    if sw["runtime"].startswith("Mono"):
+        assert sw["claimed_resolution_ns"] == 100 and sw["claim_source"] == "Stopwatch.Frequency = 10000000", sw
+        assert sw["least_step_ns"] >= 100 and sw["claim_finer_than_step"] is False, sw
+
+
+def test_the_ladder_has_the_os_rows_then_the_languages_within_80_columns(real):
+    p, recs = real
+    lines = p.stdout.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("  The ladder on clocksource"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("  claim: "))
+    table = lines[start + 1:end + 1]
+    assert all(len(l) <= 80 for l in table), max(table, key=len)
+    names = [l.split()[0] for l in table[1:] if l.startswith("    ")]
+    for want in ("rdtsc", "vDSO", "libc", "syscall", "steady_clock", "time.Now", "process_time_ns"):
+        assert want in names, (want, names)
+    assert names.index("syscall") < names.index("steady_clock")
+
+
+def stand_in_dir(tmp_path: Path) -> Path:
+    """A folder of probes holding the tests' stand-in as Go's probe."""
+    d = tmp_path / "lang"
+    d.mkdir()
+    shutil.copy(STAND_IN, d / "probe-go")
+    (d / "probe-go").chmod(0o755)
+    return d
+
+
+def python_first(tmp_path: Path, rest: str | None = os.environ.get("PATH", "")) -> dict:
+    """PATH with this Python itself as python3 (not a version manager's
+    shim, which costs a shell start per run) and then rest."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    return {**os.environ, "PATH": str(bin_dir) + (":" + rest if rest else "")}
+
+
+def test_a_missing_runtime_is_one_line_and_the_others_are_measured(tmp_path):
+    d = stand_in_dir(tmp_path)
+    env = python_first(tmp_path, None)  # python3 (the stand-in's interpreter) and nothing else: no java
+    p = run("--current-only", *FAST, "--lang", "java,go", "--lang-dir", str(d), env=env)
+    assert p.stdout.count("Java: not measured: no JDK (apt install openjdk-17-jdk-headless)") == 1, p.stdout[-3000:]
+    assert "\n  Java: not measured\n" in p.stdout  # its place in the ladder
+    recs = records(p.stdout)
+    assert {r["language"] for r in of(recs, "lang_clock")} == {"go"}
+    assert len(of(recs, "lang_clock")) == 2 and all(r["failures"] is None for r in of(recs, "lang_clock")), of(recs, "lang_clock")
+    skip = [c for c in of(recs, "check") if c["name"] == "languages not measured"]
+    assert skip and skip[0]["result"] == "SKIP" and "java" in skip[0]["detail"]
+
+
+def test_a_failing_probe_is_one_line_naming_language_and_api_and_the_rest_is_measured(tmp_path):
+    d = stand_in_dir(tmp_path)
+    faults = {("time.Now", "cost"): ("crash", "cost: crashed (signal 11"),
+              ("time.Now", "stamp"): ("hang", "stamp: hung: killed after 2 s"),
+              ("time.Since", "steps"): ("garbage", "steps: printed garbage (expected a line 'steps time.Since ...')"),
+              ("time.Since", "path"): ("nomarker", "path: the markers cb-path-begin and cb-path-end were not both written"),
+              # the runner's write meets a closed pipe: clockbench-os must not be ended by SIGPIPE
+              ("time.Since", "stamp"): ("closein", "stamp: exited with status 3")}
+    env = {**python_first(tmp_path), "CB_TEST_FAULT": ",".join(f"{how}:{cmd}:{api}" for (api, cmd), (how, _) in faults.items())}
+    p = run("--current-only", *FAST, "--lang", "go", "--lang-dir", str(d), "--lang-timeout", "2", env=env)
+    assert p.returncode == 1, p.stdout[-3000:]
+    failed = [l for l in p.stdout.splitlines() if l.startswith("  FAILED: ")]
+    assert len(failed) == len(faults), failed  # one line each
+    for (api, cmd), (how, what) in faults.items():
+        assert any(l.startswith(f"  FAILED: Go {api}: {what}") for l in failed), (api, what, failed)
+    recs = records(p.stdout)
+    now, since = lang_clock(recs, "go", "time.Now"), lang_clock(recs, "go", "time.Since")
+    # what did not fail was still measured
+    assert now["p50_ns"] is None and now["least_step_ns"] is not None and now["syscalls_per_1000"] is not None, now
+    assert since["p50_ns"] is not None and since["steps_n"] is None and since["syscalls_per_1000"] is None, since
+    assert now["threads_1_ns"] is not None and since["threads_1_ns"] is not None
+    assert not now["bracketed"] and not since["bracketed"]
+    check = next(c for c in of(recs, "check") if c["name"] == "language probes")
+    assert check["result"] == "FAIL"
+    assert "SUMMARY:" in p.stdout
+
+
+def test_a_clocksource_changed_under_a_language_is_said(tmp_path):
+    d = stand_in_dir(tmp_path)
+    sysfs = tmp_path / "clocksource0"
+    sysfs.mkdir()
+    (sysfs / "current_clocksource").write_text("tsc\n")
+    (sysfs / "available_clocksource").write_text("tsc\n")
+    env = {**python_first(tmp_path), "CB_TEST_FAULT": "demote:cost:time.Now", "CB_TEST_CURRENT": str(sysfs / "current_clocksource")}
+    p = run("--sysfs", str(sysfs), *FAST, "--lang", "go", "--lang-dir", str(d), env=env)
+    assert "WARNING: the clocksource changed from tsc to jiffies during Go's measurement" in p.stdout, p.stdout[-3000:]
+    recs = records(p.stdout)
+    assert of(recs, "lang_clocksource_change") == [{"type": "lang_clocksource_change", "clocksource": "tsc", "now": "jiffies",
+                                                    "language": "go"}]
+    assert p.returncode == 1
+
+
+def test_no_lang_leaves_the_languages_out(tmp_path):
+    p = run("--current-only", *FAST, "--no-lang")
+    assert p.returncode == 0
+    recs = records(p.stdout)
+    assert not of(recs, "lang_clock") and "The ladder" not in p.stdout
+    assert any(c["name"] == "languages" and c["result"] == "SKIP" for c in of(recs, "check"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lang", "go,cobol"], "clockbench-os: --lang: unknown language 'cobol' (valid: cpp-libstdc++, cpp-libc++, rust, go, java, "
+                             "python, node, dotnet)"),
+    (["--lang"], "clockbench-os: --lang: unknown language ''"),
+    (["--lang", ""], "clockbench-os: --lang: unknown language ''"),
+    (["--lang-calls", "5"], "--lang-calls needs a whole number from 100 to 1000000, not '5'"),
+    (["--lang-timeout", "0"], "--lang-timeout needs a whole number from 1 to 3600, not '0'"),
+])
+def test_bad_language_options_exit_64_with_one_line(args, message):
+    p = run(*args)
+    assert p.returncode == 64
+    assert p.stderr.splitlines()[0] == message or message in p.stderr.splitlines()[0], p.stderr
+    assert p.stdout == ""
+
+
+def test_every_key_of_the_records_is_documented(real):
+    """docs/output.md is the one place for the output format: each key the
+    program writes in a lang_ record is named in its row there."""
+    p, recs = real
+    doc = (ROOT / "docs" / "output.md").read_text()
+    for kind in ("lang_clock", "lang_histogram"):
+        row = next(l for l in doc.splitlines() if l.startswith(f"| `{kind}` |"))
+        for key in of(recs, kind)[0]:
+            assert key == "type" or f"`{key}`" in row, f"{kind}'s key {key} is not in docs/output.md"
+
+
+def test_the_probes_are_found_beside_the_program_by_default():
+    # build/os/clockbench-os finds build/lang (the folder 'lang' beside its own folder)
+    assert (LANG_DIR / "probe-go").is_file(), f"{LANG_DIR / 'probe-go'} is missing: `make lang` builds it"
+    p = run("--current-only", *FAST, "--lang", "go")
+    assert f"== Languages: probes from {LANG_DIR.resolve()} ==" in p.stdout, p.stdout[:3000]
+    recs = records(p.stdout)
+    assert {r["api"] for r in of(recs, "lang_clock")} == {"time.Now", "time.Since"}
+    assert p.returncode == 0
+
+
+def test_the_languages_are_measured_on_each_clocksource_and_the_original_put_back(tmp_path):
+    # a folder standing in for sysfs: the switches are made and read back there, the machine's own clock is left alone
+    d = stand_in_dir(tmp_path)
+    sysfs = tmp_path / "clocksource0"
+    sysfs.mkdir()
+    (sysfs / "current_clocksource").write_text("tsc\n")
+    (sysfs / "available_clocksource").write_text("tsc other \n")
+    p = run("--sysfs", str(sysfs), *FAST, "--lang", "go", "--lang-dir", str(d), env=python_first(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:]
+    recs = records(p.stdout)
+    assert sorted((r["clocksource"], r["api"]) for r in of(recs, "lang_clock")) == \
+        [("other", "time.Now"), ("other", "time.Since"), ("tsc", "time.Now"), ("tsc", "time.Since")]
+    assert "The ladder on clocksource tsc" in p.stdout and "The ladder on clocksource other" in p.stdout
+    assert (sysfs / "current_clocksource").read_text() == "tsc"

@@ -1,0 +1,202 @@
+"""clockbench-os run on the machine the tests run on (build/os/clockbench-os,
+`make os`): every call measured with figures that hold together, known
+relations (the coarse clocks step by their clock_getres; on the TSC
+clocksource CLOCK_MONOTONIC_RAW is the TSC at the kernel's stated rate),
+plain words without root, the clocksource always put back (a folder standing
+in for sysfs, so that the test machine's own clock is left alone: the real
+switching is tested inside the VM, tests/boot/test_os_vm.py), and bad
+arguments refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import ROOT
+
+pytestmark = pytest.mark.timed  # clock_gettime and the TSC measured on this machine, rates against known answers
+
+PROGRAM = ROOT / "build" / "os" / "clockbench-os"
+
+
+def records(text: str) -> list[dict]:
+    return [json.loads(line[4:]) for line in text.splitlines() if line.startswith("@cb ")]
+
+
+def of(recs, kind):
+    return [r for r in recs if r["type"] == kind]
+
+
+def run(*args, user=None, timeout=120):
+    # a test that needs the program fails (does not skip) without it: `make test` builds it
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
+    cmd = [str(PROGRAM), "--no-lang", *args]  # the languages: tests/host/test_os_lang_program.py
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick():
+    p = run("--quick", "--current-only")
+    return p, records(p.stdout)
+
+
+def test_every_call_is_measured_with_consistent_figures(quick):
+    p, recs = quick
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert of(recs, "schema")[0]["tool"] == "clockbench-os"
+    assert of(recs, "machine")[0]["loader"] == "linux"
+    os_rec = of(recs, "os")[0]
+    assert os_rec["pinned_cpu"] is not None and os_rec["switching"] is False
+    lat = {(r["call"], r["path"]): r for r in of(recs, "os_latency")}
+    calls = {"clock_gettime(CLOCK_REALTIME)", "clock_gettime(CLOCK_MONOTONIC)", "clock_gettime(CLOCK_MONOTONIC_RAW)",
+             "clock_gettime(CLOCK_REALTIME_COARSE)", "clock_gettime(CLOCK_MONOTONIC_COARSE)", "clock_gettime(CLOCK_BOOTTIME)",
+             "clock_gettime(CLOCK_TAI)", "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)", "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
+             "gettimeofday", "time", "clock", "rdtsc", "rdtscp"}
+    assert {c for c, _ in lat} == calls
+    paths = {"libc", "vdso", "syscall"} if os_rec["vdso"] else {"libc", "syscall"}  # no vDSO: that path SKIPs
+    assert {path for c, path in lat if c == "clock_gettime(CLOCK_MONOTONIC)"} == paths
+    for r in lat.values():
+        assert r["n"] >= 100
+        assert 0 <= r["min_ns"] <= r["p50_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"], r
+    # a syscall costs more than the same call answered in user space, when the clocksource has a vDSO mode
+    if os_rec["vdso"] and os_rec["clocksource"] in ("tsc", "kvm-clock"):
+        assert lat["clock_gettime(CLOCK_MONOTONIC)", "vdso"]["p50_ns"] < lat["clock_gettime(CLOCK_MONOTONIC)", "syscall"]["p50_ns"]
+    res = {(r["call"], r["path"]): r for r in of(recs, "os_resolution")}
+    assert set(res) == set(lat)
+    for r in res.values():
+        assert r["backward"] == 0 or r["call"] in ("clock_gettime(CLOCK_REALTIME)", "clock_gettime(CLOCK_TAI)", "gettimeofday",
+                                                   "time", "rdtsc", "rdtscp", "clock_gettime(CLOCK_REALTIME_COARSE)")
+    # units: gettimeofday counts microseconds, time() seconds
+    assert res["gettimeofday", "libc"]["min_step_ns"] % 1000 == 0
+    assert res["time", "libc"]["min_step_ns"] == 1e9
+    assert res["time", "libc"]["window_ms"] >= 2000
+
+
+def test_coarse_clocks_step_by_their_clock_getres(quick):
+    _, recs = quick
+    for call in ("clock_gettime(CLOCK_REALTIME_COARSE)", "clock_gettime(CLOCK_MONOTONIC_COARSE)"):
+        r = next(r for r in of(recs, "os_resolution") if r["call"] == call)
+        assert r["getres_ns"] >= 1_000_000  # a tick: HZ is at most 1000
+        check = next(c for c in of(recs, "check") if c["name"] == f"coarse resolution: {call}")
+        if r["min_step_ns"] >= 1.98 * r["getres_ns"]:
+            # every step seen spanned a missed tick (seen on a loaded host: one step of 372 ms): nothing to judge, said
+            assert check["result"] == "SKIP" and "spans a missed tick" in check["detail"], (check, r)
+            continue
+        assert abs(r["min_step_ns"] - r["getres_ns"]) <= 0.01 * r["getres_ns"], r
+        assert check["result"] == "PASS", check
+        assert r["zero_deltas"] > r["deltas"] / 2  # it ticks far slower than it is read
+    checks = {c["name"]: c["result"] for c in of(recs, "check")}
+    assert checks["coarse resolution: clock_gettime(CLOCK_MONOTONIC_COARSE)"] == "PASS"
+
+
+def test_tsc_rate_matches_the_kernels_stated_rate_on_the_tsc_clocksource(quick):
+    _, recs = quick
+    rate = of(recs, "os_tsc_rate")[0]
+    assert rate["uncertainty_ppm"] > 0 and rate["kept"] > rate["samples"] / 2
+    claims = [c for c in of(recs, "os_claim") if c["what"] in ("tsc detected", "tsc refined") and c["hz"]]
+    if rate["clocksource"] != "tsc" or not claims:
+        pytest.skip(f"clocksource {rate['clocksource']}, {len(claims)} claims: the known answer needs the TSC clocksource and its log line")
+    # CLOCK_MONOTONIC_RAW is the TSC scaled by the kernel's tsc_khz: the
+    # last stated rate (kHz-rounded) must come back within that rounding and 3 u
+    claim = claims[-1]["hz"]
+    ppm = (rate["hz"] / claim - 1) * 1e6
+    assert abs(ppm) <= 3 * rate["uncertainty_ppm"] + 1000 / claim * 1e6 + 0.1, (rate, claim)
+
+
+def test_without_root_it_measures_the_current_clocksource_and_says_so():
+    # as root, drop to nobody; a test run that is not root is already there
+    p = run("--quick", "--reads", "200", "--rate-ms", "50", user=65534 if os.geteuid() == 0 else None)
+    recs = records(p.stdout)
+    os_rec = of(recs, "os")[0]
+    assert os_rec["root"] is False and os_rec["switching"] is False
+    assert "not root" in os_rec["switching_reason"]
+    assert "not root: only the current clocksource is measured" in p.stdout
+    skip = [c for c in of(recs, "check") if c["name"] == "other clocksources"]
+    assert skip and skip[0]["result"] == "SKIP"
+    assert {r["clocksource"] for r in of(recs, "os_latency")} == {os_rec["clocksource"]}
+
+
+def fake_sysfs(tmp_path: Path) -> Path:
+    d = tmp_path / "clocksource0"
+    d.mkdir()
+    (d / "current_clocksource").write_text("tsc\n")
+    (d / "available_clocksource").write_text("tsc slowone other \n")
+    return d
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "timeout"])
+def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
+    d = fake_sysfs(tmp_path)
+    # 2 s of rate window on each clocksource: the run switches after about
+    # 4.5 s (the first one's window, and 2.1 s of time()) and takes about 10 s
+    args = [str(PROGRAM), "--no-lang", "--sysfs", str(d), "--reads", "200", "--rate-ms", "2000"]
+    if how == "timeout":
+        args += ["--timeout", "6"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        # "" is a write under way (open truncates, then writes)
+        while (d / "current_clocksource").read_text().strip() in ("tsc", "") and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        switched = (d / "current_clocksource").read_text().strip() == "slowone"
+        if how != "timeout":
+            assert switched
+            p.send_signal(getattr(signal, how))
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert (d / "current_clocksource").read_text() == "tsc"
+    if switched:
+        assert "the original clocksource is back" in out
+    assert ("timed out" in out) == (how == "timeout")
+    # it dies by the signal, so that a parent (a shell, make) sees how it ended
+    assert p.returncode == -(signal.SIGALRM if how == "timeout" else getattr(signal, how))
+
+
+def test_a_full_switching_run_restores_and_records_each_clocksource(tmp_path):
+    d = fake_sysfs(tmp_path)
+    p = run("--sysfs", str(d), "--quick", "--reads", "200", "--rate-ms", "50")
+    recs = records(p.stdout)
+    assert [c["name"] for c in of(recs, "os_clocksource")] == ["slowone", "other"]
+    assert all(c["selected"] for c in of(recs, "os_clocksource"))
+    restore = of(recs, "os_restore")[0]
+    assert restore == {"type": "os_restore", "original": "tsc", "now": "tsc", "restored": True}
+    assert (d / "current_clocksource").read_text() == "tsc"
+    assert {r["clocksource"] for r in of(recs, "os_tsc_rate")} == {"tsc", "slowone", "other"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--reads", "abc"], "--reads needs a whole number from 100 to 1000000, not 'abc'"),
+    (["--reads", "5"], "--reads needs a whole number from 100 to 1000000, not '5'"),
+    (["--rate-ms"], "--rate-ms needs a whole number"),
+    (["--frobnicate"], "unknown argument '--frobnicate'"),
+])
+def test_bad_arguments_are_refused(args, message):
+    p = run(*args)
+    assert p.returncode == 64
+    assert message in p.stderr
+    assert p.stdout == ""
+
+
+def test_the_tsc_step_is_measured_and_cheap_calls_are_not_printed_as_figures(quick):
+    """A coarse TSC said out loud: the program measures the TSC's step by the
+    image's staircase, and a call whose p50 lies within STEP_FEW steps is
+    printed as below the step (the row and its record), never as a figure."""
+    p, recs = quick
+    (step,) = of(recs, "tsc_step")
+    assert step["step_ticks"] >= 1 and step["few"] == 3
+    for r in of(recs, "os_latency"):
+        below = step["step_ticks"] > 1 and r["p50_ticks"] < step["few"] * step["step_ticks"]
+        assert r["below_step"] == below, r
+        row = next(l for l in p.stdout.splitlines() if l.startswith(f"  {r['call']} ") and f" {r['path']} " in l)
+        assert ("below the TSC's step" in row) == below, row
