@@ -17,6 +17,39 @@
 #include "../lib/uncertainty.h"
 #include "../lib/xf.h"
 
+/* A residual step no larger than half its reads' bracket: each reading is
+   known only to lie within its bracket of two TSC reads, so the reads'
+   timing may have moved, not a clock (discontinuity_records says so). */
+static bool within_bracket(const struct drift_event *ev, const void *ctx)
+{
+    const struct series *s = ctx;
+    struct xf cnt_ns = counter_ticks_ns(s->counter, xf_from_i64(ev->counter_ticks));
+    return ev->kind == EV_RESIDUAL_STEP && xf_cmp(xf_abs(cnt_ns), tsc_ticks_ns(s->min_width / 2)) <= 0;
+}
+
+/* A series' events counted once (lib/drift_analysis.h, drift_count_events),
+   in the words the records, the HTML report and the store use. */
+static struct drift_counts series_counts(const struct series *s)
+{
+    return drift_count_events(&s->t, within_bracket, s);
+}
+
+static void counts_lines(const char *name, struct drift_counts c, bool reference)
+{
+    kprintf("  %s:%s\n", name, reference ? "" : " in its own series (no reference: these say nothing of the TSC)");
+    if (c.discontinuities)
+        kprintf("    %u discontinuit%s: a clock stood still, jumped or went back (each cuts\n      every series)\n",
+                c.discontinuities, c.discontinuities == 1 ? "y" : "ies");
+    if (c.gaps)
+        kprintf("    %u gap%s: the loop was away and every clock ran on (they split nothing)\n", c.gaps, c.gaps == 1 ? "" : "s");
+    if (c.too_long)
+        kprintf("    %u gap%s too long for %s to unwrap (its count across is lost: cut there)\n", c.too_long,
+                c.too_long == 1 ? "" : "s", name);
+    if (c.within_bracket)
+        kprintf("    %u residual step%s within the reads' brackets: their timing, not a clock\n", c.within_bracket,
+                c.within_bracket == 1 ? "" : "s");
+}
+
 static void discontinuity_records(const struct series *s)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS], c[FMT_FIXED_CHARS];
@@ -103,7 +136,11 @@ static void frequency_record(const char *counter, const char *reference, struct 
     record_u64(&r, "samples", s->fit.n);
     record_u64(&r, "segments", s->fit.segments);
     record_u64(&r, "dropped", s->fit.dropped);
-    record_u64(&r, "discontinuities", s->t.event_count);
+    struct drift_counts dc = series_counts(s);
+    record_u64(&r, "discontinuities", dc.discontinuities);
+    record_u64(&r, "gaps", dc.gaps);
+    record_u64(&r, "too_long", dc.too_long);
+    record_u64(&r, "within_bracket", dc.within_bracket);
     record_xf_fixed(&r, "resid_rms_ns", resid_ns, 3);
     if (!strcmp(counter, "tsc")) {
         /* which reference the TSC's rate rests on, and why (docs/output.md) */
@@ -197,7 +234,8 @@ static void report_tsc_against(const struct series *s)
                 counters[s->counter].nominal_spread_ppb ? ", its spread in the +-" : "");
     kprintf("    absolute +-%u ppm (%s)\n", counters[s->counter].nominal_accuracy_ppm,
             counters[s->counter].nominal_accuracy_source);
-    kprintf("    %u samples, %u segment(s); RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
+    kprintf("    %u samples, %u segment%s; RMS %s ns; statistical +-%s ppm\n", s->fit.n, s->fit.segments,
+            s->fit.segments == 1 ? "" : "s",
             xs(c, resid_ns, 1), xs(d, ppm_of(s->unc.statistical), 4));
     if (s->fit.dropped)
         kprintf("    %u samples left out: lone samples between cuts, or past %d segments\n", s->fit.dropped,
@@ -451,14 +489,12 @@ void drift_report(void)
                 counters[s->counter].name, s->kept, s->slots_filled, (unsigned long long)s->min_width,
                 (unsigned long long)s->t.reads, (unsigned long long)s->t.wraps);
         if (s->t.stalls)
-            kprintf("  %s: %llu stall(s) (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
-                    (unsigned long long)s->t.stalls, xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
+            kprintf("  %s: %llu stall%s (no change while the TSC ran), the longest %s us\n", counters[s->counter].name,
+                    (unsigned long long)s->t.stalls, s->t.stalls == 1 ? "" : "s", xs(a, xf_div(tsc_ticks_ns(s->t.longest_stall_tsc), xf_from_u64(1000)), 1));
         if (s->t.event_count && !counter_is_reference(s->counter))
-            kprintf("  %s: %u discontinuit%s in its own series (it is no reference: they say\n    nothing of the TSC)\n",
-                    counters[s->counter].name, s->t.event_count, s->t.event_count == 1 ? "y" : "ies");
+            counts_lines(counters[s->counter].name, series_counts(s), false);
         else if (s->t.event_count) {
-            kprintf("  %s: %u discontinuit%s (each cuts every series, but a gap where every clock ran):\n",
-                    counters[s->counter].name, s->t.event_count, s->t.event_count == 1 ? "y" : "ies");
+            counts_lines(counters[s->counter].name, series_counts(s), true);
             discontinuity_records(s);
         }
     }

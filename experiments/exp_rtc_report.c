@@ -211,15 +211,16 @@ static void rtc_report_main(const struct rtc_run *run)
         cost_records(run);
         return;
     }
+    uint32_t updates = run->edge_count + (uint32_t)run->bad_clock_reads;
     if (run->updates_seen)
-        check_pass("RTC counts", "%u update(s) timed in %s s", run->edge_count + (uint32_t)run->bad_clock_reads,
+        check_pass("RTC counts", "%u update%s timed in %s s", updates, updates == 1 ? "" : "s",
                    xs(a, tsc_ticks_s(run->window_tsc), 1));
     else
         check_skip("RTC counts", "the window (%s s) was too short to see an update end", xs(a, tsc_ticks_s(run->window_tsc), 1));
     if (!run->fit.fitted) {
         emit(&r);
-        check_skip("TSC agrees with the RTC", "%u edge(s) timed, %llu missed: two one second apart or more are needed",
-                   run->edge_count, (unsigned long long)run->missed);
+        check_skip("TSC agrees with the RTC", "%u edge%s timed, %llu missed: two one second apart or more are needed",
+                   run->edge_count, run->edge_count == 1 ? "" : "s", (unsigned long long)run->missed);
         cost_records(run);
         return;
     }

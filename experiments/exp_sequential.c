@@ -223,6 +223,13 @@ static void report_one(enum target_id t, const struct sequence *q)
     if (q->step_gcd > 1)
         kprintf("    it moves in steps of %llu ticks (%s ns), not one tick\n", (unsigned long long)q->step_gcd,
                 xs(c, target_ticks_ns(t, xf_from_u64(q->step_gcd)), 1));
+    /* read cost's staircase gives the TSC's own step, from reads spaced by
+       work; a back-to-back pair can land less than a step apart */
+    if (target_is_tsc(t) && results.tsc_step_ticks > 1 && q->min_step && q->min_step < results.tsc_step_ticks)
+        kprintf("    its smallest step is under the TSC's step (%llu ticks, read cost's staircase):\n"
+                "    back-to-back reads can land less than a step apart; reads spaced by work\n"
+                "    move by whole steps, and a read's timing is good only to the step\n",
+                (unsigned long long)results.tsc_step_ticks);
     size_t top[HEAD_ROWS];
     size_t ntop = head_rows(q, top);
     kprintf("    %14s %12s %10s\n", "delta (ticks)", "ns", "reads");

@@ -314,7 +314,7 @@ static void report_discontinuities(void)
         return;
     uint32_t n = results.disc_count;
     if (!results.discontinuities) {
-        kprintf("  The drift window saw no discontinuity: no clock paused or jumped there.\n");
+        kprintf("  The drift window saw no gap and no discontinuity: the loop was never away,\n  and no clock stood still or jumped there.\n");
         return;
     }
     uint32_t order[sizeof results.disc / sizeof *results.disc];
@@ -326,7 +326,7 @@ static void report_discontinuities(void)
         }
         order[j] = i;
     }
-    kprintf("  The drift window's discontinuities (time away, a clock that stood still or\n  jumped), as the references saw them:\n");
+    kprintf("  The drift window's gaps (the loop away) and discontinuities (a clock that\n  stood still or jumped), as the references saw them:\n");
     for (uint32_t i = 0; i < n;) {
         const struct discontinuity_note *first = &results.disc[order[i]];
         uint32_t j = i;

@@ -29,6 +29,18 @@ void drift_track_begin(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b
     t->seg = 0;
 }
 
+struct drift_counts drift_count_events(const struct drift_track *t, bool (*within_bracket)(const struct drift_event *ev,
+                                                                                             const void *ctx),
+                                       const void *ctx)
+{
+    struct drift_counts c = {0, t->kind_count[EV_GAP], t->kind_count[EV_TOO_LONG], 0};
+    for (uint32_t e = 0; e < t->event_count && e < DRIFT_EVENTS_KEPT; e++)
+        if (t->events[e].kind == EV_RESIDUAL_STEP && within_bracket && within_bracket(&t->events[e], ctx))
+            c.within_bracket++;
+    c.discontinuities = t->event_count - c.gaps - c.too_long - c.within_bracket;
+    return c;
+}
+
 /* On a loaded host the loop is away for 10 ms or more many times a second:
    the first such gaps must not crowd out a later stall, the finding the
    window is there to report. */
@@ -37,6 +49,7 @@ void drift_track_event(struct drift_track *t, enum drift_event_kind k, uint64_t 
 {
     uint32_t n = t->event_count < DRIFT_EVENTS_KEPT ? t->event_count : DRIFT_EVENTS_KEPT;
     t->event_count++;
+    t->kind_count[k]++;
     if (n == DRIFT_EVENTS_KEPT) {
         uint32_t shortest = DRIFT_EVENTS_KEPT; /* the shortest gap kept: the first to give way */
         for (uint32_t i = 0; i < n; i++)

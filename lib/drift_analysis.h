@@ -49,6 +49,7 @@ struct drift_track {
     uint64_t reads, wraps, stalls, longest_stall_tsc, backward, largest_backward, gaps, tsc_back;
     uint64_t away_tsc;       /* time the loop was away (gaps) */
     uint32_t event_count;    /* may exceed DRIFT_EVENTS_KEPT: drift_track_event says which are kept */
+    uint32_t kind_count[EV_KINDS]; /* every event by its kind, kept or not */
     struct drift_event events[DRIFT_EVENTS_KEPT];
 };
 
@@ -83,6 +84,22 @@ void drift_track_read(struct drift_track *t, uint64_t v, uint64_t a, uint64_t b,
    event of another kind. */
 void drift_track_event(struct drift_track *t, enum drift_event_kind k, uint64_t at, uint64_t tsc_ticks, bool known,
                        int64_t counter_ticks);
+
+/* One count of a series' events, in the words every output uses
+   (docs/output.md, "discontinuity"): discontinuities, where a clock stood
+   still, jumped or went back (a residual step too: only the TSC's side can
+   make one); gaps, where the loop was away and every clock ran on (they
+   split nothing); gaps too long for the counter to unwrap (it cannot tell
+   how far it went: its series is cut there, but no clock misbehaved); and
+   residual steps within their reads' brackets (the reads' timing may have
+   moved, not a clock: within_bracket(ev) says which, from the kept events).
+   The four add up to event_count. */
+struct drift_counts {
+    uint32_t discontinuities, gaps, too_long, within_bracket;
+};
+struct drift_counts drift_count_events(const struct drift_track *t, bool (*within_bracket)(const struct drift_event *ev,
+                                                                                             const void *ctx),
+                                       const void *ctx);
 
 /* TSC times (ticks into the window), sorted, each once. */
 struct drift_cuts {

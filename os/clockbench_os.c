@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../drivers/cpuinfo.h"
@@ -425,6 +426,7 @@ static void report_tsc_step(void)
                (unsigned long long)tsc_step, ticks_ns(tsc_step), STEP_FEW);
 }
 static int cs_done;
+static time_t started_at; /* the system's clock when it began */
 
 static const char *cell(char *b, double v)
 {
@@ -574,6 +576,17 @@ static void report_clocksource(const struct cs_result *r)
     for (int k = 1; k < CALL_COUNT; k++)
         if (r->all_calls || os_calls[k].per_clocksource)
             report_call(r->name, (enum os_call)k, &r->calls[k]);
+    /* The step above is the staircase's (reads spaced by work); a back-to-back
+       pair can land less than a step apart, so the two figures differ: say why. */
+    for (int k = 1; k < CALL_COUNT; k++) {
+        const struct call_result *c = &r->calls[k];
+        if ((r->all_calls || os_calls[k].per_clocksource) && c->measured && os_calls[k].unit == UNIT_TSC && tsc_step > 1 &&
+            c->seq.min_step && c->seq.min_step < tsc_step)
+            printf("  %s: a least step of %llu tick%s, under the TSC's step of %llu: back-to-back reads can land\n"
+                   "    less than a step apart; reads spaced by work move by whole steps, and a read's timing is\n"
+                   "    good only to the step\n", os_calls[k].name, (unsigned long long)c->seq.min_step,
+                   c->seq.min_step == 1 ? "" : "s", (unsigned long long)tsc_step);
+    }
 }
 
 /* ---- the ladder's own rows: the bare read, the vDSO, libc, the syscall ---- */
@@ -737,6 +750,14 @@ static void record_context(void)
     record_bool(&r, "vdso", os_vdso_clock_gettime != 0);
     record_str(&r, "vdso_reason", vdso_why);
     record_bool(&r, "quick", opt.quick);
+    /* when it ran, by the system's clock (UTC): what `clockbench import` dates
+       the run by (the image has its RTC's date; a file's time is a copy's) */
+    char started[32] = "";
+    struct tm tm;
+    if (gmtime_r(&started_at, &tm) && strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        record_str(&r, "started_utc", started);
+    else
+        record_null(&r, "started_utc");
     emit(&r);
     printf("  kernel log:");
     if (!n_claims)
@@ -812,7 +833,8 @@ static void judge(void)
     if (back)
         check("FAIL", "OS clocks monotonic", "%u backward step(s):%s", back, where);
     else
-        check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource(s)", cs_done);
+        check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource%s", cs_done,
+              cs_done == 1 ? "" : "s");
     /* the coarse clocks advance once a tick, by the tick clock_getres reports
        (LOW_RES_NSEC = TICK_NSEC); the timekeeper's rounding and NTP's
        adjustment move a step by far less than 1 % */
@@ -993,6 +1015,7 @@ static void parse_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    started_at = time(0);
     is_init = getpid() == 1;
     setvbuf(stdout, 0, _IOLBF, 0);
     if (is_init) {

@@ -10,12 +10,15 @@
 #       no browser, no fuzzer (Ubuntu, for one, has Debian's chromium only as a snap)
 #   scripts/install-deps.sh release (`make release`): the run set and the SPDX
 #       library the release's SBOM is written with (build/release-venv)
+#   scripts/install-deps.sh os     (`make os-bench`): only what builds clockbench-os
+#       (a C compiler and static glibc): no QEMU, no Python sets, no test tools,
+#       no language toolchains (a probe whose toolchain is missing is said and skipped)
 set -euo pipefail
 
 mode="${1:-all}"
 case "$mode" in
-  all|run|release) ;;
-  *) echo "usage: $0 [all|run|release]  (all: build, run and test; run: build and run only; release: make release)" >&2; exit 64 ;;
+  all|run|release|os) ;;
+  *) echo "usage: $0 [all|run|release|os]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench)" >&2; exit 64 ;;
 esac
 
 run_packages=(
@@ -63,8 +66,12 @@ command -v cargo >/dev/null 2>&1 || lang_packages+=(rustc cargo)
 { command -v javac && command -v jlink; } >/dev/null 2>&1 || lang_packages+=(openjdk-17-jdk-headless)
 command -v node >/dev/null 2>&1 || lang_packages+=(nodejs)
 
+os_packages=(
+  make gcc binutils libc6-dev                            # clockbench-os: a static C program, and nothing more
+)
 packages=("${run_packages[@]}")
 [ "$mode" = all ] && packages+=("${test_packages[@]}" "${lang_packages[@]}")
+[ "$mode" = os ] && packages=("${os_packages[@]}")
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):
@@ -79,7 +86,7 @@ packages=("${run_packages[@]}")
 pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10 qemu-qmp==0.0.6)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
-  [ "$mode" = release ] && return 0  # the release needs none of these
+  [ "$mode" = release ] || [ "$mode" = os ] && return 0  # the release and os-bench need none of these
   local need=() spec
   for spec in "${pip_packages[@]}"; do
     name="${spec%%==*}"
@@ -164,7 +171,7 @@ release_packages=(
 )
 release_venv="${RELEASE_VENV:-$(cd "$(dirname "$0")/.." && pwd)/build/release-venv}"
 install_release() {
-  [ "$mode" = run ] && return 0
+  [ "$mode" = run ] || [ "$mode" = os ] && return 0
   local pins
   pins="$(printf '%s\n' "${release_packages[@]}")"
   [ "$(cat "$release_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$release_venv/bin/python" ] && return 0
@@ -200,6 +207,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   tools=(make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3)
   [ "$mode" = all ] && tools+=(g++ clang++ go cargo javac jlink node mcs mono)
+  [ "$mode" = os ] && tools=(make gcc ld)
   for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done

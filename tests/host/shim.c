@@ -1478,3 +1478,29 @@ const char *shim_vmm_rate_pick(uint64_t a, uint64_t b, uint64_t measured, uint64
     record_u64(&rec, "off_b_ppb", p.off_b_ppb);
     return finish();
 }
+
+/* lib/drift_analysis.c: one count of a series' events (drift_count_events),
+   events of the kinds given, in order, with counter_ticks[i] each; a
+   residual step within +-half counter ticks is one within its brackets. */
+static int64_t shim_half_ticks;
+static bool shim_within(const struct drift_event *ev, const void *ctx)
+{
+    (void)ctx;
+    return ev->kind == EV_RESIDUAL_STEP && ev->counter_ticks <= shim_half_ticks && ev->counter_ticks >= -shim_half_ticks;
+}
+const char *shim_drift_counts(const uint32_t *kind, const int64_t *counter_ticks, uint32_t count, int64_t half_ticks)
+{
+    static struct drift_track t;
+    memset(&t, 0, sizeof t);
+    shim_half_ticks = half_ticks;
+    for (uint32_t i = 0; i < count; i++)
+        drift_track_event(&t, (enum drift_event_kind)kind[i], i, 1000 + i, kind[i] != EV_TOO_LONG, counter_ticks[i]);
+    struct drift_counts c = drift_count_events(&t, shim_within, 0);
+    record_begin(&rec, "drift_counts");
+    record_u64(&rec, "event_count", t.event_count);
+    record_u64(&rec, "discontinuities", c.discontinuities);
+    record_u64(&rec, "gaps", c.gaps);
+    record_u64(&rec, "too_long", c.too_long);
+    record_u64(&rec, "within_bracket", c.within_bracket);
+    return finish();
+}

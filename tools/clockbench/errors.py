@@ -21,7 +21,7 @@ USAGE = 64  # a bad command line
 BAD_INPUT = 65  # a file that is not a clockbench log, results or QR text
 NO_INPUT = 66  # a file, folder or port that is missing or cannot be read
 NEWER_SCHEMA = 67  # a log or results file newer than this tool: refused
-MISSING_TOOL = 69  # a program or library the command needs is not installed
+MISSING_TOOL = 69  # a program or library the command needs is not installed, or a service it needs is unavailable (a labgrid place)
 INTERNAL = 70  # a bug in the tool itself
 QEMU_FAILED = 71  # QEMU could not be started, or stopped before the image ran
 CANNOT_WRITE = 73  # an output file or folder cannot be written
@@ -78,6 +78,13 @@ class NewerSchema(ToolError):
 
 
 class MissingTool(ToolError):
+    code = MISSING_TOOL
+
+
+class Unavailable(ToolError):
+    """A service the command needs cannot be had: labgrid's coordinator, a
+    place it does not know or will not give (EX_UNAVAILABLE's number, as a
+    missing tool's)."""
     code = MISSING_TOOL
 
 

@@ -152,7 +152,7 @@ def test_a_failed_run_exits_1_naming_the_checks(tmp_path, capsys):
     log.write_text(failed_log())
     r = run_cli(capsys, "report", log, "--out", tmp_path / "out", "--no-html")
     assert r.code == 1
-    assert "the run failed: 2 check(s) failed: ACPI tables, hpet" in one_line(r.err)
+    assert "the run failed: 2 checks failed: ACPI tables, hpet" in one_line(r.err)
 
 
 def test_a_passed_run_exits_0(tmp_path, capsys):

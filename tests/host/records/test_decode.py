@@ -73,7 +73,7 @@ def test_lists_left_out_count_every_check_as_not_carried():
     ("CB1;c=tsc,1,2;sum=1,0,0;st=passed", "should have 5 parts"),
     ("CB1;c=tsc,x,1,1,yes;sum=1,0,0;st=passed", "is not a whole number"),
     ("CB1;sum=1,0,0;sum=1,0,0;st=passed", "appears twice"),
-    ("CB1;sum=1,2,0;st=failed;fail=a", "accounts for 1 check(s) but sum= says 2 failed"),
+    ("CB1;sum=1,2,0;st=failed;fail=a", "accounts for 1 check but sum= says 2 failed"),
     ("CB1;sum=1,1,0;st=failed;fail=a,,b", "empty check name"),
     ("CB1;sum=1,1,0;st=failed;fail=+x", "is not a count"),
     ("CB1;smp=1,2;sum=1,0,0;st=passed", "smp= should have 5 parts"),

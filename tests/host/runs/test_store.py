@@ -246,7 +246,7 @@ def test_a_first_schema_store_is_migrated_and_keeps_its_runs(tmp_path):
         st._insert(row, [], [])
     st.db.close()
     with store.open_store(db) as st:
-        assert st.version == store.SCHEMA_VERSION == 4
+        assert st.version == store.SCHEMA_VERSION == 5
         assert st.acpi_previews() == []  # migration 4's table, empty (tests/host/runs/test_acpi_store.py fills one)
         got = {r["machine"]: r for r in st.runs()}
         assert got["old"]["place"] is None

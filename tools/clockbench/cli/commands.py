@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clockbench.report import ci_formats
 from clockbench.records import results
+from clockbench.runs import store
 from clockbench.errors import BadInput, CannotWrite, MissingTool
 
 
@@ -27,14 +28,34 @@ def _os_runs(args, res: dict) -> list[dict]:
     paths = getattr(args, "os", None) or []
     if paths and os_side.is_os(res):
         raise BadInput(f"{args.log}: is itself a clockbench-os run; --os adds OS runs to the report of a bare run (the image's log)")
-    runs = [results.load_path(p) for p in paths]
+    loaded = [store.load_run(p, args.store) for p in paths]
+    runs = [r for r, _ in loaded]
+    args.os = paths = [name for _, name in loaded]
     for p, r in zip(paths, runs):
         if not os_side.is_os(r):
             raise BadInput(f"{p}: not a clockbench-os run (its schema record's tool is {r.get('tool')!r}): --os takes a log of the OS side")
     return runs
 
 
+def _from_store(args) -> None:
+    """`report ID`: the run's log as the store keeps it, written into the
+    report's folder (run-ID/ unless --out names one) as run.log, which the
+    report is then made from, as from any log."""
+    got = store.stored_run(args.log, args.store)
+    if got is None:
+        return
+    rid, text = got
+    out = Path(args.out or f"run-{rid}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "run.log").write_text(text)
+    except OSError as e:
+        raise CannotWrite(f"cannot write {out}/run.log: {e.strerror or e}") from None
+    args.log, args.out = str(out / "run.log"), str(out)
+
+
 def cmd_report(args) -> int:
+    _from_store(args)
     res = results.load_path(args.log)
     args.os_runs = _os_runs(args, res)
     to_stdout = any(dest == "-" for _, dest in ci_formats.requested(args))

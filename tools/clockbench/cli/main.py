@@ -11,16 +11,48 @@ from clockbench import errors, paths
 from clockbench.cli import runner, storecli
 
 
+# Commands the Makefile runs as build steps (docs/host-tool.md, "The
+# Makefile's own steps"): in --help, but never offered for a typo.
+INTERNAL = ("esp", "usbimg")
+
+
 class _Parser(argparse.ArgumentParser):
     """A bad command line exits with errors.USAGE, not argparse's 2 (the
     image's "nothing ran")."""
 
+    def short_usage(self) -> str:
+        """The command with [OPTION...] for its options and its positional
+        arguments named: "clockbench compare [OPTION...] RUN [RUN ...]"."""
+        words = [self.prog, "[OPTION...]"]
+        for a in self._actions:
+            if a.option_strings or isinstance(a, argparse._SubParsersAction):
+                continue
+            name = a.metavar or a.dest.upper()
+            words.append({"+": f"{name} [{name} ...]", "*": f"[{name} ...]", "?": f"[{name}]"}.get(a.nargs, name))
+        return " ".join(words)
+
+    def _command_choice(self, message: str) -> str:
+        """A mistyped command: the nearest one, and the commands a user runs
+        (the Makefile's own steps, INTERNAL, are not offered)."""
+        import difflib
+        import re as _re
+
+        m = _re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        sub = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if not m or sub is None:
+            return message
+        names = [n for n in sub.choices if n not in INTERNAL]
+        near = difflib.get_close_matches(m.group(1), names, n=1, cutoff=0.5)
+        return (f"{m.group(1)!r} is not a command" + (f"; did you mean {near[0]!r}?" if near else "")
+                + f" (commands: {', '.join(names)})")
+
     def error(self, message: str):
         # what is wrong comes first, on one line; a usage block of many lines
         # (run's options) would bury it, so that is only pointed to
+        message = self._command_choice(message)
         usage = self.format_usage().strip()
-        if "\n" in usage:  # however wide the terminal: one line, whatever the command
-            usage = f"usage: {self.prog} --help lists every option and what it takes"
+        if "\n" in usage:  # however wide the terminal: one line, whatever the command, still a usage line
+            usage = f"usage: {self.short_usage()} (--help lists every option and what it takes)"
         self.exit(errors.USAGE, f"{self.prog}: error: {message}\n{usage}\n")
 
 
@@ -68,6 +100,8 @@ def _lab(args) -> int:
 
     if args.coordinator:
         os.environ["LG_COORDINATOR"] = args.coordinator
+    # a coordinator that does not answer, or a place it does not know: one line, exit 69, nothing run or stored
+    __import__("clockbench.fleet.lab", fromlist=["check_places"]).check_places([s.split(",")[0] for s in args.places])
     ports = []
     for spec in args.places:  # PLACE[,firmware=...,boot=...]: what one place's machine is, for the store
         place, *opts = spec.split(",")
@@ -143,18 +177,21 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="turn a run's log into results JSON, PNG plots, an HTML page and CI formats",
                         description="Exits with the run's status (0 passed, 1 failed, 2 nothing ran, 3 crashed, 4 incomplete "
                                     "log), or a tool error (64 and up): see `clockbench --help`.")
-    rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, or a decoded QR code")
+    rp.add_argument("log", help="a run's log (build/run.log, a capture), a results.json, a decoded QR code, or a run's id in "
+                    "the store (`clockbench runs`; its log is written to run-ID/run.log, or into --out)")
     rp.add_argument("--out", help="output folder (default: the log's name without its extension)")
     rp.add_argument("--no-html", action="store_true", help="write results.json and the CI formats only: no plots, no HTML page")
-    rp.add_argument("--os", action="append", metavar="OS_LOG", help="a clockbench-os run (log or results.json) to set beside this "
+    rp.add_argument("--os", action="append", metavar="OS_LOG", help="a clockbench-os run (log, results.json or store id) to set beside this "
                     "bare run in the page's section \"Bare and through the OS\" (may be given more than once)")
     ci_formats.add_arguments(rp)
+    storecli.add_store_argument(rp)
     rp.set_defaults(func=lambda a: __import__("clockbench.cli.commands", fromlist=["cmd_report"]).cmd_report(a))
     cp = sub.add_parser("compare", help="runs side by side (logs, results JSON files or decoded QR codes)",
                         description=__import__("clockbench.report.compare", fromlist=["__doc__"]).__doc__)
-    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json or a decoded QR code; the first is the base of the "
-                    "ratios (with clockbench-os runs: the bare run is)")
+    cp.add_argument("runs", nargs="+", metavar="RUN", help="a log, a results.json, a decoded QR code, or a run's id in the store "
+                    "(`clockbench runs`; a file of that name wins); the first is the base of the ratios (with clockbench-os runs: the bare run is)")
     cp.add_argument("--html", metavar="FILE", help="also write the table as an HTML page")
+    storecli.add_store_argument(cp)
     cp.set_defaults(func=lambda a: __import__("clockbench.report.compare", fromlist=["main"]).main(a))
     args, extra = p.parse_known_args(argv)
     if extra:  # said by the command's own parser, which names the command, unless they came before it

@@ -59,14 +59,23 @@ def _folders(p: Path) -> list[Path]:
 
 
 def log_date(p: Path) -> str:
-    """When a bare log's run began: the RTC's date and time its `rtc` record
-    read as the drift window opened (the RTC's own zone, taken as UTC, as a
-    PC's RTC usually keeps it under Linux and UEFI), else the file's time."""
+    """When a log's run began: a clockbench-os log's `os` record's
+    `started_utc` (the system's clock); a bare log's RTC date and time its
+    `rtc` record read as the drift window opened (the RTC's own zone, taken
+    as UTC, as a PC's RTC usually keeps it under Linux and UEFI); else the
+    file's time."""
     try:
-        rtc = next((r for r in records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
-                    if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+        recs = records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
     except OSError:
-        rtc = None
+        recs = []
+    rtc = next((r for r in recs if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+    # a clockbench-os log: the system's clock (UTC) its `os` record says it started at
+    started = next((r.get("started_utc") for r in recs if r.get("type") == "os" and isinstance(r.get("started_utc"), str)), None)
+    if started:
+        try:
+            return dt.datetime.fromisoformat(started.replace("Z", "+00:00")).isoformat(timespec="seconds")
+        except ValueError:
+            pass
     if rtc is not None:
         try:
             when = dt.datetime.fromisoformat(f"{rtc['date']}T{rtc['time']}").replace(tzinfo=dt.timezone.utc)
@@ -80,7 +89,7 @@ def cmd_import(args) -> int:
     """Each path: a run folder, a folder of them (build/runs/), or a log.
     A log that is not clockbench's is named and skipped (exit 65 at the end);
     nothing already imported is added twice."""
-    added = same = previews = 0
+    added = same = previews = deleted = 0
     bad: list[str] = []
     with store.open_store(args.store) as st:
         for arg in args.paths:
@@ -120,7 +129,11 @@ def cmd_import(args) -> int:
                     bad.append(f"{log}: cannot read it: {e.strerror or e}")
                     continue
                 try:
-                    rid, new = st.add_log(text, machine, "import", meta=meta)
+                    rid, new = st.add_log(text, machine, "import", meta=meta, again=args.again)
+                except store.WasDeleted as e:  # `runs --delete` took it out: it stays out
+                    deleted += 1
+                    print(f"clockbench import: {e}")
+                    continue
                 except (errors.BadInput, errors.NewerSchema) as e:
                     bad.append(str(e))
                     continue
@@ -131,7 +144,9 @@ def cmd_import(args) -> int:
     for b in bad:
         print(f"clockbench import: skipped: {b}", file=sys.stderr)
     kept = f", {previews} ACPI preview{'' if previews == 1 else 's'}" if previews else ""
-    print(f"clockbench import: {added} added, {same} already there, {len(bad)} skipped{kept}; {total} run{'' if total == 1 else 's'} in {args.store}")
+    gone = f", {deleted} deleted before and left out" if deleted else ""
+    print(f"clockbench import: {added} added, {same} already there{gone}, {len(bad)} skipped{kept}; "
+          f"{total} run{'' if total == 1 else 's'} in {args.store}")
     return errors.BAD_INPUT if bad else 0
 
 
@@ -155,9 +170,15 @@ def _file_date(p: Path) -> str:
 
 def cmd_export(args) -> int:
     with store.open_store(args.store, create=False) as st:
+        ids = sorted(set(args.ids)) if args.ids else None
+        if ids:  # every one, or nothing written
+            have = {r[0] for r in st._query("SELECT id FROM runs")}
+            missing = [i for i in ids if i not in have]
+            if missing:
+                raise errors.NoInput(f"no run {', '.join(map(str, missing))} in {args.store} ({store.held(st)}); nothing was written")
         out = Path(args.out)
         try:
-            made = store.export_parquet(st, out) if args.format == "parquet" else store.export_csv(st, out)
+            made = (store.export_parquet(st, out, ids) if args.format == "parquet" else store.export_csv(st, out, ids))
         except OSError as e:
             raise errors.CannotWrite(f"cannot write {out}: {e.strerror or e}") from None
     print("clockbench export: " + ", ".join(str(p) for p in made))
@@ -169,30 +190,22 @@ def _cell(v) -> str:
 
 
 def _delete(args) -> int:
+    """The runs go, with their checks and figures; their logs stay where they
+    were kept (a run folder in build/runs/, a capture), and are remembered
+    as deleted so that `import` of them leaves them out (--again adds them)."""
     with store.open_store(args.store, create=False) as st:
+        kept_at = {r["id"]: r["log_path"] for r in st.runs() if r["id"] in args.delete}
         missing = st.delete(args.delete)
         if missing:
-            ids = [r["id"] for r in st.runs()]
-            held = f"it holds runs {_id_ranges(ids)}" if ids else "it is empty"
-            raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({held}); nothing was deleted")
+            raise errors.UsageError(f"no run {', '.join(map(str, missing))} in {args.store} ({store.held(st)}); nothing was deleted")
         left = st.count()
     print(f"clockbench runs: deleted run{'s' if len(args.delete) > 1 else ''} {', '.join(map(str, args.delete))}; "
           f"{left} run{'' if left == 1 else 's'} left in {args.store}")
+    stays = sorted({str(Path(p).parent if Path(p).name == runs.LOG else p) for p in kept_at.values() if p and Path(p).exists()})
+    if stays:
+        print(f"clockbench runs: the log{'s stay' if len(stays) > 1 else ' stays'} in {', '.join(stays)}: "
+              "`clockbench import` leaves deleted runs out (`import --again` adds them back); delete the files yourself to be rid of them")
     return 0
-
-
-def _id_ranges(ids: list[int]) -> str:
-    """1-3, 7, 9-12"""
-    out, ids = [], sorted(ids)
-    start = prev = ids[0]
-    for i in ids[1:] + [None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ", ".join(out)
 
 
 def _no_machine(args, machines: dict[str, int], kept: int, what: str = "run") -> errors.UsageError:
@@ -326,6 +339,15 @@ def _newest_count(text: str) -> int:
     return n
 
 
+def _run_id(text: str) -> int:
+    """A run's id, as `clockbench runs` lists it."""
+    import argparse
+
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run id (a whole number from 1, as `clockbench runs` lists them)")
+    return int(text)
+
+
 def add_parsers(sub) -> None:
     rs = sub.add_parser("runs", help="list the runs in the store (or, with --dir, the run folders `clockbench run` kept)")
     add_store_argument(rs)
@@ -335,17 +357,22 @@ def add_parsers(sub) -> None:
     rs.add_argument("--json", action="store_true", help="the runs as one JSON array (with their figures and checks)")
     rs.add_argument("--acpi", action="store_true", help="the machines' kept ACPI previews (`clockbench acpi --store`) "
                     "instead of their runs; with --machine, its newest shown whole")
-    rs.add_argument("--delete", type=int, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
-                    "all of them, or none when one is not in the store")
+    rs.add_argument("--delete", type=_run_id, nargs="+", metavar="ID", help="delete these runs (their checks and figures too): "
+                    "all of them, or none when one is not in the store; their logs stay where they were kept, and "
+                    "`import` leaves them out")
     rs.set_defaults(func=cmd_runs)
     im = sub.add_parser("import", help="add kept run folders (build/runs/) and logs to the store")
     im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, a log, or a "
                     "`clockbench acpi --json` file (kept as the machine's ACPI preview)")
     im.add_argument("--machine", help="the machine's name for every run imported (default: from the run's metadata, "
                     "else the folder's or log's name)")
+    im.add_argument("--again", action="store_true", help="add back runs that `runs --delete` deleted (by default their "
+                    "kept folders and logs are left out)")
     add_store_argument(im)
     im.set_defaults(func=cmd_import)
     ex = sub.add_parser("export", help="write the store's runs, checks and figures as CSV or Parquet files")
+    ex.add_argument("ids", nargs="*", type=_run_id, metavar="ID", help="only these runs (their ids in `clockbench runs`; "
+                    "default: every run, and the ACPI previews)")
     ex.add_argument("--format", choices=("csv", "parquet"), default="csv", help="default: %(default)s")
     ex.add_argument("--out", default="clockbench-export", help="the folder to write runs.*, checks.*, figures.* into "
                     "(default: %(default)s)")

@@ -18,6 +18,7 @@ import select
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from clockbench import errors, paths
@@ -26,6 +27,8 @@ from clockbench.machines import qemu
 VENV = paths.BUILD / "labgrid-venv"
 PYTHON = VENV / "bin" / "python"
 HELPER = paths.ROOT / "tools" / "labgrid" / "clockbench_lab.py"
+OPEN_TIMEOUT_S = 240.0  # the helper's acquire (60 s) and the machine's power-on
+PLACES_TIMEOUT_S = 60.0
 
 
 def available() -> tuple[bool, str]:
@@ -50,6 +53,25 @@ class PlaceConsole:
         self.err: list[str] = []
         self.err_reader = threading.Thread(target=self._errors, daemon=True)
         self.err_reader.start()
+        self._wait_open()
+
+    def _wait_open(self) -> None:
+        """Until the helper has acquired the place and powered it on (its
+        "console open" line), bounded: a place it cannot acquire or power is
+        a tool error (Unavailable), never a run that went away."""
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if any(line.endswith("console open") for line in self.err):
+                return
+            if self.proc.poll() is not None:
+                self.err_reader.join(timeout=30)
+                if any(line.endswith("console open") for line in self.err):
+                    return  # opened, and already ended: read() says how
+                last = self.err[-1] if self.err else f"exit status {self.proc.returncode}"
+                raise errors.Unavailable(f"labgrid place {self.place}: {last.removeprefix('clockbench lab: ')}")
+            time.sleep(0.1)
+        self.close()
+        raise errors.Unavailable(f"labgrid place {self.place}: not acquired and powered on within {OPEN_TIMEOUT_S:.0f} s")
 
     def _errors(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
@@ -76,6 +98,28 @@ class PlaceConsole:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def check_places(places: list[str]) -> None:
+    """Before anything runs or is stored: the coordinator answers, and knows
+    every place (`labgrid-client places`). Unavailable when not, in one line."""
+    ok, why = available()
+    if not ok:
+        raise errors.MissingTool(why)
+    coordinator = os.environ.get("LG_COORDINATOR") or "127.0.0.1:20408"
+    try:
+        r = subprocess.run([str(VENV / "bin" / "labgrid-client"), "places"], capture_output=True, text=True,
+                           timeout=PLACES_TIMEOUT_S, env={**os.environ, "LG_COORDINATOR": coordinator, "PYTHONPATH": ""})
+    except subprocess.TimeoutExpired:
+        raise errors.Unavailable(f"labgrid's coordinator {coordinator} did not answer within {PLACES_TIMEOUT_S:.0f} s") from None
+    if r.returncode != 0:
+        last = ((r.stderr or r.stdout).strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+        raise errors.Unavailable(f"cannot reach labgrid's coordinator {coordinator}: {last}"[:300])
+    known = [line.strip() for line in r.stdout.splitlines() if line.strip()]
+    missing = [p for p in places if p not in known]
+    if missing:
+        raise errors.Unavailable(f"no labgrid place {', '.join(map(repr, missing))} at the coordinator {coordinator} "
+                                 f"({'it has ' + ', '.join(known) if known else 'it has none'}); nothing was run or stored")
 
 
 def open_console(place: str) -> PlaceConsole:

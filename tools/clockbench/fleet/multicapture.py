@@ -83,7 +83,8 @@ def _one(t: Target, args, say) -> None:
     except errors.ToolError as e:
         t.state, t.why, t.code = "failed", str(e), e.code
         t.ended = time.monotonic()
-        _store(t, args, "", say)
+        if not isinstance(e, errors.Unavailable):  # a place never had: no run of its machine, nothing to store
+            _store(t, args, "", say)
         return
     t.state = "reading"
 
@@ -167,13 +168,15 @@ def main(args) -> int:
     lock = threading.Lock()
     said: list[str] = []
 
+    who = f"clockbench {getattr(args, 'command', None) or 'capture'}"  # `lab` speaks as lab
+
     def say(s: str) -> None:
         with lock:
             said.append(s)
             if not tty:
-                print(f"clockbench capture: {s}", flush=True)
+                print(f"{who}: {s}", flush=True)
 
-    print(f"clockbench capture: {len(targets)} machines into {out}/ (timeout {args.timeout:.0f} s"
+    print(f"{who}: {len(targets)} machine{'' if len(targets) == 1 else 's'} into {out}/ (timeout {args.timeout:.0f} s"
           + (f", idle {args.idle:.0f} s" if args.idle else "") + ")", flush=True)
     threads = [threading.Thread(target=_one, args=(t, args, say), name=f"capture-{t.name}", daemon=True) for t in targets]
     for th in threads:
@@ -201,19 +204,19 @@ def main(args) -> int:
         args.stop_event.set()
         for th in threads:
             th.join(timeout=10)
-        print("clockbench capture: interrupted; what was read is kept in " + str(out), file=sys.stderr)
+        print(f"{who}: interrupted; what was read is kept in {out}", file=sys.stderr)
         return errors.INTERRUPTED
     for th in threads:
         th.join()
     if tty:
         sys.stdout.write(("\x1b[F" * drawn))
-    print("clockbench capture: every machine has ended:")
+    print(f"{who}: every machine has ended:")
     end = time.monotonic()
     for t in targets:
         print(line(t, end))
     if tty:
         for s in said:
-            print(f"clockbench capture: {s}")
+            print(f"{who}: {s}")
     codes = [t.code if t.code is not None else results.NO_VERDICT for t in targets]
-    print(f"clockbench capture: logs in {out}/; `clockbench fleet` compares the machines")
+    print(f"{who}: logs in {out}/; `clockbench fleet` compares the machines")
     return max(codes) if any(codes) else 0

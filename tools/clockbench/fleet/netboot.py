@@ -86,7 +86,7 @@ def parse_config(text: str, source: str = "machines file") -> Config:
         raise errors.BadInput(f"{source}: not valid TOML: {e}") from None
     unknown = set(data) - {"default", "groups", "machines"}
     if unknown:
-        raise errors.BadInput(f"{source}: unknown table(s) {', '.join(sorted(unknown))}: default, groups, machines")
+        raise errors.BadInput(f"{source}: unknown table{'' if len(unknown) == 1 else 's'} {', '.join(sorted(unknown))}: default, groups, machines")
     cfg = Config()
     if "default" in data:
         cfg.default = _check_cmdline((data["default"] or {}).get("cmdline", cfg.default), f"{source} [default]")
@@ -185,7 +185,7 @@ def main(args) -> int:
     if (args.efi is None) != (args.key_dir is None):
         raise errors.UsageError("--efi and --key-dir go together: the Secure Boot way needs the EFI program and the key to sign it")
     made = write_tree(cfg, Path(args.kernel), Path(args.out), args.efi and Path(args.efi), args.key_dir and Path(args.key_dir))
-    print(f"clockbench netboot: TFTP tree in {args.out} ({len(cfg.by_mac)} machine(s) by MAC, default \"{cfg.default}\")")
+    print(f"clockbench netboot: TFTP tree in {args.out} ({len(cfg.by_mac)} machine{'' if len(cfg.by_mac) == 1 else 's'} by MAC, default \"{cfg.default}\")")
     for way, p in made.items():
         print(f"  {way:10} bootfile {p.relative_to(Path(args.out))}")
     sys.stdout.flush()

@@ -150,7 +150,7 @@ def parse_payload(text: str) -> dict:
         if key in seen:
             carried = len(checks[what]) + checks[f"{what}_not_carried"]
             if carried != s[count]:
-                raise PayloadError(f"{key}= accounts for {carried} check(s) but sum= says {s[count]} {what}")
+                raise PayloadError(f"{key}= accounts for {carried} check{'' if carried == 1 else 's'} but sum= says {s[count]} {what}")
         else:  # none, or none named: the payload was cut to fit
             checks[what], checks[f"{what}_not_carried"] = [], s[count]
     # smp= is written only when the cpus experiment ran: its absence says nothing

@@ -25,19 +25,28 @@ def sig(x, digits: int = 3, missing: str = "?") -> str:
         return missing
     if x == 0:
         return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    magnitude = math.floor(math.log10(abs(x)))
+    if abs(float(f"{x:.{max(0, digits - 1 - magnitude)}f}")) >= 10 ** (magnitude + 1):
+        magnitude += 1  # rounding carried into the next decade: 0.9999 is "1.00", not "1.000"
+    decimals = max(0, digits - 1 - magnitude)
     return f"{x:.{decimals}f}"
 
 
 def ns(x, digits: int = 3) -> str:
     """A duration given in ns, in the unit that suits it: 9.70 ns, 18.1 us,
     401 us, 1.00 s (the RTC's one-second step is "1.00 s", never
-    "1000011844.4 ns")."""
+    "1000011844.4 ns", and 999999936.6 ns is "1.00 s" too, never "1000 ms":
+    the unit is chosen on the figure as printed)."""
     if _num(x) is None:
         return "?"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
-        if abs(x) >= scale:
-            return f"{sig(x / scale, digits)} {unit}"
+    units = (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3), ("ns", 1.0))
+    for i, (unit, scale) in enumerate(units):
+        if abs(x) >= scale or unit == "ns":
+            text = sig(x / scale, digits)
+            if i > 0 and abs(float(text)) >= 1000:  # rounded up to 1000 of this unit: the next one up
+                unit, scale = units[i - 1]
+                text = sig(x / scale, digits)
+            return f"{text} {unit}"
     return f"{sig(x, digits)} ns"
 
 
@@ -92,17 +101,18 @@ def hz(value, unc_ppm=None) -> str:
         i -= 1  # rounded up to 1000 of this unit: the next one up
 
 
-def read_cost(lat: dict | None, step_ns=None) -> str:
+def read_cost(lat: dict | None, step_ns=None, unresolved: str = ": not resolved") -> str:
     """One read's cost as every output says it, the image's words
     (docs/output.md, `latency`'s `below_step`; kernel/results.c,
     results_read_cost): "29.6 ns", or, where the p50 lies within a few of
     the TSC's steps, "below the TSC's step (10.0 ns): 9.54 ns a read by the
-    batch" (": not resolved" without a batch). "-" when not measured."""
+    batch" (": not resolved" without a batch: clockbench-os, which has no
+    batch, says nothing more, unresolved=""). "-" when not measured."""
     lat = _dict(lat)
     if lat.get("below_step"):
         step = f"below the TSC's step ({_num(step_ns):.1f} ns)" if _num(step_ns) is not None else "below the TSC's step"
         batch = _num(lat.get("batch_ns_per_read"))
-        return f"{step}: {batch:.2f} ns a read by the batch" if batch is not None else f"{step}: not resolved"
+        return f"{step}: {batch:.2f} ns a read by the batch" if batch is not None else f"{step}{unresolved}"
     p50 = _num(lat.get("p50_ns"))
     return f"{p50:.1f} ns" if p50 is not None else "-"
 
@@ -174,6 +184,56 @@ def within_bracket(d: dict) -> bool:
     return d.get("kind") == "residual step" and size is not None and half is not None and abs(size) <= half
 
 
+# The drift window's events in the words every output uses (docs/output.md,
+# "discontinuity"; the image's lib/drift_analysis.h, drift_count_events):
+DISCONTINUITY = "discontinuity"  # a clock stood still, jumped or went back: it cuts every series
+GAP = "gap"  # the loop was away and every clock ran on: it splits nothing
+TOO_LONG = "too long to unwrap"  # a gap longer than the reference can count (the PIT's 55 ms): no clock misbehaved
+WITHIN_BRACKET = "within bracket"  # a residual step no larger than its reads' brackets: their timing, not a clock
+
+
+def event_class(d: dict) -> str:
+    """Which of the four a `discontinuity` record is: the one place that
+    says it, for the HTML report, its Warnings and the store's figure."""
+    kind = d.get("kind")
+    if kind == "gap":
+        return GAP
+    if kind == "too long to unwrap":
+        return TOO_LONG
+    if within_bracket(d):
+        return WITHIN_BRACKET
+    return DISCONTINUITY
+
+
+def drift_events(discs) -> dict[str, list[dict]]:
+    """The drift window's `discontinuity` records by event_class."""
+    out: dict[str, list[dict]] = {DISCONTINUITY: [], GAP: [], TOO_LONG: [], WITHIN_BRACKET: []}
+    for d in _list(discs):
+        out[event_class(d)].append(d)
+    return out
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """ "1 discontinuity", "3 discontinuities": never a plural in brackets."""
+    return f"{n} {one if n == 1 else many}"
+
+
+def series_discontinuities(freq: dict, discs) -> int | None:
+    """A frequency record's series' discontinuities, as the image's terminal
+    counts them: its own `discontinuities` where it also gives `gaps` (then it
+    is the one count); an older log's counted every event, gaps included, so
+    its listed records are counted instead (by the series' name: the
+    reference for the TSC's pairs, else the counter)."""
+    freq = _dict(freq)
+    if "gaps" in freq and _num(freq.get("discontinuities")) is not None:
+        return int(freq["discontinuities"])
+    name = freq.get("reference") if freq.get("counter") == "tsc" else freq.get("counter")
+    listed = [d for d in _list(discs) if d.get("reference") == name]
+    if not listed and freq.get("counter") != "tsc":
+        return None  # a series that is no reference lists none of its events
+    return sum(1 for d in listed if event_class(d) == DISCONTINUITY)
+
+
 def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     """The figures of one run. `res` is results.from_log's structure;
     `raw` the log's records (records.parse_log), for the records results.py
@@ -241,7 +301,7 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             proven = p if proven is None else max(proven, p)
         warps += int(_num(s.get("warps")) or 0)
     if worst is not None:
-        add("cpu_offset_worst_ns", worst, None, "ns", f"the widest bound on a CPU's TSC offset from CPU 0's, {len(sync)} CPU(s)")
+        add("cpu_offset_worst_ns", worst, None, "ns", f"the widest bound on a CPU's TSC offset from CPU 0's, {counted(len(sync), 'CPU', 'CPUs')}")
         add("cpu_offset_proven_ns", proven, None, "ns", "the largest offset from CPU 0's TSC the bounds prove (0: every "
             "interval holds 0)")
     if sync:
@@ -270,8 +330,7 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     # a clock that stood still, jumped or went back: the drift window's events other than gaps
     # ("too long to unwrap" is a gap longer than a reference can count: the PIT's 55 ms)
     # (a residual step no larger than half its reads' bracket may be the reads' timing, not a clock: not counted)
-    cuts = [d for d in records.of_type(raw, "discontinuity") if d.get("kind") not in ("gap", "too long to unwrap")
-            and not within_bracket(d)]
+    cuts = drift_events(records.of_type(raw, "discontinuity"))[DISCONTINUITY]
     if dw is not None or cuts:
         add("discontinuities", float(len(cuts)), None, "", "drift-window events where a clock stood still, jumped or went back")
 

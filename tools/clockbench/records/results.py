@@ -123,7 +123,7 @@ def from_qr(data: dict, source: str = "") -> dict:
                    for n in names if isinstance(n, str)]
         more = carried.get(f"{what}_not_carried")
         if isinstance(more, int) and more > 0:
-            checks.append({"type": "check", "name": f"{more} more {what} check(s)", "result": result,
+            checks.append({"type": "check", "name": f"{more} more {what} check{'' if more == 1 else 's'}", "result": result,
                            "detail": "the QR code had no room for their names"})
     return {
         "format": RESULTS_FORMAT, "version": RESULTS_VERSION, "source": source or "QR code", "schema_version": None,
@@ -303,5 +303,5 @@ def outcome(res: dict) -> tuple[int, str]:
     if code == 1:
         failed = [c.get("name") for c in res.get("checks") or [] if isinstance(c, dict) and c.get("result") == "FAIL"]
         named = f": {', '.join(map(str, failed))}" if failed else ""
-        return 1, f"the run failed: {s.get('fail', '?')} check(s) failed{named}"
+        return 1, f"the run failed: {s.get('fail', '?')} check{'' if s.get('fail') == 1 else 's'} failed{named}"
     return code, f"the run ended: {status}"

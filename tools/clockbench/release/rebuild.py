@@ -34,7 +34,7 @@ from clockbench.release import release, reproducible, secureboot
 SIGNATURES_FROM_ENV = reproducible.SIGNATURES_FROM_ENV
 
 
-def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT) -> str:
+def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT, accept_unlisted: bool = False) -> str:
     """A key folder holding only the release's certificate, and the version
     the release names; refused unless this checkout is the released commit."""
     sboms = sorted(release_dir.glob("clockbench-*.spdx.json"))
@@ -56,7 +56,7 @@ def prepare(release_dir: Path, key_dir: Path, cwd: Path = release.paths.ROOT) ->
     cert = release_dir / release.release_names(version)["cert_pem"]
     if not cert.is_file():
         raise errors.NoInput(f"{cert} is missing: the release's certificate checks each signature")
-    said = release.anchored(cert, "the release's certificate", cwd)
+    said = release.anchored(cert, "the release's certificate", cwd, accept_unlisted)
     print(f"clockbench rebuild {version}: {said}", file=sys.stderr)
     shutil.rmtree(key_dir, ignore_errors=True)
     key_dir.mkdir(parents=True)
@@ -104,13 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     pr = sub.add_parser("prepare", help="a key folder with the release's certificate; prints the version")
     pr.add_argument("--release", required=True)
     pr.add_argument("--key-dir", required=True)
+    pr.add_argument("--accept-unlisted-certificate", action="store_true",
+                    help="UNLISTED_CERT=1: rebuild a release whose certificate release-certificate.sha256 does not list")
     c = sub.add_parser("compare", help="the rebuild against the downloaded release, file by file")
     c.add_argument("rebuilt")
     c.add_argument("downloaded")
     args = p.parse_args(argv)
     try:
         if args.step == "prepare":
-            print(prepare(Path(args.release), Path(args.key_dir)))
+            print(prepare(Path(args.release), Path(args.key_dir), accept_unlisted=args.accept_unlisted_certificate))
             return 0
         return compare(Path(args.rebuilt), Path(args.downloaded))
     except errors.ToolError as e:

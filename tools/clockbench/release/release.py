@@ -132,17 +132,24 @@ def published_fingerprints(cwd: Path = paths.ROOT) -> set[str]:
     return out
 
 
-def anchored(cert: Path, what: str, cwd: Path = paths.ROOT) -> str:
-    """Refuses a certificate the repository does not list; says what was
-    checked, for the output."""
+def anchored(cert: Path, what: str, cwd: Path = paths.ROOT, accept_unlisted: bool = False) -> str:
+    """Refuses a certificate the repository does not list, also while it
+    lists none (then nothing ties a release to the project: the first
+    release's maintainer lists its fingerprint and commits it first);
+    accept_unlisted (UNLISTED_CERT=1) takes one anyway, saying so. Returns
+    what was checked, for the output."""
     listed = published_fingerprints(cwd)
     fp = cert_info(cert).fingerprint_sha256.replace(":", "")
+    if fp in listed:
+        return f"the certificate is one {ANCHOR} publishes"
+    if accept_unlisted:
+        return (f"UNLISTED_CERT=1: the certificate (SHA-256 {fp[:16]}...) is not one {ANCHOR} lists"
+                + (" (it lists none)" if not listed else "") + ": checked against the download only, not against the project")
     if not listed:
-        return (f"{ANCHOR} lists no release certificate: the certificate is checked against the download only, not "
-                "against the project")
-    if fp not in listed:
-        raise errors.BadKey(f"{what} (SHA-256 {fp[:16]}...) is not a release certificate this checkout publishes in {ANCHOR}")
-    return f"the certificate is one {ANCHOR} publishes"
+        raise errors.BadKey(f"{ANCHOR} lists no release certificate yet, so {what} (SHA-256 {fp[:16]}...) cannot be tied to "
+                            f"the project: list its fingerprint there and commit it, or UNLISTED_CERT=1 to accept it unlisted")
+    raise errors.BadKey(f"{what} (SHA-256 {fp[:16]}...) is not a release certificate this checkout publishes in {ANCHOR} "
+                        "(UNLISTED_CERT=1 accepts it unlisted)")
 
 
 # ---- 1. check -----------------------------------------------------------
@@ -161,7 +168,7 @@ def dirty_files(cwd: Path = paths.ROOT) -> list[str]:
 
 
 def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cwd: Path = paths.ROOT,
-          epoch: str | None = None, commit: str | None = None) -> tuple[secureboot.KeyInfo, str]:
+          epoch: str | None = None, commit: str | None = None, accept_unlisted: bool = False) -> tuple[secureboot.KeyInfo, str]:
     check_version(version)
     if commit is not None and not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise errors.UsageError("this is not a git checkout: a release is made from one (its commit names it)")
@@ -188,7 +195,7 @@ def check(version: str, key_dir: str, key_dir_origin: str, allow_dirty: bool, cw
     info = secureboot.check_key(key, cert)
     if der.exists() and der.read_bytes() != cert_der_bytes(cert):
         raise errors.BadKey(f"{der} is not {cert.name} in DER (left from another key?): remove it, the build writes it anew")
-    said = anchored(cert, f"the certificate in {key_dir}", cwd)
+    said = anchored(cert, f"the certificate in {key_dir}", cwd, accept_unlisted)
     _spdx()
     return info, said
 
@@ -276,18 +283,51 @@ def cert_info(cert_path: Path) -> secureboot.KeyInfo:
 
 NOTES_MAX = 300  # commits named in the notes (GitHub takes a release body of 125,000 characters)
 
+# The notes' groups, what a user meets first: a commit goes to the first whose
+# folders hold any file it changed (by path prefix); one that changed only
+# tests, CI files or docs goes to those groups, last.
+CHANGE_GROUPS = (
+    ("The image", ("boot/", "drivers/", "lib/", "kernel/", "experiments/", "efi/", "iso/", "linker")),
+    ("clockbench-os", ("os/",)),
+    ("The host tool", ("tools/",)),
+    ("Building and releasing", ("Makefile", "scripts/", "pyproject", "release-certificate")),
+    ("Documentation", ("docs/", "README")),
+    ("Tests and CI only", ("tests/", ".github/", ".gitlab", "fuzz/")),
+)
+
+
+def grouped_changes(span: str, cwd: Path = paths.ROOT) -> str:
+    """The commits of span (no merges), grouped by what they changed
+    (CHANGE_GROUPS), user-visible first, newest first within a group, each
+    with the commit's first 12 hex digits (not %h, whose length grows with
+    the clone's object count: a later clone would write other notes)."""
+    out = _git("log", "--no-merges", "--format=%x01%H %s", "--name-only", span, cwd=cwd)
+    groups: dict[str, list[str]] = {name: [] for name, _ in CHANGE_GROUPS}
+    other: list[str] = []
+    count = 0
+    for block in out.split("\x01")[1:]:
+        head, *files = [line for line in block.splitlines() if line.strip()]
+        full, _, subject = head.partition(" ")
+        count += 1
+        if count > NOTES_MAX:
+            continue
+        group = next((name for name, prefixes in CHANGE_GROUPS if any(f.startswith(prefixes) for f in files)), None)
+        (groups[group] if group else other).append(f"- {subject} ({full[:12]})")
+    text = ""
+    for name, lines in [*groups.items(), ("Other", other)]:
+        if lines:
+            text += f"### {name}\n\n" + "\n".join(lines) + "\n\n"
+    if count > NOTES_MAX:
+        text += f"... and {count - NOTES_MAX} earlier commits (`git log {span}`)\n"
+    return text.rstrip("\n") + "\n"
+
 
 def release_notes(version: str, commit: str, epoch: int, key: secureboot.KeyInfo, cwd: Path = paths.ROOT) -> str:
     """What changed: the log since the previous tag (all of it when there is none)."""
     prev = subprocess.run(["git", "describe", "--tags", "--abbrev=0", f"{commit}^"], cwd=cwd, capture_output=True, text=True)
     since = prev.stdout.strip() if prev.returncode == 0 else ""
     span = f"{since}..{commit}" if since else commit
-    # the commit's first 12 hex digits, not %h, whose length grows with the
-    # clone's object count (a later clone would write other notes)
-    entries = [line.split(" ", 1) for line in _git("log", "--no-merges", "--format=%H %s", span, cwd=cwd).splitlines()]
-    log = "".join(f"- {subject} ({full[:12]})\n" for full, subject in entries[:NOTES_MAX])
-    if len(entries) > NOTES_MAX:
-        log += f"- ... and {len(entries) - NOTES_MAX} earlier commits (`git log {entries[NOTES_MAX][0][:12]}`)\n"
+    log = grouped_changes(span, cwd)
     date = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
     head = [f"# clockbench {version}", "",
             f"Commit {commit}, {date:%Y-%m-%d %H:%M} UTC (the commit's date: SOURCE_DATE_EPOCH={epoch}).", "",
@@ -409,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         q.add_argument("--allow-dirty", action="store_true")
     c.add_argument("--key-dir-origin", default="command line", help="make's $(origin KEY_DIR)")
     c.add_argument("--source-date-epoch", help="the Makefile's SOURCE_DATE_EPOCH")
+    c.add_argument("--accept-unlisted-certificate", action="store_true",
+                   help="UNLISTED_CERT=1: sign with a key whose certificate release-certificate.sha256 does not list")
     a.add_argument("--work", required=True, help="the release build's folder")
     a.add_argument("--out", required=True, help="the release folder to write")
     a.add_argument("--quiet", action="store_true", help="say nothing when it is done (a rebuild's own copy)")
@@ -416,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.step == "check":
             info, said = check(args.version, args.key_dir, args.key_dir_origin, args.allow_dirty,
-                               epoch=args.source_date_epoch, commit=args.commit)
+                               epoch=args.source_date_epoch, commit=args.commit,
+                               accept_unlisted=args.accept_unlisted_certificate)
             print(f"clockbench release {args.version}: signing with {info.subject} (SHA-256 {info.fingerprint_sha256[:23]}...); "
                   f"{said}")
         else:

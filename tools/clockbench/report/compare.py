@@ -25,6 +25,7 @@ from pathlib import Path
 
 from clockbench.records import figures, results
 from clockbench.report import ladder, os_side
+from clockbench.runs import store
 from clockbench.records.runinfo import as_text, checks_line, cpu_of, machine_key, machine_of, ratio, run_names
 from clockbench.errors import BadInput, CannotWrite, MissingTool
 
@@ -173,11 +174,12 @@ def as_html(rows: list[list[str]]) -> str:
 
 
 def _write_html(path, page: str) -> None:
+    """Written before the table is printed: a file that cannot be written is
+    one line (73), not a table and then an error."""
     try:
         Path(path).write_text(page)
     except OSError as e:
         raise CannotWrite(f"cannot write {path}: {e.strerror or e}") from None
-    print(f"clockbench compare: wrote {path}")
 
 
 def _with_os(args, runs: list[dict]) -> int:
@@ -199,34 +201,40 @@ def _with_os(args, runs: list[dict]) -> int:
         # the languages side by side: each cell its p50 (its ratio to the first run's), path and clock
         rows += ladder.side_by_side([runs[i] for i in oss])
         lines = os_side.os_machine_lines([runs[i] for i in oss], [names[i] for i in oss])
+        if args.html:
+            _write_html(args.html, as_html(rows).replace("<table>", "".join(f"<p><b>{html.escape(l)}</b></p>" for l in lines)
+                                                      + "<table>", 1))
         sys.stdout.write("".join(l + "\n" for l in lines) + ("\n" if lines else "")
                          + "OS runs without a bare run: each call's p50 with its ratio to the first run's "
                            "(give a log of the image too for the bare reads)\n\n" + as_text(rows))
         if args.html:
-            _write_html(args.html, as_html(rows).replace("<table>", "".join(f"<p><b>{html.escape(l)}</b></p>" for l in lines)
-                                                      + "<table>", 1))
+            print(f"clockbench compare: wrote {args.html}")
         return 0
     for i in bare:
         if not _p50(runs[i]) and _hz(runs[i]) is None:
             why = results.outcome(runs[i])[1]
             raise BadInput(f"{args.runs[i]}: holds nothing to compare (no read cost, no TSC frequency)" + (f"; {why}" if why else ""))
+    out = ""
     if len(bare) > 1:
-        sys.stdout.write(as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare]))))
-        sys.stdout.write(f"\nThrough the OS, against the first bare run, {names[bare[0]]}:\n")
+        out += as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare])))
+        out += f"\nThrough the OS, against the first bare run, {names[bare[0]]}:\n"
     t = os_side.side_by_side(runs[bare[0]], [runs[i] for i in oss], names[bare[0]], [names[i] for i in oss])
     # each OS run's ladder of languages, beneath the bare run's read of the counter under each clocksource
     t["ladders"] = [{"name": names[i], "clocksource": lt["clocksource"], "rows": ladder.as_rows(lt)}
                     for i in oss for lt in ladder.tables(runs[i], runs[bare[0]])]
-    sys.stdout.write(os_side.as_text(t))
+    out += os_side.as_text(t)
     for lt in t["ladders"]:
-        sys.stdout.write(f"\nThe ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath {names[bare[0]]}'s bare read "
-                         "(p50; b: batch; !: a claim finer than the least step seen):\n" + as_text(lt["rows"]))
+        out += (f"\nThe ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath {names[bare[0]]}'s bare read "
+                "(p50; b: batch; !: a claim finer than the least step seen):\n" + as_text(lt["rows"]))
     if args.html:
         try:
             page = os_side.as_html_page(t)
         except ImportError as e:
             raise MissingTool(f"{e.name or e} is not installed (`make deps`): the HTML table needs it") from None
         _write_html(args.html, page)
+    sys.stdout.write(out)
+    if args.html:
+        print(f"clockbench compare: wrote {args.html}")
     return 0
 
 
@@ -235,7 +243,10 @@ def _l(v) -> list:
 
 
 def main(args) -> int:
-    runs = [load(Path(p)) for p in args.runs]
+    # a log, a results file, or a run's id in the store ("run 3" from here on)
+    loaded = [store.load_run(p, getattr(args, "store", None) or store.DEFAULT, load) for p in args.runs]
+    runs = [r for r, _ in loaded]
+    args.runs = [name for _, name in loaded]
 
     if any(os_side.is_os(r) for r in runs):
         return _with_os(args, runs)
@@ -247,11 +258,9 @@ def main(args) -> int:
         if code not in (0, 1):
             print(f"clockbench compare: {p}: {why}", file=sys.stderr)
     rows = table(runs, run_names(list(args.runs)))
+    if args.html:
+        _write_html(args.html, as_html(rows))
     sys.stdout.write(as_text(rows))
     if args.html:
-        try:
-            Path(args.html).write_text(as_html(rows))
-        except OSError as e:
-            raise CannotWrite(f"cannot write {args.html}: {e.strerror or e}") from None
         print(f"clockbench compare: wrote {args.html}")
     return 0

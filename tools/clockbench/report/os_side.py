@@ -105,8 +105,11 @@ def dur(v) -> str:
     figures, exact ones kept short: "0.385 ns", "20 ns", "4 ms", "1 s"."""
     if not _num(v):
         return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3)):
-        if abs(v) >= scale:
+    units = (("s", 1e9), ("ms", 1e6), ("\u00b5s", 1e3), ("ns", 1.0))
+    for i, (unit, scale) in enumerate(units):
+        if abs(v) >= scale or unit == "ns":
+            if i > 0 and abs(float(f"{v / scale:.4g}")) >= 1000:  # 999.99996 ms printed is 1 s, not "1000 ms"
+                unit, scale = units[i - 1]
             return f"{v / scale:.4g} {unit}"
     return f"{v:.4g} ns"
 
@@ -121,6 +124,18 @@ def with_ratio(v, base) -> str:
     if not _num(v):
         return "-"
     return cost(v) + (f" {runinfo.ratio(v, base)}" if _num(base) and base > 0 else "")
+
+
+def os_cost(res: dict, lat: dict, base=None) -> str:
+    """An OS call's cost from its os_latency record, in clockbench-os's own
+    words: a p50 below the TSC's step (its `below_step`) is "below the TSC's
+    step (10.0 ns)" as its table prints it, never the step's multiple as if
+    it were a cost, and has no ratio; else the p50 with its ratio to the
+    bare read."""
+    lat = _d(lat)
+    if lat.get("below_step") is True:
+        return figures.read_cost(lat, figures.tsc_step_ns(res), unresolved="")
+    return with_ratio(lat.get("p50_ns"), base)
 
 
 def _hz(v) -> str:
@@ -195,6 +210,10 @@ def bare_cost(bare: dict, key) -> str:
 
 
 def bare_step(bare: dict, clocksource_or_key: str) -> float | None:
+    """The bare counter's least step in back-to-back reads: a read's own
+    key ("rdtscp"), or for a clocksource its counter's (the TSC's is
+    its `tsc` resolution, else its rdtsc read's: give the read that
+    stands beneath it, as clocksource_rows does, to get that read's)."""
     keys = CLOCKSOURCES.get(clocksource_or_key, (None, (clocksource_or_key,)))[1]
     reso = _d(bare.get("resolution"))
     for k in keys:
@@ -221,7 +240,9 @@ def _counter_state(bare: dict, key: str | None) -> str:
     """Why a bare counter has no figure: absent, or not measured."""
     if key is None:
         return "no bare counter for this clocksource"
-    name = "tsc" if key == "rdtsc" else key
+    if _d(_d(bare.get("latency")).get(key)).get("below_step") is True:
+        return f"the bare {key} read is below the TSC's step: no ratio to it"
+    name = "tsc" if key in TSC_READS else key
     c = next((c for c in _l(bare.get("counters")) if c.get("name") == name), None)
     if c is not None and c.get("present") is False:
         return f"the bare run had no {name}" + (f": {c['reason']}" if _s(c.get("reason")) else "")
@@ -370,8 +391,10 @@ def clocksource_rows(bare: dict, os_run: dict) -> list[list[str]]:
     for cs in clocksources(os_run):
         key = bare_counter(cs, bare)
         base = bare_p50(bare, key)
-        step = bare_step(bare, cs) if key else None
-        cells = [with_ratio(latency(os_run, cs, MONOTONIC, p).get("p50_ns"), base) for p in PATHS]
+        # the least step of the read beneath, by its own key: rdtscp's, not
+        # rdtsc's (they differ where the TSC is coarse)
+        step = bare_step(bare, key) if key else None
+        cells = [os_cost(os_run, latency(os_run, cs, MONOTONIC, p), base) for p in PATHS]
         reso = next((r for r in (resolution(os_run, cs, MONOTONIC, p) for p in PATHS) if r), {})
         notes = []
         if cs == first:
@@ -396,7 +419,7 @@ def other_rows(bare: dict | None, os_run: dict) -> list[list[str]]:
         reso = resolution(os_run, cs, call, lat.get("path")) if lat else resolution(os_run, cs, call)
         base = bare_p50(bare, key) if bare is not None and key else None
         rows.append([call, what, str(lat.get("path") or reso.get("path") or "-"),
-                     bare_cost(bare, key) if bare is not None and key else "-", with_ratio(lat.get("p50_ns"), base),
+                     bare_cost(bare, key) if bare is not None and key else "-", os_cost(os_run, lat, base),
                      dur(reso.get("getres_ns")), dur(reso.get("min_step_ns")),
                      dur(bare_step(bare, key)) if bare is not None and key else "-"])
     return rows
@@ -472,9 +495,9 @@ def os_vs_os(runs: list[dict], names: list[str]) -> list[list[str]]:
             if all(isinstance(x, str) for x in k) and k not in seen:
                 seen.append(k)
     for cs, call, path in seen:
-        vals = [latency(r, cs, call, path).get("p50_ns") for r in runs]
-        base = vals[0] if _num(vals[0]) else None
-        rows.append([f"{call} ({path}) on {cs}, p50", *[with_ratio(v, base) for v in vals]])
+        lats = [latency(r, cs, call, path) for r in runs]
+        base = lats[0].get("p50_ns") if _num(lats[0].get("p50_ns")) and lats[0].get("below_step") is not True else None
+        rows.append([f"{call} ({path}) on {cs}, p50", *[os_cost(r, x, base) for r, x in zip(runs, lats)]])
     return rows
 
 
@@ -521,9 +544,11 @@ def call_rows(res: dict, clocksource: str) -> list[dict]:
     for lat in [r for r in _l(res.get("os_latency")) if r.get("clocksource") == clocksource]:
         reso = resolution(res, clocksource, lat.get("call"), lat.get("path"))
         back = reso.get("backward")
+        below = lat.get("below_step") is True  # the step's multiple, not a cost: said so, as clockbench-os's table does
         out.append({"call": str(lat.get("call", "?")), "path": str(lat.get("path", "?")),
                     "n": str(lat["n"]) if isinstance(lat.get("n"), int) else "-",
                     **{k: cost(lat.get(f"{k}_ns")) for k in ("min", "p50", "p99", "max")},
+                    **({"min": "-", "p50": os_cost(res, lat), "p99": "-"} if below else {}),
                     "getres": dur(reso.get("getres_ns")), "step": dur(reso.get("min_step_ns")),
                     "backward": str(back) if isinstance(back, int) else "-", "bad": isinstance(back, int) and back > 0})
     # a resolution without its cost (a record cut or lost)

@@ -176,8 +176,9 @@ def read_cost(res: dict, path: Path, notes: list[str]) -> Path:
     ax.set_ylabel("share of reads costing at most x")
     ax.set_title("What does one read cost? (min, p50, p99, p99.9, max; steps between)")
     if any(s["kind"] in ("batch", "unresolved") for s in series):
-        notes.append("read cost: a read below the TSC's step is drawn as the batch's per-read figure (a star), "
-                     "or at the step (a triangle) where no batch ran; its percentiles are the step's quantisation")
+        # how the plot draws it, said on the plot: nothing is left out, so no note (they are "Left out" on the page)
+        fig.text(0.01, 0.005, "star: a read below the TSC's step, at the batch's per-read figure; triangle: at the step, "
+                 "where no batch ran (its percentiles are the step's quantisation)", fontsize=7, va="bottom")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     if only_p50:
         notes.append(f"read cost: only the median is known for {', '.join(only_p50)} (a decoded QR code)")
@@ -276,7 +277,7 @@ def frequency(res: dict, path: Path, notes: list[str]) -> Path:
         raise TooLittle("no sub-window fits were recorded (the drift experiment did not run)")
     most = max(len(v) for v in by.values())
     if most < MIN_STABILITY_POINTS:
-        raise TooLittle(f"only {most} sub-window(s) of {by[next(iter(by))][0].get('length_s', 1)} s: too few to show a "
+        raise TooLittle(f"only {most} sub-window{'' if most == 1 else 's'} of {by[next(iter(by))][0].get('length_s', 1)} s: too few to show a "
                         f"drift over time (the table lists them; profile=standard gives 60)")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 3.2))

@@ -233,20 +233,18 @@ def problems(res: dict) -> list[dict]:
         out.append({"title": "Incomplete run: the log ends before the run did", "kind": "incomplete", "detail": detail})
     failed = [c for c in _l(res.get("checks")) if c.get("result") == "FAIL"]
     if failed:
-        out.append({"title": f"{len(failed)} check(s) failed", "kind": "fail",
+        out.append({"title": f"{figures.counted(len(failed), 'check', 'checks')} failed", "kind": "fail",
                     "detail": [f"{c.get('name', '?')}: {c.get('detail', '')}" for c in failed]})
-    # (not a residual step within its reads' bracket: their timing may have moved, not a clock)
-    cuts = [d for d in _l(res.get("discontinuities")) if d.get("kind") != "gap" and not figures.within_bracket(d)]
-    if cuts:
-        out.append({"title": f"{len(cuts)} discontinuity(ies) in the drift window (a clock stood still, jumped or went back)",
-                    "kind": "discontinuity", "detail": [_discontinuity(d) for d in cuts]})
+    # the drift window's discontinuities are no problem of their own: the image's checks judge the run, and
+    # Warnings says how many there were (drift_warning), in the words of the terminal and the Discontinuities list
     for name, m in _d(res.get("monotonicity")).items():
         if isinstance(m, dict) and ((_num(m.get("backward")) and m["backward"] > 0) or m.get("stuck")):
             out.append({"title": f"{name} is not monotonic", "kind": "fail",
-                        "detail": [f"{m.get('backward')} backward step(s), the largest {m.get('largest_backward_ticks')} ticks"
+                        "detail": [f"{figures.counted(m.get('backward') or 0, 'backward step', 'backward steps')}, "
+                                   f"the largest {m.get('largest_backward_ticks')} ticks"
                                    + ("; it stopped moving in the drift window" if m.get("stuck") else "")]})
     if res.get("problems"):
-        out.append({"title": f"{len(res['problems'])} record(s) could not be read", "kind": "log",
+        out.append({"title": f"{figures.counted(len(res['problems']), 'record', 'records')} could not be read", "kind": "log",
                     "detail": [str(p) for p in res["problems"]]})
     return out
 
@@ -284,7 +282,25 @@ def warnings(res: dict) -> list[str]:
         if share >= 0.1:
             out.append(f"Time was stolen from the CPU: {hw['gaps']} gaps, {ns(hw['total_gap_ns'])} in all "
                        f"({sig(share, 2)}% of the scan), the largest {ns(hw.get('max_gap_ns'))}.")
+    said = drift_warning(res)
+    if said:
+        out.append(said)
     return out + [n for n in notes if n not in out]
+
+
+def drift_warning(res: dict) -> str | None:
+    """The drift window's discontinuities, counted once (figures.event_class),
+    as a warning: the fits are cut there; whether the run passed is the
+    image's checks' to say."""
+    cuts = figures.drift_events(res.get("discontinuities"))[figures.DISCONTINUITY]
+    if not cuts:
+        return None
+    by = {}
+    for d in cuts:
+        by[str(d.get("reference", "?"))] = by.get(str(d.get("reference", "?")), 0) + 1
+    return (f"{figures.counted(len(cuts), 'discontinuity', 'discontinuities')} in the drift window "
+            f"({', '.join(f'{k} {v}' for k, v in by.items())}): a clock stood still, jumped or went back, and every fit "
+            "is cut there (see Discontinuities).")
 
 
 def _discontinuity(d: dict) -> str:
@@ -329,12 +345,15 @@ def verdict(res: dict) -> dict:
         step = rs.get("min_step_ns")
         repeats = _num(rs.get("zero_deltas")) and rs["zero_deltas"] > 0
         res_ns = step if (repeats and _num(step) and _num(read) and step > read) or (not _num(read) and _num(step)) else read
+        unseen = repeats and not _num(step)  # every read the same: its step was never seen
+        # (the RTC's 1 Hz in a window shorter than its second: the read's cost is no resolution, its nominal tick is)
         # the read's cost as every output says it (figures.read_cost; the image's own words where it wrote them)
         made_cost = made.get(name, {}).get("read_cost")
         row["read"] = (made_cost if isinstance(made_cost, str) else figures.read_cost(la, step_ns)) if la else \
             text_rows.get(name, {}).get("read", "-")
         made_res = made.get(name, {}).get("resolution")
         row["resolution"] = (f"{made_res} ns" if isinstance(made_res, str) and re.fullmatch(r"\d+\.\d", made_res)
+                             else step_unseen(rs) if unseen
                              else ns(res_ns) if _num(res_ns) else "-")  # the image's own figure where it wrote one
         if name == "tsc" and tsc_f:
             row["freq"] = f"{hz(tsc_f.get('hz'), tsc_f.get('uncertainty_ppm'))}, {unc(tsc_f.get('uncertainty_ppm'))} vs the {ref}"
@@ -358,6 +377,30 @@ def verdict(res: dict) -> dict:
         tsc = {"hz": hz(prof.get("tsc_hz")), "reference": None, "source": prof.get("tsc_hz_source"),
                "measured": prof["tsc_measured"] if isinstance(prof.get("tsc_measured"), bool) else src.startswith("measured")}
     return {"rows": rows, "tsc": tsc}
+
+
+def gaps_said(res: dict, listed: int) -> str:
+    """The Discontinuities section's gaps line: per reference as the
+    terminal counts them (the `frequency` record's `gaps` and `too_long`),
+    and how many of them the log lists (the image keeps 32 events a series,
+    the longest gaps)."""
+    per = [(str(f.get("reference")), int(f["gaps"]) + int(f.get("too_long") or 0)) for f in _l(res.get("frequency"))
+           if f.get("counter") == "tsc" and _num(f.get("gaps"))]
+    said = "where the loop was away and every clock ran on (they split nothing; one too long for a reference to unwrap " \
+           "is cut there, but no clock misbehaved)"
+    if not per:
+        return f"{figures.counted(listed, 'gap', 'gaps')} {said}"
+    return (f"Gaps {said}: {', '.join(f'{ref} {n}' for ref, n in per)}"
+            + (f"; the {listed} the log keeps (the longest) listed" if listed != sum(n for _, n in per) else ""))
+
+
+def step_unseen(rs: dict) -> str:
+    """A counter whose reads never changed: no step was seen, so none is
+    measured; its nominal tick is what it resolves ("1.00 s nominal (no step
+    seen in 2000 reads)"), never its read's cost."""
+    tick = rs.get("nominal_tick_ns")
+    reads = f" in {count(rs['reads'])} reads" if isinstance(rs.get("reads"), int) else ""
+    return (f"{ns(tick)} nominal (no step seen{reads})" if _num(tick) else f"no step seen{reads}")
 
 
 def latency_rows(res: dict) -> tuple[list[dict], list[dict]]:
@@ -388,11 +431,32 @@ def resolution_rows(res: dict) -> list[dict]:
         deltas = r.get("deltas")
         zeros = r.get("zero_deltas")
         share = f" ({sig(100 * zeros / deltas, 2)}%)" if _num(zeros) and _num(deltas) and deltas > 0 and zeros else ""
-        out.append({"counter": name, "reads": count(r.get("reads")), "step": ns(r.get("min_step_ns")),
-                    "step_ticks": count(r.get("min_step_ticks")), "gcd": count(r.get("step_gcd_ticks")),
+        unseen = not _num(r.get("min_step_ns"))  # every read the same (the RTC within its second): no step to give
+        out.append({"counter": name, "reads": count(r.get("reads")), "step": "not seen" if unseen else ns(r.get("min_step_ns")),
+                    "step_ticks": "-" if unseen else count(r.get("min_step_ticks")), "gcd": count(r.get("step_gcd_ticks")),
                     "tick": ns(r.get("nominal_tick_ns"), 4), "repeats": count(zeros) + share, "distinct": count(r.get("distinct")),
                     "backward": count(r.get("backward")), "bad": _num(r.get("backward")) and r["backward"] > 0})
     return out
+
+
+TSC_READS = ("rdtsc", "rdtscp", "lfence;rdtsc", "mfence;rdtsc", "cpuid;rdtsc")
+
+
+def step_note(res: dict) -> str | None:
+    """Why a TSC read's smallest step can be under the TSC's own step: the
+    step (read cost's staircase) is from reads spaced by work; a
+    back-to-back pair can land less than a step apart. The same words as
+    the terminal's (experiments/exp_sequential.c)."""
+    step = _d(res.get("tsc_step")).get("step_ticks")
+    if not _num(step) or step <= 1:
+        return None
+    under = [name for name, r in _d(res.get("resolution")).items() if name in TSC_READS and isinstance(r, dict)
+             and _num(r.get("min_step_ticks")) and 0 < r["min_step_ticks"] < step]
+    if not under:
+        return None
+    return (f"{', '.join(under)}: a smallest step under the TSC's step ({step} ticks, {ns(figures.tsc_step_ns(res))}, "
+            "read cost's staircase): back-to-back reads can land less than a step apart; reads spaced by work move by "
+            "whole steps, and a read's timing is good only to the step.")
 
 
 def frequency_rows(res: dict) -> list[dict]:
@@ -405,7 +469,8 @@ def frequency_rows(res: dict) -> list[dict]:
                     "u": unc(u), "parts": " / ".join(sig(f.get(k), 2) for k in ("stderr_ppm", "correlated_ppm", "quantisation_ppm")),
                     "abs": unc(f.get("absolute_uncertainty_ppm")),
                     "samples": f"{count(f.get('samples'))} in {count(seg)} segment{'' if seg == 1 else 's'}",
-                    "rms": ns(f.get("resid_rms_ns")), "disc": count(f.get("discontinuities")),
+                    "rms": ns(f.get("resid_rms_ns")),
+                    "disc": count(figures.series_discontinuities(f, res.get("discontinuities"))),
                     "truncated": bool(f.get("truncated"))})
     return out
 
@@ -423,7 +488,8 @@ def monotonicity_rows(res: dict) -> list[dict]:
             continue
         back = m.get("backward")
         out.append({"counter": name, "reads": count(m.get("reads")), "backward": count(back),
-                    "largest": count(m.get("largest_backward_ticks")), "stalls": count(m.get("stalls")) if "stalls" in m else "-",
+                    "largest": count(m.get("largest_backward_ticks")) if _num(m.get("largest_backward_ticks")) else "-",
+                    "stalls": count(m.get("stalls")) if "stalls" in m else "-",
                     "longest": ns(m.get("longest_stall_ns")) if _num(m.get("longest_stall_ns")) else "-",
                     "wraps": count(m.get("wraps")) if "wraps" in m else "-",
                     "stuck": ("yes" if m.get("stuck") else "no") if "stuck" in m else "-",
@@ -824,14 +890,17 @@ def render_html(res: dict, plots_made: list[Path], path: Path, title: str | None
         figs[p.stem] = {"title": plots.FIGURES.get(p.stem, p.stem), "alt": plots.FIGURES.get(p.stem, p.stem),
                         "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
     status = STATUS_NAMES.get(code, "unknown")
+    events = figures.drift_events(res.get("discontinuities"))
     ctx = dict(
         title=title or page_title(res, date), date=date, status=status, why=why, code=code, summary=s,
         source=str(res.get("source") or ""), problems=problems(res), warnings=warnings(res), verdict=verdict(res),
         machine=machine_rows(res, meta) + meta_rows(meta or {}), counters=counter_rows(res), latency=lat_rows, batches=batches,
-        resolution=resolution_rows(res), frequency=frequency_rows(res), stability=stability_rows(res),
+        resolution=resolution_rows(res), step_note=step_note(res), frequency=frequency_rows(res), stability=stability_rows(res),
         drift_window=_d(res.get("drift_window")),
-        cuts=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") != "gap"],
-        gaps=[_discontinuity(d) for d in _l(res.get("discontinuities")) if d.get("kind") == "gap"],
+        cuts=[_discontinuity(d) for d in events[figures.DISCONTINUITY]],
+        gaps=[_discontinuity(d) for d in events[figures.GAP] + events[figures.TOO_LONG]],
+        gaps_said=gaps_said(res, len(events[figures.GAP]) + len(events[figures.TOO_LONG])),
+        bracket_steps=[_discontinuity(d) for d in events[figures.WITHIN_BRACKET]],
         monotonicity=monotonicity_rows(res), stolen=stolen(res), cpus=cpus, sync=sync, checks=check_rows(res),
         figs=figs, left_out=left_out or {}, notes=list(notes), allan=allan,
         allan_taus=max((a["tau_s"] for a in allan), key=len, default=[]),

@@ -103,6 +103,18 @@ MIGRATIONS = [
     );
     CREATE INDEX acpi_previews_machine ON acpi_previews (machine, taken);
     """,
+    # 5: the runs `runs --delete` deleted, by their log's SHA-256 (without the
+    # machine, so that no other name brings one back): `import` of the kept
+    # folder or log leaves them out (--again adds one back)
+    """
+    CREATE TABLE deleted_runs (
+      log_sha256 TEXT PRIMARY KEY,
+      run_id INTEGER NOT NULL,           -- the id it had
+      machine TEXT NOT NULL,
+      log_path TEXT,                     -- where its log was kept: the folder or file stays
+      deleted TEXT NOT NULL              -- UTC, ISO 8601
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -123,6 +135,19 @@ class StoreBusy(errors.ToolError):
 
 class StoreCorrupt(errors.ToolError):
     code = errors.STORE_CORRUPT
+
+
+class WasDeleted(errors.ToolError):
+    """A log whose run `runs --delete` deleted: not added again unless asked."""
+    code = errors.BAD_INPUT
+
+    def __init__(self, message: str, run_id: int):
+        super().__init__(message)
+        self.run_id = run_id
+
+
+def log_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def _now() -> str:
@@ -193,9 +218,15 @@ class Store:
     def _prepare(self) -> None:
         db = self.db
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        # one snapshot for the three: read one by one, another process's first
+        # migration could commit between them (tables, but no application id yet)
+        db.execute("BEGIN")
+        try:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+        finally:
+            db.execute("COMMIT")
         if app != APPLICATION_ID and (tables or version):
             raise errors.BadInput(f"{self.path}: a SQLite file, but not a clockbench store (application id {app:#x}, "
                                   f"tables {', '.join(tables[:5]) or 'none'}); nothing was changed")
@@ -251,13 +282,23 @@ class Store:
 
     # -- writing --------------------------------------------------------------
 
-    def add_log(self, text: str, machine: str, source: str, *, meta: dict | None = None, incomplete_ok: bool = False) -> tuple[int, bool]:
+    def add_log(self, text: str, machine: str, source: str, *, meta: dict | None = None, incomplete_ok: bool = False,
+                again: bool = False) -> tuple[int, bool]:
         """Adds one run from its log; returns (its id, whether it is new: a
         log already in the store is not added twice). A log that is not
         clockbench's raises BadInput, unless incomplete_ok (a capture that
         read nothing, or garbage, is still a run that never ended: kept with
-        its reason)."""
+        its reason). A log whose run was deleted raises WasDeleted, unless
+        again (then it is added back, and no longer counted as deleted)."""
         meta = dict(meta or {})
+        if text.strip():
+            gone = self._query("SELECT run_id, deleted FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
+            if gone and not again:
+                raise WasDeleted(f"{meta.get('log_path') or machine}: run {gone[0]['run_id']}, deleted from the store on "
+                                 f"{gone[0]['deleted'][:10]} (`runs --delete`): not added again (`import --again` adds it back)",
+                                 gone[0]["run_id"])
+            if gone:
+                self.db.execute("DELETE FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
         res, raw = None, []
         try:
             res = results.load_any(text, source=meta.get("log_path") or machine)
@@ -368,6 +409,12 @@ class Store:
             try:
                 missing = [i for i in run_ids if not db.execute("SELECT 1 FROM runs WHERE id = ?", (i,)).fetchone()]
                 if not missing:
+                    for i in run_ids:  # remembered by its log, so that `import` of its kept folder leaves it out
+                        blob, machine, path = db.execute("SELECT log, machine, log_path FROM runs WHERE id = ?", (i,)).fetchone()
+                        text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
+                        if text.strip():
+                            db.execute("INSERT OR REPLACE INTO deleted_runs (log_sha256, run_id, machine, log_path, deleted) "
+                                       "VALUES (?, ?, ?, ?, ?)", (log_sha256(text), i, machine, path, _now()))
                     db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in run_ids])
                 db.execute("COMMIT")
                 return missing
@@ -408,17 +455,23 @@ class Store:
 
     # -- export ---------------------------------------------------------------
 
-    def tables(self) -> dict[str, tuple[list[str], list[tuple]]]:
+    def tables(self, run_ids: list[int] | None = None) -> dict[str, tuple[list[str], list[tuple]]]:
         """runs (without the logs), checks, figures and the ACPI previews
         (without the previews themselves: `runs --acpi --json` has them), as
-        (columns, rows)."""
+        (columns, rows); with run_ids, only those runs, their checks and
+        figures (and no previews)."""
         out = {}
         for name, sql in (("runs", f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY id"),
                           ("checks", "SELECT run_id, name, result, detail FROM checks ORDER BY run_id, rowid"),
                           ("figures", "SELECT run_id, name, value, uncertainty, unit, detail FROM figures ORDER BY run_id, rowid"),
                           ("acpi_previews", "SELECT id, machine, taken, source, source_kind, host, summary, problems, origin, added "
                            "FROM acpi_previews ORDER BY id")):
+            if run_ids is not None and name == "acpi_previews":
+                continue
             rows = self._query(sql)
+            if run_ids is not None:  # filtered here: one bound parameter a run would pass SQLite's limit
+                key = "id" if name == "runs" else "run_id"
+                rows = [r for r in rows if r[key] in set(run_ids)]
             cols = list(rows[0].keys()) if rows else [c.strip() for c in sql.split("SELECT ")[1].split(" FROM")[0].split(",")]
             out[name] = (cols, [tuple(r) for r in rows])
         return out
@@ -533,6 +586,58 @@ def open_store(path, create: bool = True) -> Store:
     return Store(Path(path), create=create)
 
 
+def id_ranges(ids: list[int]) -> str:
+    """1-3, 7, 9-12"""
+    out, ids = [], sorted(ids)
+    if not ids:
+        return ""
+    start = prev = ids[0]
+    for i in ids[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(out)
+
+
+def held(st: Store) -> str:
+    """What a store holds, for a line saying an id is not in it."""
+    ids = [r[0] for r in st._query("SELECT id FROM runs ORDER BY id")]
+    return f"it holds runs {id_ranges(ids)}" if ids else "it is empty"
+
+
+def stored_run(arg: str, store_path) -> tuple[int, str] | None:
+    """A RUN argument of `compare`, `report` or `report --os` that names no
+    file and is a whole number is a run in the store (`clockbench runs`
+    lists their ids): (its id, its whole log). None for anything else (a
+    file, which always wins over an id). NoInput when it is neither a file
+    nor a run the store holds."""
+    if Path(arg).exists() or not arg.isdigit():
+        return None
+    rid = int(arg)
+    try:
+        st = open_store(store_path, create=False)
+    except errors.NoInput:
+        raise errors.NoInput(f"{arg}: no such file, and no store {store_path} to hold a run {rid}") from None
+    with st:
+        text = st.log(rid)
+        if text is None:
+            raise errors.NoInput(f"{arg}: no such file, and no run {rid} in {store_path} ({held(st)})")
+    return rid, text
+
+
+def load_run(arg: str, store_path, load_path=results.load_path) -> tuple[dict, str]:
+    """A RUN argument's results and its name: a log or results file
+    (load_path), or a store id ("run 3")."""
+    got = stored_run(str(arg), store_path)
+    if got is None:
+        return load_path(Path(arg)), str(arg)
+    rid, text = got
+    return results.load_any(text, source=f"run {rid}"), f"run {rid}"
+
+
 def record(path, text: str, machine: str, source: str, meta: dict, say=print) -> int | None:
     """The hook `run`, `capture` and `lab` call once a run has ended: adds it
     to the store, and says so in one line. A store that cannot take it never
@@ -549,10 +654,10 @@ def record(path, text: str, machine: str, source: str, meta: dict, say=print) ->
         return None
 
 
-def export_csv(st: Store, out: Path) -> list[Path]:
+def export_csv(st: Store, out: Path, run_ids: list[int] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, (cols, rows) in st.tables().items():
+    for name, (cols, rows) in st.tables(run_ids).items():
         p = out / f"{name}.csv"
         with p.open("w", newline="") as f:
             w = csv.writer(f)
@@ -562,7 +667,7 @@ def export_csv(st: Store, out: Path) -> list[Path]:
     return made
 
 
-def export_parquet(st: Store, out: Path) -> list[Path]:
+def export_parquet(st: Store, out: Path, run_ids: list[int] | None = None) -> list[Path]:
     """MissingTool without pyarrow."""
     try:
         pq = _pyarrow()
@@ -572,7 +677,7 @@ def export_parquet(st: Store, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, (cols, rows) in st.tables().items():
+    for name, (cols, rows) in st.tables(run_ids).items():
         table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)})
         p = out / f"{name}.parquet"
         pq.write_table(table, p)
