@@ -407,10 +407,10 @@ os-vm: deps $(OS_BIN) $(HOST_TOOL)
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
-# The host tool's own entry points (tools/native/: `clockbench acpi`) beside
+# The host tool's own entry points (tools/native/: `clockbench acpi`, the host's TSC mark) beside
 # the tests' (tests/host/shim.c): one library, two owners.
 HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c os/os_lang_parse.c $(FONT_C)
-TOOL_NATIVE := tools/native/acpi_view.c
+TOOL_NATIVE := tools/native/acpi_view.c tools/native/host_tsc.c
 $(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) $(TOOL_NATIVE) tests/host/shim.c $(wildcard lib/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,HOSTCC,$@)$(HOSTCC) $(HOST_CFLAGS) -Idrivers -o $@ $(LOGIC_SRCS) $(HOST_EXTRA) $(TOOL_NATIVE) tests/host/shim.c

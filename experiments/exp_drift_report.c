@@ -122,6 +122,8 @@ static void frequency_record(const char *counter, const char *reference, struct 
     record_xf_fixed(&r, "correlated_ppm", ppm_of(u->correlated), 6);
     record_xf_fixed(&r, "quantisation_ppm", ppm_of(u->quantisation), 6);
     record_xf_fixed(&r, "uncertainty_ppm", ppm_of(u->total), 6);
+    if (s->counter == COUNTER_KVMCLOCK)
+        record_xf_fixed(&r, "bracket_drift_ppm", ppm_of(s->bracket_drift), 6);
     record_u64(&r, "absolute_uncertainty_ppm", absolute_ppm);
     /* the reference's nominal rate the figure rests on, and where it is from */
     const struct counter *ref = &counters[reference_counter(reference)];
@@ -207,8 +209,10 @@ static void report_tsc_against(const struct series *s)
         kprintf("    kvmclock's mul/shift state %llu Hz: the fit is %s ppm from it\n"
                 "    (kvmclock is the host's time scaled from this TSC at that rate: this\n"
                 "    checks the hypervisor's stated rate against the host's clock at its\n"
-                "    update points, not a crystal; the +- holds its +-%u Hz rounding)\n",
-                (unsigned long long)results.tsc_stated_hz, xs(c, off, 4), KVMCLOCK_RATE_ROUNDING_HZ);
+                "    update points, not a crystal; the +- holds its +-%u Hz rounding and\n"
+                "    +-%s ppm for the reads' drift in their brackets)\n",
+                (unsigned long long)results.tsc_stated_hz, xs(c, off, 4), KVMCLOCK_RATE_ROUNDING_HZ,
+                xs(d, ppm_of(s->bracket_drift), 4));
     }
     if (s->counter == COUNTER_KVMCLOCK) {
         uint32_t updates = (drift_st.kv_version_end - drift_st.kv_version_start) / 2;

@@ -33,6 +33,7 @@ struct series {
     bool fitted;
     struct seg_fit fit;
     struct freq_uncertainty unc;
+    struct xf bracket_drift; /* kvmclock's: the reads' drift in their brackets, in unc.total (drift_bracket_drift) */
     uint32_t sub_count;
     int64_t sub_len;
     struct subwindow sub[SUBWINDOWS_MAX];

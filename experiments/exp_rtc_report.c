@@ -361,14 +361,32 @@ static void stop_report(const struct stop_found *f)
 /* One counter's advance over the whole run against the TSC's: its step, a
    bound from its tolerance and the TSC rate's uncertainty, into the record
    and a line; true when it stepped beyond that and 10 ms (a stop). */
+/* The stop outside the drift window, sized by the clock that saw it best. */
+struct run_stop {
+    bool found;
+    const char *by;
+    struct xf ns, u_ns;
+};
+
+/* A clock that stepped against the TSC sizes the stop when it states it
+   more tightly than the one before. */
+static void run_stop_offer(struct run_stop *st, const char *by, struct xf step, struct xf u)
+{
+    if (st->found && xf_cmp(u, st->u_ns) >= 0)
+        return;
+    *st = (struct run_stop){.found = true, .by = by, .ns = xf_abs(step), .u_ns = u};
+}
+
 static bool whole_run_step(struct record *r, const char *label, const char *key, const char *u_key, struct xf advanced_ns,
-                           struct xf tsc_ns, uint32_t tolerance_ppm, struct xf u_rate)
+                           struct xf tsc_ns, uint32_t tolerance_ppm, struct xf u_rate, struct run_stop *st, const char *by)
 {
     char a[FMT_FIXED_CHARS], b[FMT_FIXED_CHARS];
     struct xf one_s = xf_from_u64(1000000000ull);
     struct xf step = xf_sub(advanced_ns, tsc_ns);
     struct xf u = xf_add(xf_div(xf_mul(tsc_ns, xf_from_u64(tolerance_ppm)), xf_from_u64(1000000)), u_rate);
     bool stepped = xf_cmp(xf_abs(step), xf_add(u, xf_from_u64(10000000))) > 0;
+    if (stepped)
+        run_stop_offer(st, by, step, u);
     record_xf_fixed(r, key, step, 0);
     record_xf_fixed(r, u_key, u, 0);
     kprintf("  %s %s s +-%s against the TSC%s\n", label, xs(a, xf_div(step, one_s), 6), xs(b, xf_div(u, one_s), 6),
@@ -392,6 +410,9 @@ static void whole_run_report(const struct rtc_run *run)
     /* the TSC's rate's own uncertainty over that time */
     struct xf u_rate = xf_div(xf_mul(tsc_ns, results.tsc_uncertainty_ppm), xf_from_u64(1000000));
     bool any = false;
+    /* the HPET and kvmclock size a stop to their tolerance of the run (ms);
+       the RTC, read to the whole second, only where neither saw it */
+    struct run_stop st = {0}, by_rtc = {0};
     struct record r;
     record_begin(&r, "run_clocks");
     record_xf_fixed(&r, "tsc_s", xf_div(tsc_ns, one_s), 6);
@@ -401,6 +422,8 @@ static void whole_run_report(const struct rtc_run *run)
         struct xf u = xf_add(one_s, u_rate);
         bool stepped = xf_cmp(xf_abs(rtc_step), u) > 0;
         any = any || stepped;
+        if (stepped)
+            run_stop_offer(&by_rtc, "rtc", rtc_step, u);
         record_xf_fixed(&r, "rtc_step_ns", rtc_step, 0);
         record_xf_fixed(&r, "rtc_step_uncertainty_ns", u, 0);
         kprintf("\n  Over the whole run (%s s by the TSC) the RTC ran %s s +-%s against\n  the TSC%s\n",
@@ -415,7 +438,7 @@ static void whole_run_report(const struct rtc_run *run)
                                    xf_from_u64(1000000));
         /* its nominal period against the TSC's rate by the drift (if measured against the HPET, the same thing) */
         any = whole_run_step(&r, "the HPET", "hpet_step_ns", "hpet_step_uncertainty_ns", hpet_ns, tsc_ns,
-                             counters[COUNTER_HPET].nominal_accuracy_ppm, u_rate) || any;
+                             counters[COUNTER_HPET].nominal_accuracy_ppm, u_rate, &st, "hpet") || any;
     } else {
         record_null(&r, "hpet_step_ns");
         record_null(&r, "hpet_step_uncertainty_ns");
@@ -424,12 +447,30 @@ static void whole_run_report(const struct rtc_run *run)
         /* its rate is the hypervisor's scaling of the TSC, within its stated tolerance, against the TSC's measured rate */
         any = whole_run_step(&r, "kvmclock", "kvmclock_step_ns", "kvmclock_step_uncertainty_ns",
                              xf_from_u64(m1->kvmclock - m0->kvmclock), tsc_ns,
-                             counters[COUNTER_KVMCLOCK].nominal_accuracy_ppm, u_rate) || any;
+                             counters[COUNTER_KVMCLOCK].nominal_accuracy_ppm, u_rate, &st, "kvmclock") || any;
     } else {
         record_null(&r, "kvmclock_step_ns");
         record_null(&r, "kvmclock_step_uncertainty_ns");
     }
     record_bool(&r, "stopped", any);
+    bool rtc_only = !st.found;
+    if (rtc_only)
+        st = by_rtc;
+    if (st.found) {
+        record_xf_fixed(&r, "stop_ns", st.ns, 0);
+        record_xf_fixed(&r, "stop_uncertainty_ns", st.u_ns, 0);
+        record_str(&r, "stop_sized_by", st.by);
+        if (rtc_only)
+            kprintf("  The stop: %s s +-%s, sized by the RTC (whole seconds: no HPET or\n  kvmclock saw it)\n",
+                    xs(a, xf_div(st.ns, one_s), 3), xs(b, xf_div(st.u_ns, one_s), 3));
+        else
+            kprintf("  The stop: %s s +-%s, sized by %s\n", xs(a, xf_div(st.ns, one_s), 6), xs(b, xf_div(st.u_ns, one_s), 6),
+                    st.by);
+    } else {
+        record_null(&r, "stop_ns");
+        record_null(&r, "stop_uncertainty_ns");
+        record_null(&r, "stop_sized_by");
+    }
     emit(&r);
     if (any && !run->stop.found)
         kprintf("  The drift window saw no stop: it came in another phase, whose figures\n"

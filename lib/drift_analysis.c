@@ -202,6 +202,16 @@ void drift_cuts_apply(const struct drift_cuts *c, const int64_t *x, const uint32
     }
 }
 
+uint64_t drift_keep_limit(uint64_t min_width)
+{
+    return 2 * min_width > min_width + 4 ? 2 * min_width : min_width + 4;
+}
+
+struct xf drift_bracket_drift(struct xf quant_one_tick, uint64_t limit_ticks, struct xf slope)
+{
+    return xf_abs(xf_mul(quant_one_tick, xf_mul(xf_from_u64(limit_ticks), slope)));
+}
+
 uint32_t drift_keep_narrow(int64_t *x, int64_t *yv, uint32_t *sg, const uint32_t *w, uint32_t slots, uint32_t *filled,
                            uint64_t *min_width)
 {
@@ -216,7 +226,7 @@ uint32_t drift_keep_narrow(int64_t *x, int64_t *yv, uint32_t *sg, const uint32_t
     if (min_w == 0xFFFFFFFFu)
         return 0;
     *min_width = min_w - 1;
-    uint64_t limit = 2 * *min_width > *min_width + 4 ? 2 * *min_width : *min_width + 4;
+    uint64_t limit = drift_keep_limit(*min_width);
     for (uint32_t i = 0; i < slots; i++) {
         if (!w[i] || w[i] - 1 > limit)
             continue;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "unwrap.h"
+#include "xf.h"
 
 #define DRIFT_EVENTS_KEPT 32 /* per counter; more are counted */
 #define DRIFT_CUTS_MAX 64    /* cuts shared by every series */
@@ -124,6 +125,23 @@ void drift_cuts_apply(const struct drift_cuts *c, const int64_t *x, const uint32
    (left alone when every slot is empty). */
 uint32_t drift_keep_narrow(int64_t *x, int64_t *yv, uint32_t *sg, const uint32_t *w, uint32_t slots, uint32_t *filled,
                            uint64_t *min_width);
+
+/* The widest bracket drift_keep_narrow keeps, given the narrowest. */
+uint64_t drift_keep_limit(uint64_t min_width);
+
+/* How far a fitted rate can be moved by the reads drifting inside their
+   brackets: each reading is placed at its bracket's middle, but the read
+   itself may sit anywhere in it, and where it sits can move steadily across
+   the window (an emulator's lock taken before the clock is read at first,
+   after it later). A move of up to the widest kept bracket, limit_ticks
+   (TSC ticks), from the window's start to its end tilts the slope by
+   limit_ticks over the span; over segments, weighted as the fit weighs
+   them. That is quant_one_tick (the quantisation term for one counter
+   tick, relative: lib/uncertainty.h) scaled from one counter tick to
+   limit_ticks * slope counter ticks. Relative; a bound, not a standard
+   error: the statistical terms cannot see a steady move, which looks like a
+   rate. */
+struct xf drift_bracket_drift(struct xf quant_one_tick, uint64_t limit_ticks, struct xf slope);
 
 /* Which of n samples is the j-th of `keep` spread evenly from the first to
    the last (all of them, in order, when n <= keep). */

@@ -127,7 +127,15 @@ def test_each_clock_as_qemu_keeps_it(run):
         # the TSC runs on through the stop, the HPET stands still, the RTC keeps step with the TSC
         assert stop["seen_by"].startswith("the drift loop"), stop
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
-        assert c["hpet"]["verdict"] == "stood_still", c["hpet"]
+        # the HPET and kvmclock stand still through the stop and run with the
+        # machine around it: the destination's vCPU starts late (11 ms seen
+        # under load, which the image alone calls "partly"), and the tool
+        # judges them against that late start (vmrun.late_start_account)
+        acc = run.migration["resume"]
+        print(f"\n{acc['described']}")
+        for name in ("hpet", "kvmclock"):
+            assert c[name]["verdict"] in ("stood_still", "partly") and acc["clocks"][name]["verdict"] == "restored", \
+                (name, c[name], acc)
         # the RTC, when two of its edges hold the stop (under PVM the poller can miss them all before it)
         if "rtc" in c:
             assert c["rtc"]["verdict"] == "ran_on", c["rtc"]
@@ -141,9 +149,13 @@ def test_each_clock_as_qemu_keeps_it(run):
         # QEMU's kvmclock device keeps the clock's value across a stop
         # (KVM_GET_CLOCK when the VM stops, KVM_SET_CLOCK when it runs): in
         # the window, and over the whole run by the stop's length
-        assert c["kvmclock"]["verdict"] == "stood_still", c["kvmclock"]
         assert abs(-rc["kvmclock_step_ns"] / 1e9 - run.migration["stopped_s"]) <= (
             rc["kvmclock_step_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
+        # and one figure for the stop, from the clock that states it most tightly: never the RTC's whole seconds here
+        # (each to its 500 ppm of the run: tens of ms, against the RTC's whole second)
+        assert rc["stop_sized_by"] in ("hpet", "kvmclock") and rc["stop_uncertainty_ns"] < 200_000_000, rc
+        assert abs(rc["stop_ns"] / 1e9 - run.migration["stopped_s"]) <= (
+            rc["stop_uncertainty_ns"] / 1e9 + run.migration["stopped_uncertainty_s"]), (rc, run.migration)
 
 
 @pytest.mark.timed
@@ -169,7 +181,8 @@ def test_a_stop_outside_the_drift_window_is_named_over_the_whole_run(tmp_path_fa
     the timers phase, before the drift window. The run passes, no stop in
     the window, and the whole run's account (`run_clocks`) names it: the
     RTC ran ahead of the TSC by the QMP interval, within its +-1 s (and
-    QMP's own); the HPET stood still with the TSC."""
+    QMP's own); the HPET stood still with the TSC, so the RTC alone sizes
+    the stop."""
     m = migrated("tcg", tmp_path_factory.getbasetemp(), key="tcg-timers", args=[], at_s=2.0)
     assert m.code == 0, m.explain()
     assert not [c for c in records.of_type(m.recs, "check") if c["result"] == "FAIL"]
@@ -181,6 +194,9 @@ def test_a_stop_outside_the_drift_window_is_named_over_the_whole_run(tmp_path_fa
     assert abs(rc["rtc_step_ns"] / 1e9 - qmp_s) <= rc["rtc_step_uncertainty_ns"] / 1e9 + qmp_u, (rc, m.migration)
     assert abs(rc["hpet_step_ns"]) <= rc["hpet_step_uncertainty_ns"] + 10_000_000, rc
     assert rc["kvmclock_step_ns"] is None, rc  # TCG has no kvmclock
+    # nothing but the RTC saw it, so the RTC sizes it, to its whole seconds
+    assert rc["stop_sized_by"] == "rtc" and rc["stop_ns"] == abs(rc["rtc_step_ns"]), rc
+    assert rc["stop_uncertainty_ns"] == rc["rtc_step_uncertainty_ns"] and "sized by the RTC" in m.log, rc
 
 
 @pytest.mark.timed  # the run must end before the migration's time: a starved run could reach it

@@ -107,19 +107,6 @@ def test_snapshotted_run_passes_in_one_log_and_the_monitor_exits_by_itself(run):
         assert "--restore" in s["restore_command"], s
 
 
-# After a restore the guest runs again only once the new monitor's vCPU
-# thread has entered it and faulted in the pages it touches from the
-# snapshot's memory file: time the guest's loop sees as away, after the
-# resume call's answer. Seen: 27 ms with a busy host beside it. So the
-# image's stop may exceed the API's by this much more, never fall short.
-RESTORE_LATE_S = 0.05
-
-
-def agrees_with_the_api(image_s: float, u_s: float, api_s: float, api_u: float, restored: bool) -> bool:
-    late = RESTORE_LATE_S if restored else 0.0
-    return -(u_s + api_u) <= image_s - api_s <= u_s + api_u + late
-
-
 def restored(run) -> bool:
     return bool(run.snapshot.get("restore_command")) and not run.snapshot.get("first_resumed")
 
@@ -127,13 +114,27 @@ def restored(run) -> bool:
 def test_stop_length_agrees_with_the_api(run):
     """The image sizes the stop (Firecracker: the TSC's advance across the
     drift loop's gap; Cloud Hypervisor: that, and the RTC's step timed by the
-    TSC), and it agrees with the pause call's middle to the resume call's."""
+    TSC), and it agrees with the pause call's middle to the resume call's.
+    After a restore the gap also holds the time the machine ran in it (the
+    new vCPU's late start, its memory faulted in from the snapshot): not a
+    constant allowed for, but measured on its own by kvmclock, which the
+    restore sets back to its saved value and which runs only with the
+    machine (machines/snapshot.py, restore_account)."""
     stop = records.one(run.recs, "stop")
     wall_s, u_s = stop["wall_ns"] / 1e9, stop["uncertainty_ns"] / 1e9
     api_s, api_u = run.snapshot["stopped_s"], run.snapshot["stopped_uncertainty_s"]
     print(f"\n{run.vmm}: the image's stop {wall_s:.6f} s +- {u_s:.6f} ({stop['seen_by']}); API {api_s:.6f} s +- {api_u:.6f}")
-    assert agrees_with_the_api(wall_s, u_s, api_s, api_u, restored(run)), (stop, run.snapshot)
     assert u_s < 0.1 and api_u < 0.1, (stop, run.snapshot)
+    if not restored(run):
+        assert abs(wall_s - api_s) <= u_s + api_u, (stop, run.snapshot)
+        return
+    k = clocks(run)["kvmclock"]
+    ran_s, ran_u = k["advanced_ns"] / 1e9, k["uncertainty_ns"] / 1e9
+    acc = run.snapshot["restore"]
+    print(f"{acc['described']}\nkvmclock ran {ran_s * 1e3:.1f} ms +- {ran_u * 1e3:.1f} in the gap")
+    assert abs((wall_s - api_s) - ran_s) <= u_s + api_u + ran_u, (stop, k, run.snapshot)
+    assert acc["late_start_s"] == pytest.approx(wall_s - api_s, abs=1e-6) and "restored; ran " in run.out, acc
+    assert acc["guest_stop_low_s"] <= api_s <= acc["guest_stop_high_s"], acc
 
 
 def test_each_clock_as_the_monitor_keeps_it(run):
@@ -143,21 +144,13 @@ def test_each_clock_as_the_monitor_keeps_it(run):
         # Firecracker v1.16.1 here: the TSC runs on, kvmclock and the LAPIC
         # timer are restored to their saved values, the PIT cannot tell; no RTC
         assert c["tsc"]["verdict"] == "ran_on", c["tsc"]
-        assert agrees_with_the_api(c["tsc"]["advanced_ns"] / 1e9, c["tsc"]["uncertainty_ns"] / 1e9, api_s, api_u,
-                                   restored(run)), (c["tsc"], api_s)
-        # restored to their saved values, they advance across the drift loop's
-        # gap only by the time the machine ran in it: the TSC's advance less
-        # the API's pause to resume, which after a restore holds the new
-        # vCPU's late start (27, 53 and 78 ms seen, judged "partly" against
-        # 10 ms): that is the known answer, within the stated uncertainties
-        tsc = c["tsc"]
-        ran_s = tsc["advanced_ns"] / 1e9 - api_s
+        assert c["tsc"]["advanced_ns"] / 1e9 >= api_s - c["tsc"]["uncertainty_ns"] / 1e9 - api_u, (c["tsc"], api_s)
+        # restored to their saved values, they advance across the drift
+        # loop's gap only by the time the machine ran in it, the new vCPU's
+        # late start (27, 53 and 78 ms seen): judged against it, by the tool
         for name in ("kvmclock", "lapic"):
-            k = c[name]
-            assert k["verdict"] == "stood_still" or (
-                k["verdict"] == "partly" and restored(run) and
-                abs(k["advanced_ns"] / 1e9 - ran_s) <= (k["uncertainty_ns"] + tsc["uncertainty_ns"]) / 1e9 + api_u + 0.01), \
-                (k, f"the machine ran {ran_s:.6f} s of the gap by the TSC less the API's stop")
+            j = run.snapshot["restore"]["clocks"][name]
+            assert j["verdict"] == "restored", (name, j, run.snapshot["restore"])
         assert c["pit"]["verdict"] == "unknown", c["pit"]
         assert "rtc" not in c and records.one(run.recs, "rtc")["present"] is False
     else:

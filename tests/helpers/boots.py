@@ -34,7 +34,7 @@ from pathlib import Path
 
 from helpers.paths import PVH_KERNEL, VMM_DIR
 from helpers.tool import kept_run
-from clockbench.machines import microvm, qemu
+from clockbench.machines import host_tsc, microvm, qemu
 from clockbench.records import records
 
 # "quiet": runs made alone (the timed tests' lane, and any run outside
@@ -53,6 +53,15 @@ class Boot:
         # a run that ended normally must print only whole records; one that
         # was cut off (a timeout, a kill) may end inside one: keep what parsed
         self.records = records.parse(result.output) if result.status is not None else records.parse_log(result.output).records
+        # the host's TSC measured beside it (BootCache._boot)
+        self.host_tsc = getattr(result, "host_tsc", None) or {"measured": False, "reason": "not measured beside this run"}
+
+    def tsc_against_the_host(self) -> list[dict]:
+        """The guest's TSC rate against each reference, each held against
+        the host's (host_tsc.known_answers); printed, for the figures."""
+        got = host_tsc.known_answers(self.records, self.host_tsc)
+        print("\n" + host_tsc.describe_against({**self.host_tsc, "guest": got}))
+        return got
 
     @property
     def status(self):
@@ -107,9 +116,13 @@ class BootCache:
 
     @staticmethod
     def _boot(cfg, timeout: float):
-        if isinstance(cfg, microvm.VmmConfig):
-            return microvm.run(cfg, timeout)
-        return qemu.run(cfg, timeout=timeout)
+        # the host's own TSC rate beside every run, as `clockbench run` keeps
+        # it: the known answer of the guest's (machines/host_tsc.py)
+        host = host_tsc.Beside()
+        host.start()
+        r = microvm.run(cfg, timeout) if isinstance(cfg, microvm.VmmConfig) else qemu.run(cfg, timeout=timeout)
+        r.host_tsc = host.result()
+        return r
 
     def run(self, cfg, timeout: float):
         """cfg: a qemu.QemuConfig (a qemu.RunResult comes back) or a

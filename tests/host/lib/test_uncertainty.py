@@ -7,6 +7,7 @@ and leaves residuals so small that the plain standard error claims a
 precision the figure does not have (a 2 s TSC-vs-HPET figure was 3.8 of its
 own sigmas off)."""
 
+import ctypes
 import math
 import random
 from fractions import Fraction
@@ -251,3 +252,43 @@ def test_subwindows_across_a_gap(lib):
     assert [(v["start_x"], v["n"], v["fitted"]) for v in w] == [
         (0, 200, True), (2000, 0, False), (4000, 0, False), (6000, 100, True), (8000, 120, True)]
     assert xf_value(w[3]["slope"]) == 3
+
+
+def bracket_drift(lib, quant_one_tick: Fraction, limit_ticks: int, slope: Fraction) -> Fraction:
+    lib.drift_bracket_drift.restype = type(lib.xf_from_u64(0))
+    lib.drift_bracket_drift.argtypes = [type(lib.xf_from_u64(0)), ctypes.c_uint64, type(lib.xf_from_u64(0))]
+    # the figures as xf, exactly enough: a ratio of 64-bit integers within 2^-60 of each
+    fit = lambda v: xf_of(lib, v.limit_denominator(2**62))  # noqa: E731
+    return xf_value(lib.drift_bracket_drift(fit(quant_one_tick), limit_ticks, fit(slope)))
+
+
+def test_kvmclock_reads_drifting_in_their_brackets_are_in_the_stated_uncertainty(lib):
+    """kvmclock is the TSC read inside its own read, scaled at a known rate
+    (here exactly 1 ns per 2.6 TSC ticks): its fit has no noise, so without
+    the brackets' term it states almost nothing. Its reads placed at their
+    brackets' middles, while the read itself moves steadily from one end of
+    a 20,000-tick bracket to the other across a 2 s window (issue 37: 2.2 u
+    off the stated scaling), tilt the slope; drift_bracket_drift, added to
+    the total, must cover it, with no slack, and the 3 u test must hold."""
+    lib.drift_keep_limit.restype = ctypes.c_uint64
+    lib.drift_keep_limit.argtypes = [ctypes.c_uint64]
+    width = 20_000
+    limit = lib.drift_keep_limit(width)
+    assert limit == 2 * width and lib.drift_keep_limit(1) == 5  # within twice the narrowest, and 4 ticks
+    tsc_hz, n = 2_600_000_000, 2000
+    truth = Fraction(10**9, tsc_hz)  # ns per TSC tick
+    span = 2 * tsc_hz
+    xs, ys = [], []
+    for i in range(n):
+        mid = 10**12 + i * span // (n - 1)
+        read_at = mid - width // 2 + width * i // (n - 1)  # the read creeps across its bracket
+        xs.append(mid)
+        ys.append(math.floor(truth * read_at))
+    r = uncertainty(lib, xs, ys, [0] * n, 1)
+    err = rel_error(r, truth)
+    bd = bracket_drift(lib, r["quantisation"], limit, r["slope"])
+    assert err > 3 * r["total"], (float(err), float(r["total"]))  # without the term: far outside
+    total = math.sqrt(float(r["total"] ** 2 + bd ** 2))
+    assert float(err) <= total, (float(err), total, float(bd))
+    # its size: the widest kept bracket over the window, to within a tick's rounding
+    assert float(bd) == pytest.approx(limit / span, rel=0.01)

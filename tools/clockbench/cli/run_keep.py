@@ -11,7 +11,7 @@ from pathlib import Path
 
 from clockbench import errors, paths
 from clockbench.cli.run_machine import VMM_STDERR, say
-from clockbench.machines import microvm
+from clockbench.machines import host_tsc, microvm
 from clockbench.report import ci_formats
 from clockbench.runs import runs, store
 from clockbench.runs.record import RunRecord
@@ -37,10 +37,13 @@ def keep(args, rec: RunRecord, result) -> int:
         return result.exit_code
     first, *notes = result.describe().split("\n")
     say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
-    if meta.get("migration"):
-        say(meta["migration"]["described"])
-    if meta.get("snapshot"):
-        say(meta["snapshot"]["described"])
+    for field, account in (("migration", "resume"), ("snapshot", "restore")):
+        if meta.get(field):
+            say(meta[field]["described"])
+            if meta[field].get(account):
+                say(meta[field][account]["described"])
+    if "host_tsc" in meta:
+        say(host_tsc.describe_against(meta["host_tsc"]))
 
     report_dir = Path(args.log).with_suffix("") if args.log else rec.run_dir
     if not args.no_report and result.output:

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from clockbench import errors
-from clockbench.machines import launch
+from clockbench.machines import host_tsc, launch
 from clockbench.report import progress
 from clockbench.runs import runs
 from clockbench.runs.plan import RunPlan
@@ -92,6 +92,10 @@ def run(args, run_plan: RunPlan, rec: RunRecord):
         stream.flush()
         term.feed(text)
 
+    # the host's own TSC rate, measured from just before the machine starts
+    # to just after it ends: the known answer for the guest's (host_tsc.py)
+    host = host_tsc.Beside()
+    host.start()
     try:
         result = _launch(run_plan, rec, echo, stop)
     finally:
@@ -99,6 +103,7 @@ def run(args, run_plan: RunPlan, rec: RunRecord):
         term.close()
         if old is not None:
             signal.signal(signal.SIGINT, old)
+    rec.meta["host_tsc"] = host.result()
 
     log.write_text(result.output)
     if args.log:

@@ -352,3 +352,13 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
                             status_source=source, powered_off=code is not None and status is not None, notes=notes,
                             config=config)
     return got, result
+
+
+def restore_account(snap: dict, recs: list[dict]) -> dict | None:
+    """After a real restore (not a pause in the same monitor): the late
+    start and each clock judged against it (vmrun.late_start_account); None
+    when there was no restore, no API stop or no stop the image sized."""
+    if not snap.get("restore_command") or snap.get("first_resumed") or snap.get("stopped_s") is None:
+        return None
+    return vmrun.late_start_account(snap["stopped_s"], snap["stopped_uncertainty_s"], recs, "restored",
+                                    "the new vCPU's start with its memory faulted in from the snapshot")

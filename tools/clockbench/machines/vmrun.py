@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from clockbench import errors
+from clockbench.records import records
 
 # The runner's exit codes beyond the image's 0-3 (docs/output.md, "How a run ends").
 EXIT_NO_VERDICT = 4  # the machine ended without the image reporting (reset, shutdown, a monitor's error)
@@ -318,3 +319,61 @@ class Origin:
             return True
         return False
 
+
+
+# --- a stop sized as it happened, where the TSC ran on through it (issue 37) ---
+#
+# The image sizes a stop by the TSC's advance across its drift loop's gap
+# where the TSC runs on through it (KVM: Firecracker's snapshot and restore,
+# QEMU+KVM's migration). That gap holds more than the stop: the loop's last
+# read to the pause, and after the resume call the vCPU's late start: its
+# thread entering the guest (after a restore, the guest's memory faulted in
+# from the snapshot file page by page), the loop reaching its next read. The
+# host's stop (the API's or QMP's) holds none of it. So the TSC's advance
+# less the host's stop is the time the machine ran in the gap; kvmclock and
+# the local APIC timer, set back to their saved values, advance by that and
+# by nothing of the stop. And since the vCPU runs the guest only once it is
+# back, the stop as the guest lived it can be longer than the host's by up
+# to that late start: the long side of the stop's uncertainty.
+
+def late_start_account(stopped_s: float, stopped_u: float, recs: list[dict], verb: str, late: str) -> dict | None:
+    """The late start (the TSC's advance less the host's stop) and each
+    clock judged against it, from the run's `stop_clock` records; None when
+    the image sized no stop, or the TSC did not run on through it (under
+    TCG it stands still with the machine: there is no gap to hold a late
+    start). verb ("restored", "resumed") and late (what the late start
+    holds after the resume) word the line."""
+    clocks = {c["clock"]: c for c in records.of_type(recs, "stop_clock")}
+    tsc = clocks.get("tsc")
+    if not records.of_type(recs, "stop") or not tsc or tsc.get("advanced_ns") is None or tsc.get("verdict") != "ran_on":
+        return None
+    tsc_s, tsc_u = tsc["advanced_ns"] / 1e9, tsc["uncertainty_ns"] / 1e9
+    late_s, late_u = tsc_s - stopped_s, tsc_u + stopped_u
+    judged = {}
+    for name, c in clocks.items():
+        if name == "tsc" or c.get("advanced_ns") is None:
+            continue
+        adv, u = c["advanced_ns"] / 1e9, c["uncertainty_ns"] / 1e9
+        if abs(adv - late_s) <= u + late_u:
+            verdict = "restored"  # stood still through the stop, ran with the machine around it
+        elif abs(adv - tsc_s) <= u + tsc_u:
+            verdict = "ran_on"  # through the stop, with the TSC
+        else:
+            verdict = "neither"
+        judged[name] = {"verdict": verdict, "advanced_s": adv, "uncertainty_s": u, "image_verdict": c["verdict"]}
+    restored = [n for n, j in judged.items() if j["verdict"] == "restored"]
+    ran_on = [n for n, j in judged.items() if j["verdict"] == "ran_on"]
+    odd = [n for n, j in judged.items() if j["verdict"] == "neither"]
+    text = (f"{verb}; ran {late_s * 1e3:.0f} ms (+-{late_u * 1e3:.0f}) before the first read: the TSC advanced that much "
+            f"beyond the host's {stopped_s:.3f} s stop (the loop's last read to the pause, and {late}, which may lengthen "
+            "the stop as the guest saw it by as much)")
+    if restored:
+        text += f"; {', '.join(restored)} stood still through the stop and ran with the machine"
+    if ran_on:
+        text += f"; {', '.join(ran_on)} ran on through it"
+    if odd:
+        text += f"; {', '.join(odd)} neither: advanced by something else"
+    return {"late_start_s": late_s, "late_start_uncertainty_s": late_u,
+            # the stop as the guest lived it: the host's, and up to the whole late start more
+            "guest_stop_low_s": stopped_s - stopped_u, "guest_stop_high_s": stopped_s + stopped_u + max(0.0, late_s) + late_u,
+            "clocks": judged, "described": text}

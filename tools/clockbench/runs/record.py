@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clockbench import paths
-from clockbench.machines import qemu
+from clockbench.machines import host_tsc, qemu, snapshot, vmrun
+from clockbench.records import records
 from clockbench.runs import runs
 
 
@@ -45,6 +46,7 @@ class RunRecord:
         machine ended. Saved by the caller once the report is known."""
         self.output = result.output
         self.meta.update(runs.from_log(result.output))
+        self.known_answers(records.parse_log(result.output).records)
         verdict = ("interrupted" if result.interrupted else "timed out" if result.timed_out else
                    qemu.STATUS_NAMES[result.status] if result.status is not None else "no verdict")
         self.meta.update(ended=now(), seconds=round(result.seconds, 3), exit=result.exit_code, verdict=verdict,
@@ -54,6 +56,20 @@ class RunRecord:
         else:
             self.meta.update(vmm_exit=result.vmm_exit, status_source=result.status_source,
                              powered_off=result.powered_off, notes=result.notes)
+
+    def known_answers(self, recs: list[dict]) -> None:
+        """What the host knows beside the run, held against the log: the
+        guest's TSC against the host's (host_tsc), and a stop's late start
+        where the TSC ran on through it (vmrun.late_start_account)."""
+        meta = self.meta
+        if "host_tsc" in meta:
+            meta["host_tsc"]["guest"] = host_tsc.known_answers(recs, meta["host_tsc"])
+        if meta.get("snapshot"):
+            meta["snapshot"]["restore"] = snapshot.restore_account(meta["snapshot"], recs)
+        if meta.get("migration") and meta["migration"].get("stopped_s") is not None:
+            meta["migration"]["resume"] = vmrun.late_start_account(
+                meta["migration"]["stopped_s"], meta["migration"]["stopped_uncertainty_s"], recs,
+                "resumed on the destination", "the destination's vCPU starting")
 
     def stopped(self, field: str, done) -> None:
         """What a stop did (field "migration" or "snapshot"), with its sentence."""
