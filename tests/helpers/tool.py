@@ -46,6 +46,13 @@ class Ran:
     out: str
     err: str
 
+    def __iter__(self):
+        """code, out, err = run_cli(...)"""
+        return iter((self.code, self.out, self.err))
+
+    def __getitem__(self, i):
+        return (self.code, self.out, self.err)[i]
+
 
 def run_cli(capsys, *args: str) -> Ran:
     """The command in this process (fast); SystemExit from argparse becomes

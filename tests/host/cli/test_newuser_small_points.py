@@ -11,7 +11,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from clockbench.cli import main as cli_main
+from helpers.tool import run_cli as cli
 from clockbench.fleet import fleet
 from clockbench.release import release
 from clockbench.runs import store
@@ -19,15 +19,6 @@ from clockbench.runs import store
 from helpers.paths import ROOT  # noqa: E402
 TCG = ROOT / "tests" / "fixtures" / "tcg-q35.log"
 KVM = ROOT / "tests" / "fixtures" / "kvm-q35.log"
-
-
-def cli(capsys, *args):
-    try:
-        code = cli_main.main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code
-    got = capsys.readouterr()
-    return code, got.out, got.err
 
 
 def log_of(*recs) -> str:

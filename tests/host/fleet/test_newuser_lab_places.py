@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clockbench.cli import main as cli_main
+from helpers.tool import run_cli as cli
 from clockbench.fleet import lab
 
 
@@ -35,15 +35,6 @@ def fake_labgrid(tmp_path, monkeypatch):
     # the helper, for a place the coordinator lists but will not give
     script(venv / "bin" / "python", 'echo "clockbench lab: cannot acquire place busy: place busy is already acquired" >&2\nexit 2\n')
     return venv
-
-
-def cli(capsys, *args):
-    try:
-        code = cli_main.main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code
-    got = capsys.readouterr()
-    return code, got.out, got.err
 
 
 def test_a_place_the_coordinator_does_not_know(capsys, tmp_path, fake_labgrid):

@@ -9,21 +9,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from clockbench.cli import main as cli_main
+from helpers.tool import run_cli as cli
 
 from helpers.paths import ROOT  # noqa: E402
 TCG = ROOT / "tests" / "fixtures" / "tcg-q35.log"
 KVM = ROOT / "tests" / "fixtures" / "kvm-q35.log"
 OS_TCG = ROOT / "tests" / "fixtures" / "os-vm-tcg-q35.log"
-
-
-def cli(capsys, *args):
-    try:
-        code = cli_main.main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code
-    got = capsys.readouterr()
-    return code, got.out, got.err
 
 
 def store_of(capsys, tmp_path, *logs) -> Path:

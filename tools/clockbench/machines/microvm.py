@@ -148,6 +148,19 @@ class _Watch:
         """How long the serial port has been quiet."""
         return time.monotonic() - self.last_output_at
 
+    def end_reason(self, grace_s: float, summary_quiet_s: float) -> str | None:
+        """Why the monitor should be ended now, though it has not exited: the
+        image began again after its verdict, or it printed its last line and
+        the monitor did not power off within grace_s, or it went quiet for
+        summary_quiet_s after its summary; None while none holds."""
+        if self.restarted.is_set():
+            return "restarted"
+        if self.ended_at is not None and self.quiet_s() > grace_s:
+            return "no power-off"
+        if self.verdict_at is not None and self.quiet_s() > summary_quiet_s:
+            return "quiet after the summary"
+        return None
+
     def feed(self, chunk: bytes) -> None:
         now = self.last_output_at = time.monotonic()
         text = self.partial + self.decoder.decode(chunk)
@@ -250,13 +263,7 @@ def run(cfg: VmmConfig, timeout: float, echo=None, stop: threading.Event | None 
         watch = _Watch()
 
         def end_reason() -> str | None:
-            if watch.restarted.is_set():
-                return "restarted"
-            if watch.ended_at is not None and watch.quiet_s() > cfg.grace_s:
-                return "no power-off"
-            if watch.verdict_at is not None and watch.quiet_s() > cfg.summary_quiet_s:
-                return "quiet after the summary"
-            return None
+            return watch.end_reason(cfg.grace_s, cfg.summary_quiet_s)
 
         def watch_both(chunk: bytes) -> None:
             watch.feed(chunk)

@@ -312,13 +312,7 @@ def _run(cfg, snap, calls, sock_dir, timeout, echo, stop, echo_err):
     def end_reason() -> str | None:
         if not (len(procs) == 2 or not worker.is_alive()):
             return None  # the snapshot is under way: the first monitor's quiet is the pause's
-        if watch.restarted.is_set():
-            return "restarted"
-        if watch.ended_at is not None and watch.quiet_s() > cfg.grace_s:
-            return "no power-off"
-        if watch.verdict_at is not None and watch.quiet_s() > cfg.summary_quiet_s:
-            return "quiet after the summary"
-        return None
+        return watch.end_reason(cfg.grace_s, cfg.summary_quiet_s)
 
     def stop_worker(_why: str) -> None:
         ending.set()
