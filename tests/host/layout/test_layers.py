@@ -291,3 +291,15 @@ def test_the_checks_see_an_upward_include(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     with pytest.raises(AssertionError, match="lib/ may use only itself"):
         test_no_c_include_runs_upward()
+
+
+def test_every_test_file_name_is_unique():
+    """pytest imports each test file by its own name (no __init__.py in the
+    test folders, tests/host mirroring the packages): two files of one name
+    anywhere under tests/ stop the whole collection."""
+    seen: dict[str, list[str]] = {}
+    for p in (ROOT / "tests").rglob("*.py"):
+        if p.name.startswith("test_") or p.name == "conftest.py":
+            seen.setdefault(p.name, []).append(str(p.relative_to(ROOT)))
+    twice = {n: ps for n, ps in seen.items() if len(ps) > 1 and n != "conftest.py"}
+    assert not twice, twice
