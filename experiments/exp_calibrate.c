@@ -290,7 +290,8 @@ static bool calibrate_against_rtc(struct calibration *st)
     }
     for (int i = 0; i <= CAL_RTC_SECONDS; i++) {
         if (!rtc_catch_update_end(CAL_RTC_BOUND_TSC, CAL_RTC_MAX_READS, &a, &b)) {
-            fmt_format(st->rtc_why, sizeof st->rtc_why, "the RTC stopped updating after %d second(s)", i);
+            fmt_format(st->rtc_why, sizeof st->rtc_why, "the RTC stopped updating after %d second%s", i,
+                       i == 1 ? "" : "s");
             return false;
         }
         struct rtc_raw raw;
@@ -514,9 +515,9 @@ static void calibrate_report(void)
         if (cal.bias_ppm)
             kprintf("  (cal_bias: this estimate was made %lld ppm off, on purpose)\n", (long long)cal.bias_ppm);
         if (cal.thrown)
-            kprintf("  %u window(s) thrown away: one step between reads took over 1/4 of the window\n"
+            kprintf("  %u window%s thrown away: one step between reads took over 1/4 of the window\n"
                     "  (a pause, preemption or SMI)\n",
-                    cal.thrown);
+                    cal.thrown, cal.thrown == 1 ? "" : "s");
     }
     if (cal.second >= 0 && cal.second_ok) {
         int64_t d = ppm_between(cal.second_hz, cal.hz);
@@ -527,8 +528,9 @@ static void calibrate_report(void)
         if (cal.skew_ppm) {
             record_u64(&r, "skew_injected_ppm", cal.skew_ppm);
             record_u64(&r, "skew_injected_times", cal.skew_times);
-            kprintf("  (cal_skew: %s's estimate was made %llu ppm high, %llu time(s), on purpose)\n",
-                    counters[cal.second].name, (unsigned long long)cal.skew_ppm, (unsigned long long)cal.skew_times);
+            kprintf("  (cal_skew: %s's estimate was made %llu ppm high, %llu time%s, on purpose)\n",
+                    counters[cal.second].name, (unsigned long long)cal.skew_ppm, (unsigned long long)cal.skew_times,
+                    cal.skew_times == 1 ? "" : "s");
         }
         if (cal.remeasured) {
             record_i64(&r, "first_disagreement_ppm", cal.first_disagreement_ppm);

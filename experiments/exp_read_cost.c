@@ -293,9 +293,9 @@ static void read_cost_report(void)
     }
     for (int t = 0; t < TARGET_COUNT; t++)
         if (costs[t].available && costs[t].stops)
-            kprintf("  %s: %u read(s) held a stop of the machine (the longest %s s%s),\n"
+            kprintf("  %s: %u read%s held a stop of the machine (the longest %s s%s),\n"
                     "  left out of its figures: no read costs that\n",
-                    target_info[t].name, costs[t].stops,
+                    target_info[t].name, costs[t].stops, costs[t].stops == 1 ? "" : "s",
                     xs(b[0], xf_div(tsc_ticks_ns(costs[t].longest_stop), xf_from_u64(1000000000ull)), 3),
                     costs[t].stall_ms ? "; read_stall, on purpose" : "");
     kprintf("  Batches: %u reads in a row between two brackets, unrolled, an empty\n  bracket subtracted:\n", BATCH_K);

@@ -249,8 +249,8 @@ static void report_one(enum target_id t, const struct sequence *q)
                 "    can unwrap (the CPU was away: a pause, preemption or SMI)\n",
                 (unsigned long long)q->gap_deltas, BUDGET_EVERY);
     if (q->backward)
-        kprintf("    %llu BACKWARD step(s), the largest %llu ticks\n", (unsigned long long)q->backward,
-                (unsigned long long)q->largest_backward);
+        kprintf("    %llu BACKWARD step%s, the largest %llu ticks\n", (unsigned long long)q->backward,
+                q->backward == 1 ? "" : "s", (unsigned long long)q->largest_backward);
     struct record r;
     record_begin(&r, "resolution");
     record_str(&r, "counter", name);

@@ -274,9 +274,9 @@ static void report_timer(int id)
             away_max = c->away_max > away_max ? c->away_max : away_max;
         }
     if (away)
-        kprintf("    %llu event(s) left out, the machine away (%llu told by the reference\n"
+        kprintf("    %llu event%s left out, the machine away (%llu told by the reference\n"
                 "    standing still); the latest came %s us late\n",
-                (unsigned long long)away, (unsigned long long)away_ref, us_cell(cells[0], away_max));
+                (unsigned long long)away, away == 1 ? "" : "s", (unsigned long long)away_ref, us_cell(cells[0], away_max));
     if (main_short)
         kprintf("    busy or hlt at 10 or 100 us took fewer than %u events within %u ms a cell:\n"
                 "    no p99 there in this profile on this machine\n",
@@ -305,8 +305,9 @@ static void report_timer(int id)
     if (t->idle_why[0])
         kprintf("    idle waits not measured: %s\n", t->idle_why);
     if (tally.stray)
-        kprintf("    %llu interrupt(s) came before the device reached its target: counted as\n"
-                "    stray (a late or doubled delivery), not as events\n", (unsigned long long)tally.stray);
+        kprintf("    %llu interrupt%s came before the device reached its target: counted as\n"
+                "    stray (a late or doubled delivery), not as events\n", (unsigned long long)tally.stray,
+                tally.stray == 1 ? "" : "s");
     switch (timer_tally_outcome(&tally)) {
     case TIMER_EARLY:
         check_fail(check_name(id), "%llu of %llu interrupts came before their deadline", (unsigned long long)tally.early,
@@ -451,14 +452,14 @@ static void report_every_cpu(void)
     else if (measured < tried)
         check_skip("timer interrupts: every CPU", "%u of %u other CPUs measured: none early, none lost", measured, tried);
     else if (cut && !tally.asked)
-        check_skip("timer interrupts: every CPU", "%u other CPU(s) measured, no event asked: every cell cut short at its job's end",
-                   measured);
+        check_skip("timer interrupts: every CPU", "%u other CPU%s measured, no event asked: every cell cut short at its job's end",
+                   measured, measured == 1 ? "" : "s");
     else if (cut)
-        check_pass("timer interrupts: every CPU", "%u other CPU(s), %llu interrupts, none early, none lost; %u cut short at its job's end",
-                   measured, (unsigned long long)tally.asked, cut);
+        check_pass("timer interrupts: every CPU", "%u other CPU%s, %llu interrupts, none early, none lost; %u cut short at its job's end",
+                   measured, measured == 1 ? "" : "s", (unsigned long long)tally.asked, cut);
     else
-        check_pass("timer interrupts: every CPU", "%u other CPU(s), %llu interrupts, none early, none lost", measured,
-                   (unsigned long long)tally.asked);
+        check_pass("timer interrupts: every CPU", "%u other CPU%s, %llu interrupts, none early, none lost", measured,
+                   measured == 1 ? "" : "s", (unsigned long long)tally.asked);
 }
 
 static const char *const step_name[] = {
@@ -487,10 +488,12 @@ static void report_window(unsigned cpu, const char *counter, const struct timers
     char a[FMT_FIXED_CHARS];
     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(w->gap_max)), xf_from_u64(1000000)), 1);
     if (w->tries > 1 || w->last_kind != STEP_NORMAL)
-        kprintf("  rate window, CPU %u %s: %s, measured %u time(s), the last %s\n", cpu, counter,
-                step_text(w->disturbed_kind), w->tries, w->last_kind == STEP_NORMAL ? "clean" : "still not: its rate is suspect");
+        kprintf("  rate window, CPU %u %s: %s, measured %u time%s, the last %s\n", cpu, counter,
+                step_text(w->disturbed_kind), w->tries, w->tries == 1 ? "" : "s",
+                w->last_kind == STEP_NORMAL ? "clean" : "still not: its rate is suspect");
     else if (w->gaps)
-        kprintf("  rate window, CPU %u %s: %u TSC stop(s) up to %s ms; the %s ran on alike\n", cpu, counter, w->gaps, a, counter);
+        kprintf("  rate window, CPU %u %s: %u TSC stop%s up to %s ms; the %s ran on alike\n", cpu, counter, w->gaps,
+                w->gaps == 1 ? "" : "s", a, counter);
 }
 
 static void report_windows(void)
@@ -516,25 +519,30 @@ static void report_away(void)
                 "  while the TSC runs on (a VM paused under KVM) marks the event away.\n",
                 counters[st->ref_counter].name);
         if (st->ref_stops)
-            kprintf("  %llu wait(s) saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
+            kprintf("  %llu wait%s saw it stand still, the longest %s ms.\n", (unsigned long long)st->ref_stops,
+                    st->ref_stops == 1 ? "" : "s",
                     xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->ref_stop_max)), xf_from_u64(1000000)), 1));
         if (st->between_stops)
-            kprintf("  Between events and cells, %llu stretch(es) in which the TSC ran over\n"
+            kprintf("  Between events and cells, %llu stretch%s in which the TSC ran over\n"
                     "  1 ms more than the %s (a pause, or a read of it held up), the longest\n"
-                    "  %s ms: no figure holds them.\n", (unsigned long long)st->between_stops, counters[st->ref_counter].name,
-                    xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->between_stop_max)), xf_from_u64(1000000)), 1));
+                    "  %s ms: no figure holds %s.\n", (unsigned long long)st->between_stops,
+                    st->between_stops == 1 ? "" : "es", counters[st->ref_counter].name,
+                    xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->between_stop_max)), xf_from_u64(1000000)), 1),
+                    st->between_stops == 1 ? "it" : "them");
     } else
         kprintf("  Time away: no second clock to check the waits against.\n");
     kprintf("  A stop with every clock running on (a SIGSTOP of an emulator) cannot\n"
             "  be told inside an idle wait shorter than its bound (%u ms): the idle\n"
             "  figures cannot exclude one.\n", TIMERS_BOUND_MIN_MS);
     if (st->idle_beyond)
-        kprintf("  %llu event(s) came after their bound, the latest %s ms late: only a\n"
+        kprintf("  %llu event%s came after %s bound, the latest %s ms late: only a\n"
                 "  stop of the whole machine explains that (the wait, or its watchdog,\n"
                 "  would have ended first): left out, as away.\n", (unsigned long long)st->idle_beyond,
+                st->idle_beyond == 1 ? "" : "s", st->idle_beyond == 1 ? "its" : "their",
                 xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->idle_beyond_max)), xf_from_u64(1000000)), 1));
     if (st->busy_gaps)
-        kprintf("  Busy waits and armings saw %llu such stop(s) during the phase, the\n  longest %s ms.\n", (unsigned long long)st->busy_gaps,
+        kprintf("  Busy waits and armings saw %llu such stop%s during the phase, the\n  longest %s ms.\n", (unsigned long long)st->busy_gaps,
+                st->busy_gaps == 1 ? "" : "s",
                 xs(a, xf_div(tsc_ticks_to_ns(xf_from_u64(st->busy_gap_max)), xf_from_u64(1000000)), 1));
     else
         kprintf("  Busy waits and armings saw none during the phase (a step of the TSC\n  over 1 ms).\n");

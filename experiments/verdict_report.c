@@ -106,12 +106,12 @@ static void report_monotonicity(void)
         }
         emit(&r);
         if (drift && cf->backward_across_stops)
-            kprintf("  %s: %llu step(s) back across a stop of the machine (its state restored:\n"
+            kprintf("  %s: %llu step%s back across a stop of the machine (its state restored:\n"
                     "    see \"A stop of the machine\"), not counted here\n", name,
-                    (unsigned long long)cf->backward_across_stops);
+                    (unsigned long long)cf->backward_across_stops, cf->backward_across_stops == 1 ? "" : "s");
         if (backward)
-            check_fail(check, "%s: %llu backward step(s), the largest %llu ticks", name, (unsigned long long)backward,
-                       (unsigned long long)largest);
+            check_fail(check, "%s: %llu backward step%s, the largest %llu ticks", name, (unsigned long long)backward,
+                       backward == 1 ? "" : "s", (unsigned long long)largest);
         else
             check_pass(check, "%s: no backward step%s%s", name, tf->seq_done ? " in the sequential reads" : "",
                        drift || tsc_drift ? (tf->seq_done ? " or the drift window" : " in the drift window") : "");

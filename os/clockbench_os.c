@@ -808,7 +808,7 @@ static void judge(void)
             snprintf(which + strlen(which), sizeof which - strlen(which), " %s", os_calls[k].name);
         }
     if (missing)
-        check("FAIL", "OS clocks measured", "%u call(s) not measured:%s", missing, which);
+        check("FAIL", "OS clocks measured", "%u call%s not measured:%s", missing, missing == 1 ? "" : "s", which);
     else
         check("PASS", "OS clocks measured", "%d calls on clocksource %s%s", CALL_COUNT - 1 - !first->calls[CALL_MONOTONIC_VDSO].measured,
               first->name, first->calls[CALL_MONOTONIC_VDSO].measured ? "" : " (no vDSO here)");
@@ -829,9 +829,10 @@ static void judge(void)
     for (int i = 0; i < cs_done; i++)
         moved += cs_results[i].changed_to[0] != 0;
     if (moved)
-        check("FAIL", "clocksource held", "the kernel changed clocksource by itself during %u clocksource(s)' measurement", moved);
+        check("FAIL", "clocksource held", "the kernel changed clocksource by itself during %u clocksource%s measurement", moved,
+              moved == 1 ? "'s" : "s'");
     if (back)
-        check("FAIL", "OS clocks monotonic", "%u backward step(s):%s", back, where);
+        check("FAIL", "OS clocks monotonic", "%u backward step%s:%s", back, back == 1 ? "" : "s", where);
     else
         check("PASS", "OS clocks monotonic", "no backward step in the monotonic clocks' back-to-back reads on %d clocksource%s", cs_done,
               cs_done == 1 ? "" : "s");

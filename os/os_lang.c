@@ -723,7 +723,7 @@ void lang_judge(lang_check_fn check)
         return;
     }
     if (n_failed)
-        check("FAIL", "language probes", "%u probe run(s) failed: %s", n_failed, failed_what);
+        check("FAIL", "language probes", "%u probe run%s failed: %s", n_failed, n_failed == 1 ? "" : "s", failed_what);
     else
         check("PASS", "language probes", "every probe run picked gave well-formed answers");
     if (n_missing)

@@ -220,7 +220,7 @@ bool lang_parse_info(int l, const char *text, struct lang_info *out, const char 
         return false;
     }
     if (out->n != d->n_apis) {
-        snprintf(msg, sizeof msg, "%d api line(s), expected %d", out->n, d->n_apis);
+        snprintf(msg, sizeof msg, "%d api line%s, expected %d", out->n, out->n == 1 ? "" : "s", d->n_apis);
         *why = msg;
         return false;
     }
@@ -513,9 +513,10 @@ void lang_path_sentence(const char *title, const char *api, uint64_t n, const st
     } else {
         at += (size_t)snprintf(out + at, size - at, "no system call (the vDSO)");
     }
-    if (seen->other && at < size)
-        at += (size_t)snprintf(out + at, size - at, "; %.0f other system call(s) per 1000 (the first: number %ld)",
-                               lang_per_1000(seen->other, n), seen->other_nr);
+    double other = lang_per_1000(seen->other, n);
+    if (seen->other && at < size) /* singular when %.0f prints 1 */
+        at += (size_t)snprintf(out + at, size - at, "; %.0f other system call%s per 1000 (the first: number %ld)", other,
+                               other > 0.5 && other < 1.5 ? "" : "s", seen->other_nr);
     (void)per;
     if (at >= size)
         return;

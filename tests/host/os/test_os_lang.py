@@ -181,7 +181,9 @@ def test_the_vdso_path_takes_its_clock_ids_from_the_trace_with_the_vdso_hidden(l
 def test_other_system_calls_are_counted_and_said(lib):
     r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(FUTEX, 0)] * 3)
     assert r["syscalls"] == 1003 and r["other"] == 3 and r["pattern"] == [1]
-    assert "3 other system call(s) per 1000 (the first: number 202)" in r["sentence"]
+    assert "3 other system calls per 1000 (the first: number 202)" in r["sentence"]
+    r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(FUTEX, 0)])
+    assert "1 other system call per 1000 (the first: number 202)" in r["sentence"]
 
 
 def row(name, p50=None, method=b"t", step=None, claim=None, sys=None, clock=b"", heading=False, below=False):
