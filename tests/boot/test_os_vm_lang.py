@@ -35,7 +35,10 @@ import pytest
 from clockbench.records import records
 
 # Not `timed`: it counts system calls and reads claims and least steps,
-# none of which a busy host moves; it runs in the busy lane, beside others.
+# none of which a busy host moves; it runs in the busy lane, beside others,
+# all its tests on one worker, so that the VM boots once (two workers booted
+# it twice: 137 s and 132 s of setup in one make test).
+pytestmark = pytest.mark.xdist_group("os_vm_lang")
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
