@@ -107,6 +107,14 @@ def test_snapshotted_run_passes_in_one_log_and_the_monitor_exits_by_itself(run):
         assert "--restore" in s["restore_command"], s
 
 
+# A pause resumed in the same monitor (Cloud Hypervisor here, whose snapshot
+# fails): the vCPU re-enters the guest only after the resume call's answer,
+# so the image's stop may exceed the API's by that re-entry, never fall
+# short of it. Seen: 15.4 ms on this KVM with nothing else running. Unlike a
+# restore's late start (restore_account), it is not yet measured on its own.
+RESUME_REENTRY_S = 0.05
+
+
 def restored(run) -> bool:
     return bool(run.snapshot.get("restore_command")) and not run.snapshot.get("first_resumed")
 
@@ -126,7 +134,7 @@ def test_stop_length_agrees_with_the_api(run):
     print(f"\n{run.vmm}: the image's stop {wall_s:.6f} s +- {u_s:.6f} ({stop['seen_by']}); API {api_s:.6f} s +- {api_u:.6f}")
     assert u_s < 0.1 and api_u < 0.1, (stop, run.snapshot)
     if not restored(run):
-        assert abs(wall_s - api_s) <= u_s + api_u, (stop, run.snapshot)
+        assert -(u_s + api_u) <= wall_s - api_s <= u_s + api_u + RESUME_REENTRY_S, (stop, run.snapshot)
         return
     k = clocks(run)["kvmclock"]
     ran_s, ran_u = k["advanced_ns"] / 1e9, k["uncertainty_ns"] / 1e9
@@ -156,7 +164,8 @@ def test_each_clock_as_the_monitor_keeps_it(run):
     else:
         # the RTC follows the host's wall clock, paused or restored: it ran on by the stop
         assert c["rtc"]["verdict"] == "ran_on", c["rtc"]
-        assert abs(c["rtc"]["advanced_ns"] / 1e9 - api_s) <= c["rtc"]["uncertainty_ns"] / 1e9 + api_u, (c["rtc"], api_s)
+        rtc_u = c["rtc"]["uncertainty_ns"] / 1e9 + api_u
+        assert -rtc_u <= c["rtc"]["advanced_ns"] / 1e9 - api_s <= rtc_u + RESUME_REENTRY_S, (c["rtc"], api_s)
         if run.snapshot["first_resumed"]:
             # a pause in one monitor (this machine): every clock ran on with the host
             for name in ("tsc", "acpi_pm", "kvmclock"):
