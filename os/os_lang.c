@@ -24,6 +24,7 @@ struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
 #define STAMP_ROUNDS 12
 #define CROSS_PAIRS_MAX 4
 #define THREAD_COUNTS 3
+#define THREADS_CALLS_MAX 1000000
 
 static char lang_dir[512];
 static const char *unavailable[LANG_COUNT]; /* why a language cannot be run, or NULL */
@@ -200,49 +201,120 @@ struct api_result {
     bool thr_ok[THREAD_COUNTS];
     unsigned ks[THREAD_COUNTS];
     int n_k;
+    unsigned threads_calls; /* calls per thread in each `threads` */
     char failures[400];
 };
 
 static void fail(int l, struct api_result *a, const char *what, const char *why)
 {
     char line[400];
-    snprintf(line, sizeof line, "%s %s: %s: %s", lang_defs[l].title, a->info ? a->info->api : "", what, why);
+    snprintf(line, sizeof line, "%s%s%s: %s: %s", lang_defs[l].title, a->info ? " " : "", a->info ? a->info->api : "", what, why);
     printf("  FAILED: %s\n", line);
     n_failed++;
     note(failed_what, sizeof failed_what, line);
     note(a->failures, sizeof a->failures, line);
 }
 
-static void u_text(char *b, size_t size, uint64_t v) { snprintf(b, size, "%llu", (unsigned long long)v); }
+static double cost_ns(const struct api_result *a, double v, double tsc_hz) { return a->cost.tsc ? lang_ticks_ns(v, tsc_hz) : v; }
 
-/* Runs one command whose answer is one line; the line's text in *line
-   (malloc'd by the outcome), or a failure said. */
-static bool one_line(int l, struct api_result *a, const char *what, const char *const *cmd, int n_cmd, enum probe_cpus cpus, struct probe_outcome *o,
-                     const char **line)
+/* ---- a probe serving commands (docs/output.md, `serve`) ---- */
+/* One runtime start answers many commands: a JVM, V8 or Mono takes seconds
+   to start under TCG. A command that fails takes its probe down; the next
+   command starts a new one. */
+struct server {
+    int l;
+    enum probe_cpus cpus;
+    bool up;
+    struct probe_talk t;
+};
+
+static bool server_up(struct server *s, char *why, size_t size)
 {
-    const char *argv[16];
+    if (s->up)
+        return true;
+    const char *cmd[] = {"serve"}, *argv[16];
     char buf[600];
-    build_argv(l, cmd, n_cmd, argv, buf, sizeof buf);
-    probe_run_batch(argv, cpus, lang_opt.timeout_s, o);
-    if (!o->ok) {
-        fail(l, a, what, o->why);
-        return false;
+    build_argv(s->l, cmd, 1, argv, buf, sizeof buf);
+    s->up = probe_talk_start(argv, s->cpus, lang_opt.timeout_s, &s->t, why, size);
+    if (!s->up) {
+        struct probe_outcome o;
+        probe_talk_end(&s->t, &o, false);
+        probe_outcome_free(&o);
     }
-    char *s = o->out;
-    while (*s == '\n')
-        s++;
-    char *nl = strchr(s, '\n');
-    if (nl)
-        *nl = 0;
-    *line = s;
-    return true;
+    return s->up;
 }
 
-static void garbage(int l, struct api_result *a, const char *what, const char *line, const char *why)
+/* Ends the probe: EOF on its stdin, then killed if it does not end
+   (bounded), at once when kill. Why it ended, when not well, in why. */
+static void server_down(struct server *s, bool kill, char *why, size_t size)
+{
+    if (!s->up)
+        return;
+    struct probe_outcome o;
+    probe_talk_end(&s->t, &o, kill);
+    if (why)
+        snprintf(why, size, "%s", o.ok ? "it ended before answering" : o.why);
+    probe_outcome_free(&o);
+    s->up = false;
+}
+
+/* The probe gone (EOF) or past its bound: said, and the probe ended. */
+static void lost(struct server *s, struct api_result *a, const char *what, bool timed_out)
+{
+    char why[200];
+    server_down(s, timed_out, why, sizeof why);
+    fail(s->l, a, what, why);
+}
+
+static void garbage(struct server *s, struct api_result *a, const char *what, const char *line, const char *why)
 {
     char text[240];
     snprintf(text, sizeof text, "printed garbage (%s): '%.60s'", why, line);
-    fail(l, a, what, text);
+    fail(s->l, a, what, text);
+    server_down(s, true, 0, 0);
+}
+
+/* Sends one command; its answer's lines, up to "cb-served", into out
+   (joined by newlines). False, said, when it was not answered. */
+static bool ask(struct server *s, struct api_result *a, const char *what, const char *cmdline, char *out, size_t size)
+{
+    char why[200], line[512];
+    bool timed_out = false;
+    size_t at = 0;
+    out[0] = 0;
+    if (!server_up(s, why, sizeof why)) {
+        fail(s->l, a, what, why);
+        return false;
+    }
+    probe_talk_rearm(&s->t);
+    if (probe_talk_send(&s->t, cmdline))
+        for (const char *r; (r = probe_talk_line(&s->t, line, sizeof line, &timed_out));) {
+            if (!strcmp(r, "cb-served")) {
+                if (out[0])
+                    return true;
+                garbage(s, a, what, r, "no answer before it");
+                return false;
+            }
+            if (at + strlen(r) + 2 < size)
+                at += (size_t)snprintf(out + at, size - at, "%s\n", r);
+        }
+    lost(s, a, what, timed_out);
+    return false;
+}
+
+/* One command whose answer is one line: the line, or NULL (said). */
+static const char *ask_line(struct server *s, struct api_result *a, const char *what, const char *cmdline, char *out, size_t size)
+{
+    if (!ask(s, a, what, cmdline, out, size))
+        return 0;
+    char *nl = strchr(out, '\n');
+    if (nl && nl[1]) {
+        garbage(s, a, what, out, "more than one line");
+        return 0;
+    }
+    if (nl)
+        *nl = 0;
+    return out;
 }
 
 /* Reads every candidate clock, in lang_clock_ids' order; the CPU-time
@@ -269,38 +341,35 @@ static void read_candidates(pid_t child, uint64_t v[LANG_CLOCKS])
 
 /* `stamp`: each round brackets one read of the API between reads of every
    candidate clock; the ids that hold in every round remain. */
-static void bracket_api(int l, struct api_result *a)
+static void bracket_api(struct server *s, struct api_result *a)
 {
-    const char *cmd[] = {"stamp", a->info->api};
-    const char *argv[16];
-    char buf[600], why[200], line[256];
-    build_argv(l, cmd, 2, argv, buf, sizeof buf);
-    struct probe_talk t;
-    struct probe_outcome o;
+    char cmdline[128], why[200], line[256];
     bool timed_out = false;
-    if (!probe_talk_start(argv, PROBE_CPUS_OURS, lang_opt.timeout_s, &t, why, sizeof why)) {
-        fail(l, a, "stamp", why);
-        probe_talk_end(&t, &o, false);
-        probe_outcome_free(&o);
+    if (!server_up(s, why, sizeof why)) {
+        fail(s->l, a, "stamp", why);
         return;
     }
+    probe_talk_rearm(&s->t);
+    snprintf(cmdline, sizeof cmdline, "stamp %s\n", a->info->api);
     /* a value truncated to its unit lies up to one step under its bracket */
     uint64_t below = a->steps_ok && a->steps.least_known ? (uint64_t)ceil(a->steps.least_ns) + 1 : 1000000;
     unsigned mask = (1u << LANG_CLOCKS) - 1, alike = (1u << LANG_CLOCKS) - 1;
-    bool bad = false;
+    if (!probe_talk_send(&s->t, cmdline)) {
+        lost(s, a, "stamp", false);
+        return;
+    }
     for (int r = 0; r < STAMP_ROUNDS; r++) {
         uint64_t before[LANG_CLOCKS], after[LANG_CLOCKS], v;
-        read_candidates(t.pid, before);
-        if (!probe_talk_send(&t, "\n"))
+        read_candidates(s->t.pid, before);
+        if (!probe_talk_send(&s->t, "\n"))
             break;
-        const char *got = probe_talk_line(&t, line, sizeof line, &timed_out);
-        read_candidates(t.pid, after);
+        const char *got = probe_talk_line(&s->t, line, sizeof line, &timed_out);
+        read_candidates(s->t.pid, after);
         if (!got)
             break;
         if (!lang_parse_stamp(got, &v)) {
-            garbage(l, a, "stamp", got, "not a whole number of ns");
-            bad = true;
-            break;
+            garbage(s, a, "stamp", got, "not a whole number of ns");
+            return;
         }
         uint64_t above = 1 + (v >> 52); /* a float's rounding */
         mask &= lang_bracket_round(before, after, v, below, above);
@@ -311,154 +380,190 @@ static void bracket_api(int l, struct api_result *a)
         alike &= m;
         a->stamp_rounds++;
     }
-    probe_talk_end(&t, &o, timed_out);
-    if (!bad && a->stamp_rounds < STAMP_ROUNDS)
-        fail(l, a, "stamp", o.ok ? "it ended before answering every line" : o.why);
-    else if (!bad) {
-        a->stamp_ok = true;
-        a->bracket = mask;
-        a->alike = alike & mask;
+    const char *end = a->stamp_rounds == STAMP_ROUNDS && probe_talk_send(&s->t, "cb-end\n") ?
+                          probe_talk_line(&s->t, line, sizeof line, &timed_out) : 0;
+    if (!end) {
+        lost(s, a, "stamp", timed_out);
+        return;
     }
-    probe_outcome_free(&o);
+    if (strcmp(end, "cb-served")) {
+        garbage(s, a, "stamp", end, "not cb-served after cb-end");
+        return;
+    }
+    a->stamp_ok = true;
+    a->bracket = mask;
+    a->alike = alike & mask;
 }
 
 /* `cross`: the probe may ask us to pin its threads ("pin <tid> <cpu>"). */
-static void cross_pair(int l, struct api_result *a, unsigned cpu_a, unsigned cpu_b, unsigned rounds)
+static void cross_pair(struct server *s, struct api_result *a, unsigned cpu_a, unsigned cpu_b, unsigned rounds)
 {
-    char sa[16], sb[16], sr[16], buf[600], why[200], line[512];
-    u_text(sa, sizeof sa, cpu_a), u_text(sb, sizeof sb, cpu_b), u_text(sr, sizeof sr, rounds);
-    const char *cmd[] = {"cross", a->info->api, sa, sb, sr};
-    const char *argv[16];
-    build_argv(l, cmd, 5, argv, buf, sizeof buf);
-    struct probe_talk t;
-    struct probe_outcome o;
-    bool timed_out = false, got_result = false, said = false;
-    int i = a->n_cross;
-    if (!probe_talk_start(argv, PROBE_CPUS_ALL, lang_opt.timeout_s, &t, why, sizeof why)) {
-        fail(l, a, "cross", why);
-        probe_talk_end(&t, &o, false);
-        probe_outcome_free(&o);
+    char cmdline[160], why[200], line[512];
+    bool timed_out = false;
+    int i = a->n_cross++;
+    if (!server_up(s, why, sizeof why)) {
+        fail(s->l, a, "cross", why);
         return;
     }
-    for (const char *s; !got_result && (s = probe_talk_line(&t, line, sizeof line, &timed_out));) {
+    probe_talk_rearm(&s->t);
+    snprintf(cmdline, sizeof cmdline, "cross %s %u %u %u\n", a->info->api, cpu_a, cpu_b, rounds);
+    if (!probe_talk_send(&s->t, cmdline)) {
+        lost(s, a, "cross", false);
+        return;
+    }
+    for (const char *r; (r = probe_talk_line(&s->t, line, sizeof line, &timed_out));) {
         unsigned long tid, cpu;
-        if (sscanf(s, "pin %lu %lu", &tid, &cpu) == 2) {
+        const char *why2;
+        if (sscanf(r, "pin %lu %lu", &tid, &cpu) == 2) {
             cpu_set_t set;
             CPU_ZERO(&set);
             CPU_SET(cpu, &set);
             if (sched_setaffinity((pid_t)tid, sizeof set, &set) == 0)
-                probe_talk_send(&t, "ok\n");
+                probe_talk_send(&s->t, "ok\n");
             else {
                 char no[120];
                 snprintf(no, sizeof no, "no %s\n", strerror(errno));
-                probe_talk_send(&t, no);
+                probe_talk_send(&s->t, no);
             }
-        } else if (!strncmp(s, "cross ", 6)) {
-            const char *why2;
-            if (lang_parse_cross(s, a->info->api, &a->cross[i], &why2))
-                a->cross_ok[i] = got_result = true;
-            else {
-                garbage(l, a, "cross", s, why2);
-                said = true;
-                break;
+        } else if (!strcmp(r, "cb-served")) {
+            if (a->cross_ok[i])
+                return;
+            garbage(s, a, "cross", r, "no result line before it");
+            return;
+        } else if (!strncmp(r, "cross ", 6) && !a->cross_ok[i]) {
+            if (!lang_parse_cross(r, a->info->api, &a->cross[i], &why2)) {
+                garbage(s, a, "cross", r, why2);
+                return;
             }
+            a->cross_ok[i] = true;
         } else {
-            garbage(l, a, "cross", s, "neither a pin request nor the result");
-            said = true;
-            break;
+            garbage(s, a, "cross", r, "neither a pin request nor the result");
+            return;
         }
     }
-    probe_talk_end(&t, &o, timed_out && !got_result);
-    if (got_result && !o.ok)
-        a->cross_ok[i] = false, fail(l, a, "cross", o.why);
-    else if (!got_result && !said)
-        fail(l, a, "cross", o.ok ? "no result line" : o.why);
-    a->n_cross++;
-    probe_outcome_free(&o);
+    a->cross_ok[i] = false;
+    lost(s, a, "cross", timed_out);
 }
 
-static void measure_api(int l, const struct lang_api_info *info, struct api_result *a)
+/* `cost` and `steps`, on the probe at our CPU and scheduling. */
+static void cost_and_steps(struct server *s, struct api_result *a)
 {
-    *a = (struct api_result){.info = info};
-    const char *api = info->api, *line, *why;
-    char n[16], np[16];
-    struct probe_outcome o;
-    u_text(n, sizeof n, lang_opt.calls);
-    u_text(np, sizeof np, PATH_CALLS);
-    {
-        const char *cmd[] = {"cost", api, n};
-        if (one_line(l, a, "cost", cmd, 3, PROBE_CPUS_OURS, &o, &line)) {
-            if (lang_parse_cost(line, api, &a->cost, &why))
-                a->cost_ok = true;
-            else
-                garbage(l, a, "cost", line, why);
-        }
-        probe_outcome_free(&o);
-    }
-    {
-        const char *cmd[] = {"steps", api, n};
-        if (one_line(l, a, "steps", cmd, 3, PROBE_CPUS_OURS, &o, &line)) {
-            if (lang_parse_steps(line, api, &a->steps, &why))
-                a->steps_ok = true;
-            else
-                garbage(l, a, "steps", line, why);
-        }
-        probe_outcome_free(&o);
-    }
-    for (int h = 0; h < 2; h++) {
-        /* with the vDSO hidden: only when the calls made no clock syscall
-           as they ran (their ids are then known only this way) */
-        if (h == 1 && (!a->seen_ok || a->seen.clock_calls))
-            break;
-        const char *cmd[] = {"path", api, np};
-        const char *argv[16];
-        char buf[600];
-        build_argv(l, cmd, 3, argv, buf, sizeof buf);
-        struct lang_trace *t = h ? &a->hidden : &a->seen;
-        /* a traced runtime starts slower: every one of its system calls stops */
-        probe_run_traced(argv, h == 1, lang_opt.timeout_s * 3, t, &o);
-        const char *what = h ? "path (vDSO hidden)" : "path";
-        if (!o.ok)
-            fail(l, a, what, o.why);
-        else if (!t->begin_seen || !t->end_seen)
-            fail(l, a, what, "the markers cb-path-begin and cb-path-end were not both written to fd 2");
-        else if (h)
-            a->hidden_ok = true;
+    const char *api = a->info->api, *line, *why;
+    char cmdline[128], out[1024];
+    snprintf(cmdline, sizeof cmdline, "cost %s %u\n", api, lang_opt.calls);
+    if ((line = ask_line(s, a, "cost", cmdline, out, sizeof out))) {
+        if (lang_parse_cost(line, api, &a->cost, &why))
+            a->cost_ok = true;
         else
-            a->seen_ok = true;
+            garbage(s, a, "cost", line, why);
+    }
+    snprintf(cmdline, sizeof cmdline, "steps %s %u\n", api, lang_opt.calls);
+    if ((line = ask_line(s, a, "steps", cmdline, out, sizeof out))) {
+        if (lang_parse_steps(line, api, &a->steps, &why))
+            a->steps_ok = true;
+        else
+            garbage(s, a, "steps", line, why);
+    }
+}
+
+/* `path`, traced: every API's in one probe, then again with the vDSO
+   hidden for those whose calls made no clock system call as they ran
+   (their ids are known only that way). */
+static void trace_paths(int l, struct api_result *res, int n)
+{
+    static struct lang_trace traces[LANG_API_MAX];
+    for (int h = 0; h < 2; h++) {
+        char input[LANG_API_MAX * 64] = "";
+        int which[LANG_API_MAX], k = 0;
+        for (int i = 0; i < n; i++)
+            if (h == 0 || (res[i].seen_ok && !res[i].seen.clock_calls)) {
+                which[k++] = i;
+                snprintf(input + strlen(input), sizeof input - strlen(input), "path %s %u\n", res[i].info->api, PATH_CALLS);
+            }
+        if (!k)
+            break;
+        const char *cmd[] = {"serve"}, *argv[16];
+        char buf[600];
+        struct probe_outcome o;
+        build_argv(l, cmd, 1, argv, buf, sizeof buf);
+        /* a traced runtime starts slower: every one of its system calls stops */
+        probe_run_traced(argv, input, h == 1, lang_opt.timeout_s * (2 + (unsigned)k), traces, k, &o);
+        const char *what = h ? "path (vDSO hidden)" : "path";
+        for (int j = 0; j < k; j++) {
+            struct api_result *a = &res[which[j]];
+            if (!traces[j].begin_seen || !traces[j].end_seen)
+                fail(l, a, what, !o.ok ? o.why : "the markers cb-path-begin and cb-path-end were not both written to fd 2");
+            else if (h)
+                a->hidden = traces[j], a->hidden_ok = true;
+            else
+                a->seen = traces[j], a->seen_ok = true;
+        }
         probe_outcome_free(&o);
     }
-    if (!info->private_origin)
-        bracket_api(l, a);
+}
+
+/* Calls per thread in `threads`: enough for each thread's loop to last
+   about --lang-calls us at the cost measured (20 ms by default: one
+   preemption in a 0.5 ms loop doubled its figure), at least --lang-calls. */
+static unsigned threads_calls(const struct api_result *a, double tsc_hz)
+{
+    double per_call_ns = a->cost_ok ? cost_ns(a, a->cost.p50, tsc_hz) : 0;
+    double n = per_call_ns > 0 ? lang_opt.calls * 1000.0 / per_call_ns : lang_opt.calls;
+    double most = THREADS_CALLS_MAX > lang_opt.calls ? THREADS_CALLS_MAX : lang_opt.calls;
+    return n < lang_opt.calls ? lang_opt.calls : n > most ? (unsigned)most : (unsigned)n;
+}
+
+/* `cross` and `threads`, on the probe on every CPU at normal scheduling. */
+static void across_cpus(struct server *s, struct api_result *a, double tsc_hz)
+{
+    const char *api = a->info->api, *line, *why;
+    char cmdline[128], out[1024];
     /* the first CPU allowed against each other one, at most CROSS_PAIRS_MAX */
     unsigned rounds = lang_opt.calls / 10 < 2000 ? lang_opt.calls / 10 : 2000;
     for (int b = 1; b < n_cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
-        cross_pair(l, a, (unsigned)cpu_list[0], (unsigned)cpu_list[b], rounds < 100 ? 100 : rounds);
+        cross_pair(s, a, (unsigned)cpu_list[0], (unsigned)cpu_list[b], rounds < 100 ? 100 : rounds);
     unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
+    a->threads_calls = threads_calls(a, tsc_hz);
     for (int i = 0; i < THREAD_COUNTS; i++) {
         bool dup = false;
         for (int j = 0; j < a->n_k; j++)
             dup |= a->ks[j] == ks[i];
         if (dup)
             continue;
-        char k[16];
-        u_text(k, sizeof k, ks[i]);
-        const char *cmd[] = {"threads", api, k, n};
         int at = a->n_k++;
         a->ks[at] = ks[i];
         why = 0;
-        if (one_line(l, a, "threads", cmd, 4, PROBE_CPUS_ALL, &o, &line)) {
+        snprintf(cmdline, sizeof cmdline, "threads %s %u %u\n", api, ks[i], a->threads_calls);
+        if ((line = ask_line(s, a, "threads", cmdline, out, sizeof out))) {
             if (lang_parse_threads(line, api, &a->thr[at], &why) && a->thr[at].k == ks[i])
                 a->thr_ok[at] = true;
             else
-                garbage(l, a, "threads", line, why ? why : "k= is not the count asked for");
+                garbage(s, a, "threads", line, why ? why : "k= is not the count asked for");
         }
-        probe_outcome_free(&o);
     }
 }
 
+/* Every API of language l: its probe at our CPU (cost, steps, then the
+   brackets), traced (paths), then on every CPU (cross, threads). */
+static void measure_language(struct server *ours, struct api_result *res, int n, double tsc_hz)
+{
+    int l = ours->l;
+    struct server all = {.l = l, .cpus = PROBE_CPUS_ALL};
+    for (int i = 0; i < n; i++)
+        res[i] = (struct api_result){.info = &infos[l].apis[i]};
+    for (int i = 0; i < n; i++)
+        cost_and_steps(ours, &res[i]);
+    trace_paths(l, res, n);
+    for (int i = 0; i < n; i++)
+        if (!res[i].info->private_origin)
+            bracket_api(ours, &res[i]);
+    server_down(ours, false, 0, 0);
+    for (int i = 0; i < n; i++)
+        across_cpus(&all, &res[i], tsc_hz);
+    server_down(&all, false, 0, 0);
+}
+
 /* ---- what it says ---- */
-static double cost_ns(const struct api_result *a, double v, double tsc_hz) { return a->cost.tsc ? lang_ticks_ns(v, tsc_hz) : v; }
 
 /* The clock id the API reads: from the system calls (as it runs, else with
    the vDSO hidden), else by bracketing. */
@@ -582,6 +687,10 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
         rec_f(&r, keys[i], v, known);
     }
     record_u64(&r, "threads_n", want[2]);
+    if (a->n_k)
+        record_u64(&r, "threads_calls", a->threads_calls);
+    else
+        record_null(&r, "threads_calls");
     record_str(&r, "failures", a->failures[0] ? a->failures : 0);
     emit(&r);
     if (a->steps_ok && a->steps.bins) {
@@ -639,40 +748,36 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
             }
             continue;
         }
+        struct server ours = {.l = l, .cpus = PROBE_CPUS_OURS};
         if (!info_done[l]) {
-            const char *cmd[] = {"info"}, *argv[16], *why;
-            char buf[600];
-            struct probe_outcome o;
-            build_argv(l, cmd, 1, argv, buf, sizeof buf);
-            probe_run_batch(argv, PROBE_CPUS_OURS, lang_opt.timeout_s, &o);
+            static char out[8192];
+            struct api_result none = {0};
+            const char *why = 0;
+            unsigned before = n_failed;
             info_done[l] = true;
-            if (!o.ok || !lang_parse_info(l, o.out, &infos[l], &why)) {
-                char text[300];
-                snprintf(text, sizeof text, "%s: info: %s", d->title, o.ok ? "printed garbage: " : o.why);
-                if (o.ok)
-                    snprintf(text + strlen(text), sizeof text - strlen(text), "%s", why);
-                printf("  FAILED: %s (the language is not measured)\n", text);
-                n_failed++;
-                note(failed_what, sizeof failed_what, text);
+            if (ask(&ours, &none, "info", "info\n", out, sizeof out) && !lang_parse_info(l, out, &infos[l], &why))
+                garbage(&ours, &none, "info", out, why);
+            if (n_failed != before) {
+                printf("    (%s is not measured)\n", d->title);
                 snprintf(unavailable_text[l], sizeof unavailable_text[l], "its probe failed");
                 unavailable[l] = unavailable_text[l];
-                probe_outcome_free(&o);
+                server_down(&ours, true, 0, 0);
                 if (n < ROWS_MAX) {
                     rows[n] = (struct lang_row){.heading = true};
                     snprintf(rows[n++].name, sizeof rows[0].name, "%s: not measured", d->title);
                 }
                 continue;
             }
-            probe_outcome_free(&o);
         }
         printf("  %s (%s)...\n", d->title, infos[l].runtime);
         if (n < ROWS_MAX) {
             rows[n] = (struct lang_row){.heading = true};
             snprintf(rows[n++].name, sizeof rows[0].name, "%.39s", d->title);
         }
+        static struct api_result res[LANG_API_MAX];
+        measure_language(&ours, res, infos[l].n, tsc_hz);
         for (int i = 0; i < infos[l].n; i++) {
-            struct api_result a;
-            measure_api(l, &infos[l].apis[i], &a);
+            struct api_result a = res[i];
             emit_record(l, clocksource, &a, tsc_hz);
             if (n < ROWS_MAX)
                 api_row(&a, tsc_hz, &rows[n++]);

@@ -104,55 +104,34 @@ static void describe_end(struct probe_outcome *o, const char *err_text, unsigned
         snprintf(o->why, sizeof o->why, "exited with status %d%s", WEXITSTATUS(o->status), last);
 }
 
-/* Runs argv to its end, its output in memory files (no pipe to fill while
-   we wait); killed, with its process group, after timeout_s. */
-void probe_run_batch(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_outcome *o)
+/* Forks and execs argv with the files given as its stdin, stdout and
+   stderr, at the CPUs asked for; traced: it stops itself for us first
+   (PTRACE_TRACEME, SIGSTOP) and runs under the marker filter. The child's
+   pid, or -1 with *why said. */
+static bool install_marker_filter(void);
+static pid_t spawn(const char **argv, enum probe_cpus cpus, int in, int out, int err, bool traced, char *why, size_t why_size)
 {
-    *o = (struct probe_outcome){0};
-    int out = memfd_create("probe-out", MFD_CLOEXEC), err = memfd_create("probe-err", MFD_CLOEXEC), in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || err < 0 || in < 0) {
-        snprintf(o->why, sizeof o->why, "no memory file for its output: %s", strerror(errno));
-        goto done;
-    }
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(o->why, sizeof o->why, "fork failed: %s", strerror(errno));
-        goto done;
+        snprintf(why, why_size, "fork failed: %s", strerror(errno));
+        return -1;
     }
     if (pid == 0) {
         child_setup(cpus, in, out, err);
+        if (traced) {
+            if (ptrace(PTRACE_TRACEME, 0, 0, 0)) {
+                dprintf(2, "ptrace refused: %s\n", strerror(errno));
+                _exit(126);
+            }
+            raise(SIGSTOP);
+            install_marker_filter(); /* after the stop: the tracer's options (TRACESECCOMP) are set by then */
+        }
         execv(argv[0], (char *const *)argv);
         dprintf(2, "%s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000u;
-    for (;;) {
-        pid_t w = waitpid(pid, &o->status, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR)
-            break;
-        if (now_ns() > deadline) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &o->status, 0);
-            o->timed_out = true;
-            break;
-        }
-        nanosleep(&(struct timespec){0, 2000000}, 0);
-    }
-    kill(-pid, SIGKILL); /* anything it left behind */
-    o->out = slurp(out);
-    o->err = slurp(err);
-    describe_end(o, o->err, timeout_s);
-done:
-    if (out >= 0)
-        close(out);
-    if (err >= 0)
-        close(err);
-    if (in >= 0)
-        close(in);
+    return pid;
 }
 
 /* ---- a probe we talk to (stamp, cross) ---- */
@@ -166,23 +145,16 @@ bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_
         snprintf(why, why_size, "no pipe: %s", strerror(errno));
         return false;
     }
-    fflush(stdout);
-    t->pid = fork();
-    if (t->pid == 0) {
-        child_setup(cpus, in[0], out[1], t->err);
-        execv(argv[0], (char *const *)argv);
-        dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    t->pid = spawn(argv, cpus, in[0], out[1], t->err, false, why, why_size);
     close(in[0]), close(out[1]);
     t->to = in[1], t->from = out[0];
-    if (t->pid < 0) {
-        snprintf(why, why_size, "fork failed: %s", strerror(errno));
+    if (t->pid < 0)
         return false;
-    }
-    t->deadline = now_ns() + (uint64_t)timeout_s * 1000000000u;
+    probe_talk_rearm(t);
     return true;
 }
+
+void probe_talk_rearm(struct probe_talk *t) { t->deadline = now_ns() + (uint64_t)t->timeout_s * 1000000000u; }
 
 /* A probe that has died makes the write raise SIGPIPE, which would end
    clockbench-os (its handler puts the clocksource back and dies): ignored
@@ -346,38 +318,27 @@ static bool filtered(pid_t pid)
     return s && strtol(s + 9, 0, 10) == SECCOMP_MODE_FILTER;
 }
 
-/* Runs `probe path <api> n` traced: every thread and child followed; the
-   system calls of the thread that wrote the begin marker, from it to the
-   end marker, folded into t. A watchdog process kills it after timeout_s.
+/* Runs the probe's `serve` traced, its stdin the text given (its `path`
+   commands): every thread and child followed; the system calls of the
+   thread that wrote a begin marker, from it to its end marker, folded into
+   the next of the n traces. A watchdog process kills it after timeout_s.
    Without the seccomp filter (a kernel without it) every system call of
    every thread stops: slower, the same count. */
-void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct lang_trace *t, struct probe_outcome *o)
+void probe_run_traced(const char **argv, const char *input, bool hide, unsigned timeout_s, struct lang_trace *traces, int n,
+                      struct probe_outcome *o)
 {
     *o = (struct probe_outcome){0};
-    *t = (struct lang_trace){0};
-    int out = open("/dev/null", O_WRONLY | O_CLOEXEC), err = memfd_create("probe-err", MFD_CLOEXEC), in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || err < 0 || in < 0) {
-        snprintf(o->why, sizeof o->why, "no file for its output: %s", strerror(errno));
+    for (int i = 0; i < n; i++)
+        traces[i] = (struct lang_trace){0};
+    int out = open("/dev/null", O_WRONLY | O_CLOEXEC), err = memfd_create("probe-err", MFD_CLOEXEC), in = memfd_create("probe-in", MFD_CLOEXEC);
+    size_t input_len = strlen(input);
+    if (out < 0 || err < 0 || in < 0 || write(in, input, input_len) != (ssize_t)input_len || lseek(in, 0, SEEK_SET) != 0) {
+        snprintf(o->why, sizeof o->why, "no file for its input or output: %s", strerror(errno));
         goto done;
     }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(o->why, sizeof o->why, "fork failed: %s", strerror(errno));
+    pid_t pid = spawn(argv, PROBE_CPUS_OURS, in, out, err, true, o->why, sizeof o->why);
+    if (pid < 0)
         goto done;
-    }
-    if (pid == 0) {
-        child_setup(PROBE_CPUS_OURS, in, out, err);
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0)) {
-            dprintf(2, "ptrace refused: %s\n", strerror(errno));
-            _exit(126);
-        }
-        raise(SIGSTOP);
-        install_marker_filter(); /* after the stop: the tracer's options (TRACESECCOMP) are set by then */
-        execv(argv[0], (char *const *)argv);
-        dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
     int st;
     if (waitpid(pid, &st, __WALL) != pid || !WIFSTOPPED(st)) {
         o->status = st;
@@ -398,6 +359,7 @@ void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct l
        stop) we know whether the filter took */
     ptrace(PTRACE_SYSCALL, pid, 0, 0);
     pid_t marked = -1;
+    int k = 0; /* the trace the next marker pair fills */
     bool counting = false, main_done = false, hidden = !hide, use_filter = false, exec_seen = false;
     while (!main_done) {
         pid_t w = waitpid(-1, &st, __WALL);
@@ -421,18 +383,18 @@ void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct l
         int sig = WSTOPSIG(st), event = st >> 16, inject = 0;
         struct __ptrace_syscall_info si;
         if (sig == (SIGTRAP | 0x80) || (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP)) {
-            if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof si, &si) > 0 &&
+            if (k < n && ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof si, &si) > 0 &&
                 (si.op == PTRACE_SYSCALL_INFO_ENTRY || si.op == PTRACE_SYSCALL_INFO_SECCOMP)) {
                 /* entry and seccomp share the layout of nr and args */
                 long nr = (long)si.entry.nr;
                 bool to_stderr = nr == 1 && si.entry.args[0] == 2;
                 if (to_stderr && marked < 0 && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK))
-                    marked = w, counting = true, t->begin_seen = true;
+                    marked = w, counting = true, traces[k].begin_seen = true;
                 else if (to_stderr && w == marked && counting && writes_marker(w, si.entry.args[1], si.entry.args[2], END_MARK))
-                    counting = false, t->end_seen = true;
+                    counting = false, traces[k++].end_seen = true, marked = -1;
                 else if (w == marked && counting && si.op == PTRACE_SYSCALL_INFO_ENTRY &&
                          !(to_stderr && writes_marker(w, si.entry.args[1], si.entry.args[2], BEGIN_MARK)))
-                    lang_trace_add(t, nr, si.entry.args[0]); /* the begin write's own entry, after its seccomp stop, is not counted */
+                    lang_trace_add(&traces[k], nr, si.entry.args[0]); /* the begin write's own entry, after its seccomp stop, is not counted */
             }
         } else if (sig == SIGTRAP && event) {
             if (event == PTRACE_EVENT_EXEC) {
@@ -457,7 +419,7 @@ void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct l
         ;
     o->err = slurp(err);
     describe_end(o, o->err, timeout_s);
-    if (o->ok && hide && !hidden) {
+    if (o->ok && hide && !hidden && n) {
         o->ok = false;
         snprintf(o->why, sizeof o->why, "the vDSO could not be hidden (no AT_SYSINFO_EHDR in its auxiliary vector)");
     }

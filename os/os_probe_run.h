@@ -1,5 +1,5 @@
 /* Running a language's probe (os_lang.c): to its end with its output in
-   memory, talking to it line by line (stamp, cross), or traced (path):
+   memory, talking to it line by line (its `serve`), or traced (path):
    every wait bounded, a probe that outlives its bound killed with what it
    started. The trace: ptrace(2) with PTRACE_O_TRACECLONE, TRACEFORK,
    TRACEEXEC, TRACESECCOMP and PTRACE_GET_SYSCALL_INFO (Linux 5.3). */
@@ -27,11 +27,8 @@ struct probe_outcome {
 
 void probe_outcome_free(struct probe_outcome *o);
 
-/* Runs argv to its end (stdin /dev/null), killed after timeout_s. */
-void probe_run_batch(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_outcome *o);
-
-/* A probe we talk to: lines to its stdin, lines from its stdout, all
-   before one deadline timeout_s from the start. */
+/* A probe we talk to (its `serve`): lines to its stdin, lines from its
+   stdout, before a deadline timeout_s from the start or the last rearm. */
 struct probe_talk {
     pid_t pid;
     int to, from, err;
@@ -42,15 +39,19 @@ struct probe_talk {
 };
 
 bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_talk *t, char *why, size_t why_size);
+/* A new deadline, timeout_s from now: one for each command served. */
+void probe_talk_rearm(struct probe_talk *t);
 bool probe_talk_send(struct probe_talk *t, const char *text);
 /* One line without its newline, or NULL at its end or the deadline (*timed_out). */
 const char *probe_talk_line(struct probe_talk *t, char *line, size_t size, bool *timed_out);
 /* Closes its stdin and waits (bounded) for its end. */
 void probe_talk_end(struct probe_talk *t, struct probe_outcome *o, bool timed_out);
 
-/* Runs `probe path <api> n` (argv) traced, the vDSO hidden from it when
-   hide: the system calls of the thread that wrote "cb-path-begin\n" to
-   fd 2, up to its "cb-path-end\n", folded into t. */
-void probe_run_traced(const char **argv, bool hide, unsigned timeout_s, struct lang_trace *t, struct probe_outcome *o);
+/* Runs the probe's `serve` (argv) traced, its stdin the text given (its
+   `path <api> n` commands), the vDSO hidden from it when hide: the system
+   calls of the thread that wrote "cb-path-begin\n" to fd 2, up to its
+   "cb-path-end\n", folded into the next of the n traces. */
+void probe_run_traced(const char **argv, const char *input, bool hide, unsigned timeout_s, struct lang_trace *traces, int n,
+                      struct probe_outcome *o);
 
 #endif

@@ -4,6 +4,7 @@
 folder of the test's own (--lang-dir) it stands in for the Python probe
 (as probe.py) or for Go's (as probe-go, with Go's two API names, fewer runs),
 so that the runner is tested before, and apart from, the real probes; and
+it serves its commands on stdin (`serve`) as the real ones do; and
 it can be told to fail (CB_TEST_FAULT=how:command[:api],... with how one of
 crash, hang, garbage, nomarker, closein, demote) to test that one failure
 is one line and the rest go on. Not part of the product."""
@@ -55,12 +56,22 @@ def fault(cmd, api):
 
 
 def main(argv):
+    if argv == ["serve"]:  # the commands on stdin, one a line, each answered then "cb-served"
+        for line in iter(sys.stdin.readline, ""):
+            if line.strip():
+                command(line.split(), serving=True)
+                print("cb-served", flush=True)
+        return
+    command(argv, serving=False)
+
+
+def command(argv, serving):
     if not argv:
         bad("no command")
     cmd, args = argv[0], argv[1:]
     how = fault(cmd, args[0] if args else "")
     if how == "garbage":
-        print("cost %s method=tsc unit=ticks n=zebra" % (args[0] if args else ""))
+        print("cost %s method=tsc unit=ticks n=zebra" % (args[0] if args else ""), flush=True)
         return
     if cmd == "info":
         print("runtime test probe (CPython %d.%d)" % sys.version_info[:2])
@@ -104,7 +115,9 @@ def main(argv):
             os.write(2, b"cb-path-end\n")
         del keep
     elif cmd == "stamp":
-        for _ in sys.stdin:
+        for line in iter(sys.stdin.readline, ""):
+            if serving and line == "cb-end\n":
+                break
             sys.stdout.write("%d\n" % f())
             sys.stdout.flush()
     elif cmd == "cross":
