@@ -349,7 +349,9 @@ template <class Clock> static void run(const char *api, const Words &w, bool ser
         if (w.size() != 2 + args)
             fail("usage: %s %s %s", PROG, cmd.c_str(), usage);
     };
-    auto num = [&](size_t i, const char *what, uint64_t lo, uint64_t hi) { return parse_u64(w[i].c_str(), what, lo, hi); };
+    auto num = [&](size_t i, const char *what, uint64_t lo, uint64_t hi) {
+        return parse_u64(w[i].c_str(), what, lo, hi);
+    };
     if (cmd == "cost") {
         need(1, "<api> <n>");
         cmd_cost<Clock>(api, num(2, "n", 1, MAX_N));
@@ -364,8 +366,8 @@ template <class Clock> static void run(const char *api, const Words &w, bool ser
         cmd_stamp<Clock>(serving);
     } else if (cmd == "cross") {
         need(3, "<api> <cpu_a> <cpu_b> <rounds>");
-        cmd_cross<Clock>(api, (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1), (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1),
-                         num(4, "rounds", 1, MAX_ROUNDS));
+        cmd_cross<Clock>(api, (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1),
+                         (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1), num(4, "rounds", 1, MAX_ROUNDS));
     } else if (cmd == "threads") {
         need(2, "<api> <k> <n>");
         cmd_threads<Clock>(api, num(2, "k", 1, MAX_THREADS), num(3, "n", 1, MAX_N));

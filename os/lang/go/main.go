@@ -40,7 +40,8 @@ const (
 	cpuSetSize = 1024
 	apis       = "time.Now, time.Since"
 	commands   = "info, cost, steps, path, stamp, cross, threads, serve"
-	usage      = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> | serve"
+	usage      = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | " +
+		"threads <api> <k> <n> | serve"
 	// Longer than any command (the longest is cross's, about 50 bytes): a
 	// line beyond it is refused rather than gathered without bound.
 	maxLine = 1024
@@ -298,12 +299,14 @@ type cpuMask [cpuSetSize / 64]uint64
 
 // The calling OS thread's CPUs (the goroutine is locked to it first).
 func getAffinity(mask *cpuMask) bool {
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(*mask), uintptr(unsafe.Pointer(mask)))
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(*mask),
+		uintptr(unsafe.Pointer(mask)))
 	return errno == 0
 }
 
 func setAffinity(mask *cpuMask) bool {
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(*mask), uintptr(unsafe.Pointer(mask)))
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(*mask),
+		uintptr(unsafe.Pointer(mask)))
 	return errno == 0
 }
 

@@ -33,7 +33,8 @@ const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads, serve";
 // Longer than any command (the longest is cross's, about 50 bytes): a line
 // beyond it is refused rather than gathered without bound.
 const MAX_LINE: usize = 1024;
-const USAGE: &str = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> | serve";
+const USAGE: &str =
+    "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> | serve";
 
 extern "C" {
     // glibc; pid 0 is the calling thread
