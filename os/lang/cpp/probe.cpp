@@ -11,6 +11,8 @@
 //        exact percentiles (nearest rank) over the n samples.
 // steps: n back-to-back now(), the differences in ns through duration_cast.
 // path, stamp, cross, threads: as the contract says.
+// serve: one command a line on stdin, each through the same dispatcher as the
+//        command line (dispatch), its answer and `cb-served` flushed together.
 #include <sched.h>
 #include <unistd.h>
 
@@ -39,6 +41,9 @@ namespace chr = std::chrono;
 static const uint64_t MAX_N = 10000000;   // 160 MB of samples at most
 static const uint64_t MAX_THREADS = 1024;
 static const uint64_t MAX_ROUNDS = 10000000;
+// Longer than any command (the longest is cross's, about 50 bytes): a line
+// beyond it is refused rather than gathered without bound.
+static const size_t MAX_LINE = 1024;
 
 [[noreturn]] static void fail(const char *fmt, ...)
 {
@@ -103,6 +108,35 @@ static uint64_t percentile(const std::vector<uint64_t> &sorted, unsigned per_mil
 }
 
 static uint64_t minus(uint64_t v, uint64_t bracket) { return v > bracket ? v - bracket : 0; }
+
+// One line of stdin without its '\n' (a last line may lack it). stdio
+// gathers it across as many read(2)s as the pipe hands over. A line beyond
+// MAX_LINE is too_long, its rest left unread.
+enum class Line { ok, too_long, eof };
+
+static Line read_line(std::string &s)
+{
+    s.clear();
+    int c;
+    while ((c = std::getchar()) != EOF && c != '\n') {
+        if (s.size() == MAX_LINE)
+            return Line::too_long;
+        s += (char)c;
+    }
+    return c == EOF && s.empty() ? Line::eof : Line::ok;
+}
+
+static void skip_line()
+{
+    for (int c = std::getchar(); c != EOF && c != '\n'; c = std::getchar())
+        ;
+}
+
+static void flush_or_exit()
+{
+    if (std::fflush(stdout) != 0)
+        std::exit(1);
+}
 
 template <class Clock> static void cmd_info_line(const char *api)
 {
@@ -203,14 +237,17 @@ template <class Clock> static void cmd_path(const char *api, uint64_t n)
     std::printf("path %s n=%" PRIu64 "\n", api, n);
 }
 
-template <class Clock> static void cmd_stamp()
+// Alone: every line to EOF is a question. Serving: until a line "cb-end".
+template <class Clock> static void cmd_stamp(bool serving)
 {
-    for (int c = std::getchar(); c != EOF; c = std::getchar()) {
-        if (c != '\n')
-            continue; // a line of any length is one question
+    std::string line;
+    for (Line got; (got = read_line(line)) != Line::eof;) {
+        if (got == Line::too_long)
+            skip_line(); // a line of any length is one question
+        else if (serving && line == "cb-end")
+            return;
         std::printf("%" PRId64 "\n", (int64_t)now_ns<Clock>());
-        if (std::fflush(stdout) != 0)
-            std::exit(1);
+        flush_or_exit();
     }
 }
 
@@ -303,61 +340,106 @@ template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint
                 sum / (double)k, worst);
 }
 
-template <class Clock> static void run(const char *api, int argc, char **argv)
+using Words = std::vector<std::string>;
+
+template <class Clock> static void run(const char *api, const Words &w, bool serving)
 {
-    std::string cmd = argv[1];
-    auto need = [&](int args, const char *usage) {
-        if (argc != 3 + args)
+    const std::string &cmd = w[0];
+    auto need = [&](size_t args, const char *usage) {
+        if (w.size() != 2 + args)
             fail("usage: %s %s %s", PROG, cmd.c_str(), usage);
+    };
+    auto num = [&](size_t i, const char *what, uint64_t lo, uint64_t hi) {
+        return parse_u64(w[i].c_str(), what, lo, hi);
     };
     if (cmd == "cost") {
         need(1, "<api> <n>");
-        cmd_cost<Clock>(api, parse_u64(argv[3], "n", 1, MAX_N));
+        cmd_cost<Clock>(api, num(2, "n", 1, MAX_N));
     } else if (cmd == "steps") {
         need(1, "<api> <n>");
-        cmd_steps<Clock>(api, parse_u64(argv[3], "n", 2, MAX_N));
+        cmd_steps<Clock>(api, num(2, "n", 2, MAX_N));
     } else if (cmd == "path") {
         need(1, "<api> <n>");
-        cmd_path<Clock>(api, parse_u64(argv[3], "n", 1, MAX_N));
+        cmd_path<Clock>(api, num(2, "n", 1, MAX_N));
     } else if (cmd == "stamp") {
         need(0, "<api>");
-        cmd_stamp<Clock>();
+        cmd_stamp<Clock>(serving);
     } else if (cmd == "cross") {
         need(3, "<api> <cpu_a> <cpu_b> <rounds>");
-        cmd_cross<Clock>(api, (unsigned)parse_u64(argv[3], "cpu_a", 0, CPU_SETSIZE - 1),
-                         (unsigned)parse_u64(argv[4], "cpu_b", 0, CPU_SETSIZE - 1),
-                         parse_u64(argv[5], "rounds", 1, MAX_ROUNDS));
+        cmd_cross<Clock>(api, (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1),
+                         (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1), num(4, "rounds", 1, MAX_ROUNDS));
     } else if (cmd == "threads") {
         need(2, "<api> <k> <n>");
-        cmd_threads<Clock>(api, parse_u64(argv[3], "k", 1, MAX_THREADS), parse_u64(argv[4], "n", 1, MAX_N));
+        cmd_threads<Clock>(api, num(2, "k", 1, MAX_THREADS), num(3, "n", 1, MAX_N));
+    }
+}
+
+static void serve();
+
+// One command, its words as on the command line (argv[1..]); serving: read
+// from serve's stdin, where stamp ends at "cb-end" and serve is no command.
+static void dispatch(const Words &w, bool serving)
+{
+    if (w.empty())
+        fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | "
+             "threads <api> <k> <n> | serve",
+             PROG);
+    const std::string &cmd = w[0];
+    if (cmd == "info") {
+        if (w.size() != 1)
+            fail("usage: %s info", PROG);
+        cmd_info();
+        return;
+    }
+    if (cmd == "serve") {
+        if (serving)
+            fail("serve: already serving");
+        if (w.size() != 1)
+            fail("usage: %s serve", PROG);
+        serve();
+        return;
+    }
+    if (cmd != "cost" && cmd != "steps" && cmd != "path" && cmd != "stamp" && cmd != "cross" && cmd != "threads")
+        fail("unknown command '%s' (info, cost, steps, path, stamp, cross, threads, serve)", cmd.c_str());
+    if (w.size() < 2)
+        fail("usage: %s %s <api> ...", PROG, cmd.c_str());
+    const std::string &api = w[1];
+    if (api == "steady_clock")
+        run<chr::steady_clock>("steady_clock", w, serving);
+    else if (api == "system_clock")
+        run<chr::system_clock>("system_clock", w, serving);
+    else if (api == "high_resolution_clock")
+        run<chr::high_resolution_clock>("high_resolution_clock", w, serving);
+    else
+        fail("unknown api '%s' (steady_clock, system_clock, high_resolution_clock)", api.c_str());
+}
+
+// Words split at single spaces, as the contract writes them: two spaces make
+// an empty word, refused as the command line refuses an empty argument.
+static void serve()
+{
+    std::string line;
+    for (Line got; (got = read_line(line)) != Line::eof;) {
+        if (got == Line::too_long)
+            fail("a command line longer than %zu bytes", MAX_LINE);
+        if (line.empty())
+            continue;
+        Words w;
+        for (size_t at = 0;;) {
+            size_t sp = line.find(' ', at);
+            w.push_back(line.substr(at, sp == std::string::npos ? std::string::npos : sp - at));
+            if (sp == std::string::npos)
+                break;
+            at = sp + 1;
+        }
+        dispatch(w, true);
+        std::fputs("cb-served\n", stdout);
+        flush_or_exit();
     }
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | "
-             "threads <api> <k> <n>",
-             PROG);
-    std::string cmd = argv[1];
-    if (cmd == "info") {
-        if (argc != 2)
-            fail("usage: %s info", PROG);
-        cmd_info();
-        return 0;
-    }
-    if (cmd != "cost" && cmd != "steps" && cmd != "path" && cmd != "stamp" && cmd != "cross" && cmd != "threads")
-        fail("unknown command '%s' (info, cost, steps, path, stamp, cross, threads)", cmd.c_str());
-    if (argc < 3)
-        fail("usage: %s %s <api> ...", PROG, argv[1]);
-    std::string api = argv[2];
-    if (api == "steady_clock")
-        run<chr::steady_clock>("steady_clock", argc, argv);
-    else if (api == "system_clock")
-        run<chr::system_clock>("system_clock", argc, argv);
-    else if (api == "high_resolution_clock")
-        run<chr::high_resolution_clock>("high_resolution_clock", argc, argv);
-    else
-        fail("unknown api '%s' (steady_clock, system_clock, high_resolution_clock)", api.c_str());
+    dispatch(argc > 1 ? Words(argv + 1, argv + argc) : Words(), false);
     return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -11,6 +11,10 @@
 // percentiles (nearest rank) over the n samples. Every loop is written out
 // once per API (a switch outside the loop), so no function value sits in a
 // bracket.
+//
+// serve: one command a line on stdin, each through the same dispatcher as
+// the command line (dispatch), its answer and `cb-served` written at once
+// (os.Stdout is unbuffered).
 package main
 
 import (
@@ -35,7 +39,12 @@ const (
 	maxRounds  = 10000000
 	cpuSetSize = 1024
 	apis       = "time.Now, time.Since"
-	commands   = "info, cost, steps, path, stamp, cross, threads"
+	commands   = "info, cost, steps, path, stamp, cross, threads, serve"
+	usage      = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | " +
+		"threads <api> <k> <n> | serve"
+	// Longer than any command (the longest is cross's, about 50 bytes): a
+	// line beyond it is refused rather than gathered without bound.
+	maxLine = 1024
 )
 
 const (
@@ -53,6 +62,8 @@ var (
 	sinkTime     time.Time
 	sinkDuration time.Duration
 	base         = time.Now() // time.Since's origin
+	// stdin's one buffer, for serve's commands and stamp's questions alike
+	input = bufio.NewReaderSize(os.Stdin, 4*maxLine)
 )
 
 func fail(format string, args ...interface{}) {
@@ -239,9 +250,44 @@ func path(api int, n uint64) {
 	fmt.Printf("path %s n=%d\n", apiNames[api], n)
 }
 
-func stamp(api int) {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
+const (
+	lineOK = iota
+	lineTooLong
+	lineEOF
+)
+
+// One line of stdin without its '\n' (a last line may lack it), gathered by
+// bufio across as many reads as the pipe hands over. A read error ends the
+// input as EOF does. A line over maxLine is lineTooLong, read to its end
+// when skip says so (else its rest may be left unread).
+func readLine(skip bool) (string, int) {
+	chunk, err := input.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		for skip && err == bufio.ErrBufferFull {
+			_, err = input.ReadSlice('\n')
+		}
+		return "", lineTooLong
+	}
+	if err != nil && len(chunk) == 0 {
+		return "", lineEOF
+	}
+	line := strings.TrimSuffix(string(chunk), "\n")
+	if len(line) > maxLine {
+		return "", lineTooLong
+	}
+	return line, lineOK
+}
+
+// Alone: every line to EOF is a question. Serving: until a line "cb-end".
+func stamp(api int, serving bool) {
+	for {
+		line, got := readLine(true) // a line of any length is one question
+		switch {
+		case got == lineEOF:
+			return
+		case serving && got == lineOK && line == "cb-end":
+			return
+		}
 		// os.Stdout is unbuffered: the line goes out with this call
 		if _, err := fmt.Fprintln(os.Stdout, read(api)); err != nil {
 			os.Exit(1)
@@ -249,12 +295,25 @@ func stamp(api int) {
 	}
 }
 
-// Pins the calling OS thread (the goroutine is locked to it first).
-func pinSelf(cpu uint64) bool {
-	var mask [cpuSetSize / 64]uint64
-	mask[cpu/64] |= 1 << (cpu % 64)
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+type cpuMask [cpuSetSize / 64]uint64
+
+// The calling OS thread's CPUs (the goroutine is locked to it first).
+func getAffinity(mask *cpuMask) bool {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(*mask),
+		uintptr(unsafe.Pointer(mask)))
 	return errno == 0
+}
+
+func setAffinity(mask *cpuMask) bool {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(*mask),
+		uintptr(unsafe.Pointer(mask)))
+	return errno == 0
+}
+
+func pinSelf(cpu uint64) bool {
+	var mask cpuMask
+	mask[cpu/64] |= 1 << (cpu % 64)
+	return setAffinity(&mask)
 }
 
 func cross(api int, cpuA, cpuB, rounds uint64) {
@@ -266,7 +325,19 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 	var wg sync.WaitGroup
 	side := func(me uint64, cpu uint64) {
 		defer wg.Done()
-		runtime.LockOSThread() // never unlocked: the pinned thread ends with the goroutine
+		runtime.LockOSThread()
+		// The OS thread goes back to the runtime with the CPUs it had: a
+		// later goroutine, serve's own among them, may run on it. Where they
+		// cannot be put back it stays locked, and the runtime ends it with
+		// this goroutine (the main thread it parks for good instead).
+		var had cpuMask
+		if getAffinity(&had) {
+			defer func() {
+				if setAffinity(&had) {
+					runtime.UnlockOSThread()
+				}
+			}()
+		}
 		if !pinSelf(cpu) {
 			atomic.StoreInt32(&pinFailed, 1)
 		}
@@ -322,8 +393,9 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 // k goroutines, each locked to an OS thread, with GOMAXPROCS raised to k so
 // that all k run at once as the other languages' threads do.
 func threads(api int, k, n uint64) {
-	if uint64(runtime.GOMAXPROCS(0)) < k {
+	if was := runtime.GOMAXPROCS(0); uint64(was) < k {
 		runtime.GOMAXPROCS(int(k))
+		defer runtime.GOMAXPROCS(was) // serve's next command runs as it would alone
 	}
 	perCall := make([]float64, k)
 	var ready sync.WaitGroup
@@ -370,10 +442,11 @@ func threads(api int, k, n uint64) {
 		sum/float64(k), worst)
 }
 
-func main() {
-	args := os.Args[1:]
+// One command, its words as on the command line (os.Args[1:]); serving: read
+// from serve's stdin, where stamp ends at "cb-end" and serve is no command.
+func dispatch(args []string, serving bool) {
 	if len(args) < 1 {
-		fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n>", prog)
+		fail("usage: %s %s", prog, usage)
 	}
 	cmd := args[0]
 	switch cmd {
@@ -382,6 +455,15 @@ func main() {
 			fail("usage: %s info", prog)
 		}
 		info()
+		return
+	case "serve":
+		if serving {
+			fail("serve: already serving")
+		}
+		if len(args) != 1 {
+			fail("usage: %s serve", prog)
+		}
+		serve()
 		return
 	case "cost", "steps", "path", "stamp", "cross", "threads":
 	default:
@@ -417,7 +499,7 @@ func main() {
 		path(api, parseU64(rest[0], "n", 1, maxN))
 	case "stamp":
 		need(0, "<api>")
-		stamp(api)
+		stamp(api, serving)
 	case "cross":
 		need(3, "<api> <cpu_a> <cpu_b> <rounds>")
 		cross(api, parseU64(rest[0], "cpu_a", 0, cpuSetSize-1), parseU64(rest[1], "cpu_b", 0, cpuSetSize-1),
@@ -426,4 +508,29 @@ func main() {
 		need(2, "<api> <k> <n>")
 		threads(api, parseU64(rest[0], "k", 1, maxThreads), parseU64(rest[1], "n", 1, maxN))
 	}
+}
+
+// Words split at single spaces, as the contract writes them: two spaces make
+// an empty word, refused as the command line refuses an empty argument.
+func serve() {
+	for {
+		line, got := readLine(false)
+		switch got {
+		case lineEOF:
+			return
+		case lineTooLong:
+			fail("a command line longer than %d bytes", maxLine)
+		}
+		if line == "" {
+			continue
+		}
+		dispatch(strings.Split(line, " "), true)
+		if _, err := os.Stdout.WriteString("cb-served\n"); err != nil {
+			os.Exit(1)
+		}
+	}
+}
+
+func main() {
+	dispatch(os.Args[1:], false)
 }

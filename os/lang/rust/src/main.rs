@@ -13,9 +13,11 @@
 //!        clock_gettime), which is that value itself: printed on its clock's
 //!        scale (origin=clock); where a std prints no such fields, the ns since
 //!        the probe's first Instant (origin=private).
+//! serve: one command a line on stdin, each through the same dispatcher as the
+//!        command line (dispatch), its answer and `cb-served` flushed.
 use std::arch::asm;
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::process::exit;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -27,7 +29,12 @@ const MAX_THREADS: u64 = 1024;
 const MAX_ROUNDS: u64 = 10_000_000;
 const CPU_SETSIZE: u64 = 1024;
 const APIS: &str = "Instant::now, SystemTime::now";
-const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads";
+const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads, serve";
+// Longer than any command (the longest is cross's, about 50 bytes): a line
+// beyond it is refused rather than gathered without bound.
+const MAX_LINE: usize = 1024;
+const USAGE: &str =
+    "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> | serve";
 
 extern "C" {
     // glibc; pid 0 is the calling thread
@@ -234,19 +241,75 @@ fn path<C: Clock>(n: u64) {
     println!("path {} n={}", C::NAME, n);
 }
 
-fn stamp<C: Clock>() {
-    let origin = Instant::now();
+enum Line {
+    Ok(Vec<u8>),
+    TooLong, // its rest left unread
+    Eof,
+}
+
+/// One line of stdin without its '\n' (a last line may lack it), through
+/// std's one shared buffer, gathered across as many reads as the pipe hands
+/// over. A read error ends the input as EOF does.
+fn read_line() -> Line {
     let stdin = std::io::stdin();
-    let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
-        if line.is_err() {
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        let (used, done) = match input.fill_buf() {
+            Ok([]) | Err(_) => return if line.is_empty() { Line::Eof } else { Line::Ok(line) },
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(at) => {
+                    line.extend_from_slice(&buf[..at]);
+                    (at + 1, true)
+                }
+                None => {
+                    line.extend_from_slice(buf);
+                    (buf.len(), false)
+                }
+            },
+        };
+        if line.len() > MAX_LINE {
+            return Line::TooLong;
+        }
+        input.consume(used);
+        if done {
+            return Line::Ok(line);
+        }
+    }
+}
+
+fn skip_line() {
+    let stdin = std::io::stdin();
+    let mut byte = [0u8];
+    while let Ok(1) = stdin.lock().read(&mut byte) {
+        if byte[0] == b'\n' {
             break;
+        }
+    }
+}
+
+fn flush_or_exit() {
+    if std::io::stdout().flush().is_err() {
+        exit(1);
+    }
+}
+
+/// Alone: every line to EOF is a question. Serving: until a line "cb-end".
+fn stamp<C: Clock>(serving: bool) {
+    let origin = Instant::now();
+    loop {
+        match read_line() {
+            Line::Eof => return,
+            Line::TooLong => skip_line(), // a line of any length is one question
+            Line::Ok(line) if serving && line == b"cb-end" => return,
+            Line::Ok(_) => {}
         }
         let t = C::now();
         let ns = C::stamp_ns(t).unwrap_or_else(|| InstantNow::diff_ns(origin, Instant::now()));
-        if writeln!(out, "{}", ns).and_then(|_| out.flush()).is_err() {
+        if writeln!(std::io::stdout(), "{}", ns).is_err() {
             exit(1);
         }
+        flush_or_exit();
     }
 }
 
@@ -356,7 +419,7 @@ fn threads<C: Clock>(k: u64, n: u64) {
     println!("threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2}", C::NAME, k, n, mean, worst);
 }
 
-fn run<C: Clock>(cmd: &str, args: &[String]) {
+fn run<C: Clock>(cmd: &str, args: &[String], serving: bool) {
     let need = |count: usize, usage: &str| {
         if args.len() != count {
             fail(format!("usage: {} {} {}", PROG, cmd, usage));
@@ -377,7 +440,7 @@ fn run<C: Clock>(cmd: &str, args: &[String]) {
         }
         "stamp" => {
             need(0, "<api>");
-            stamp::<C>()
+            stamp::<C>(serving)
         }
         "cross" => {
             need(3, "<api> <cpu_a> <cpu_b> <rounds>");
@@ -395,24 +458,54 @@ fn run<C: Clock>(cmd: &str, args: &[String]) {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() < 2 {
-        fail(format!("usage: {} info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n>", PROG));
+/// One command, its words as on the command line (argv[1..]); serving: read
+/// from serve's stdin, where stamp ends at "cb-end" and serve is no command.
+fn dispatch(words: &[String], serving: bool) {
+    if words.is_empty() {
+        fail(format!("usage: {} {}", PROG, USAGE));
     }
-    let cmd = args[1].as_str();
+    let cmd = words[0].as_str();
     match cmd {
-        "info" if args.len() == 2 => return info(),
+        "info" if words.len() == 1 => return info(),
         "info" => fail(format!("usage: {} info", PROG)),
+        "serve" if serving => fail("serve: already serving".to_string()),
+        "serve" if words.len() == 1 => return serve(),
+        "serve" => fail(format!("usage: {} serve", PROG)),
         "cost" | "steps" | "path" | "stamp" | "cross" | "threads" => {}
         _ => fail(format!("unknown command '{}' ({})", cmd, COMMANDS)),
     }
-    if args.len() < 3 {
+    if words.len() < 2 {
         fail(format!("usage: {} {} <api> ...", PROG, cmd));
     }
-    match args[2].as_str() {
-        "Instant::now" => run::<InstantNow>(cmd, &args[3..]),
-        "SystemTime::now" => run::<SystemTimeNow>(cmd, &args[3..]),
+    match words[1].as_str() {
+        "Instant::now" => run::<InstantNow>(cmd, &words[2..], serving),
+        "SystemTime::now" => run::<SystemTimeNow>(cmd, &words[2..], serving),
         api => fail(format!("unknown api '{}' ({})", api, APIS)),
     }
+}
+
+/// Words split at single spaces, as the contract writes them: two spaces make
+/// an empty word, refused as the command line refuses an empty argument.
+fn serve() {
+    loop {
+        let line = match read_line() {
+            Line::Eof => return,
+            Line::TooLong => fail(format!("a command line longer than {} bytes", MAX_LINE)),
+            Line::Ok(line) => line,
+        };
+        if line.is_empty() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let words: Vec<String> = text.split(' ').map(String::from).collect();
+        dispatch(&words, true);
+        println!("cb-served");
+        flush_or_exit();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    dispatch(&args, false);
+    flush_or_exit();
 }
