@@ -18,7 +18,8 @@ import threading
 import time
 
 import pytest
-from test_lang_managed import CPUS, LOST_MOST, PROBES, build_output, fields, probe  # noqa: F401 (a fixture)
+from test_lang_managed import (CLOCK_CALLS, CPUS, LOST_MOST, PROBES, build_output,  # noqa: F401 (a fixture)
+                               clocksource, fields, probe, strace_tool)
 
 WAIT_S = 60  # one answer: a JVM or Mono under a loaded host's nice 19 is slow, never this slow
 STAMPS = 3
@@ -212,6 +213,34 @@ def test_serve_answers_a_script_as_alone(lang, build_output, record_property):
     record_property("serve_s", round(serve_s, 3))
     record_property("one_process_each_s", round(alone_s, 3))
     print(f"{lang}: {len(served)} commands: one serve {serve_s:.2f} s, one process each {alone_s:.2f} s")
+
+
+@pytest.mark.parametrize("lang", PROBES)
+def test_serve_path_windows_hold_only_their_own_calls(lang, build_output, tmp_path):
+    """strace -f over one serve with two path commands and other commands around them: two marker
+    pairs, each written whole by one thread, and between them that thread reads no clock through a
+    system call (on the TSC the vDSO serves each call) and makes next to no other system call;
+    serve's reading of stdin and its cb-served lie outside both windows."""
+    argv = probe(lang, build_output)
+    api = PROBES[lang]["apis"][0]
+    log = tmp_path / "strace.txt"
+    lines_in = f"cost {api} 2000\npath {api} 1000\ninfo\npath {api} 1000\nsteps {api} 2000\n"
+    r = subprocess.run([strace_tool(), "-f", "-qq", "-o", str(log), *argv, "serve"], input=lines_in,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stderr == PAIR * 2 and r.stdout.count("cb-served\n") == 5, (r.stderr, r.stdout)
+    lines = log.read_text(errors="replace").splitlines()
+    begin = [i for i, l in enumerate(lines) if 'write(2, "cb-path-begin\\n", 14' in l]
+    end = [i for i, l in enumerate(lines) if 'write(2, "cb-path-end\\n", 12' in l]
+    assert len(begin) == 2 and len(end) == 2 and begin[0] < end[0] < begin[1] < end[1], "\n".join(lines[-30:])
+    if clocksource() != "tsc":
+        pytest.skip(f"clocksource {clocksource()}: its system calls are the runner's to judge")
+    for b, e in zip(begin, end):
+        tid = lines[b].split()[0]
+        assert lines[e].split()[0] == tid, "the markers were written by two threads"
+        between = [l.split(None, 1)[1] for l in lines[b + 1:e] if l.split()[0] == tid and "resumed>" not in l]
+        assert [l for l in between if l.startswith(CLOCK_CALLS)] == [], between[:10]
+        assert not any(l.startswith(("read(0", "write(1")) for l in between), between[:10]
+        assert len(between) < 10, between[:10]
 
 
 BAD_LINES = [["bogus", "x"], ["steps", "API", "1"], ["cost", "no.such.api", "10"], ["info", "extra"]]
