@@ -219,14 +219,21 @@ async function stamp(api, serving) {
   for (let line; (line = await nextLine()) !== null && !(serving && line === 'cb-end');) say(stampValue(api));
 }
 
-// A worker's end, bounded: its command is not done until its thread is gone.
+// A worker's end: its command is not done until its thread is gone. Watched from the worker's
+// start (an early exit is not missed); the returned function waits for it, bounded from then on.
 function ended(worker, what) {
-  return new Promise((resolve) => {
+  let gone = false, wake = null;
+  worker.on('exit', () => {
+    gone = true;
+    if (wake) wake();
+  });
+  return () => new Promise((resolve) => {
+    if (gone) return resolve();
     const timer = setTimeout(() => fail(`${what}: a worker did not end within ${WAIT_MS / 1000} s`, 1), WAIT_MS);
-    worker.on('exit', () => {
+    wake = () => {
       clearTimeout(timer);
       resolve();
-    });
+    };
   });
 }
 
@@ -271,7 +278,7 @@ async function cross(api, cpuA, cpuB, rounds) {
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
   const done = await Promise.all(next.map((n) => n(rounds * 1000 + WAIT_MS))); // each round may take 1 s
-  await Promise.all(gone); // the pinned threads end with the command
+  await Promise.all(gone.map((g) => g())); // the pinned threads end with the command
   const violations = done[0].violations + done[1].violations;
   const maxViolation = Math.max(done[0].maxViolation, done[1].maxViolation);
   const lost = done[0].lost + done[1].lost;
@@ -361,7 +368,7 @@ async function threads(api, k, n) {
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
   const perCall = (await Promise.all(next.map((m) => m()))).map((m) => m.elapsedNs / n);
-  await Promise.all(gone);
+  await Promise.all(gone.map((g) => g()));
   say(`threads ${APIS[api]} k=${k} n=${n} per_call_ns=${fmt(perCall.reduce((a, b) => a + b, 0) / k)} ` +
     `max_per_call_ns=${fmt(Math.max(...perCall))}`);
 }
