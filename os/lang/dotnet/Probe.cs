@@ -9,6 +9,12 @@
 // The claim beside them is Stopwatch.Frequency (Mono: 10 MHz ticks, CoreCLR on Linux: 1 GHz).
 // A .NET thread cannot pin itself without native calls, so `cross` asks the runner to
 // ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+//
+// `serve` runs many commands in one runtime (docs/output.md, "Language probes: the contract"):
+// each line of stdin goes through the same Run() as the command line. stdin has one reader: a
+// background thread reading one TextReader into a queue, from which serve's commands, stamp's
+// lines and cross's pin answers are all taken (a second reader would buffer what the first one
+// needs; the thread lets a wait for a pin answer be bounded).
 
 using System;
 using System.Collections.Generic;
@@ -29,7 +35,7 @@ static class Probe
     const int WaitMs = 60000;
     const long UnixEpochTicks = 621355968000000000; // DateTime(1970, 1, 1).Ticks
     const string Usage = "usage: mono Probe.exe info | cost API N | steps API N | path API N | stamp API"
-        + " | cross API CPU_A CPU_B ROUNDS | threads API K N";
+        + " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve";
     static readonly TextWriter Out = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(false));
     static long sink; // where measured values go, so that no read is optimised away
 
@@ -184,10 +190,14 @@ static class Probe
             + " backward=" + backward + " max_backward_ns=" + Fmt(maxBack) + " hist=" + hist);
     }
 
+    // a raw stream, written once and flushed: each marker is one write(2)
+    static Stream pathErr;
+
     static void PathMarked(int api, int n)
     {
-        // a raw stream, written once and flushed: each marker is one write(2)
-        Stream err = Console.OpenStandardError();
+        if (pathErr == null)
+            pathErr = Console.OpenStandardError();
+        Stream err = pathErr;
         byte[] begin = Encoding.ASCII.GetBytes("cb-path-begin\n"), end = Encoding.ASCII.GetBytes("cb-path-end\n");
         // compiled and loaded before the window (Stopwatch's System.dll, the stream's Flush):
         // the window then holds the calls' own system calls only
@@ -211,10 +221,10 @@ static class Probe
         return (v / f * 1000000000L + v % f * 1000000000L / f).ToString(CultureInfo.InvariantCulture);
     }
 
-    static void Stamp(int api)
+    // a value per line read; alone until end of input, within serve until a line cb-end
+    static void Stamp(int api, bool serving)
     {
-        TextReader input = new StreamReader(Console.OpenStandardInput(), Encoding.ASCII);
-        while (input.ReadLine() != null)
+        for (string line; (line = NextLine()) != null && !(serving && line == "cb-end");)
             Say(StampValue(api));
     }
 
@@ -227,13 +237,17 @@ static class Probe
         }
     }
 
-    // Lines from stdin, read by a background thread so that a wait for one can be bounded
-    // (null: end of input).
+    // The one reader of stdin: a background thread puts its lines in a queue, then null (end of
+    // input) for good.
     static readonly Queue<string> stdinLines = new Queue<string>();
+    static Thread stdinReader;
+    static int staleReplies; // pin answers still to come for pin requests whose wait timed out
 
     static void StartStdinReader()
     {
-        Thread t = new Thread(() => {
+        if (stdinReader != null)
+            return;
+        stdinReader = new Thread(() => {
             TextReader input = new StreamReader(Console.OpenStandardInput(), Encoding.ASCII);
             for (;;) {
                 string line;
@@ -250,8 +264,46 @@ static class Probe
                     return;
             }
         });
-        t.IsBackground = true;
-        t.Start();
+        stdinReader.IsBackground = true;
+        stdinReader.Start();
+    }
+
+    // The next line within timeoutMs (< 0: no bound), null at end of input; ended is false when
+    // the wait timed out. A late pin answer ("ok", "no ...") is passed over: it belongs to a
+    // request already given up.
+    static string NextLine(int timeoutMs, out bool ended)
+    {
+        StartStdinReader();
+        DateTime deadline = DateTime.UtcNow.AddMilliseconds(timeoutMs);
+        lock (stdinLines) {
+            for (;;) {
+                while (stdinLines.Count == 0) {
+                    int left = timeoutMs < 0 ? Timeout.Infinite
+                        : (int)Math.Max(0, (deadline - DateTime.UtcNow).TotalMilliseconds);
+                    if (left == 0 || !Monitor.Wait(stdinLines, left)) {
+                        ended = false;
+                        return null;
+                    }
+                }
+                string line = stdinLines.Peek();
+                ended = line == null;
+                if (ended)
+                    return null; // end of input stays queued for whoever reads next
+                stdinLines.Dequeue();
+                if (staleReplies > 0 && (line == "ok" || line.StartsWith("no ", StringComparison.Ordinal))) {
+                    staleReplies--;
+                    continue;
+                }
+                return line;
+            }
+        }
+    }
+
+    // the next line, or null at end of input
+    static string NextLine()
+    {
+        bool ended;
+        return NextLine(-1, out ended);
     }
 
     // Asks the runner to pin tid to cpu; true when it answered "ok" within 10 s.
@@ -260,18 +312,11 @@ static class Probe
         if (tid == null)
             return false;
         Say("pin " + tid + " " + cpu);
-        lock (stdinLines) {
-            DateTime deadline = DateTime.UtcNow.AddSeconds(10);
-            while (stdinLines.Count == 0) {
-                int left = (int)(deadline - DateTime.UtcNow).TotalMilliseconds;
-                if (left <= 0 || !Monitor.Wait(stdinLines, left))
-                    return false;
-            }
-            string reply = stdinLines.Peek();
-            if (reply != null)
-                stdinLines.Dequeue(); // end of input stays queued for the next request
-            return reply == "ok";
-        }
+        bool ended;
+        string reply = NextLine(10000, out ended);
+        if (reply == null && !ended)
+            staleReplies++;
+        return reply == "ok";
     }
 
     static long seq;      // release-stored by the writer after t1, acquire-loaded by the reader
@@ -324,7 +369,6 @@ static class Probe
         }
         if (!started.Wait(WaitMs))
             Fail("cross: the threads did not start within " + WaitMs / 1000 + " s", 1);
-        StartStdinReader();
         bool pinned = RequestPin(tids[0], cpuA);
         pinned &= RequestPin(tids[1], cpuB);
         go.Set();
@@ -401,36 +445,60 @@ static class Probe
         Say("api DateTime.UtcNow claim_ns=none origin=clock claim_source=none stated");
     }
 
-    static int Main(string[] argv)
+    // Each line of stdin one command, run as alone, its answer followed by cb-served.
+    static void Serve()
+    {
+        for (string line; (line = NextLine()) != null;) {
+            if (line.Length == 0)
+                continue;
+            Run(line.Split(' '), true);
+            Say("cb-served");
+        }
+    }
+
+    static readonly Dictionary<string, int> Shapes = new Dictionary<string, int> {
+        { "info", 0 }, { "cost", 2 }, { "steps", 2 }, { "path", 2 },
+        { "stamp", 1 }, { "cross", 4 }, { "threads", 3 }, { "serve", 0 },
+    };
+
+    // One command, from the command line or a line of serve: the one dispatcher of both.
+    static void Run(string[] argv, bool serving)
     {
         if (argv.Length == 0)
             Fail(Usage, 64);
         string cmd = argv[0];
-        Dictionary<string, int> shapes = new Dictionary<string, int> {
-            { "info", 0 }, { "cost", 2 }, { "steps", 2 }, { "path", 2 },
-            { "stamp", 1 }, { "cross", 4 }, { "threads", 3 },
-        };
         int want;
-        if (!shapes.TryGetValue(cmd, out want))
+        if (!Shapes.TryGetValue(cmd, out want))
             Fail("unknown command '" + cmd + "'; " + Usage, 64);
         if (argv.Length - 1 != want)
             Fail(cmd + " takes " + want + " arguments; " + Usage, 64);
+        if (cmd == "serve") {
+            if (serving)
+                Fail("serve: already serving", 64);
+            Serve();
+            return;
+        }
         if (cmd == "info") {
             Info();
-            return 0;
+            return;
         }
         int api = ApiOf(argv[1]);
         switch (cmd) {
         case "cost": Cost(api, Number(argv[2], "n", 1, MaxN)); break;
         case "steps": Steps(api, Number(argv[2], "n", 1, MaxN)); break;
         case "path": PathMarked(api, Number(argv[2], "n", 1, MaxN)); break;
-        case "stamp": Stamp(api); break;
+        case "stamp": Stamp(api, serving); break;
         case "threads": Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN)); break;
         default:
             Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095),
                   Number(argv[4], "rounds", 1, MaxN));
             break;
         }
+    }
+
+    static int Main(string[] argv)
+    {
+        Run(argv, false);
         return 0;
     }
 }

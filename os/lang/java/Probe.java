@@ -7,6 +7,12 @@
 // batch's ns per call is reported. Steps are the differences between n back-to-back reads. Java
 // states no resolution for any of its clocks. A Java thread cannot pin itself, so `cross` asks the
 // runner to ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+//
+// `serve` runs many commands in one JVM (docs/output.md, "Language probes: the contract"): each
+// line of stdin goes through the same run() as the command line. stdin has one reader: a daemon
+// thread reading one BufferedReader into a queue, from which serve's commands, stamp's lines and
+// cross's pin answers are all taken (a second reader would buffer what the first one needs; the
+// thread lets a wait for a pin answer be bounded).
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -37,7 +43,7 @@ public final class Probe {
     static final long ROUND_TIMEOUT_NS = 1_000_000_000L;
     static final long WAIT_S = 60;
     static final String USAGE = "usage: java Probe info | cost API N | steps API N | path API N | stamp API"
-            + " | cross API CPU_A CPU_B ROUNDS | threads API K N";
+            + " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve";
     static volatile long sink; // where measured values go, so that no read is optimised away
 
     static void fail(String message, int status) {
@@ -174,21 +180,22 @@ public final class Probe {
                 + " zero=" + zero + " backward=" + backward + " max_backward_ns=" + maxBack + " hist=" + hist);
     }
 
+    // raw writes: FileOutputStream has no buffer, so each marker is one write(2)
+    static final FileOutputStream ERR = new FileOutputStream(FileDescriptor.err);
+    static final byte[] BEGIN = "cb-path-begin\n".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] END = "cb-path-end\n".getBytes(StandardCharsets.US_ASCII);
+
     static void path(int api, int n) throws IOException {
-        // raw writes: FileOutputStream has no buffer, so each marker is one write(2)
-        FileOutputStream err = new FileOutputStream(FileDescriptor.err);
-        byte[] begin = "cb-path-begin\n".getBytes(StandardCharsets.US_ASCII);
-        byte[] end = "cb-path-end\n".getBytes(StandardCharsets.US_ASCII);
         warmUp(api, n); // compiled before the window: no class loading or compile requests inside it
-        err.write(begin);
+        ERR.write(BEGIN);
         long acc = batch(api, n);
-        err.write(end);
+        ERR.write(END);
         sink = acc;
     }
 
-    static void stamp(int api) throws IOException {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
-        while (in.readLine() != null) {
+    // a value per line read; alone until end of input, within serve until a line cb-end
+    static void stamp(int api, boolean serving) throws InterruptedException {
+        for (String line; (line = nextLine()) != null && !(serving && line.equals("cb-end"));) {
             long v = read(api);
             say(Long.toString(api == 1 ? v * 1_000_000L : v));
         }
@@ -202,12 +209,18 @@ public final class Probe {
         }
     }
 
-    // Lines from stdin, read by a daemon thread so that a wait for one can be bounded.
+    // The one reader of stdin: a daemon thread puts its lines in a queue, then EOF for good.
     static final String EOF = "\u0000eof";
-    static BlockingQueue<String> stdinLines() {
-        BlockingQueue<String> q = new LinkedBlockingQueue<>();
+    static BlockingQueue<String> stdinQueue;
+    static int staleReplies; // pin answers still to come for pin requests whose wait timed out
+
+    static synchronized BlockingQueue<String> stdinLines() {
+        if (stdinQueue != null)
+            return stdinQueue;
+        BlockingQueue<String> q = stdinQueue = new LinkedBlockingQueue<>();
         Thread t = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII))) {
+            try {
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
                 for (String line; (line = in.readLine()) != null;)
                     q.add(line);
             } catch (IOException e) {
@@ -220,12 +233,37 @@ public final class Probe {
         return q;
     }
 
+    // The next line within timeoutNs (< 0: no bound): null on time-out, EOF at end of input.
+    // A late pin answer ("ok", "no ...") is passed over: it belongs to a request already given up.
+    static String nextLine(long timeoutNs) throws InterruptedException {
+        BlockingQueue<String> q = stdinLines();
+        long deadline = System.nanoTime() + timeoutNs;
+        for (;;) {
+            String line = timeoutNs < 0 ? q.take() : q.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            if (line == EOF)
+                q.add(EOF); // for whoever reads next
+            if (line != null && staleReplies > 0 && (line.equals("ok") || line.startsWith("no "))) {
+                staleReplies--;
+                continue;
+            }
+            return line;
+        }
+    }
+
+    // the next line, or null at end of input
+    static String nextLine() throws InterruptedException {
+        String line = nextLine(-1);
+        return line == EOF ? null : line;
+    }
+
     // Asks the runner to pin tid to cpu; true when it answered "ok" within 10 s.
-    static boolean requestPin(BlockingQueue<String> replies, String tid, int cpu) throws InterruptedException {
+    static boolean requestPin(String tid, int cpu) throws InterruptedException {
         if (tid == null)
             return false;
         say("pin " + tid + " " + cpu);
-        String reply = replies.poll(10, TimeUnit.SECONDS);
+        String reply = nextLine(10_000_000_000L);
+        if (reply == null)
+            staleReplies++;
         return "ok".equals(reply);
     }
 
@@ -278,9 +316,8 @@ public final class Probe {
         }
         if (!started.await(WAIT_S, TimeUnit.SECONDS))
             fail("cross: the threads did not start within " + WAIT_S + " s", 1);
-        BlockingQueue<String> replies = stdinLines();
-        boolean pinned = requestPin(replies, tids[0], cpuA);
-        pinned &= requestPin(replies, tids[1], cpuB);
+        boolean pinned = requestPin(tids[0], cpuA);
+        pinned &= requestPin(tids[1], cpuB);
         go.countDown();
         for (Thread t : sides) {
             t.join(rounds * 1000L + WAIT_S * 1000L);
@@ -328,13 +365,24 @@ public final class Probe {
                 + " max_per_call_ns=" + fmt(max));
     }
 
-    public static void main(String[] argv) throws Exception {
+    // Each line of stdin one command, run as alone, its answer followed by cb-served.
+    static void serve() throws Exception {
+        for (String line; (line = nextLine()) != null;) {
+            if (line.isEmpty())
+                continue;
+            run(line.split(" ", -1), true);
+            say("cb-served");
+        }
+    }
+
+    // One command, from the command line or a line of serve: the one dispatcher of both.
+    static void run(String[] argv, boolean serving) throws Exception {
         if (argv.length == 0)
             fail(USAGE, 64);
         String cmd = argv[0];
         int want;
         switch (cmd) {
-        case "info": want = 0; break;
+        case "info": case "serve": want = 0; break;
         case "stamp": want = 1; break;
         case "cost": case "steps": case "path": want = 2; break;
         case "threads": want = 3; break;
@@ -343,6 +391,12 @@ public final class Probe {
         }
         if (argv.length - 1 != want)
             fail(cmd + " takes " + want + " arguments; " + USAGE, 64);
+        if (cmd.equals("serve")) {
+            if (serving)
+                fail("serve: already serving", 64);
+            serve();
+            return;
+        }
         if (cmd.equals("info")) {
             String vm = System.getProperty("java.vm.name", "");
             String name = vm.startsWith("OpenJDK") ? "OpenJDK" : System.getProperty("java.runtime.name", "Java");
@@ -356,12 +410,16 @@ public final class Probe {
         case "cost": cost(api, number(argv[2], "n", 1, MAX_N)); break;
         case "steps": steps(api, number(argv[2], "n", 1, MAX_N)); break;
         case "path": path(api, number(argv[2], "n", 1, MAX_N)); break;
-        case "stamp": stamp(api); break;
+        case "stamp": stamp(api, serving); break;
         case "threads": threads(api, number(argv[2], "k", 1, 1024), number(argv[3], "n", 1, MAX_N)); break;
         default: cross(api, number(argv[2], "cpu_a", 0, 4095), number(argv[3], "cpu_b", 0, 4095),
                        number(argv[4], "rounds", 1, MAX_N));
         }
+    }
+
+    public static void main(String[] argv) throws Exception {
+        run(argv, false);
         System.out.flush();
-        Runtime.getRuntime().halt(0); // the stdin reader thread of cross may still be blocked in read
+        Runtime.getRuntime().halt(0); // the stdin reader thread may still be blocked in read
     }
 }

@@ -11,6 +11,11 @@
 // each thread's own start (origin=private): `cross` puts both threads' readings on one scale by
 // bracketing each thread's origin between process.hrtime.bigint reads, and says how wide that
 // bracket is (origin_err_ns).
+//
+// `serve` runs many commands in one V8 (docs/output.md, "Language probes: the contract"): each
+// line of stdin goes through the same run() as the command line. stdin has one reader, one
+// readline interface (it reads ahead, so a second reader would miss what it took), whose lines
+// wait in one queue for serve's commands, stamp's lines and cross's pin answers alike.
 'use strict';
 
 const fs = require('fs');
@@ -26,7 +31,7 @@ const MAX_N = 10000000;
 const ROUND_TIMEOUT_NS = 1000000000n;
 const WAIT_MS = 60000;
 const USAGE = 'usage: node probe.js info | cost API N | steps API N | path API N | stamp API' +
-  ' | cross API CPU_A CPU_B ROUNDS | threads API K N';
+  ' | cross API CPU_A CPU_B ROUNDS | threads API K N | serve';
 
 function fail(message, status = 64) {
   fs.writeSync(2, `probe-node: ${message}\n`);
@@ -160,14 +165,13 @@ function stampValue(api) {
   return String(BigInt(Date.now()) * 1000000n);
 }
 
-function stamp(api) {
-  const rl = readline.createInterface({ input: process.stdin });
-  rl.on('line', () => say(stampValue(api)));
-  rl.on('close', () => process.exit(0));
-}
+// The one reader of stdin, made on first use: take(timeoutMs) resolves to the next line, null at
+// end of input (for good), undefined when timeoutMs (if given) passes first.
+let stdinTake = null;
+let staleReplies = 0; // pin answers still to come for pin requests whose wait timed out
 
-// Lines from stdin, each wait bounded: resolves to the line, null at EOF, undefined on time-out.
-function lineReader() {
+function stdinLines() {
+  if (stdinTake) return stdinTake;
   const lines = [], waiters = [];
   let ended = false;
   const rl = readline.createInterface({ input: process.stdin });
@@ -176,18 +180,60 @@ function lineReader() {
     ended = true;
     while (waiters.length) waiters.shift()(null);
   });
-  return (timeoutMs) => new Promise((resolve) => {
+  stdinTake = (timeoutMs) => new Promise((resolve) => {
     if (lines.length) return resolve(lines.shift());
     if (ended) return resolve(null);
+    let timer = null;
     const waiter = (l) => {
-      clearTimeout(timer);
+      if (timer) clearTimeout(timer);
       resolve(l);
     };
-    const timer = setTimeout(() => {
-      waiters.splice(waiters.indexOf(waiter), 1);
-      resolve(undefined);
-    }, timeoutMs);
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        resolve(undefined);
+      }, timeoutMs);
+    }
     waiters.push(waiter);
+  });
+  return stdinTake;
+}
+
+// The next line of stdin, as stdinLines' take; a late pin answer ("ok", "no ...") is passed
+// over: it belongs to a request already given up.
+async function nextLine(timeoutMs) {
+  const take = stdinLines();
+  const deadline = Date.now() + (timeoutMs || 0);
+  for (;;) {
+    const line = await take(timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()));
+    if (typeof line === 'string' && staleReplies > 0 && (line === 'ok' || line.startsWith('no '))) {
+      staleReplies--;
+      continue;
+    }
+    return line;
+  }
+}
+
+// a value per line read; alone until end of input, within serve until a line cb-end
+async function stamp(api, serving) {
+  for (let line; (line = await nextLine()) !== null && !(serving && line === 'cb-end');) say(stampValue(api));
+}
+
+// A worker's end: its command is not done until its thread is gone. Watched from the worker's
+// start (an early exit is not missed); the returned function waits for it, bounded from then on.
+function ended(worker, what) {
+  let gone = false, wake = null;
+  worker.on('exit', () => {
+    gone = true;
+    if (wake) wake();
+  });
+  return () => new Promise((resolve) => {
+    if (gone) return resolve();
+    const timer = setTimeout(() => fail(`${what}: a worker did not end within ${WAIT_MS / 1000} s`, 1), WAIT_MS);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
   });
 }
 
@@ -216,8 +262,8 @@ async function cross(api, cpuA, cpuB, rounds) {
   const workers = [0, 1].map((me) => new Worker(__filename,
     { workerData: { kind: 'cross', me, api, rounds, sab, base } }));
   const next = workers.map((w) => inbox(w, 'cross'));
+  const gone = workers.map((w) => ended(w, 'cross'));
   const hello = await Promise.all(next.map((n) => n()));
-  const readLine = lineReader();
   let pinned = true;
   for (const [me, cpu] of [[0, cpuA], [1, cpuB]]) {
     if (!hello[me].tid) {
@@ -225,18 +271,20 @@ async function cross(api, cpuA, cpuB, rounds) {
       continue;
     }
     say(`pin ${hello[me].tid} ${cpu}`);
-    if ((await readLine(10000)) !== 'ok') pinned = false;
+    const reply = await nextLine(10000);
+    if (reply === undefined) staleReplies++;
+    if (reply !== 'ok') pinned = false;
   }
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
   const done = await Promise.all(next.map((n) => n(rounds * 1000 + WAIT_MS))); // each round may take 1 s
+  await Promise.all(gone.map((g) => g())); // the pinned threads end with the command
   const violations = done[0].violations + done[1].violations;
   const maxViolation = Math.max(done[0].maxViolation, done[1].maxViolation);
   const lost = done[0].lost + done[1].lost;
   const originErr = api === PERF_NOW ? ` origin_err_ns=${fmt(hello[0].originErr + hello[1].originErr)}` : '';
   say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=${rounds} violations=${violations} ` +
     `max_violation_ns=${fmt(maxViolation)} lost=${lost} pinned=${pinned ? 'requested' : 'no'}${originErr}`);
-  process.exit(0);
 }
 
 function threadId() {
@@ -315,13 +363,14 @@ async function threads(api, k, n) {
   const workers = [];
   for (let w = 0; w < k; w++) workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, sab } }));
   const next = workers.map((w) => inbox(w, 'threads'));
+  const gone = workers.map((w) => ended(w, 'threads'));
   await Promise.all(next.map((m) => m())); // every worker warmed up and waiting
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
   const perCall = (await Promise.all(next.map((m) => m()))).map((m) => m.elapsedNs / n);
+  await Promise.all(gone.map((g) => g()));
   say(`threads ${APIS[api]} k=${k} n=${n} per_call_ns=${fmt(perCall.reduce((a, b) => a + b, 0) / k)} ` +
     `max_per_call_ns=${fmt(Math.max(...perCall))}`);
-  process.exit(0);
 }
 
 function threadsWorker({ api, n, sab }) {
@@ -335,12 +384,26 @@ function threadsWorker({ api, n, sab }) {
   parentPort.postMessage({ elapsedNs: Number(t1 - t0), acc });
 }
 
-function main(argv) {
+// Each line of stdin one command, run as alone, its answer followed by cb-served.
+async function serve() {
+  for (let line; (line = await nextLine()) !== null;) {
+    if (line === '') continue;
+    await run(line.split(' '), true);
+    say('cb-served');
+  }
+}
+
+// One command, from the command line or a line of serve: the one dispatcher of both.
+async function run(argv, serving) {
   if (argv.length === 0) fail(USAGE);
   const [cmd, ...args] = argv;
-  const shapes = { info: 0, cost: 2, steps: 2, path: 2, stamp: 1, cross: 4, threads: 3 };
+  const shapes = { info: 0, cost: 2, steps: 2, path: 2, stamp: 1, cross: 4, threads: 3, serve: 0 };
   if (!Object.prototype.hasOwnProperty.call(shapes, cmd)) fail(`unknown command '${cmd}'; ${USAGE}`);
   if (args.length !== shapes[cmd]) fail(`${cmd} takes ${shapes[cmd]} arguments; ${USAGE}`);
+  if (cmd === 'serve') {
+    if (serving) fail('serve: already serving');
+    return serve();
+  }
   if (cmd === 'info') {
     say(`runtime Node.js ${process.version} (V8 ${process.versions.v8})`);
     for (const a of APIS) {
@@ -352,13 +415,14 @@ function main(argv) {
   if (cmd === 'cost') cost(api, number(args[1], 'n', 1, MAX_N));
   else if (cmd === 'steps') steps(api, number(args[1], 'n', 1, MAX_N));
   else if (cmd === 'path') path(api, number(args[1], 'n', 1, MAX_N));
-  else if (cmd === 'stamp') stamp(api);
+  else if (cmd === 'stamp') await stamp(api, serving);
   else if (cmd === 'cross') {
-    cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
+    await cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
       number(args[3], 'rounds', 1, MAX_N));
-  } else threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
+  } else await threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
 }
 
-if (isMainThread) main(process.argv.slice(2));
+// stdin's reader and the workers would keep the process alive: it ends when the command is done
+if (isMainThread) run(process.argv.slice(2), false).then(() => process.exit(0));
 else if (workerData.kind === 'cross') crossWorker(workerData);
 else threadsWorker(workerData);

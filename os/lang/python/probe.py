@@ -11,7 +11,12 @@ back-to-back reads. The claim beside them is what time.get_clock_info() says of 
 time, so k threads would measure the GIL's hand-offs instead of the clock's own scaling (the line
 says workers=processes). `cross` uses two threads, each pinned with os.sched_setaffinity(0, ...);
 the GIL serialises them, and each hand-off is a full barrier, so a reader that sees the new
-sequence number has seen the writer's t1."""
+sequence number has seen the writer's t1.
+
+`serve` runs many commands in one interpreter (docs/output.md, "Language probes: the contract"):
+each line of stdin goes through the same run() as the command line. stdin has one reader,
+sys.stdin.buffer.readline, for serve's commands and stamp's lines alike: a second reader (or a
+select() on the descriptor) would miss what the buffered one has already read ahead."""
 
 import os
 import platform
@@ -37,7 +42,8 @@ MAX_CPU = 4095
 ROUND_TIMEOUT_NS = 1_000_000_000
 WORKER_TIMEOUT_S = 60
 USAGE = ("usage: probe.py info | cost API N | steps API N | path API N | stamp API"
-         " | cross API CPU_A CPU_B ROUNDS | threads API K N")
+         " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve")
+SHAPES = {"info": 0, "cost": 2, "steps": 2, "path": 2, "stamp": 1, "cross": 4, "threads": 3, "serve": 0}
 
 
 def fail(message, status=64):
@@ -69,6 +75,14 @@ def fmt(x):
 def say(line):
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def read_line():
+    """The next line of stdin without its newline, or None at end of input."""
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return None
+    return line.rstrip(b"\n").decode("latin-1")
 
 
 def cmd_info():
@@ -152,10 +166,13 @@ def cmd_path(name, n):
     return v
 
 
-def cmd_stamp(name):
+def cmd_stamp(name, serving):
+    """A value per line read; alone until end of input, within serve until a line cb-end."""
     f, _, unit_ns = api_of(name)
-    stdin = sys.stdin.buffer
-    while stdin.readline():
+    while True:
+        line = read_line()
+        if line is None or (serving and line == "cb-end"):
+            return
         v = f()
         say(str(v if unit_ns == 1 else round(v * unit_ns)))
 
@@ -216,15 +233,21 @@ def cmd_threads(name, k, n):
     for _ in range(k):
         pid = os.fork()
         if pid == 0:
-            os.close(go_w)
-            run_batch(f, n)  # warm-up, as in cost
-            os.write(ready_w, b"r")
-            os.read(go_r, 1)  # the common start: EOF when the parent closes go_w
-            t0 = clock()
-            run_batch(f, n)
-            t1 = clock()
-            os.write(out_w, f"{t1 - t0}\n".encode())
-            os._exit(0)
+            # whatever happens, the child ends here: it must never return into serve's loop,
+            # read the stdin the parent shares with it, or answer cb-served
+            status = 1
+            try:
+                os.close(go_w)
+                run_batch(f, n)  # warm-up, as in cost
+                os.write(ready_w, b"r")
+                os.read(go_r, 1)  # the common start: EOF when the parent closes go_w
+                t0 = clock()
+                run_batch(f, n)
+                t1 = clock()
+                os.write(out_w, f"{t1 - t0}\n".encode())
+                status = 0
+            finally:
+                os._exit(status)
         pids.append(pid)
     os.close(ready_w)
     os.close(out_w)
@@ -253,15 +276,30 @@ def cmd_threads(name, k, n):
         f"max_per_call_ns={fmt(max(per_call))} workers=processes")
 
 
-def main(argv):
-    if not argv:
+def serve():
+    """Each line of stdin one command, run as alone, its answer followed by cb-served."""
+    while True:
+        line = read_line()
+        if line is None:
+            return
+        if line:
+            run(line.split(" "), serving=True)
+            say("cb-served")
+
+
+def run(words, serving=False):
+    """One command, from the command line or a line of serve: the one dispatcher of both."""
+    if not words:
         fail(USAGE)
-    cmd, args = argv[0], argv[1:]
-    shapes = {"info": 0, "cost": 2, "steps": 2, "path": 2, "stamp": 1, "cross": 4, "threads": 3}
-    if cmd not in shapes:
+    cmd, args = words[0], words[1:]
+    if cmd not in SHAPES:
         fail(f"unknown command '{cmd}'; {USAGE}")
-    if len(args) != shapes[cmd]:
-        fail(f"{cmd} takes {shapes[cmd]} arguments; {USAGE}")
+    if len(args) != SHAPES[cmd]:
+        fail(f"{cmd} takes {SHAPES[cmd]} arguments; {USAGE}")
+    if cmd == "serve":
+        if serving:
+            fail("serve: already serving")
+        return serve()
     if cmd == "info":
         return cmd_info()
     api_of(args[0])
@@ -269,7 +307,7 @@ def main(argv):
         n = number(args[1], "n", 1, MAX_N)
         return {"cost": cmd_cost, "steps": cmd_steps, "path": cmd_path}[cmd](args[0], n)
     if cmd == "stamp":
-        return cmd_stamp(args[0])
+        return cmd_stamp(args[0], serving)
     if cmd == "cross":
         return cmd_cross(args[0], number(args[1], "cpu_a", 0, MAX_CPU), number(args[2], "cpu_b", 0, MAX_CPU),
                          number(args[3], "rounds", 1, MAX_N))
@@ -278,6 +316,6 @@ def main(argv):
 
 if __name__ == "__main__":
     try:
-        main(sys.argv[1:])
+        run(sys.argv[1:])
     except BrokenPipeError:
         os._exit(1)
