@@ -122,3 +122,19 @@ def test_switching_to_wal_waits_for_a_writer_as_any_write_does(tmp_path, make, m
         release.join()
         holder.close()
     assert 0.4 < waited_s < 20, waited_s
+
+
+def test_where_no_hard_link_can_be_made_the_store_is_made_in_place(tmp_path, monkeypatch):
+    """Some file systems (FAT on a stick) have no hard links: the store is
+    then made at its own name, as before, and nothing is left beside it."""
+    def no_link(src, dst):
+        raise PermissionError(1, "Operation not permitted", str(dst))
+
+    monkeypatch.setattr(store.os, "link", no_link)
+    db = tmp_path / "s.db"
+    with store.open_store(db) as st:
+        st.add_log(TCG.read_text(), "m", "capture")
+        assert st.version == store.SCHEMA_VERSION and st.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    with store.open_store(db) as st:
+        assert st.count() == 1

@@ -274,7 +274,8 @@ class Store:
                 return False
             return True
         except (OSError, sqlite3.Error) as e:
-            raise errors.CannotWrite(f"{self.path}: cannot open the store: {e} (a new store is made in its folder, then linked into place)") from None
+            raise errors.CannotWrite(f"{self.path}: cannot open the store: {e} (a new store is made in its folder, "
+                                     "then linked into place)") from None
         finally:
             for suffix in ("", "-journal", "-wal", "-shm"):
                 Path(f"{aside}{suffix}").unlink(missing_ok=True)
