@@ -80,20 +80,22 @@ const struct vmm_rate *vmm_rate_table(unsigned *count)
     return table;
 }
 
-unsigned vmm_rate_candidates(enum vmm_id vmm, enum vmm_device device)
-{
-    unsigned n = 0;
-    for (unsigned i = 0; i < TABLE_ROWS; i++)
-        n += table[i].vmm == vmm && table[i].device == device;
-    return n;
-}
-
 const struct vmm_rate *vmm_rate_of(enum vmm_id vmm, enum vmm_device device, unsigned which)
 {
     for (unsigned i = 0; i < TABLE_ROWS; i++)
         if (table[i].vmm == vmm && table[i].device == device && which-- == 0)
             return &table[i];
     return 0;
+}
+
+/* counted by the one lookup, so the two can never disagree on what a row
+   of this machine and device is (the table is a few dozen rows) */
+unsigned vmm_rate_candidates(enum vmm_id vmm, enum vmm_device device)
+{
+    unsigned n = 0;
+    while (vmm_rate_of(vmm, device, n))
+        n++;
+    return n;
 }
 
 const char *vmm_name(enum vmm_id vmm)

@@ -208,24 +208,48 @@ def add_machine_arguments(p: argparse.ArgumentParser, firmware_help: str, firmwa
                    f"from {MEMORY_MIN_MIB}M to {MEMORY_MAX_MIB // 1024**2}T (default: %(default)s)")
 
 
-def add_migration_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--migrate-at", type=float, metavar="SECONDS",
-                   help="migrate the VM to a new QEMU this many seconds after the serial port's first line: stopped (QMP "
+# The run's two stops, --OPT-at, --OPT-after and --OPT-gap each: what the
+# stop is called in a message, its gap's default, and what --OPT-at and
+# --OPT-gap do (--OPT-after is the same for both).
+STOPS = {
+    "migrate": {
+        "what": "migration",
+        "gap_default": qemu.MIGRATE_GAP_DEFAULT_S,
+        "at_help": "migrate the VM to a new QEMU this many seconds after the serial port's first line: stopped (QMP "
                    "stop), its state written to a file, resumed by a second QEMU started with -incoming; the log goes on "
-                   "from it, the status is its. From 0 to below the run's time bound")
-    r.add_argument("--migrate-after", metavar="PHASE",
-                   help="with --migrate-at: count its seconds from the start of this phase of the run (its first "
+                   "from it, the status is its. From 0 to below the run's time bound",
+        "gap_help": "the least time the VM stands still between the two QEMUs (longer when moving the state takes longer; "
+                    "what it was is measured)",
+    },
+    "snapshot": {
+        "what": "snapshot",
+        "gap_default": snapshot.SNAPSHOT_GAP_DEFAULT_S,
+        "at_help": "with --vmm firecracker or cloud-hypervisor: this many seconds after the serial port's first line, "
+                   "pause the VM, snapshot it into the run's folder, kill the monitor, and restore the snapshot in a new "
+                   "one that resumes it; the log goes on from it, the status is its. From 0 to below the run's time bound",
+        "gap_help": "the least time from the pause's answer to the new monitor's start (the VM stands still longer: "
+                    "writing and loading the snapshot; what it was is measured)",
+    },
+}
+
+
+def add_stop_arguments(r: argparse.ArgumentParser, opt: str) -> None:
+    """--OPT-at, --OPT-after and --OPT-gap for one of STOPS."""
+    stop = STOPS[opt]
+    r.add_argument(f"--{opt}-at", type=float, metavar="SECONDS", help=stop["at_help"])
+    r.add_argument(f"--{opt}-after", metavar="PHASE",
+                   help=f"with --{opt}-at: count its seconds from the start of this phase of the run (its first "
                    f"progress record: {', '.join(PHASES)}) instead of the serial port's first line")
-    r.add_argument("--migrate-gap", type=float, metavar="SECONDS", default=qemu.MIGRATE_GAP_DEFAULT_S,
-                   help="with --migrate-at: the least time the VM stands still between the two QEMUs (longer when "
-                   "moving the state takes longer; what it was is measured) (default: %(default)s)")
+    r.add_argument(f"--{opt}-gap", type=float, metavar="SECONDS", default=stop["gap_default"],
+                   help=f"with --{opt}-at: {stop['gap_help']} (default: %(default)s)")
 
 
-def _check_stop_arguments(args: argparse.Namespace, opt: str, what: str, gap_default: float) -> bool:
-    """--OPT-at, --OPT-after and --OPT-gap (opt "migrate" or "snapshot"),
-    checked alike: one line and exit 64 for a value out of range, a phase
-    the image has not, or an -after or -gap without its -at. True when a
-    stop was asked for."""
+def _check_stop_arguments(args: argparse.Namespace, opt: str) -> bool:
+    """--OPT-at, --OPT-after and --OPT-gap (opt one of STOPS), checked
+    alike: one line and exit 64 for a value out of range, a phase the image
+    has not, or an -after or -gap without its -at. True when a stop was
+    asked for."""
+    what, gap_default = STOPS[opt]["what"], STOPS[opt]["gap_default"]
     at = getattr(args, f"{opt}_at", None)
     gap = getattr(args, f"{opt}_gap", gap_default)
     after = getattr(args, f"{opt}_after", None)
@@ -248,22 +272,9 @@ def _check_stop_arguments(args: argparse.Namespace, opt: str, what: str, gap_def
 
 
 def check_migration_arguments(args: argparse.Namespace) -> None:
-    if _check_stop_arguments(args, "migrate", "migration", qemu.MIGRATE_GAP_DEFAULT_S):
+    if _check_stop_arguments(args, "migrate"):
         qemu.qmp_module()  # QMP's library, before anything starts: a run that cannot migrate is no run (exit 69)
 
 
-def add_snapshot_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--snapshot-at", type=float, metavar="SECONDS",
-                   help="with --vmm firecracker or cloud-hypervisor: this many seconds after the serial port's first line, "
-                   "pause the VM, snapshot it into the run's folder, kill the monitor, and restore the snapshot in a new "
-                   "one that resumes it; the log goes on from it, the status is its. From 0 to below the run's time bound")
-    r.add_argument("--snapshot-after", metavar="PHASE",
-                   help="with --snapshot-at: count its seconds from the start of this phase of the run (its first "
-                   f"progress record: {', '.join(PHASES)}) instead of the serial port's first line")
-    r.add_argument("--snapshot-gap", type=float, metavar="SECONDS", default=snapshot.SNAPSHOT_GAP_DEFAULT_S,
-                   help="with --snapshot-at: the least time from the pause's answer to the new monitor's start (the VM "
-                   "stands still longer: writing and loading the snapshot; what it was is measured) (default: %(default)s)")
-
-
 def check_snapshot_arguments(args: argparse.Namespace) -> None:
-    _check_stop_arguments(args, "snapshot", "snapshot", snapshot.SNAPSHOT_GAP_DEFAULT_S)
+    _check_stop_arguments(args, "snapshot")

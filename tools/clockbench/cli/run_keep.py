@@ -37,11 +37,12 @@ def keep(args, rec: RunRecord, result) -> int:
         return result.exit_code
     first, *notes = result.describe().split("\n")
     say("\n".join([f"{first} after {result.seconds:.1f} s"] + notes))
-    for field, account in (("migration", "resume"), ("snapshot", "restore")):
+    for field, accounts in (("migration", ("resume",)), ("snapshot", ("restore", "resume"))):
         if meta.get(field):
             say(meta[field]["described"])
-            if meta[field].get(account):
-                say(meta[field][account]["described"])
+            for account in accounts:
+                if meta[field].get(account):
+                    say(meta[field][account]["described"])
     if "host_tsc" in meta:
         say(host_tsc.describe_against(meta["host_tsc"]))
 

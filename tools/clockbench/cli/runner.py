@@ -16,8 +16,8 @@ import argparse
 
 from clockbench import paths
 from clockbench.cli import run_keep, run_machine, run_plan
-from clockbench.cli.run_args import (VMMS, NETBOOT_DEFAULT_MAC, add_machine_arguments, add_migration_arguments,
-                                     add_snapshot_arguments, check_run_arguments)
+from clockbench.cli.run_args import (VMMS, NETBOOT_DEFAULT_MAC, add_machine_arguments, add_stop_arguments,
+                                     check_run_arguments)
 from clockbench.machines import qemu
 from clockbench.report import ci_formats
 from clockbench.runs import runs, store
@@ -81,8 +81,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="add the run to this store of runs ('none': do not) (default: %(default)s)")
     r.add_argument("--name", help="the machine's name in the store (default: host/machine-accel-firmware-smpN)")
     ci_formats.add_arguments(r)
-    add_migration_arguments(r)
-    add_snapshot_arguments(r)
+    add_stop_arguments(r, "migrate")
+    add_stop_arguments(r, "snapshot")
     r.set_defaults(func=cmd_run, check=check_run_arguments)
     return r
 

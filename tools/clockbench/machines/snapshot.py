@@ -356,3 +356,19 @@ def restore_account(snap: dict, recs: list[dict]) -> dict | None:
         return None
     return vmrun.late_start_account(snap["stopped_s"], snap["stopped_uncertainty_s"], recs, "restored",
                                     "the new vCPU's start with its memory faulted in from the snapshot")
+
+
+def resume_account(snap: dict, recs: list[dict]) -> dict | None:
+    """After a pause resumed in the same monitor (the snapshot failed, as
+    Cloud Hypervisor's does on this machine's KVM): sized as a restore is,
+    the TSC's advance across the drift loop's gap less the API's stop. No
+    memory comes back from a file here, so the late start is the loop's
+    last read to the pause and the paused vCPU's thread entering the guest
+    again after the resume call's answer. The clocks that run with the host
+    through a pause (the RTC, the PM timer, kvmclock) are judged against
+    the TSC's advance. None when there was no such pause, no API stop or no
+    stop the image sized."""
+    if not snap.get("first_resumed") or snap.get("stopped_s") is None:
+        return None
+    return vmrun.late_start_account(snap["stopped_s"], snap["stopped_uncertainty_s"], recs, "resumed in the same monitor",
+                                    "the paused vCPU entering the guest again after the resume call")

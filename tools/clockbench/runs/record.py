@@ -66,6 +66,7 @@ class RunRecord:
             meta["host_tsc"]["guest"] = host_tsc.known_answers(recs, meta["host_tsc"])
         if meta.get("snapshot"):
             meta["snapshot"]["restore"] = snapshot.restore_account(meta["snapshot"], recs)
+            meta["snapshot"]["resume"] = snapshot.resume_account(meta["snapshot"], recs)
         if meta.get("migration") and meta["migration"].get("stopped_s") is not None:
             meta["migration"]["resume"] = vmrun.late_start_account(
                 meta["migration"]["stopped_s"], meta["migration"]["stopped_uncertainty_s"], recs,

@@ -12,7 +12,9 @@ The schema's version is SQLite's user_version, and the file is marked as
 ours by its application_id; MIGRATIONS brings an older store up to date in
 one transaction, and a newer one is refused. Many processes may write at
 once: the store runs in WAL mode, every write is one IMMEDIATE transaction,
-and a writer waits up to BUSY_TIMEOUT_S for another's lock."""
+and a writer waits up to BUSY_TIMEOUT_S for another's lock. A new store is
+made whole under a temporary name beside it and linked into place, so that
+no opener ever meets one half-made (tables, but no application id yet)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +194,8 @@ class Store:
         exists = self.path.is_file() and self.path.stat().st_size > 0
         if not exists and not create:
             raise errors.NoInput(f"{self.path}: no store here (`clockbench run`, `capture` or `import` makes it)")
+        if not exists and not self.path.exists():
+            exists = self._make_aside()
         if exists:
             try:
                 with self.path.open("rb") as f:
@@ -234,38 +239,46 @@ class Store:
             raise errors.NewerSchema(f"{self.path}: the store is schema version {version}; this tool knows up to "
                                      f"{SCHEMA_VERSION}: refused (update clockbench); nothing was changed")
         if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            db.execute("PRAGMA journal_mode = WAL")
+            _to_wal(db)
         db.execute("PRAGMA foreign_keys = ON")
         if version < SCHEMA_VERSION:
-            self._migrate()
+            _migrate(db)
 
-    def _migrate(self) -> None:
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
+    def _make_aside(self) -> bool:
+        """Makes the new store whole under a temporary name in its folder
+        and links it into place: openers meet no file, or a whole store.
+        A link never replaces a file, so when another opener linked its own
+        first, that one is the store and this one is dropped. Returns
+        whether the store's file is there now (False where the folder's
+        file system has no hard links: the store is then made in place,
+        which _prepare's one snapshot and _to_wal's wait keep safe, though
+        an opener may meet it still empty)."""
         try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]  # another writer may have migrated meanwhile
-            for i in range(version, SCHEMA_VERSION):
-                for stmt in MIGRATIONS[i].split(";"):
-                    if stmt.strip():
-                        db.execute(stmt)
-            if version < 3 <= SCHEMA_VERSION:
-                self._fill_tool()
-            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-    def _fill_tool(self) -> None:
-        """Migration 3's data: each older run's tool, read from its log's
-        schema record; a log with no record at all did not run."""
-        for rid, blob in self.db.execute("SELECT id, log FROM runs").fetchall():
-            text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
-            tool = _tool_of(records.parse_log(text).records)
-            self.db.execute("UPDATE runs SET tool = ? WHERE id = ?", (tool, rid))
-            if tool is None:
-                self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (DID_NOT_RUN, rid))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise errors.CannotWrite(f"{self.path}: cannot open the store: {e}") from None
+        aside = self.path.with_name(f".{self.path.name}.new-{os.getpid()}-{os.urandom(4).hex()}")
+        try:
+            db = sqlite3.connect(str(aside), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                _migrate(db)
+                # last, and into the file itself (no -wal to leave behind): the link carries it
+                db.execute("PRAGMA journal_mode = WAL")
+            finally:
+                db.close()
+            try:
+                os.link(aside, self.path)
+            except FileExistsError:
+                pass
+            except OSError:
+                return False
+            return True
+        except (OSError, sqlite3.Error) as e:
+            raise errors.CannotWrite(f"{self.path}: cannot open the store: {e} (a new store is made in its folder, "
+                                     "then linked into place)") from None
+        finally:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                Path(f"{aside}{suffix}").unlink(missing_ok=True)
 
     @property
     def version(self) -> int:
@@ -475,6 +488,55 @@ class Store:
             cols = list(rows[0].keys()) if rows else [c.strip() for c in sql.split("SELECT ")[1].split(" FROM")[0].split(",")]
             out[name] = (cols, [tuple(r) for r in rows])
         return out
+
+
+def _to_wal(db: sqlite3.Connection) -> None:
+    """Switches a store made in SQLite's rollback mode (by an older tool, or
+    in place) to WAL. SQLite refuses the switch at once, without its busy
+    wait, while another connection holds the write lock (another opener's
+    switch or migration): tried again until BUSY_TIMEOUT_S, as any write waits."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError("database is locked")
+        time.sleep(0.01)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Brings a store up to SCHEMA_VERSION, and marks it as ours, in one
+    IMMEDIATE transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]  # another writer may have migrated meanwhile
+        for i in range(version, SCHEMA_VERSION):
+            for stmt in MIGRATIONS[i].split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+        if version < 3 <= SCHEMA_VERSION:
+            _fill_tool(db)
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _fill_tool(db: sqlite3.Connection) -> None:
+    """Migration 3's data: each older run's tool, read from its log's
+    schema record; a log with no record at all did not run."""
+    for rid, blob in db.execute("SELECT id, log FROM runs").fetchall():
+        text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
+        tool = _tool_of(records.parse_log(text).records)
+        db.execute("UPDATE runs SET tool = ? WHERE id = ?", (tool, rid))
+        if tool is None:
+            db.execute("UPDATE runs SET status = ? WHERE id = ?", (DID_NOT_RUN, rid))
 
 
 def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) -> dict:
