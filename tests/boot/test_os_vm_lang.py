@@ -51,6 +51,7 @@ LANGUAGES = ("cpp-libstdc++", "cpp-libc++", "rust", "go", "java", "python", "nod
 TOOL_TIMEOUT_S = 600  # about 3 minutes on an idle 2-CPU host; a loaded one (load 10) took 7
 CLOCKSOURCES = ("tsc", "hpet", "acpi_pm")
 CI = os.environ.get("CI") == "true"
+RUNTIME_READS_CLOCK = ("go", "java", "node")
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +91,16 @@ def test_on_hpet_and_acpi_pm_every_call_is_a_syscall(run):
             continue
         want = 2000 if (lang, api) == ("go", "time.Now") else 1000
         got = r["clock_syscalls_per_1000"]
-        if lang == "go":
-            # Go's scheduler reads CLOCK_MONOTONIC on the calling thread now
-            # and then (nanotime, at a preemption: 8 in 1000 calls seen on hpet
-            # under TCG): the API's own are the want, the runtime's a few more
-            assert want <= got <= want * 1.02, (cs, lang, api, r)
-            assert r["traced_clock_ids"] == ([0, 1] if api == "time.Now" else [1]), r
+        if lang in RUNTIME_READS_CLOCK:
+            # these runtimes read the clock for themselves on the calling
+            # thread now and then: Go's scheduler (nanotime at a preemption: 8
+            # in 1000 calls seen on hpet under TCG), the JVM (Instant.now 1003
+            # to 1005), V8 (performance.now 1042, hrtime.bigint 1007): the
+            # API's own are the want, the runtime's a few more
+            assert want <= got <= want * 1.05, (cs, lang, api, r)
         else:
             assert got == want, (cs, lang, api, r)
+        assert r["traced_clock_ids"] == CLOCK_READ[(lang, api)], (cs, lang, api, r)
         assert r["path"] == "syscall", (cs, lang, api, r)
         seen += 1
     assert seen >= 2 * API_COUNT, run["explain"]

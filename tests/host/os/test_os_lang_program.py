@@ -270,10 +270,19 @@ def test_the_languages_are_measured_on_each_clocksource_and_the_original_put_bac
     sysfs.mkdir()
     (sysfs / "current_clocksource").write_text("tsc\n")
     (sysfs / "available_clocksource").write_text("tsc other \n")
-    p = run("--sysfs", str(sysfs), *FAST, "--lang", "go", "--lang-dir", str(d), env=python_first(tmp_path))
+    starts = tmp_path / "starts"
+    p = run("--sysfs", str(sysfs), *FAST, "--lang", "go", "--lang-dir", str(d), env={**python_first(tmp_path), "CB_TEST_STARTS": str(starts)})
     assert p.returncode == 0, p.stdout[-3000:]
     recs = records(p.stdout)
     assert sorted((r["clocksource"], r["api"]) for r in of(recs, "lang_clock")) == \
         [("other", "time.Now"), ("other", "time.Since"), ("tsc", "time.Now"), ("tsc", "time.Since")]
+    # the runtime starts once per role, not once per command (docs/output.md, `serve`): at our CPU,
+    # traced, traced with the vDSO hidden, on every CPU: four a clocksource, every API's commands in each
+    assert starts.read_text().splitlines() == ["serve"] * 8, starts.read_text()
+    for r in of(recs, "lang_clock"):
+        # each thread's loop sized to about --lang-calls us at the cost measured, at least --lang-calls calls
+        # (the record's p50 is rounded to 1/1000 ns: the count may differ by one)
+        want = min(1_000_000, max(500, 500_000 / r["p50_ns"]))
+        assert r["threads_calls"] >= 500 and abs(r["threads_calls"] - want) <= 1 + want * 1e-4, (want, r)
     assert "The ladder on clocksource tsc" in p.stdout and "The ladder on clocksource other" in p.stdout
     assert (sysfs / "current_clocksource").read_text() == "tsc"
