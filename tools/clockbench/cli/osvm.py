@@ -46,9 +46,10 @@ CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 # Linux under TCG reaches init in about 5 s here; under nested KVM it can
 # take many minutes (every trapped instruction is emulated).
 DEFAULT_TIMEOUT_S = 300
-# With the languages: every API runs its probe some ten times per
-# clocksource, and a JVM or V8 takes seconds to start under TCG (all eight
-# languages on three clocksources took over 10 minutes on a loaded host).
+# With the languages: each probe serves its commands in one runtime (at most
+# four starts per language and clocksource), and all eight languages on
+# three clocksources take about 3 minutes under TCG; a KVM that emulates
+# every instruction (PLATFORM.md) is far slower.
 DEFAULT_LANG_TIMEOUT_S = 1800
 LAST_LINES = 8
 
