@@ -543,24 +543,26 @@ static void across_cpus(struct server *s, struct api_result *a, double tsc_hz)
     }
 }
 
-/* Every API of language l: its probe at our CPU (cost, steps, then the
-   brackets), traced (paths), then on every CPU (cross, threads). */
-static void measure_language(struct server *ours, struct api_result *res, int n, double tsc_hz)
+/* Every API of language l: its probe at our CPU and scheduling (cost,
+   steps, then the brackets), traced (paths), then the same probe moved to
+   every CPU at normal scheduling (cross, threads): one start fewer. */
+static void measure_language(struct server *s, struct api_result *res, int n, double tsc_hz)
 {
-    int l = ours->l;
-    struct server all = {.l = l, .cpus = PROBE_CPUS_ALL};
+    int l = s->l;
     for (int i = 0; i < n; i++)
         res[i] = (struct api_result){.info = &infos[l].apis[i]};
     for (int i = 0; i < n; i++)
-        cost_and_steps(ours, &res[i]);
+        cost_and_steps(s, &res[i]);
     trace_paths(l, res, n);
     for (int i = 0; i < n; i++)
         if (!res[i].info->private_origin)
-            bracket_api(ours, &res[i]);
-    server_down(ours, false, 0, 0);
+            bracket_api(s, &res[i]);
+    s->cpus = PROBE_CPUS_ALL; /* a probe started from here on starts there */
+    if (s->up)
+        probe_talk_widen(&s->t);
     for (int i = 0; i < n; i++)
-        across_cpus(&all, &res[i], tsc_hz);
-    server_down(&all, false, 0, 0);
+        across_cpus(s, &res[i], tsc_hz);
+    server_down(s, false, 0, 0);
 }
 
 /* ---- what it says ---- */

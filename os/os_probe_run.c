@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "os_probe_run.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -155,6 +156,32 @@ bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_
 }
 
 void probe_talk_rearm(struct probe_talk *t) { t->deadline = now_ns() + (uint64_t)t->timeout_s * 1000000000u; }
+
+/* Every thread of the probe to every CPU at the default scheduling, as
+   PROBE_CPUS_ALL starts one: the threads it makes from now on inherit it
+   from their maker. Threads of another user's probe may refuse; a thread
+   that ends meanwhile is no matter. */
+void probe_talk_widen(struct probe_talk *t)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)t->pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        CPU_SET(i, &set);
+    struct sched_param sp = {0};
+    for (struct dirent *e; (e = readdir(d));) {
+        pid_t tid = (pid_t)strtol(e->d_name, 0, 10);
+        if (tid <= 0)
+            continue;
+        sched_setscheduler(tid, SCHED_OTHER, &sp);
+        sched_setaffinity(tid, sizeof set, &set);
+    }
+    closedir(d);
+}
 
 /* A probe that has died makes the write raise SIGPIPE, which would end
    clockbench-os (its handler puts the clocksource back and dies): ignored

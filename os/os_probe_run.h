@@ -41,6 +41,8 @@ struct probe_talk {
 bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_talk *t, char *why, size_t why_size);
 /* A new deadline, timeout_s from now: one for each command served. */
 void probe_talk_rearm(struct probe_talk *t);
+/* Its every thread to every CPU at the default scheduling (PROBE_CPUS_ALL). */
+void probe_talk_widen(struct probe_talk *t);
 bool probe_talk_send(struct probe_talk *t, const char *text);
 /* One line without its newline, or NULL at its end or the deadline (*timed_out). */
 const char *probe_talk_line(struct probe_talk *t, char *line, size_t size, bool *timed_out);

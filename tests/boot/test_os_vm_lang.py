@@ -20,7 +20,7 @@ offers (tsc, hpet, acpi_pm), for every language:
   flagged.
 
 One boot, kept short (100 calls per measurement). Each probe serves all its
-commands in one runtime (docs/output.md, `serve`): at most four starts of
+commands in one runtime (docs/output.md, `serve`): at most three starts of
 a JVM, V8 or Mono per clocksource, where a start per command made this run
 take over ten minutes. A missing runtime fails under CI=true (`make deps`
 installs them)."""

@@ -72,6 +72,9 @@ def command(argv, serving):
     if not argv:
         bad("no command")
     cmd, args = argv[0], argv[1:]
+    if os.environ.get("CB_TEST_STARTS") and cmd in ("cost", "threads"):  # where the command ran
+        with open(os.environ["CB_TEST_STARTS"], "a") as f:
+            f.write("%s on %d CPUs\n" % (cmd, len(os.sched_getaffinity(0))))
     how = fault(cmd, args[0] if args else "")
     if how == "garbage":
         print("cost %s method=tsc unit=ticks n=zebra" % (args[0] if args else ""), flush=True)

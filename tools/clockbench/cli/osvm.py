@@ -47,7 +47,7 @@ CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 # take many minutes (every trapped instruction is emulated).
 DEFAULT_TIMEOUT_S = 300
 # With the languages: each probe serves its commands in one runtime (at most
-# four starts per language and clocksource), and all eight languages on
+# three starts per language and clocksource), and all eight languages on
 # three clocksources take about 3 minutes under TCG; a KVM that emulates
 # every instruction (PLATFORM.md) is far slower.
 DEFAULT_LANG_TIMEOUT_S = 1800
