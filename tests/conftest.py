@@ -22,10 +22,20 @@ TIMED = ("timed: times something or stops QEMU from outside, so it must not shar
          "`make test` runs these one at a time, with the rest beside them at the lowest priority")
 
 
+FIRST = ("first: a long test that shares no boot with the timed lane: started first, so that it does not run "
+         "alone at the end of the busy lane while the other worker waits (os-vm with every language: 2-3 minutes)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", TIMED)
+    config.addinivalue_line("markers", FIRST)
     # pytest-xdist's own marker, named here too for the timed lane, which runs without xdist
     config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist keeps on one worker")
+
+
+def pytest_collection_modifyitems(config, items):
+    # pytest-xdist hands the tests (their groups) out in this order
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)
 
 
 @pytest.fixture(scope="session")

@@ -39,8 +39,10 @@ from clockbench.records import records
 # Not `timed`: it counts system calls and reads claims and least steps,
 # none of which a busy host moves; it runs in the busy lane, beside others,
 # all its tests on one worker, so that the VM boots once (two workers booted
-# it twice: 137 s and 132 s of setup in one make test).
-pytestmark = pytest.mark.xdist_group("os_vm_lang")
+# it twice: 137 s and 132 s of setup in one make test), and first, as it
+# shares no boot with the timed lane (176 s, at the busy lane's end, once
+# kept one worker busy long after the other had finished).
+pytestmark = [pytest.mark.xdist_group("os_vm_lang"), pytest.mark.first]
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("CLOCKBENCH_BUILD", ROOT / "build"))
