@@ -284,6 +284,10 @@ $(GRUB_EFI): efi/grub-sbat.csv efi/grub-early.cfg Makefile
 KEY_DIR ?= $(HOME)/.config/clockbench/secureboot
 TEST_KEY_DIR := $(BUILD)/test-key
 CB_TOOL := PYTHONPATH=tools $(PYTHON) -m clockbench
+# The installed host tool: defined here, before the first rule that names it
+# as a prerequisite (os-vm), for make expands prerequisites as it reads them.
+VENV := $(BUILD)/venv
+HOST_TOOL := $(VENV)/bin/clockbench
 
 # The certificate stands for its key: made when there is none, and an ISO
 # older than it (a new key, `clockbench keys --new`) is signed again.
@@ -437,8 +441,7 @@ fuzz-seeds: $(KERNEL) $(TEST_ISO)
 
 # The host tool (tools/, pyproject.toml), installed into a virtual
 # environment that sees Debian's pyserial and matplotlib: no download.
-VENV := $(BUILD)/venv
-HOST_TOOL := $(VENV)/bin/clockbench
+# (VENV and HOST_TOOL are set above, before os-vm names it as a prerequisite.)
 $(HOST_TOOL): tools/pyproject.toml
 	$(call say,VENV,$(VENV))$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(Q)$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e tools
