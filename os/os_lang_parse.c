@@ -598,8 +598,18 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
             snprintf(p, sizeof p, "%.0f %s", r->syscalls_per_1000, r->via_syscall ? "sys" : "vdso");
         PUT("  %-26.26s %7s %5s %7s %6s %9s %.12s\n", r->name, c, x, s, cl, p, r->clock[0] ? r->clock : "-");
     }
+    /* every column and mark explained where it is read (docs/output.md
+       says the same at length) */
     PUT("  b: batches timed by the runtime, not single calls; <: under the TSC's step\n"
-        "  claim: the resolution the API states; !: finer than the least step seen\n");
+        "  xbare: p50 over the bare read's (at least this where the bare read has <)\n"
+        "  step: the least non-zero step seen; -: not measured or not traced\n"
+        "  claim: the resolution the API states; !: a claim finer than half the least\n"
+        "    step seen\n"
+        "  sys/1000: system calls in 1000 calls (a language's counted under ptrace);\n"
+        "    vdso: the clock read with no system call, sys: by one\n"
+        "  clock: REAL(TIME), MONO(TONIC), RAW, BOOT(TIME), PCPU and TCPU (PROCESS_ and\n"
+        "    THREAD_CPUTIME_ID), _C: _COARSE, gtod: gettimeofday; +: several a call\n"
+        "    in that order; |: can't be told apart here\n");
 #undef PUT
     return at < size ? at : size - 1;
 }
