@@ -384,6 +384,9 @@ RECORDS ?=
 os-bench: DEPS = os
 os-bench: deps $(OS_BIN)
 	@mkdir -p $(BUILD)/os-bench
+	@# bad options: clockbench-os's one line and its 64, before the last run's log is overwritten
+	@# (it reads its options in order, so --help after them exits 0 only when all are good)
+	@$(OS_BIN) $(OS_ARGS) --help > /dev/null
 	@# the languages' probes: one whose toolchain is missing is said, and not measured
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log | \

@@ -71,3 +71,18 @@ def test_the_vdso_row_claims_no_path_it_did_not_count():
     assert row.split()[-2:] == ["-", "MONO"], row
     syscall = next(l for l in out.splitlines() if l.strip().startswith("syscall clock_gettime"))
     assert syscall.split()[-3:] == ["1000", "sys", "MONO"], syscall  # the raw syscall: one a call by construction
+
+
+def test_a_bad_option_to_os_bench_is_one_line_and_keeps_the_last_log(tmp_path):
+    # `make os-bench OS_ARGS='--lang cobol'` wrote an empty os.log over the
+    # last run's and then said "the log is build/os-bench/os.log (with its records)"
+    (tmp_path / "os-bench").mkdir()
+    (tmp_path / "os-bench" / "os.log").write_text("the last run's log\n")
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "os-bench", f"BUILD={tmp_path}", "OS_ARGS=--lang cobol",
+                        "LANG_PROBES="], capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    said = [l for l in r.stderr.splitlines() if l.startswith("clockbench-os:")]
+    assert said == ["clockbench-os: --lang: unknown language 'cobol' (valid: cpp-libstdc++, cpp-libc++, rust, go, java, python, "
+                    "node, dotnet)"], r.stderr
+    assert "the log is" not in r.stdout, r.stdout
+    assert (tmp_path / "os-bench" / "os.log").read_text() == "the last run's log\n"
