@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from helpers.paths import ROOT
+from helpers.tool import run_cli
 
 
 def test_os_vm_builds_the_host_tool_it_runs(tmp_path):
@@ -86,3 +89,20 @@ def test_a_bad_option_to_os_bench_is_one_line_and_keeps_the_last_log(tmp_path):
                     "node, dotnet)"], r.stderr
     assert "the log is" not in r.stdout, r.stdout
     assert (tmp_path / "os-bench" / "os.log").read_text() == "the last run's log\n"
+
+
+@pytest.mark.parametrize("given, says", [
+    ("--lang-calls 5", "--args: --lang-calls needs a whole number from 100 to 1000000, not '5'"),
+    ("--cpu x", "--args: --cpu needs a whole number from 0 to 4095, not 'x'"),
+    ("--bogus", "--args: unknown argument '--bogus'"),
+    ("--help", "--args: --help is for this terminal"),
+])
+def test_bad_program_arguments_to_os_vm_are_64_with_one_line_before_any_boot(capsys, tmp_path, given, says):
+    # as /init clockbench-os ended at a bad option and Linux panicked: 40
+    # lines of a kernel's call trace and exit 4, after packing 199 MB
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
+    kernel = tmp_path / "bzImage"
+    kernel.write_bytes(b"\0" * 0x202 + b"HdrS")  # given, so nothing is fetched
+    r = run_cli(capsys, "os-vm", "--kernel", kernel, "--program", PROGRAM, "--no-lang", f"--args={given}", "--log", tmp_path / "x.log")
+    assert r.code == 64 and says in r.err and len(r.err.strip().split("\n")) == 1, r
+    assert not (tmp_path / "x.log").exists()

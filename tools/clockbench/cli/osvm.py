@@ -169,6 +169,24 @@ def check_program(path: Path) -> None:
             raise errors.BadInput(f"{path} is dynamically linked; /init must be static (link it with -static)")
 
 
+def check_program_args(program: Path, words: list[str]) -> None:
+    """The program's own options, checked on this machine before the boot:
+    as /init a bad one ends the program, and with it init, in a kernel
+    panic. clockbench-os reads its options in order, so with --help after
+    them it exits 0 when all are good and 64 with its one line when one is
+    not. A program that cannot run here is left for the VM to judge."""
+    if "--help" in words or "-h" in words:
+        raise errors.UsageError(f"--args: --help is for this terminal: run {program} --help")
+    try:
+        r = subprocess.run([str(program), *words, "--help"], capture_output=True, text=True, timeout=10,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if r.returncode == errors.USAGE:
+        said = (r.stderr.strip().splitlines() or ["a bad option"])[0]
+        raise errors.UsageError(f"--args: {said.removeprefix(program.name + ': ')} ({program} --help)")
+
+
 # --- the command line --------------------------------------------------------
 
 def kernel_cmdline(program_args: str) -> str:
@@ -275,6 +293,7 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
         kernel, which = Path(args.kernel), "given with --kernel"
         check_bzimage(kernel)
     check_program(program)
+    check_program_args(program, shlex.split(program_args(args)))
     if not args.kernel:
         kernel, which = fetch_kernel(LINUX_DIR)
         check_bzimage(kernel)
