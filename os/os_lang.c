@@ -34,7 +34,7 @@ static struct lang_info infos[LANG_COUNT];
 static bool info_done[LANG_COUNT];
 
 /* what went wrong, over the whole run */
-static unsigned n_failed, n_missing, n_changed;
+static unsigned n_failed, n_missing, n_changed, n_picked;
 static char failed_what[512], missing_what[256], changed_what[256];
 
 static void note(char *buf, size_t size, const char *text)
@@ -141,6 +141,7 @@ void lang_setup(void)
     for (int l = 0; l < LANG_COUNT; l++) {
         if (lang_opt.picked && !lang_opt.pick[l])
             continue;
+        n_picked++;
         const struct lang_def *d = &lang_defs[l];
         char probe[600];
         probe_path(l, probe, sizeof probe);
@@ -831,6 +832,8 @@ void lang_judge(lang_check_fn check)
     }
     if (n_failed)
         check("FAIL", "language probes", "%u probe run%s failed: %s", n_failed, n_failed == 1 ? "" : "s", failed_what);
+    else if (n_missing >= n_picked) /* nothing ran: no PASS for it */
+        check("SKIP", "language probes", "no probe ran: no language picked is here (see above)");
     else
         check("PASS", "language probes", "every probe run picked gave well-formed answers");
     if (n_missing)

@@ -106,3 +106,17 @@ def test_bad_program_arguments_to_os_vm_are_64_with_one_line_before_any_boot(cap
     r = run_cli(capsys, "os-vm", "--kernel", kernel, "--program", PROGRAM, "--no-lang", f"--args={given}", "--log", tmp_path / "x.log")
     assert r.code == 64 and says in r.err and len(r.err.strip().split("\n")) == 1, r
     assert not (tmp_path / "x.log").exists()
+
+
+def test_no_language_here_is_no_pass_for_the_probes():
+    # PATH without java and --lang java: "Java: not measured: no JDK (...)",
+    # one line, and the probes' check skips: it said "PASS: every probe run
+    # picked gave well-formed answers" when no probe had run
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: `make os` builds it"
+    p = subprocess.run([str(PROGRAM), "--quick", "--current-only", "--lang", "java"], capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/nonexistent"})
+    assert p.returncode == 0, p.stdout[-2000:]
+    lines = p.stdout.splitlines()
+    assert [l for l in lines if l.startswith("  Java: not measured: ")] == ["  Java: not measured: no JDK (apt install openjdk-17-jdk-headless)"]
+    assert "SKIP: language probes: no probe ran: no language picked is here (see above)" in lines
+    assert not [l for l in lines if l.startswith("PASS: language probes")]
