@@ -120,3 +120,22 @@ def test_no_language_here_is_no_pass_for_the_probes():
     assert [l for l in lines if l.startswith("  Java: not measured: ")] == ["  Java: not measured: no JDK (apt install openjdk-17-jdk-headless)"]
     assert "SKIP: language probes: no probe ran: no language picked is here (see above)" in lines
     assert not [l for l in lines if l.startswith("PASS: language probes")]
+
+
+def test_the_ladder_plot_labels_its_cost_axis_in_ns_a_reader_can_read(monkeypatch, tmp_path):
+    # the costs of the host's ladder span 20 to 600 ns: the log axis had one
+    # label, "10^2", and no bar could be read off it
+    from clockbench.records import results
+    from clockbench.report import ladder, plots
+    from helpers.paths import FIXTURES
+
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    res = results.from_log((FIXTURES / "os-lang-host.log").read_text())
+    plots.ladder(ladder.tables(res), tmp_path / "ladder.png", [])
+    ax = figs[0].axes[0]
+    figs[0].canvas.draw()
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(shown) >= 4 and all(t.replace(".", "").isdigit() for t in shown), shown
+    assert ax.get_xlabel() == "p50 cost per read (ns, log scale)"

@@ -393,6 +393,8 @@ def ladder(tables: list[dict], path: Path, notes: list[str]) -> Path:
     if not panels:
         raise TooLittle("no layer has a cost")
     plt = _plt()
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     height = max(len(t["rows"]) for t in panels) * 0.2 + 1.2
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels) + 1.6, height), squeeze=False, sharey=False)
     layers: list[str] = []
@@ -411,6 +413,12 @@ def ladder(tables: list[dict], path: Path, notes: list[str]) -> Path:
                     edgecolor="white" if r.get("method") == "batch" else None, height=0.75)
         ax.set_yticks(ys, [f"{r['layer']} {r['read']}"[:44] for r in rows], fontsize=6.5)
         ax.set_xscale("log")
+        # the costs span one or two decades: labels at 1, 2 and 5 of each, in
+        # plain ns, so that a bar can be read (the default labels 10^2 alone)
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("p50 cost per read (ns, log scale)")
         ax.set_title(f"clocksource {t['clocksource']}")
     fig.suptitle("What does one read cost, from the bare counter up to each language?\n"
