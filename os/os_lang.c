@@ -161,6 +161,8 @@ void lang_setup(void)
             note(missing_what, sizeof missing_what, d->key);
         }
     }
+    if (!n_missing) /* a heading with nothing under it looked like something left out */
+        printf("  %s: each has its runtime and probe here\n", lang_opt.picked ? "the languages picked" : "every language");
 }
 
 static int build_argv(int l, const char *const *cmd, int n_cmd, const char **argv, char *buf, size_t size)
@@ -772,7 +774,7 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
                 continue;
             }
         }
-        printf("  %s (%s)...\n", d->title, infos[l].runtime);
+        printf("  %s: %s...\n", d->title, infos[l].runtime); /* "C++ (libstdc++): libstdc++ (GCC 12.2.0, ...)..." */
         if (n < ROWS_MAX) {
             rows[n] = (struct lang_row){.heading = true};
             snprintf(rows[n++].name, sizeof rows[0].name, "%.39s", d->title);

@@ -74,6 +74,12 @@ def test_the_vdso_row_claims_no_path_it_did_not_count():
     assert row.split()[-2:] == ["-", "MONO"], row
     syscall = next(l for l in out.splitlines() if l.strip().startswith("syscall clock_gettime"))
     assert syscall.split()[-3:] == ["1000", "sys", "MONO"], syscall  # the raw syscall: one a call by construction
+    # the languages' heading says they were all found (it stood empty), and
+    # each language's line names its runtime once: "C++ (libstdc++) (libstdc++ (GCC ...))..." read twice over
+    lines = out.splitlines()
+    at = lines.index(next(l for l in lines if l.startswith("== Languages: probes from ")))
+    assert lines[at + 1] == "  the languages picked: each has its runtime and probe here", lines[at:at + 3]
+    assert any(l.startswith("  C++ (libstdc++): libstdc++ (") and l.endswith("...") for l in lines), out[:3000]
 
 
 def test_a_bad_option_to_os_bench_is_one_line_and_keeps_the_last_log(tmp_path):
