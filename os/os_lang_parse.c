@@ -481,6 +481,24 @@ void lang_pattern_text(const int *ids, int k, const char *sep, bool short_names,
         snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? sep : "", short_names ? lang_clock_short(ids[i]) : lang_clock_name(ids[i]));
 }
 
+/* The names of the system calls a runtime makes beside its clock reads
+   (x86-64 numbers, arch/x86/entry/syscalls/syscall_64.tbl): Go's scheduler
+   and signals, the JVM's and V8's threads. Others are said by number. */
+static const char *other_syscall_name(long nr)
+{
+    static const struct {
+        long nr;
+        const char *name;
+    } names[] = {{0, "read"},           {1, "write"},     {7, "poll"},         {9, "mmap"},       {11, "munmap"},
+                 {13, "rt_sigaction"},  {14, "rt_sigprocmask"}, {15, "rt_sigreturn"}, {24, "sched_yield"}, {35, "nanosleep"},
+                 {39, "getpid"},        {186, "gettid"},  {202, "futex"},      {230, "clock_nanosleep"}, {232, "epoll_wait"},
+                 {234, "tgkill"},       {281, "epoll_pwait"}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].nr == nr)
+            return names[i].name;
+    return 0;
+}
+
 static const char *count_word(int k)
 {
     static const char *const w[] = {"no", "a", "two", "three", "four", "five", "six", "seven", "eight"};
@@ -514,9 +532,11 @@ void lang_path_sentence(const char *title, const char *api, uint64_t n, const st
         at += (size_t)snprintf(out + at, size - at, "no system call (the vDSO)");
     }
     double other = lang_per_1000(seen->other, n);
-    if (seen->other && at < size) /* singular when %.0f prints 1 */
-        at += (size_t)snprintf(out + at, size - at, "; %.0f other system call%s per 1000 (the first: number %ld)", other,
-                               other > 0.5 && other < 1.5 ? "" : "s", seen->other_nr);
+    if (seen->other && at < size) { /* singular when %.0f prints 1 */
+        const char *name = other_syscall_name(seen->other_nr);
+        at += (size_t)snprintf(out + at, size - at, "; %.0f other system call%s per 1000 (the first: %s%snumber %ld)", other,
+                               other > 0.5 && other < 1.5 ? "" : "s", name ? name : "", name ? ", " : "", seen->other_nr);
+    }
     (void)per;
     if (at >= size)
         return;

@@ -181,9 +181,13 @@ def test_the_vdso_path_takes_its_clock_ids_from_the_trace_with_the_vdso_hidden(l
 def test_other_system_calls_are_counted_and_said(lib):
     r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(FUTEX, 0)] * 3)
     assert r["syscalls"] == 1003 and r["other"] == 3 and r["pattern"] == [1]
-    assert "3 other system calls per 1000 (the first: number 202)" in r["sentence"]
+    assert "3 other system calls per 1000 (the first: futex, number 202)" in r["sentence"]
     r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(FUTEX, 0)])
-    assert "1 other system call per 1000 (the first: number 202)" in r["sentence"]
+    assert "1 other system call per 1000 (the first: futex, number 202)" in r["sentence"]
+    r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(15, 0)] * 51 + [(FUTEX, 0)])  # Go's signals on hpet
+    assert "52 other system calls per 1000 (the first: rt_sigreturn, number 15)" in r["sentence"]
+    r = trace(lib, 1000, [(CLOCK_GETTIME, 1)] * 1000 + [(999, 0)])  # a number with no name here
+    assert "1 other system call per 1000 (the first: number 999)" in r["sentence"]
 
 
 def row(name, p50=None, method=b"t", step=None, claim=None, sys=None, clock=b"", heading=False, below=False):
