@@ -145,3 +145,24 @@ def test_the_ladder_plot_labels_its_cost_axis_in_ns_a_reader_can_read(monkeypatc
     shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
     assert len(shown) >= 4 and all(t.replace(".", "").isdigit() for t in shown), shown
     assert ax.get_xlabel() == "p50 cost per read (ns, log scale)"
+
+
+def test_a_missing_plotting_module_says_which_python_lacks_it(monkeypatch, tmp_path):
+    # `PYTHONPATH=tools python3 -m clockbench report` under pyenv's python3
+    # said "needs matplotlib, which is not installed: run `make deps`" after
+    # `make deps` had run: it installs Debian's, which build/venv/bin/clockbench uses
+    import sys
+
+    from clockbench.records import results
+    from clockbench.report import plots, report
+    from helpers.paths import FIXTURES
+
+    def no_matplotlib(*a, **k):
+        raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+
+    monkeypatch.setattr(plots, "ladder", no_matplotlib)
+    notes: list[str] = []
+    res = results.from_log((FIXTURES / "os-lang-host.log").read_text())
+    assert report.render_ladder_plot(res, tmp_path, notes) == []
+    assert notes == [f"the ladder plot needs matplotlib, which is not installed for {sys.executable}: run `make deps` and "
+                     "the tool as build/venv/bin/clockbench (Debian's python3 and its packages)"], notes

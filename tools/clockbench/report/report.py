@@ -927,7 +927,7 @@ def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_
             left_out[name] = str(e)
         except ImportError as e:
             left_out[name] = f"not drawn: {e.name or e} is not installed (`make deps`)"
-            notes.append(f"the {plots.FIGURES[name]} figure needs {e.name or e}, which is not installed: run `make deps`")
+            notes.append(f"the {plots.FIGURES[name]} figure needs {not_installed(e.name or str(e))}")
         except Exception as e:  # noqa: BLE001 - one plot's failure must not cost the page
             import matplotlib.pyplot as plt
 
@@ -935,6 +935,14 @@ def render_plots(res: dict, out_dir: Path, notes: list[str] | None = None, left_
             left_out[name] = f"could not be drawn: {type(e).__name__}: {e}"
             notes.append(f"the {name.replace('_', ' ')} plot could not be drawn: {type(e).__name__}: {e}")
     return made
+
+
+def not_installed(module: str) -> str:
+    """Why a plot is missing when its module is: `make deps` installs it for
+    Debian's python3, which build/venv/bin/clockbench runs; another python3
+    on PATH (pyenv's) may still lack it after `make deps`, so say which."""
+    return (f"{module}, which is not installed for {sys.executable}: run `make deps` and the tool as "
+            "build/venv/bin/clockbench (Debian's python3 and its packages)")
 
 
 def render_ladder_plot(res: dict, out_dir: Path, notes: list[str]) -> list[Path]:
@@ -948,7 +956,7 @@ def render_ladder_plot(res: dict, out_dir: Path, notes: list[str]) -> list[Path]
     except plots.TooLittle as e:
         notes.append(f"the ladder plot is left out: {e}")
     except ImportError as e:
-        notes.append(f"the ladder plot needs {e.name or e}, which is not installed: run `make deps`")
+        notes.append(f"the ladder plot needs {not_installed(e.name or str(e))}")
     except Exception as e:  # noqa: BLE001 - the plot must not cost the page
         notes.append(f"the ladder plot could not be drawn: {type(e).__name__}: {e}")
     return []
@@ -970,7 +978,7 @@ def write(res: dict, out: Path, text: str | None = None, log_path: Path | None =
             res["allan"] = plots.allan_series(res, notes)
         except ImportError as e:
             res["allan"] = []
-            notes.append(f"the Allan deviation needs {e.name or e}, which is not installed: run `make deps`")
+            notes.append(f"the Allan deviation needs {not_installed(e.name or str(e))}")
         except Exception as e:  # noqa: BLE001 - the Allan deviation must not cost the page
             res["allan"] = []
             notes.append(f"the Allan deviation could not be computed: {type(e).__name__}: {e}")
