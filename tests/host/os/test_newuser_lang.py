@@ -166,3 +166,20 @@ def test_a_missing_plotting_module_says_which_python_lacks_it(monkeypatch, tmp_p
     assert report.render_ladder_plot(res, tmp_path, notes) == []
     assert notes == [f"the ladder plot needs matplotlib, which is not installed for {sys.executable}: run `make deps` and "
                      "the tool as build/venv/bin/clockbench (Debian's python3 and its packages)"], notes
+
+
+def test_compare_of_two_os_runs_marks_a_batchs_cost(capsys):
+    # Java's 23.4 ns beside C++'s 30.0 ns read as two single calls: the one a
+    # batch's cost per call, as the terminal's ladder marks it "b"
+    from helpers.paths import FIXTURES
+
+    host, vm = FIXTURES / "os-lang-host.log", FIXTURES / "os-vm-lang-tcg.log"
+    r = run_cli(capsys, "compare", host, vm)
+    assert r.code == 0, r
+    lines = r.out.split("\n")
+    assert any("b: a batch's cost per call, not one call alone" in l for l in lines)
+    sw = next(l for l in lines if l.startswith(".NET Stopwatch.GetTimestamp on tsc, p50"))
+    cells = [c for c in __import__("re").split(r"\s{2,}", sw) if c]
+    assert cells[1].split(",")[0].endswith(" ns b") and " ns b (" in cells[2], cells
+    steady = next(l for l in lines if l.startswith("C++ (libstdc++) steady_clock on tsc, p50"))
+    assert " b" not in steady.split(",")[0], steady

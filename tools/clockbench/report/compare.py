@@ -206,7 +206,8 @@ def _with_os(args, runs: list[dict]) -> int:
                                                       + "<table>", 1))
         sys.stdout.write("".join(l + "\n" for l in lines) + ("\n" if lines else "")
                          + "OS runs without a bare run: each call's p50 with its ratio to the first run's "
-                           "(give a log of the image too for the bare reads)\n\n" + as_text(rows))
+                           "(give a log of the image too for the bare reads); b: a batch's cost per call, "
+                           "not one call alone\n\n" + as_text(rows))
         if args.html:
             print(f"clockbench compare: wrote {args.html}")
         return 0

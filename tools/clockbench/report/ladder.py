@@ -223,7 +223,9 @@ def side_by_side(runs: list[dict]) -> list[list[str]]:
             p50 = r.get("p50_ns")
             if i == 0:
                 first = p50
-            cell = cost_text(p50) + (f" ({ratio(p50, first)})" if i > 0 and _num(first) else "")
+            # "b" as in the terminal's ladder: a batch's cost per call is not one call's, beside C++'s
+            cell = cost_text(p50) + (" b" if r.get("method") == "batch" and _num(p50) else "") \
+                + (f" ({ratio(p50, first)})" if i > 0 and _num(first) else "")
             cell += f", {path_text(r.get('path'), r.get('syscalls_per_1000'))}, {r.get('clock_id') or '-'}"
             cells.append(cell)
         out.append([f"{LANGUAGE_TITLES.get(lang, lang)} {api} on {cs}, p50", *cells])
