@@ -620,7 +620,8 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
     }
     /* every column and mark explained where it is read (docs/output.md
        says the same at length) */
-    PUT("  b: batches timed by the runtime, not single calls; <: under the TSC's step\n"
+    PUT("  b: batches timed by the runtime, not single calls; <: under 3 of the TSC's\n"
+        "    steps: the p50 is the step's, not a cost\n"
         "  xbare: p50 over the bare read's (at least this where the bare read has <)\n"
         "  step: the least non-zero step seen; -: not measured or not traced\n"
         "  claim: the resolution the API states; !: a claim finer than half the least\n"

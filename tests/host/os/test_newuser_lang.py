@@ -1,14 +1,22 @@
 """The languages' ladder as a new user meets it (issue 36): `make os-vm` on
-a fresh checkout builds the host tool it runs, and the terminal ladder
-explains every column it prints."""
+a fresh checkout builds the host tool it runs; the terminal ladder explains
+every column and mark it prints and claims no path it did not count; bad
+options to `make os-bench` and to os-vm's program are one line and 64
+before anything is overwritten or booted; no language here is no PASS; the
+ladder plot's axis can be read; compare marks a batch's cost; a missing
+plotting module says which Python lacks it."""
 
 from __future__ import annotations
 
+import ctypes
+import re
 import subprocess
+import sys
 
 import pytest
 
-from helpers.paths import ROOT
+from helpers.hostlib import LangRow
+from helpers.paths import BUILD, FIXTURES, ROOT
 from helpers.tool import run_cli
 
 
@@ -26,11 +34,6 @@ def test_os_vm_builds_the_host_tool_it_runs(tmp_path):
 
 # ---- the terminal ladder: every column and mark explained, no path it did not count ----
 
-import ctypes  # noqa: E402
-
-from helpers.hostlib import LangRow  # noqa: E402
-from helpers.paths import BUILD  # noqa: E402
-
 PROGRAM = BUILD / "os" / "clockbench-os"
 
 
@@ -45,7 +48,8 @@ def lang_row(name, p50=None, method=b"t", step=None, claim=None, sys=None, clock
 
 
 def test_the_ladder_explains_every_column_and_mark_it_prints(lib):
-    rows = [lang_row("clockbench-os (C, glibc)", heading=True), lang_row("  rdtsc (the bare read)", 20.0, step=0.4, clock=b"TSC", below=True),
+    rows = [lang_row("clockbench-os (C, glibc)", heading=True),
+            lang_row("  rdtsc (the bare read)", 20.0, step=0.4, clock=b"TSC", below=True),
             lang_row("Go", heading=True), lang_row("  time.Now", 50, step=40, sys=0, clock=b"REAL+MONO"),
             lang_row("Python", heading=True), lang_row("  process_time_ns", 613, method=b"b", step=611, claim=1, sys=1000, clock=b"PCPU")]
     arr = (LangRow * len(rows))(*rows)
@@ -56,7 +60,8 @@ def test_the_ladder_explains_every_column_and_mark_it_prints(lib):
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     legend = text[text.index("  b: batches"):]
     # each heading and mark a reader meets has its meaning below the table
-    for says in ("xbare: p50 over the bare read's (at least this where the bare read has <)", "step: the least non-zero step",
+    for says in ("<: under 3 of the TSC's steps: the p50 is the step's, not a cost",
+                 "xbare: p50 over the bare read's (at least this where the bare read has <)", "step: the least non-zero step",
                  "claim: the resolution the API states", "!: a claim finer than half the least step seen",
                  "-: not measured or not traced", "sys/1000: system calls in 1000 calls", "vdso: the clock read with no system call",
                  "sys: by one", "PCPU", "gettimeofday", "+: several a call"):
@@ -123,7 +128,8 @@ def test_no_language_here_is_no_pass_for_the_probes():
                        env={"PATH": "/nonexistent"})
     assert p.returncode == 0, p.stdout[-2000:]
     lines = p.stdout.splitlines()
-    assert [l for l in lines if l.startswith("  Java: not measured: ")] == ["  Java: not measured: no JDK (apt install openjdk-17-jdk-headless)"]
+    said = [l for l in lines if l.startswith("  Java: not measured: ")]
+    assert said == ["  Java: not measured: no JDK (apt install openjdk-17-jdk-headless)"], said
     assert "SKIP: language probes: no probe ran: no language picked is here (see above)" in lines
     assert not [l for l in lines if l.startswith("PASS: language probes")]
 
@@ -133,8 +139,6 @@ def test_the_ladder_plot_labels_its_cost_axis_in_ns_a_reader_can_read(monkeypatc
     # label, "10^2", and no bar could be read off it
     from clockbench.records import results
     from clockbench.report import ladder, plots
-    from helpers.paths import FIXTURES
-
     figs = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
     res = results.from_log((FIXTURES / "os-lang-host.log").read_text())
@@ -151,12 +155,8 @@ def test_a_missing_plotting_module_says_which_python_lacks_it(monkeypatch, tmp_p
     # `PYTHONPATH=tools python3 -m clockbench report` under pyenv's python3
     # said "needs matplotlib, which is not installed: run `make deps`" after
     # `make deps` had run: it installs Debian's, which build/venv/bin/clockbench uses
-    import sys
-
     from clockbench.records import results
     from clockbench.report import plots, report
-    from helpers.paths import FIXTURES
-
     def no_matplotlib(*a, **k):
         raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
 
@@ -171,15 +171,13 @@ def test_a_missing_plotting_module_says_which_python_lacks_it(monkeypatch, tmp_p
 def test_compare_of_two_os_runs_marks_a_batchs_cost(capsys):
     # Java's 23.4 ns beside C++'s 30.0 ns read as two single calls: the one a
     # batch's cost per call, as the terminal's ladder marks it "b"
-    from helpers.paths import FIXTURES
-
     host, vm = FIXTURES / "os-lang-host.log", FIXTURES / "os-vm-lang-tcg.log"
     r = run_cli(capsys, "compare", host, vm)
     assert r.code == 0, r
     lines = r.out.split("\n")
     assert any("b: a batch's cost per call, not one call alone" in l for l in lines)
     sw = next(l for l in lines if l.startswith(".NET Stopwatch.GetTimestamp on tsc, p50"))
-    cells = [c for c in __import__("re").split(r"\s{2,}", sw) if c]
+    cells = [c for c in re.split(r"\s{2,}", sw) if c]
     assert cells[1].split(",")[0].endswith(" ns b") and " ns b (" in cells[2], cells
     steady = next(l for l in lines if l.startswith("C++ (libstdc++) steady_clock on tsc, p50"))
     assert " b" not in steady.split(",")[0], steady
