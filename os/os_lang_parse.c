@@ -623,7 +623,7 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
     PUT("  b: batches timed by the runtime, not single calls; <: under 3 of the TSC's\n"
         "    steps: the p50 is the step's, not a cost\n"
         "  xbare: p50 over the bare read's (at least this where the bare read has <)\n"
-        "  step: the least non-zero step seen; -: not measured or not traced\n"
+        "  step: the least non-zero step seen; -: not measured, not seen or not traced\n"
         "  claim: the resolution the API states; !: a claim finer than half the least\n"
         "    step seen\n"
         "  sys/1000: system calls in 1000 calls (a language's counted under ptrace);\n"

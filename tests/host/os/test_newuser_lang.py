@@ -63,7 +63,7 @@ def test_the_ladder_explains_every_column_and_mark_it_prints(lib):
     for says in ("<: under 3 of the TSC's steps: the p50 is the step's, not a cost",
                  "xbare: p50 over the bare read's (at least this where the bare read has <)", "step: the least non-zero step",
                  "claim: the resolution the API states", "!: a claim finer than half the least step seen",
-                 "-: not measured or not traced", "sys/1000: system calls in 1000 calls", "vdso: the clock read with no system call",
+                 "-: not measured, not seen or not traced", "sys/1000: system calls in 1000 calls", "vdso: the clock read with no system call",
                  "sys: by one", "PCPU", "gettimeofday", "+: several a call"):
         assert says in " ".join(legend.split()), says
 
