@@ -34,7 +34,8 @@ static struct lang_info infos[LANG_COUNT];
 static bool info_done[LANG_COUNT];
 
 /* what went wrong, over the whole run */
-static unsigned n_failed, n_missing, n_changed, n_picked;
+static unsigned n_failed, n_missing, n_changed, n_picked, n_order_judged, n_order_bad;
+static char order_bad_what[400];
 static char failed_what[512], missing_what[256], changed_what[256];
 
 static void note(char *buf, size_t size, const char *text)
@@ -730,6 +731,89 @@ static void api_row(const struct api_result *a, double tsc_hz, struct lang_row *
     clock_text(a, true, row->clock, sizeof row->clock);
 }
 
+/* Whether the API reads a clock that must never go back: the monotonic
+   family (MONOTONIC, MONOTONIC_RAW, BOOTTIME) by its trace, else its
+   brackets, or a private origin (a monotonic clock of the runtime's own).
+   A wall clock may be set back; a CPU-time clock is not one clock across
+   threads: neither is judged. Unknown: not judged. */
+static bool must_not_go_back(const struct api_result *a)
+{
+    int p[LANG_PATTERN_MAX] = {0}, k = 0;
+    if (a->seen_ok && a->seen.clock_calls)
+        k = lang_trace_pattern(&a->seen, PATH_CALLS, p);
+    else if (a->hidden_ok && a->hidden.clock_calls)
+        k = lang_trace_pattern(&a->hidden, PATH_CALLS, p);
+    if (k) {
+        for (int i = 0; i < k; i++)
+            if (p[i] != CLOCK_MONOTONIC && p[i] != CLOCK_MONOTONIC_RAW && p[i] != CLOCK_BOOTTIME)
+                return false;
+        return true;
+    }
+    if (a->info->private_origin)
+        return true;
+    unsigned family = 0;
+    for (int i = 0; i < LANG_CLOCKS; i++)
+        if (lang_clock_ids[i] == CLOCK_MONOTONIC || lang_clock_ids[i] == CLOCK_MONOTONIC_RAW || lang_clock_ids[i] == CLOCK_BOOTTIME)
+            family |= 1u << i;
+    return a->stamp_ok && a->bracket && !(a->bracket & ~family);
+}
+
+static void num_or_dash(char *b, size_t size, bool known, double v, int width)
+{
+    char f[24];
+    snprintf(b, size, "%*s", width, known ? lang_fig(f, sizeof f, v) : "-");
+}
+
+/* One row of "in order, across CPUs and threads"; a fault of a clock that
+   must not go back counted for the check. */
+static void order_row(int l, const struct api_result *a, char *out, size_t size)
+{
+    bool judged = must_not_go_back(a);
+    uint64_t rounds = 0, back = 0;
+    double worst = 0;
+    int pairs = 0;
+    for (int i = 0; i < a->n_cross; i++)
+        if (a->cross_ok[i])
+            pairs++, rounds += a->cross[i].rounds, back += a->cross[i].violations, worst = fmax(worst, a->cross[i].max_violation_ns);
+    char name[40], steps_back[16], cross[16], cross_back[16], worst_s[16], thr[3][16];
+    snprintf(name, sizeof name, "%.24s%s", a->info->api, judged ? "" : "*");
+    if (a->steps_ok)
+        snprintf(steps_back, sizeof steps_back, "%5llu", (unsigned long long)a->steps.backward);
+    else
+        snprintf(steps_back, sizeof steps_back, "%5s", "-");
+    if (pairs)
+        snprintf(cross, sizeof cross, "%6llu", (unsigned long long)rounds);
+    else
+        snprintf(cross, sizeof cross, "%6s", "-");
+    if (pairs)
+        snprintf(cross_back, sizeof cross_back, "%5llu", (unsigned long long)back);
+    else
+        snprintf(cross_back, sizeof cross_back, "%5s", "-");
+    num_or_dash(worst_s, sizeof worst_s, pairs && back, worst, 7);
+    unsigned want[3] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
+    for (int i = 0; i < 3; i++) {
+        bool known = false;
+        double v = 0;
+        for (int j = 0; j < a->n_k; j++)
+            if (a->ks[j] == want[i] && a->thr_ok[j])
+                known = true, v = a->thr[j].per_call_ns;
+        num_or_dash(thr[i], sizeof thr[i], known, v, 7);
+    }
+    /* N threads only where N is more than 2 */
+    snprintf(out, size, "    %-25s %s %s %s %s %s %s%s%s", name, steps_back, cross, cross_back, worst_s, thr[0], thr[1], n_cpus > 2 ? " " : "",
+             n_cpus > 2 ? thr[2] : "");
+    if (!judged)
+        return;
+    n_order_judged++;
+    if ((a->steps_ok && a->steps.backward) || back) {
+        char text[160];
+        snprintf(text, sizeof text, "%s %s: %llu back-to-back, %llu across CPUs", lang_defs[l].title, a->info->api,
+                 (unsigned long long)(a->steps_ok ? a->steps.backward : 0), (unsigned long long)back);
+        n_order_bad++;
+        note(order_bad_what, sizeof order_bad_what, text);
+    }
+}
+
 #define ROWS_MAX 64
 
 void lang_measure_clocksource(const char *clocksource, const struct lang_row *os_rows, int n_os, double bare_ns, double tsc_hz)
@@ -738,7 +822,8 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         return;
     static struct lang_row rows[ROWS_MAX];
     static char sentences[LANG_COUNT * LANG_API_MAX][400];
-    int n = 0, n_sent = 0;
+    static char order[LANG_COUNT * (LANG_API_MAX + 1)][100];
+    int n = 0, n_sent = 0, n_order = 0;
     for (int i = 0; i < n_os && n < ROWS_MAX; i++)
         rows[n++] = os_rows[i];
     printf("\n-- languages on clocksource %s --\n", clocksource);
@@ -781,6 +866,9 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         }
         static struct api_result res[LANG_API_MAX];
         measure_language(&ours, res, infos[l].n, tsc_hz);
+        snprintf(order[n_order++], sizeof order[0], "  %.60s", d->title);
+        for (int i = 0; i < infos[l].n; i++)
+            order_row(l, &res[i], order[n_order++], sizeof order[0]);
         for (int i = 0; i < infos[l].n; i++) {
             struct api_result a = res[i];
             emit_record(l, clocksource, &a, tsc_hz);
@@ -824,6 +912,19 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         printf("  The paths (system calls of 1000 calls, counted under ptrace; clock ids traced, with the vDSO hidden, or bracketed):\n");
     for (int i = 0; i < n_sent; i++)
         printf("    %s\n", sentences[i]);
+    if (!n_order)
+        return;
+    char nk[16];
+    snprintf(nk, sizeof nk, "%d thr", n_cpus);
+    printf("\n  In order, across CPUs and threads, on clocksource %s:\n", clocksource);
+    printf("  %-27s %5s %6s %5s %7s %7s %7s%s%s\n", "API", "back", "cross", "back", "worst", "1 thr", "2 thr", n_cpus > 2 ? " " : "",
+           n_cpus > 2 ? nk : "");
+    for (int i = 0; i < n_order; i++)
+        printf("%s\n", order[i]);
+    printf("  back: backward steps in back-to-back reads; cross: rounds in which a thread\n"
+           "  on one CPU read after seeing another CPU's read (roles alternate); back: how\n"
+           "  many read less; worst: by how much (ns); k thr: ns per call in each of k\n"
+           "  threads at once; *: a wall or CPU-time clock, which may go back: not judged\n");
 }
 
 void lang_judge(lang_check_fn check)
@@ -842,4 +943,9 @@ void lang_judge(lang_check_fn check)
         check("SKIP", "languages not measured", "%s (no runtime or no probe: see above)", missing_what);
     if (n_changed)
         check("FAIL", "clocksource held during the languages", "the kernel changed clocksource: %s", changed_what);
+    if (n_order_bad)
+        check("FAIL", "language clocks in order", "a monotonic clock went back: %s", order_bad_what);
+    else if (n_order_judged)
+        check("PASS", "language clocks in order", "no monotonic API went back, in back-to-back reads or across CPUs (%u judged)",
+              n_order_judged);
 }

@@ -554,7 +554,7 @@ bool lang_claim_finer(const struct lang_row *r)
     return r->claim_known && r->step_known && r->claim_ns < r->least_step_ns / 2;
 }
 
-static const char *fig(char *b, size_t size, double v)
+const char *lang_fig(char *b, size_t size, double v)
 {
     if (v >= 99999.5) {
         /* 2e6, not 2e+06: the column is narrow */
@@ -592,9 +592,9 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
         if (!r->cost_known)
             snprintf(c, sizeof c, "-");
         else if (r->below_step)
-            snprintf(c, sizeof c, "<%s", fig(x, sizeof x, r->p50_ns));
+            snprintf(c, sizeof c, "<%s", lang_fig(x, sizeof x, r->p50_ns));
         else {
-            fig(c, sizeof c, r->p50_ns);
+            lang_fig(c, sizeof c, r->p50_ns);
             if (r->method == 'b')
                 strcat(c, "b");
         }
@@ -603,11 +603,11 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
         else
             snprintf(x, sizeof x, "-");
         if (r->step_known)
-            fig(s, sizeof s, r->least_step_ns);
+            lang_fig(s, sizeof s, r->least_step_ns);
         else
             snprintf(s, sizeof s, "-");
         if (r->claim_known) {
-            fig(cl, sizeof cl, r->claim_ns);
+            lang_fig(cl, sizeof cl, r->claim_ns);
             if (lang_claim_finer(r))
                 strcat(cl, "!");
         } else

@@ -161,6 +161,8 @@ struct lang_row {
 /* Whether a claimed resolution is finer than the least step seen (the
    claim cannot be right: Python's 1 ns). */
 bool lang_claim_finer(const struct lang_row *r);
+/* A figure for a narrow column: 3 significant digits, 2e6 beyond 99999. */
+const char *lang_fig(char *b, size_t size, double v);
 /* The table's header lines and one line per row, each under 80 columns;
    ratios to bare_ns (0: none). Returns the length written. */
 size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, char *out, size_t size);

@@ -80,6 +80,46 @@ def test_every_api_picked_has_its_record_and_no_probe_failed(real):
     assert py["method"] == "batch" and py["p99_ns"] is None and py["batch"] >= 1
 
 
+def order_table(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("  In order, across CPUs and threads, on clocksource"))
+    end = next(i for i in range(start, len(lines)) if "not judged" in lines[i])
+    return lines[start:end + 1]
+
+
+def test_order_across_cpus_and_threads_is_shown_and_the_monotonic_clocks_judged(real):
+    p, recs = real
+    table = order_table(p.stdout)
+    assert all(len(l) <= 80 for l in table), max(table, key=len)
+    rows = {l.split()[0]: l.split() for l in table if l.startswith("    ")}
+    # a monotonic clock is judged (no *), a wall clock and the CPU-time clock are not
+    assert "steady_clock" in rows and "time.Since" in rows and "perf_counter_ns" in rows, rows
+    assert "time.Now*" in rows and "system_clock*" in rows and "process_time_ns*" in rows, rows
+    steady = lang_clock(recs, "cpp-libstdc++", "steady_clock")
+    cells = rows["steady_clock"]
+    pairs = steady["cross_cpu_pairs"]
+    assert cells[1] == str(steady["backward"]) and cells[2] == (str(steady["cross_cpu_rounds"]) if pairs else "-"), (cells, steady)
+    assert cells[5] != "-" and cells[6] != "-"  # cost at 1 and 2 threads
+    check = next(c for c in of(recs, "check") if c["name"] == "language clocks in order")
+    assert check["result"] == "PASS" and "judged" in check["detail"], check
+
+
+def test_a_monotonic_clock_that_goes_back_across_cpus_fails_the_run_and_a_wall_clock_is_not_judged(tmp_path):
+    d = stand_in_dir(tmp_path)
+    env = {**python_first(tmp_path), "CB_TEST_FAULT": "backward:cross:time.Since,backward:cross:time.Now"}
+    p = run("--current-only", *FAST, "--lang", "go", "--lang-dir", str(d), env=env)
+    recs = records(p.stdout)
+    check = next(c for c in of(recs, "check") if c["name"] == "language clocks in order")
+    if len(os.sched_getaffinity(0)) < 2:
+        assert check["result"] == "PASS", check  # one CPU: no cross-CPU round to go back in
+        return
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert check["result"] == "FAIL" and "Go time.Since: 0 back-to-back, 3 across CPUs" in check["detail"], check
+    assert "time.Now" not in check["detail"], check  # CLOCK_REALTIME may be set back: reported, not judged
+    rows = {l.split()[0]: l.split() for l in order_table(p.stdout) if l.startswith("    ")}
+    assert rows["time.Since"][3:5] == ["3", "500"] and rows["time.Now*"][3:5] == ["3", "500"], rows
+
+
 def test_cpp_steady_clock_is_the_vdso_and_clock_monotonic(real):
     p, recs = real
     os_rec = of(recs, "os")[0]
