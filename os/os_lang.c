@@ -599,6 +599,33 @@ static void clock_text(const struct api_result *a, bool short_names, char *out, 
         snprintf(out, size, "none");
 }
 
+/* Whether the API reads a clock that must never go back: the monotonic
+   family (MONOTONIC, MONOTONIC_RAW, BOOTTIME) by its trace, else its
+   brackets, or a private origin (a monotonic clock of the runtime's own).
+   A wall clock may be set back; a CPU-time clock is not one clock across
+   threads: neither is judged. Unknown: not judged. */
+static bool must_not_go_back(const struct api_result *a)
+{
+    int p[LANG_PATTERN_MAX] = {0}, k = 0;
+    if (a->seen_ok && a->seen.clock_calls)
+        k = lang_trace_pattern(&a->seen, PATH_CALLS, p);
+    else if (a->hidden_ok && a->hidden.clock_calls)
+        k = lang_trace_pattern(&a->hidden, PATH_CALLS, p);
+    if (k) {
+        for (int i = 0; i < k; i++)
+            if (p[i] != CLOCK_MONOTONIC && p[i] != CLOCK_MONOTONIC_RAW && p[i] != CLOCK_BOOTTIME)
+                return false;
+        return true;
+    }
+    if (a->info->private_origin)
+        return true;
+    unsigned family = 0;
+    for (int i = 0; i < LANG_CLOCKS; i++)
+        if (lang_clock_ids[i] == CLOCK_MONOTONIC || lang_clock_ids[i] == CLOCK_MONOTONIC_RAW || lang_clock_ids[i] == CLOCK_BOOTTIME)
+            family |= 1u << i;
+    return a->stamp_ok && a->bracket && !(a->bracket & ~family);
+}
+
 static void emit_record(int l, const char *cs, const struct api_result *a, double tsc_hz)
 {
     const struct lang_api_info *info = a->info;
@@ -681,6 +708,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
     }
     rec_f(&r, "cross_cpu_max_backward_ns", worst, pairs > 0);
     record_u64(&r, "cross_cpu_pairs", (uint64_t)pairs);
+    record_bool(&r, "order_judged", must_not_go_back(a));
     /* the cost per thread count: 1, 2 and N (the CPUs online) */
     const char *keys[] = {"threads_1_ns", "threads_2_ns", "threads_n_ns"};
     unsigned want[] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
@@ -729,33 +757,6 @@ static void api_row(const struct api_result *a, double tsc_hz, struct lang_row *
     row->syscalls_per_1000 = lang_per_1000(a->seen.syscalls, PATH_CALLS);
     row->via_syscall = a->seen.clock_calls * 2 >= PATH_CALLS;
     clock_text(a, true, row->clock, sizeof row->clock);
-}
-
-/* Whether the API reads a clock that must never go back: the monotonic
-   family (MONOTONIC, MONOTONIC_RAW, BOOTTIME) by its trace, else its
-   brackets, or a private origin (a monotonic clock of the runtime's own).
-   A wall clock may be set back; a CPU-time clock is not one clock across
-   threads: neither is judged. Unknown: not judged. */
-static bool must_not_go_back(const struct api_result *a)
-{
-    int p[LANG_PATTERN_MAX] = {0}, k = 0;
-    if (a->seen_ok && a->seen.clock_calls)
-        k = lang_trace_pattern(&a->seen, PATH_CALLS, p);
-    else if (a->hidden_ok && a->hidden.clock_calls)
-        k = lang_trace_pattern(&a->hidden, PATH_CALLS, p);
-    if (k) {
-        for (int i = 0; i < k; i++)
-            if (p[i] != CLOCK_MONOTONIC && p[i] != CLOCK_MONOTONIC_RAW && p[i] != CLOCK_BOOTTIME)
-                return false;
-        return true;
-    }
-    if (a->info->private_origin)
-        return true;
-    unsigned family = 0;
-    for (int i = 0; i < LANG_CLOCKS; i++)
-        if (lang_clock_ids[i] == CLOCK_MONOTONIC || lang_clock_ids[i] == CLOCK_MONOTONIC_RAW || lang_clock_ids[i] == CLOCK_BOOTTIME)
-            family |= 1u << i;
-    return a->stamp_ok && a->bracket && !(a->bracket & ~family);
 }
 
 static void num_or_dash(char *b, size_t size, bool known, double v, int width)

@@ -168,3 +168,28 @@ def test_a_bare_runs_report_shows_the_os_runs_ladder_beneath_its_read(capsys, tm
         assert f"The ladder of os-vm-lang-tcg on clocksource {cs}" in page, cs
     at = page.index("The ladder of os-vm-lang-tcg on clocksource hpet")
     assert "hpet (the image, no OS)" in page[at:at + 3000] and "Stopwatch.GetTimestamp" in page[at:]
+
+
+def test_order_and_threads_are_shown_and_a_monotonic_clock_that_went_back_is_flagged(res, tmp_path):
+    """Each API's order across CPUs and its cost per thread count are in a
+    table of their own under each ladder; a clock clockbench-os judged
+    (`order_judged`) that went back is flagged, a wall clock that did is not."""
+    recs = [r for r in res["lang_clock"] if r["clocksource"] == res["lang_clock"][0]["clocksource"]]
+    steady = next(r for r in recs if (r["language"], r["api"]) == ("cpp-libstdc++", "steady_clock"))
+    wall = next(r for r in recs if (r["language"], r["api"]) == ("cpp-libstdc++", "system_clock"))
+    steady.update(order_judged=True, cross_cpu_backward=2, cross_cpu_max_backward_ns=40.0, cross_cpu_rounds=400)
+    wall.update(order_judged=False, cross_cpu_backward=5, cross_cpu_max_backward_ns=900.0)
+    [table] = [t for t in ladder.tables(res) if t["clocksource"] == steady["clocksource"]]
+    got = {(r["layer"], r["read"]): r for r in table["order"]}
+    assert len(got) == len(recs)
+    s = got[("C++ (libstdc++)", "steady_clock")]
+    assert (s["rounds"], s["cross_backward"], s["worst"], s["judged"], s["bad"]) == ("400", "2", figures.ns(40.0), True, True), s
+    w = got[("C++ (libstdc++)", "system_clock")]
+    assert (w["cross_backward"], w["judged"], w["bad"]) == ("5", False, False), w
+    assert s["threads"][0] == figures.ns(steady["threads_1_ns"]), s
+    report.write(res, tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert "In order, across CPUs and threads (clocksource" in page
+    row = re.search(r'<tr class="bad"><td class="nw">C\+\+ \(libstdc\+\+\)</td><td class="nw">steady_clock</td>.*?</tr>', page)
+    assert row and "flag" in row.group(0), page[page.index("In order, across"):][:3000]
+    assert not re.search(r'<tr class="bad"><td class="nw">C\+\+ \(libstdc\+\+\)</td><td class="nw">system_clock</td>', page)

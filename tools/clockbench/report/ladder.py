@@ -177,7 +177,33 @@ def tables(res: dict, bare: dict | None = None) -> list[dict]:
     run measured no language."""
     if not has_languages(res):
         return []
-    return [{"clocksource": cs, "rows": rows(res, cs, bare)} for cs in clocksources(res)]
+    return [{"clocksource": cs, "rows": rows(res, cs, bare), "order": order_rows(res, cs)} for cs in clocksources(res)]
+
+
+def _count(v) -> str:
+    return str(int(v)) if _num(v) else "-"
+
+
+def order_rows(res: dict, cs: str) -> list[dict]:
+    """Each API's order (back-to-back and across CPUs) and its cost per
+    thread count on one clocksource, as text cells; `judged` when its clock
+    must not go back (clockbench-os's `order_judged`), `bad` when it did."""
+    out = []
+    for r in lang_records(res):
+        if r.get("clocksource") != cs:
+            continue
+        lang = str(r.get("language") or "?")
+        judged = r.get("order_judged") is True
+        back, cross_back = r.get("backward"), r.get("cross_cpu_backward")
+        worst = r.get("cross_cpu_max_backward_ns")
+        out.append({"layer": LANGUAGE_TITLES.get(lang, lang), "read": str(r.get("api") or "?"),
+                    "backward": _count(back), "rounds": _count(r.get("cross_cpu_rounds")),
+                    "cross_backward": _count(cross_back), "lost": _count(r.get("cross_cpu_lost")),
+                    "worst": figures.ns(worst) if _num(worst) and _num(cross_back) and cross_back else "-",
+                    "threads": [figures.ns(r[k]) if _num(r.get(k)) else "-" for k in ("threads_1_ns", "threads_2_ns", "threads_n_ns")],
+                    "threads_n": _count(r.get("threads_n")), "judged": judged,
+                    "bad": judged and ((_num(back) and back > 0) or (_num(cross_back) and cross_back > 0))})
+    return out
 
 
 def runtimes(res: dict) -> list[tuple[str, str]]:
