@@ -762,7 +762,8 @@ static void record_context(void)
     else
         record_null(&r, "started_utc");
     emit(&r);
-    printf("  kernel log:");
+    /* the log holds everything since boot: earlier runs' switches too */
+    printf("  kernel log%s:", n_claims ? " (since boot: switches may be earlier runs')" : "");
     if (!n_claims)
         printf(" %s\n", klog_why);
     printf("\n");
