@@ -391,7 +391,7 @@ os-bench: deps $(OS_BIN)
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
 	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log | \
 		{ if [ "$(RECORDS)" = 1 ]; then cat; else grep -v '^@cb ' || true; fi; }
-	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log (with its records; RECORDS=1 shows them here); compare it with a bare run of the image on this machine (`make run` keeps one; `$(CLOCKBENCH) runs` lists its id): $(CLOCKBENCH) compare ID $(BUILD)/os-bench/os.log"
+	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log (with its records; RECORDS=1 shows them here); compare it with a bare run of the image on this machine (make run keeps one; $(CLOCKBENCH) runs lists its id): $(CLOCKBENCH) compare ID $(BUILD)/os-bench/os.log"
 	@exit $$(cat $(BUILD)/os-bench/status)
 
 # The language clock probes (issue 36) that clockbench-os runs: each .mk in

@@ -61,3 +61,13 @@ def test_run_passes_no_iso_to_a_netboot():
     assert "--iso" not in line and line.rstrip().endswith("run --boot netboot"), line
     line = next(l for l in _make("-n", "run", "RUN_ARGS=--boot pvh").splitlines() if " run " in l and "clockbench" in l)
     assert "--iso build/clockbench.iso --boot pvh" in line, line
+
+
+def test_no_recipe_message_runs_a_command_by_backquotes():
+    """A backquote in a recipe's echo is a command substitution: the shell
+    runs what it quotes. `make os-bench`'s last line once said "(`make run`
+    keeps one ...)" and so booted the image after every os-bench (80 s of a
+    test that meant to read one line)."""
+    text = (ROOT / "Makefile").read_text()
+    bad = [line.strip() for line in text.splitlines() if re.match(r"\s+@?echo\b", line) and "`" in line]
+    assert not bad, bad
