@@ -181,3 +181,28 @@ def test_compare_of_two_os_runs_marks_a_batchs_cost(capsys):
     assert cells[1].split(",")[0].endswith(" ns b") and " ns b (" in cells[2], cells
     steady = next(l for l in lines if l.startswith("C++ (libstdc++) steady_clock on tsc, p50"))
     assert " b" not in steady.split(",")[0], steady
+
+
+def test_the_ladder_plot_gives_each_layer_its_own_colour_and_marks_a_read_under_the_step(monkeypatch, tmp_path):
+    # the ten colours repeated over eleven layers (the bare read and Node.js
+    # both blue), and the bare rdtsc's bar, under the TSC's step, read as a cost
+    from clockbench.records import results
+    from clockbench.report import ladder, plots
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    res = results.from_log((FIXTURES / "os-lang-host.log").read_text())
+    tables = ladder.tables(res)
+    plots.ladder(tables, tmp_path / "ladder.png", [])
+    ax = figs[0].axes[0]
+    rows = [r for r in tables[0]["rows"] if r.get("p50_ns")]
+    colours = {}
+    for bar, r in zip(ax.patches, rows):
+        colours.setdefault(r["layer"], bar.get_facecolor()[:3])
+    assert len(set(colours.values())) == len(colours), colours
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    below = [r for r in rows if r["cost"].startswith("<")]
+    assert below, "the fixture's rdtsc is under the TSC's step"
+    for r in below:
+        assert f"< {r['layer']} {r['read']}"[:46] in [l[:46] for l in labels], labels
+        bar = next(b for b, x in zip(ax.patches, rows) if x is r)
+        assert bar.get_alpha() < 1

@@ -402,16 +402,20 @@ def ladder(tables: list[dict], path: Path, notes: list[str]) -> Path:
         for r in t["rows"]:
             if r["layer"] not in layers:
                 layers.append(r["layer"])
-    colour = {layer: f"C{i % 10}" for i, layer in enumerate(layers)}
+    # ten layers and more (the OS's, eight languages): a palette of twenty, so no two share a colour
+    palette = plt.get_cmap("tab20")
+    colour = {layer: palette(i % 20) for i, layer in enumerate(layers)}
     missing = []
     for ax, t in zip(axes[0], panels):
         rows = [r for r in t["rows"] if number(r.get("p50_ns")) and r["p50_ns"] > 0]
         missing += [f"{r['layer']} {r['read']} on {t['clocksource']}" for r in t["rows"] if r not in rows]
         ys = list(range(len(rows)))[::-1]
-        for y, r in zip(ys, rows):
+        # a p50 under the TSC's step is the step's, not a cost: drawn faint, its label marked "<"
+        below = [str(r.get("cost", "")).startswith("<") for r in rows]
+        for y, r, low in zip(ys, rows, below):
             ax.barh(y, r["p50_ns"], color=colour[r["layer"]], hatch="//" if r.get("method") == "batch" else None,
-                    edgecolor="white" if r.get("method") == "batch" else None, height=0.75)
-        ax.set_yticks(ys, [f"{r['layer']} {r['read']}"[:44] for r in rows], fontsize=6.5)
+                    edgecolor="white" if r.get("method") == "batch" else None, height=0.75, alpha=0.35 if low else 1.0)
+        ax.set_yticks(ys, [("< " if low else "") + f"{r['layer']} {r['read']}"[:44] for r, low in zip(rows, below)], fontsize=6.5)
         ax.set_xscale("log")
         # the costs span one or two decades: labels at 1, 2 and 5 of each, in
         # plain ns, so that a bar can be read (the default labels 10^2 alone)
@@ -422,7 +426,8 @@ def ladder(tables: list[dict], path: Path, notes: list[str]) -> Path:
         ax.set_xlabel("p50 cost per read (ns, log scale)")
         ax.set_title(f"clocksource {t['clocksource']}")
     fig.suptitle("What does one read cost, from the bare counter up to each language?\n"
-                 "(p50; hatched: a batch's cost per call, not one call alone)", fontsize=9)
+                 "(p50; hatched: a batch's cost per call, not one call alone;\n"
+                 "faint, marked \"<\": under the TSC's step, a bound, not a cost)", fontsize=9)
     if missing:
         notes.append(f"ladder plot: no cost for {', '.join(missing)}")
     return _save(fig, path)
