@@ -187,8 +187,16 @@ def test_serve_answers_a_script_as_alone(lang, build_output, record_property):
                     assert pins == [] and f["pinned"] == "self", (pins, f)
                 else:
                     assert [cpu for _, cpu in pins] == list(CPUS) and f["pinned"] == "requested", (pins, f)
-                # the pinned threads ended with the command; the serving thread kept its CPUs
-                assert unpinned_tasks(c.p.pid) == {}, unpinned_tasks(c.p.pid)
+                # the pinned threads ended with the command; the serving thread kept its CPUs.
+                # A thread joined may still be leaving the kernel's task list a moment after
+                # (Python's join returns once the thread's Python part is done: seen once in
+                # the busy lane), so it is given 2 s to go; one that stays pinned fails.
+                left = unpinned_tasks(c.p.pid)
+                deadline = time.monotonic() + 2
+                while left and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    left = unpinned_tasks(c.p.pid)
+                assert left == {}, left
             if words[0] == "path":
                 pairs = sum(1 for w, _ in served if w[0] == "path")
                 assert c.stderr_now(PAIR * pairs) == PAIR * pairs, c.err
