@@ -149,8 +149,11 @@ void lang_setup(void)
         if (!strcmp(d->key, "java"))
             snprintf(probe + strlen(probe), sizeof probe - strlen(probe), "/Probe.class");
         /* .NET: CoreCLR's dotnet where installed, else Mono (the probe's info says which) */
-        bool coreclr = !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
-        if (d->runner && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
+        bool named = lang_opt.runtime[l] != 0; /* --python PATH: checked as the options were read */
+        if (named)
+            snprintf(runner_path[l], sizeof runner_path[l], "%s", lang_opt.runtime[l]);
+        bool coreclr = !named && !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
+        if (d->runner && !named && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "%s", d->missing);
         else if (!is_file(probe))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "no probe %s (run 'make lang'%s%s)", probe, d->runner ? "" : "; ",
@@ -164,6 +167,15 @@ void lang_setup(void)
     }
     if (!n_missing) /* a heading with nothing under it looked like something left out */
         printf("  %s: each has its runtime and probe here\n", lang_opt.picked ? "the languages picked" : "every language");
+}
+
+int lang_runtime_option(const char *option)
+{
+    static const char *const options[][2] = {{"--java", "java"}, {"--python", "python"}, {"--node", "node"}, {"--dotnet", "dotnet"}};
+    for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+        if (!strcmp(option, options[i][0]))
+            return lang_find(options[i][1]);
+    return -1;
 }
 
 static int build_argv(int l, const char *const *cmd, int n_cmd, const char **argv, char *buf, size_t size)
