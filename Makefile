@@ -559,7 +559,7 @@ RELEASE_DIR := $(BUILD)/release
 RELEASE_WORK := $(BUILD)/release-work
 RELEASE_VENV ?= $(CURDIR)/build/release-venv
 RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.release
-RELEASE_TARGETS := kernel iso img netboot
+RELEASE_TARGETS := kernel iso img netboot bundle
 # the commit as make read it: assemble refuses a release whose HEAD moved during the build
 RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 # UNLISTED_CERT=1: accept a release certificate release-certificate.sha256 does not list (said in the output)

@@ -32,6 +32,7 @@ install -m 0644 "$(dirname "$0")/../os/bundle/README" "$dir/README"
   (cd "$dir" && find . -type f ! -name BUNDLE | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum)
 } > "$dir/BUNDLE"
 chmod 0644 "$dir/BUNDLE"
+find "$dir" -type d -exec chmod 0755 {} +  # whatever the umask (a rebuild runs under 077)
 find "$dir" -exec touch -h -d "@$epoch" {} +
 tar -C "$out" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" --format=gnu -cf - "$name" | gzip -9n > "$tarball.tmp"
 mv "$tarball.tmp" "$tarball"
