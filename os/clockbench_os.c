@@ -1023,6 +1023,21 @@ static unsigned number(const char *opt_name, const char *v, unsigned lo, unsigne
     return (unsigned)x;
 }
 
+/* --lang and --no-lang together: one rule everywhere (os-vm's too), refused. */
+static void check_lang_args(void)
+{
+    if (!(lang_opt.off && lang_opt.picked))
+        return;
+    if (is_init) { /* no one to tell: --no-lang wins, and the report says so */
+        snprintf(ignored_args + strlen(ignored_args), sizeof ignored_args - strlen(ignored_args), "%s--lang (with --no-lang)",
+                 ignored_args[0] ? " " : "");
+        lang_opt.picked = false;
+        return;
+    }
+    fprintf(stderr, "clockbench-os: --lang and --no-lang contradict each other: give one of them\n");
+    exit(64);
+}
+
 /* --python PATH and kin: an executable file (for --java, a JDK's or JRE's
    folder also, its bin/java), checked now: a runtime named and missing is
    a bad argument, not a language quietly left out. */
@@ -1088,6 +1103,7 @@ static void parse_args(int argc, char **argv)
             runtime_option(a, v);
             i++;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            check_lang_args(); /* `--help` after the options checks them all (make os-bench does) */
             usage(stdout);
             exit(0);
         } else {
@@ -1113,6 +1129,7 @@ int main(int argc, char **argv)
         mount("proc", "/proc", "proc", 0, 0);
     }
     parse_args(argc, argv);
+    check_lang_args();
     uname(&uts);
     /* before anything is measured: the parent only copies the output */
     if (!is_init)
