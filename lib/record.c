@@ -65,7 +65,8 @@ static void quoted(struct record *r, const char *s, size_t max)
    always a member of the object itself, the unit an overflow takes back. */
 static void key(struct record *r, const char *k)
 {
-    r->member_start = r->len;
+    if (!r->depth)
+        r->member_start = r->len;
     if (!r->first)
         raw(r, ",", 1);
     r->first = false;
@@ -77,6 +78,7 @@ void record_begin(struct record *r, const char *type)
 {
     r->len = 0;
     r->member_start = 0;
+    r->depth = 0;
     r->overflow = false;
     r->first = true;
     r->buf[0] = '\0';
@@ -155,6 +157,31 @@ void record_array_u64(struct record *r, uint64_t value)
         raw(r, ",", 1);
     r->first = false;
     raw(r, tmp + n, sizeof tmp - (size_t)n);
+}
+
+void record_object_begin(struct record *r, const char *k)
+{
+    key(r, k);
+    raw(r, "{", 1);
+    r->first = true;
+    r->depth++;
+}
+
+void record_object_end(struct record *r)
+{
+    if (r->depth)
+        r->depth--;
+    raw(r, "}", 1);
+    r->first = false;
+}
+
+void record_array_fixed(struct record *r, int64_t value, unsigned scale_digits)
+{
+    char tmp[FMT_FIXED_CHARS];
+    if (!r->first)
+        raw(r, ",", 1);
+    r->first = false;
+    raw_str(r, fmt_fixed(tmp, value, scale_digits, scale_digits));
 }
 
 void record_array_i64(struct record *r, int64_t value)

@@ -20,6 +20,7 @@ struct record {
     size_t len;
     size_t member_start; /* where the member being written began: an overflow goes back here */
     bool first;
+    unsigned depth; /* objects open inside the record (record_object_begin) */
     bool overflow; /* a member did not fit: it and every later one are left out, and the
                       record ends with "truncated":true */
 };
@@ -39,6 +40,12 @@ void record_null(struct record *r, const char *key);
 void record_array_begin(struct record *r, const char *key);
 void record_array_u64(struct record *r, uint64_t value);
 void record_array_i64(struct record *r, int64_t value);
+/* "key":{ ... }: members inside it until record_object_end. An overflow
+   inside takes back the whole outermost member, so the record stays valid. */
+void record_object_begin(struct record *r, const char *key);
+void record_object_end(struct record *r);
+/* A fixed-point member, as record_fixed: value / 10^scale_digits. */
+void record_array_fixed(struct record *r, int64_t value, unsigned scale_digits);
 void record_array_end(struct record *r);
 /* Whether a member has not fit: the record will end with "truncated":true.
    Ask before record_end to split what remains into parts instead. */

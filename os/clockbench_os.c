@@ -1162,6 +1162,7 @@ int main(int argc, char **argv)
            "  ns; each call alone between serialised TSC reads, the empty bracket's median subtracted;\n"
            "  the least step is the smallest non-zero change seen in back-to-back reads\n");
     measure_tsc_step();
+    lang_note_tsc_step((double)tsc_step);
     measure_clocksource(cs.original, true, &cs_results[cs_done]);
     report_tsc_step();
     report_clocksource(&cs_results[cs_done]);
@@ -1190,6 +1191,7 @@ int main(int argc, char **argv)
         emit(&r);
         cs_done++;
     }
+    lang_summarise(&cs);
     printf("\n== Checks ==\n");
     if (os_cs_switched() || cs_done > 1) {
         os_cs_restore();

@@ -254,6 +254,36 @@ static void fail(int l, struct api_result *a, const char *what, const char *why)
 
 static double cost_ns(const struct api_result *a, double v, double tsc_hz) { return a->cost.tsc ? lang_ticks_ns(v, tsc_hz) : v; }
 
+static double tsc_step_ticks; /* the TSC's own step (lang_note_tsc_step): single calls' intervals are widened by it */
+
+void lang_note_tsc_step(double step_ticks) { tsc_step_ticks = step_ticks; }
+
+/* The p50's interval: widened by the TSC's step (single calls) or by the
+   batch timer's least step, measured as one of the same language's APIs. */
+static bool p50_ci(const struct api_result *a, const struct api_result *all, int n_all, double tsc_hz, double *lo, double *hi)
+{
+    double step = 0;
+    if (a->cost.tsc)
+        step = lang_ticks_ns(tsc_step_ticks, tsc_hz);
+    else
+        for (int i = 0; i < n_all; i++)
+            if (all[i].info && !strcmp(all[i].info->api, a->cost.timer) && all[i].steps_ok && all[i].steps.least_known)
+                step = all[i].steps.least_ns;
+    return a->cost_ok && lang_p50_ci_ns(&a->cost, tsc_hz, step, lo, hi);
+}
+
+/* ---- one line per API across the clocksources (lang_summary) ---- */
+#define SUMMARY_CS_MAX 8
+struct summary_cell {
+    bool measured, ci;
+    double p50_ns, lo_ns, hi_ns, syscalls_per_1000;
+    const char *path; /* "vdso", "syscall", "none", or NULL when not traced */
+};
+static char summary_cs[SUMMARY_CS_MAX][32];
+static double summary_syscall_ns[SUMMARY_CS_MAX]; /* clockbench-os's raw clock_gettime syscall there */
+static int n_summary_cs;
+static struct summary_cell summary[LANG_COUNT][LANG_API_MAX][SUMMARY_CS_MAX];
+
 /* ---- a probe serving commands (docs/output.md, `serve`) ---- */
 /* One runtime start answers many commands: a JVM, V8 or Mono takes seconds
    to start under TCG. A command that fails takes its probe down; the next
@@ -659,7 +689,12 @@ static bool must_not_go_back(const struct api_result *a)
     return a->stamp_ok && a->bracket && !(a->bracket & ~family);
 }
 
-static void emit_record(int l, const char *cs, const struct api_result *a, double tsc_hz)
+static const char *path_of(const struct api_result *a)
+{
+    return !a->seen_ok ? 0 : a->seen.clock_calls * 2 >= PATH_CALLS ? "syscall" : a->hidden_ok && a->hidden.clock_calls ? "vdso" : "none";
+}
+
+static void emit_record(int l, const char *cs, const struct api_result *a, const struct api_result *all, int n_all, double tsc_hz)
 {
     const struct lang_api_info *info = a->info;
     struct record r;
@@ -691,7 +726,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
     rec_f(&r, "syscalls_per_1000", lang_per_1000(a->seen.syscalls, PATH_CALLS), a->seen_ok);
     rec_f(&r, "clock_syscalls_per_1000", lang_per_1000(a->seen.clock_calls, PATH_CALLS), a->seen_ok);
     rec_f(&r, "syscalls_per_1000_vdso_hidden", lang_per_1000(a->hidden.syscalls, PATH_CALLS), a->hidden_ok);
-    record_str(&r, "path", !a->seen_ok ? 0 : a->seen.clock_calls * 2 >= PATH_CALLS ? "syscall" : a->hidden_ok && a->hidden.clock_calls ? "vdso" : "none");
+    record_str(&r, "path", path_of(a));
     record_str(&r, "method", a->cost_ok ? (a->cost.tsc ? "tsc" : "batch") : 0);
     record_u64(&r, "n", a->cost_ok ? a->cost.n : 0);
     if (a->cost_ok && !a->cost.tsc)
@@ -700,6 +735,14 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
         record_null(&r, "batch");
     rec_f(&r, "min_ns", cost_ns(a, a->cost.min, tsc_hz), a->cost_ok);
     rec_f(&r, "p50_ns", cost_ns(a, a->cost.p50, tsc_hz), a->cost_ok);
+    double lo, hi;
+    if (p50_ci(a, all, n_all, tsc_hz, &lo, &hi)) {
+        record_array_begin(&r, "p50_ci_ns");
+        record_array_fixed(&r, llround(lo * 1000), 3);
+        record_array_fixed(&r, llround(hi * 1000), 3);
+        record_array_end(&r);
+    } else
+        record_null(&r, "p50_ci_ns");
     rec_f(&r, "mean_ns", cost_ns(a, a->cost.mean, tsc_hz), a->cost_ok);
     rec_f(&r, "p99_ns", cost_ns(a, a->cost.p99, tsc_hz), a->cost_ok && a->cost.tsc);
     rec_f(&r, "p999_ns", cost_ns(a, a->cost.p999, tsc_hz), a->cost_ok && a->cost.tsc);
@@ -861,6 +904,14 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
     int n = 0, n_sent = 0, n_order = 0;
     for (int i = 0; i < n_os && n < ROWS_MAX; i++)
         rows[n++] = os_rows[i];
+    int cs_slot = n_summary_cs < SUMMARY_CS_MAX ? n_summary_cs++ : -1;
+    if (cs_slot >= 0) {
+        snprintf(summary_cs[cs_slot], sizeof summary_cs[0], "%s", clocksource);
+        summary_syscall_ns[cs_slot] = 0;
+        for (int i = 0; i < n_os; i++)
+            if (!strncmp(os_rows[i].name + strspn(os_rows[i].name, " "), "syscall", 7) && os_rows[i].cost_known)
+                summary_syscall_ns[cs_slot] = os_rows[i].p50_ns;
+    }
     printf("\n-- languages on clocksource %s --\n", clocksource);
     for (int l = 0; l < LANG_COUNT; l++) {
         const struct lang_def *d = &lang_defs[l];
@@ -916,7 +967,15 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
             order_row(l, &res[i], order[n_order++], sizeof order[0]);
         for (int i = 0; i < infos[l].n; i++) {
             struct api_result a = res[i];
-            emit_record(l, clocksource, &a, tsc_hz);
+            emit_record(l, clocksource, &a, res, infos[l].n, tsc_hz);
+            if (cs_slot >= 0 && i < LANG_API_MAX) {
+                struct summary_cell *c = &summary[l][i][cs_slot];
+                c->measured = a.cost_ok;
+                c->p50_ns = cost_ns(&a, a.cost.p50, tsc_hz);
+                c->ci = p50_ci(&a, res, infos[l].n, tsc_hz, &c->lo_ns, &c->hi_ns);
+                c->syscalls_per_1000 = a.seen_ok ? lang_per_1000(a.seen.syscalls, PATH_CALLS) : -1;
+                c->path = path_of(&a);
+            }
             if (n < ROWS_MAX)
                 api_row(&a, tsc_hz, &rows[n++]);
             lang_path_sentence(d->title, a.info->api, PATH_CALLS, &a.seen, a.hidden_ok ? &a.hidden : 0, a.bracket, a.stamp_ok,
@@ -970,6 +1029,137 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
            "  on one CPU read after seeing another CPU's read (roles alternate); back: how\n"
            "  many read less; worst: by how much (ns); k thr: ns per call in each of k\n"
            "  threads at once; *: a wall or CPU-time clock, which may go back: not judged\n");
+}
+
+/* "36.2 ns", "1.47 us": a cost as people read it */
+static void cost_words(char *out, size_t size, double ns)
+{
+    if (ns >= 1000)
+        snprintf(out, size, "%.3g us", ns / 1000);
+    else
+        snprintf(out, size, "%.3g ns", ns);
+}
+
+/* Whether Linux (6.x, x86) reads this clocksource in the vDSO: 1 yes, 0 no
+   (every read a system call), -1 not known here. arch/x86/entry/vdso: the
+   TSC, kvm-clock (pvclock) and Hyper-V's TSC page have a vDSO clock mode;
+   the HPET's was removed in Linux 5.6, the PM timer and jiffies never had one. */
+static int vdso_mode(const char *cs)
+{
+    static const char *const yes[] = {"tsc", "kvm-clock", "hyperv_clocksource_tsc_page"};
+    static const char *const no[] = {"hpet", "acpi_pm", "jiffies", "refined-jiffies", "pit"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!strcmp(cs, yes[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcmp(cs, no[i]))
+            return 0;
+    return -1;
+}
+
+static void path_words(char *out, size_t size, const struct summary_cell *c)
+{
+    if (!c->path)
+        snprintf(out, size, "path not traced");
+    else if (!strcmp(c->path, "syscall"))
+        snprintf(out, size, "%.3g system call%s a call", c->syscalls_per_1000 / 1000, c->syscalls_per_1000 > 1500 ? "s" : "");
+    else if (!strcmp(c->path, "vdso"))
+        snprintf(out, size, "vDSO");
+    else
+        snprintf(out, size, "no clock call");
+}
+
+void lang_summarise(const struct os_clocksources *cs)
+{
+    if (lang_opt.off || !n_summary_cs)
+        return;
+    printf("\n== Each language's clocks across the clocksources ==\n"
+           "  p50 per call (its 95%% interval), and how the clock is read there\n");
+    for (int l = 0; l < LANG_COUNT; l++) {
+        if (unavailable[l] || !info_done[l])
+            continue;
+        for (int i = 0; i < infos[l].n && i < LANG_API_MAX; i++) {
+            char line[1200];
+            int at = snprintf(line, sizeof line, "  %s %s:", lang_defs[l].title, infos[l].apis[i].api);
+            struct record r;
+            record_begin(&r, "lang_summary");
+            record_str(&r, "language", lang_defs[l].key);
+            record_str(&r, "api", infos[l].apis[i].api);
+            record_object_begin(&r, "by_clocksource");
+            for (int k = 0; k < n_summary_cs; k++) {
+                const struct summary_cell *c = &summary[l][i][k];
+                char cost[32], lo[32], hi[32], path[64];
+                record_object_begin(&r, summary_cs[k]);
+                rec_f(&r, "p50_ns", c->p50_ns, c->measured);
+                if (c->measured && c->ci) {
+                    record_array_begin(&r, "p50_ci_ns");
+                    record_array_fixed(&r, llround(c->lo_ns * 1000), 3);
+                    record_array_fixed(&r, llround(c->hi_ns * 1000), 3);
+                    record_array_end(&r);
+                } else
+                    record_null(&r, "p50_ci_ns");
+                rec_f(&r, "syscalls_per_1000", c->syscalls_per_1000, c->path != 0);
+                record_str(&r, "path", c->path);
+                record_object_end(&r);
+                if (!c->measured) {
+                    at += snprintf(line + at, sizeof line - (size_t)at, "%s not measured on %s", k ? ";" : "", summary_cs[k]);
+                    continue;
+                }
+                cost_words(cost, sizeof cost, c->p50_ns);
+                path_words(path, sizeof path, c);
+                if (c->ci) {
+                    /* "36.2 ns (35.9-36.6)": the unit once where the three share it */
+                    bool same = (c->lo_ns >= 1000) == (c->hi_ns >= 1000) && (c->hi_ns >= 1000) == (c->p50_ns >= 1000);
+                    cost_words(lo, sizeof lo, c->lo_ns);
+                    cost_words(hi, sizeof hi, c->hi_ns);
+                    if (same) {
+                        *strchr(lo, ' ') = 0;
+                        *strchr(hi, ' ') = 0;
+                    }
+                    at += snprintf(line + at, sizeof line - (size_t)at, "%s %s (%s-%s) on %s, %s", k ? ";" : "", cost, lo, hi, summary_cs[k], path);
+                } else
+                    at += snprintf(line + at, sizeof line - (size_t)at, "%s %s on %s, %s", k ? ";" : "", cost, summary_cs[k], path);
+                if (at >= (int)sizeof line)
+                    at = (int)sizeof line - 1;
+            }
+            record_object_end(&r);
+            /* the others the kernel offers and this run did not measure, and how they
+               would be read: "vdso", "syscall" (no vDSO mode) or "unknown" */
+            record_object_begin(&r, "offered_not_measured");
+            for (int k = 0; k < cs->count; k++) {
+                bool done = false;
+                for (int m = 0; m < n_summary_cs; m++)
+                    done |= !strcmp(cs->available[k], summary_cs[m]);
+                if (!done)
+                    record_str(&r, cs->available[k], vdso_mode(cs->available[k]) == 1 ? "vdso" : vdso_mode(cs->available[k]) == 0 ? "syscall" : "unknown");
+            }
+            record_object_end(&r);
+            emit(&r);
+            printf("%s\n", line);
+        }
+    }
+    if (n_summary_cs == 1 && cs->count > 1) {
+        char vdso[400] = "", none[400] = "", unknown[400] = "";
+        for (int k = 0; k < cs->count; k++) {
+            if (!strcmp(cs->available[k], summary_cs[0]))
+                continue;
+            char *to = vdso_mode(cs->available[k]) == 1 ? vdso : vdso_mode(cs->available[k]) == 0 ? none : unknown;
+            snprintf(to + strlen(to), 400 - strlen(to), "%s%s", to[0] ? ", " : "", cs->available[k]);
+        }
+        printf("  Only %s was measured. The kernel also offers:", summary_cs[0]);
+        if (vdso[0])
+            printf(" %s (read in the vDSO too: no system call);", vdso);
+        if (none[0]) {
+            char sys[32];
+            cost_words(sys, sizeof sys, summary_syscall_ns[0]);
+            printf(" %s (no vDSO mode: every read of a clock would be a system call, at least the %s the raw\n"
+                   "  clock_gettime syscall costs here, plus that counter's own read; Go's time.Now makes two);",
+                   none, summary_syscall_ns[0] > 0 ? sys : "(unmeasured)");
+        }
+        if (unknown[0])
+            printf(" %s (its vDSO mode is not known here);", unknown);
+        printf(" run as root to measure them.\n");
+    }
 }
 
 void lang_judge(lang_check_fn check)

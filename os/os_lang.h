@@ -42,6 +42,14 @@ int lang_runtime_option(const char *option);
    (the ratios' base); tsc_hz: the rate that turns ticks into ns. */
 void lang_measure_clocksource(const char *clocksource, const struct lang_row *os_rows, int n_os, double bare_ns, double tsc_hz);
 
+struct os_clocksources;
+/* After every clocksource: one line and one lang_summary record per API
+   across the clocksources measured; when only one was, which others the
+   kernel offers and what they would mean (the syscall path). */
+void lang_summarise(const struct os_clocksources *cs);
+/* The TSC's own step in ticks: single calls' p50 intervals are widened by it. */
+void lang_note_tsc_step(double step_ticks);
+
 typedef void (*lang_check_fn)(const char *result, const char *name, const char *fmt, ...);
 /* The checks over every run: probes that failed, languages not measured,
    clocksources that changed under a language. */

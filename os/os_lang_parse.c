@@ -257,6 +257,28 @@ bool lang_parse_cost(const char *line, const char *api, struct lang_cost *c, con
         *why = "the figures are out of order (min <= p50 <= p99 <= p999 <= max expected)";
         return false;
     }
+    /* the median's interval: both or neither (a probe of an older contract gives neither) */
+    bool lo = field(line, "p50_lo", &ml) != 0, hi = field(line, "p50_hi", &ml) != 0;
+    if (lo || hi) {
+        if (!num_field(line, "p50_lo", &c->p50_lo, why) || !num_field(line, "p50_hi", &c->p50_hi, why))
+            return false;
+        if (c->p50_lo < c->min || c->p50_lo > c->p50 || c->p50_hi < c->p50 || c->p50_hi > c->max) {
+            *why = "p50_lo= and p50_hi= do not bracket the p50 within min and max";
+            return false;
+        }
+        c->ci_known = true;
+    }
+    return true;
+}
+
+bool lang_p50_ci_ns(const struct lang_cost *c, double tsc_hz, double timer_step_ns, double *lo_ns, double *hi_ns)
+{
+    if (!c->ci_known)
+        return false;
+    double lo = c->tsc ? lang_ticks_ns(c->p50_lo, tsc_hz) : c->p50_lo, hi = c->tsc ? lang_ticks_ns(c->p50_hi, tsc_hz) : c->p50_hi;
+    double widen = c->tsc ? timer_step_ns : c->batch ? timer_step_ns / (double)c->batch : 0;
+    *lo_ns = lo - widen > 0 ? lo - widen : 0;
+    *hi_ns = hi + widen;
     return true;
 }
 

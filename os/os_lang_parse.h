@@ -57,6 +57,8 @@ struct lang_cost {
     uint64_t n, batch;
     double min, p50, mean, p99, p999, max, bracket; /* in the line's unit; p99, p999, bracket: tsc only */
     char timer[48];  /* batch: which API timed the batches */
+    bool ci_known;   /* p50_lo= and p50_hi= given: the median's 95% interval by order statistics */
+    double p50_lo, p50_hi; /* in the line's unit, before any widening by the timer's step */
 };
 struct lang_steps {
     uint64_t n, zero, backward;
@@ -88,6 +90,12 @@ bool lang_parse_stamp(const char *line, uint64_t *ns);
 
 /* TSC ticks to ns at the rate clockbench-os measured. */
 double lang_ticks_ns(double ticks, double tsc_hz);
+/* The p50's interval in ns: the probe's order-statistic 95% interval of the
+   median, widened on each side by the timer's own step (the TSC's for single
+   calls; the batch timer's least step over the batch's calls). False when the
+   probe gave none. timer_step_ns: the TSC's step (tsc), or the batch timer's
+   least step (batch), 0 when unknown. */
+bool lang_p50_ci_ns(const struct lang_cost *c, double tsc_hz, double timer_step_ns, double *lo_ns, double *hi_ns);
 
 /* ---- clock ids ---- */
 /* The candidates for bracketing, in the order they are read. */

@@ -29,13 +29,17 @@ $(LANG_DIR)/probe-cpp-libcxx: os/lang/cpp/probe.cpp
 # position-independent (relocation-model=static), as the C++ probes: std's
 # now() is then a direct call, not one through the GOT. The
 # rustc that cargo runs stamps its version into the program (`info`). The
-# lock file is version 3, which Debian 12's cargo (0.66) still reads.
+# lock file is version 3, which Debian 12's cargo (0.66) still reads. Without
+# LD_PRELOAD: cargo and rustc 1.95 (rustup's proxies) never return under
+# libfaketime's (Debian 12's 0.9.10),
+# which the rebuild check puts under the whole make (tests/release), and the
+# probe holds no date to fake.
 LANG_RUST_SRCS := os/lang/rust/Cargo.toml os/lang/rust/Cargo.lock os/lang/rust/src/main.rs
 LANG_RUST_TARGET := $(LANG_DIR)/rust-target
 $(LANG_DIR)/probe-rust: $(LANG_RUST_SRCS)
 	@command -v cargo >/dev/null || { echo "error: cargo not found: install 'cargo' and 'rustc' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(call say,CARGO,$@)CB_RUSTC_VERSION="$$($${RUSTC:-rustc} --version)" CARGO_TARGET_DIR=$(abspath $(LANG_RUST_TARGET)) \
+	$(call say,CARGO,$@)unset LD_PRELOAD; CB_RUSTC_VERSION="$$($${RUSTC:-rustc} --version)" CARGO_TARGET_DIR=$(abspath $(LANG_RUST_TARGET)) \
 		RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static --remap-path-prefix=$(CURDIR)=." \
 		cargo build --release --offline --quiet --locked --target x86_64-unknown-linux-gnu --manifest-path os/lang/rust/Cargo.toml
 	$(Q)cp $(LANG_RUST_TARGET)/x86_64-unknown-linux-gnu/release/probe-rust $@

@@ -1346,6 +1346,11 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         rec_milli("min", c.min), rec_milli("p50", c.p50), rec_milli("mean", c.mean), rec_milli("p99", c.p99);
         rec_milli("p999", c.p999), rec_milli("max", c.max), rec_milli("bracket", c.bracket);
         record_str(&rec, "timer", c.timer);
+        /* the p50's interval, at a 2.5 GHz TSC whose step is 25 ticks (10 ns), or a batch timer stepping by 40 ns */
+        double lo = 0, hi = 0;
+        bool ci = ok && lang_p50_ci_ns(&c, 2.5e9, c.tsc ? 10.0 : 40.0, &lo, &hi);
+        record_bool(&rec, "ci", ci);
+        rec_milli("ci_lo_ns", lo), rec_milli("ci_hi_ns", hi);
     } else if (!strcmp(kind, "steps")) {
         struct lang_steps s;
         ok = lang_parse_steps(line, api, &s, &why);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -100,6 +101,11 @@ template <class Clock> static inline int64_t now_ns()
 }
 
 // Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+// The median's 95% interval by order statistics (docs/output.md, "cost"): the sorted samples at
+// ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped: distribution-free, as the median is.
+static size_t ci_lo(size_t n) { double r = std::floor(n / 2.0 - 0.98 * std::sqrt((double)n)); return r < 0 ? 0 : (size_t)r; }
+static size_t ci_hi(size_t n) { double r = std::ceil(n / 2.0 + 0.98 * std::sqrt((double)n)); return r > n - 1.0 ? n - 1 : (size_t)r; }
+
 static uint64_t percentile(const std::vector<uint64_t> &sorted, unsigned per_mille)
 {
     size_t n = sorted.size();
@@ -182,9 +188,10 @@ template <class Clock> static void cmd_cost(const char *api, uint64_t n)
     uint64_t br = percentile(empty, 500);
     long double mean = sum / n - br;
     std::printf("cost %s method=tsc unit=ticks n=%" PRIu64 " min=%" PRIu64 " p50=%" PRIu64 " mean=%.1Lf p99=%" PRIu64
-                " p999=%" PRIu64 " max=%" PRIu64 " bracket=%" PRIu64 "\n",
+                " p999=%" PRIu64 " max=%" PRIu64 " bracket=%" PRIu64 " p50_lo=%" PRIu64 " p50_hi=%" PRIu64 "\n",
                 api, n, minus(full.front(), br), minus(percentile(full, 500), br), mean > 0 ? mean : 0.0L,
-                minus(percentile(full, 990), br), minus(percentile(full, 999), br), minus(full.back(), br), br);
+                minus(percentile(full, 990), br), minus(percentile(full, 999), br), minus(full.back(), br), br,
+                minus(full[ci_lo(full.size())], br), minus(full[ci_hi(full.size())], br));
 }
 
 template <class Clock> static void cmd_steps(const char *api, uint64_t n)

@@ -147,9 +147,12 @@ static class Probe
         Array.Sort(perCall);
         int mid = batches / 2;
         double p50 = batches % 2 == 1 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
+        // the median's 95% interval by order statistics: ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped
+        double w = 0.98 * Math.Sqrt(batches);
+        int lo = (int)Math.Max(0, Math.Floor(batches / 2.0 - w)), hi = (int)Math.Min(batches - 1, Math.Ceiling(batches / 2.0 + w));
         Say("cost " + Apis[api] + " method=batch unit=ns n=" + (long)batches * size + " batch=" + size
             + " min=" + Fmt(perCall[0]) + " p50=" + Fmt(p50) + " mean=" + Fmt(total / batches)
-            + " max=" + Fmt(perCall[batches - 1]) + " timer=Stopwatch.GetTimestamp");
+            + " max=" + Fmt(perCall[batches - 1]) + " timer=Stopwatch.GetTimestamp p50_lo=" + Fmt(perCall[lo]) + " p50_hi=" + Fmt(perCall[hi]));
     }
 
     static void Steps(int api, int n)

@@ -20,6 +20,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -100,6 +101,17 @@ func info() {
 }
 
 // Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+// ciRanks: the median's 95% interval by order statistics (docs/output.md, "cost"): the sorted
+// samples at ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped.
+func ciRanks(n int) (int, int) {
+	half, w := float64(n)/2, 0.98*math.Sqrt(float64(n))
+	lo, hi := int(math.Max(0, math.Floor(half-w))), int(math.Ceil(half+w))
+	if hi > n-1 {
+		hi = n - 1
+	}
+	return lo, hi
+}
+
 func percentile(sorted []uint64, perMille uint64) uint64 {
 	n := uint64(len(sorted))
 	rank := (perMille*n + 999) / 1000
@@ -154,9 +166,10 @@ func cost(api int, n uint64) {
 	if mean < 0 {
 		mean = 0
 	}
-	fmt.Printf("cost %s method=tsc unit=ticks n=%d min=%d p50=%d mean=%.1f p99=%d p999=%d max=%d bracket=%d\n",
+	lo, hi := ciRanks(len(full))
+	fmt.Printf("cost %s method=tsc unit=ticks n=%d min=%d p50=%d mean=%.1f p99=%d p999=%d max=%d bracket=%d p50_lo=%d p50_hi=%d\n",
 		apiNames[api], n, minus(full[0]), minus(percentile(full, 500)), mean, minus(percentile(full, 990)),
-		minus(percentile(full, 999)), minus(full[n-1]), br)
+		minus(percentile(full, 999)), minus(full[n-1]), br, minus(full[lo]), minus(full[hi]))
 }
 
 func steps(api int, n uint64) {

@@ -141,9 +141,12 @@ public final class Probe {
         Arrays.sort(perCall);
         int mid = batches / 2;
         double p50 = batches % 2 == 1 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
+        // the median's 95% interval by order statistics: ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped
+        double w = 0.98 * Math.sqrt(batches);
+        int lo = (int) Math.max(0, Math.floor(batches / 2.0 - w)), hi = (int) Math.min(batches - 1, Math.ceil(batches / 2.0 + w));
         say("cost " + APIS[api] + " method=batch unit=ns n=" + (long) batches * batch + " batch=" + batch
                 + " min=" + fmt(perCall[0]) + " p50=" + fmt(p50) + " mean=" + fmt(total / batches)
-                + " max=" + fmt(perCall[batches - 1]) + " timer=System.nanoTime");
+                + " max=" + fmt(perCall[batches - 1]) + " timer=System.nanoTime p50_lo=" + fmt(perCall[lo]) + " p50_hi=" + fmt(perCall[hi]));
     }
 
     static void steps(int api, int n) {

@@ -105,8 +105,12 @@ function cost(api, n) {
   const mid = batches >> 1;
   const p50 = batches % 2 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
   const mean = perCall.reduce((a, b) => a + b, 0) / batches;
+  // the median's 95% interval by order statistics: ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped
+  const w = 0.98 * Math.sqrt(batches);
+  const lo = Math.max(0, Math.floor(batches / 2 - w)), hi = Math.min(batches - 1, Math.ceil(batches / 2 + w));
   say(`cost ${APIS[api]} method=batch unit=ns n=${batches * size} batch=${size} min=${fmt(perCall[0])} ` +
-    `p50=${fmt(p50)} mean=${fmt(mean)} max=${fmt(perCall[batches - 1])} timer=process.hrtime.bigint`);
+    `p50=${fmt(p50)} mean=${fmt(mean)} max=${fmt(perCall[batches - 1])} timer=process.hrtime.bigint ` +
+    `p50_lo=${fmt(perCall[lo])} p50_hi=${fmt(perCall[hi])}`);
   return sink;
 }
 

@@ -18,6 +18,7 @@ each line of stdin goes through the same run() as the command line. stdin has on
 sys.stdin.buffer.readline, for serve's commands and stamp's lines alike: a second reader (or a
 select() on the descriptor) would miss what the buffered one has already read ahead."""
 
+import math
 import os
 import platform
 import re
@@ -118,8 +119,12 @@ def cmd_cost(name, n):
     mid = len(per_call) // 2
     p50 = per_call[mid] if len(per_call) % 2 else (per_call[mid - 1] + per_call[mid]) / 2
     mean = sum(per_call) / len(per_call)
+    # the median's 95% interval by order statistics: ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped
+    w = 0.98 * math.sqrt(batches)
+    lo, hi = max(0, math.floor(batches / 2 - w)), min(batches - 1, math.ceil(batches / 2 + w))
     say(f"cost {name} method=batch unit=ns n={batches * batch} batch={batch} min={fmt(per_call[0])} "
-        f"p50={fmt(p50)} mean={fmt(mean)} max={fmt(per_call[-1])} timer=perf_counter_ns")
+        f"p50={fmt(p50)} mean={fmt(mean)} max={fmt(per_call[-1])} timer=perf_counter_ns "
+        f"p50_lo={fmt(per_call[lo])} p50_hi={fmt(per_call[hi])}")
 
 
 def hist_line(steps_ns):

@@ -34,7 +34,26 @@ def test_a_batch_cost_line_has_no_percentiles_it_cannot_give(lib):
     assert not r["tsc"] and r["batch"] == 1000 and r["min"] == 18.2 and r["timer"] == "System.nanoTime"
 
 
+def test_the_p50_interval_is_the_probes_order_statistics_widened_by_the_timers_step(lib):
+    # issue 44: every cost with its uncertainty. Single calls: ticks at 2.5 GHz (0.4 ns a tick),
+    # widened by the TSC's step (10 ns here); batches: ns, widened by the batch timer's step over
+    # the batch (40 ns / 1000 calls)
+    r = parse(lib, "cost", "cost steady_clock method=tsc unit=ticks n=20000 min=40 p50=52 mean=55.5 p99=80 p999=200 max=9000 "
+              "bracket=36 p50_lo=50 p50_hi=55", "steady_clock")
+    assert r["ok"] and r["ci"], r
+    assert r["ci_lo_ns"] == 50 * 0.4 - 10 and r["ci_hi_ns"] == 55 * 0.4 + 10
+    r = parse(lib, "cost", "cost System.nanoTime method=batch unit=ns n=20000 batch=1000 min=18.2 p50=19.5 mean=20.1 max=31.0 "
+              "timer=System.nanoTime p50_lo=19.1 p50_hi=20.2", "System.nanoTime")
+    assert r["ok"] and r["ci"] and r["ci_lo_ns"] == 19.06 and r["ci_hi_ns"] == 20.24, r
+    # a probe of the older contract gives none: no interval, not a refusal
+    r = parse(lib, "cost", "cost steady_clock method=tsc unit=ticks n=20 min=40 p50=52 mean=55.5 p99=80 p999=200 max=9000 bracket=36",
+              "steady_clock")
+    assert r["ok"] and not r["ci"]
+
+
 @pytest.mark.parametrize("line, why", [
+    ("cost steady_clock method=tsc unit=ticks n=10 min=1 p50=2 mean=2 p99=3 p999=4 max=5 bracket=1 p50_lo=3 p50_hi=4", "do not bracket"),
+    ("cost steady_clock method=tsc unit=ticks n=10 min=1 p50=2 mean=2 p99=3 p999=4 max=5 bracket=1 p50_lo=1", "no p50_hi="),
     ("cost steady_clock method=tsc unit=ticks n=zebra min=1 p50=2 mean=2 p99=3 p999=4 max=5 bracket=1", "n= is not a number"),
     ("cost steady_clock method=tsc unit=ticks n=10 min=1 p50=2 mean=2 p999=4 max=5 bracket=1", "no p99="),
     ("cost steady_clock method=tsc unit=ns n=10 min=1 p50=2 mean=2 p99=3 p999=4 max=5 bracket=1", "neither tsc/ticks"),

@@ -164,6 +164,22 @@ def test_python_perf_counter_claims_1_ns_and_is_flagged(real):
     assert "1.00!" in row.split(), row
 
 
+def test_every_cost_has_its_interval_and_each_api_one_line_across_the_clocksources(real):
+    # issue 44: p50_ci_ns around every p50; one lang_summary record and one line per API
+    p, recs = real
+    for r in of(recs, "lang_clock"):
+        lo, hi = r["p50_ci_ns"]
+        assert lo <= r["p50_ns"] <= hi and hi - lo < max(r["p50_ns"], 50) * 20, r
+    summaries = {(s["language"], s["api"]): s for s in of(recs, "lang_summary")}
+    assert set(summaries) == {(r["language"], r["api"]) for r in of(recs, "lang_clock")}
+    for r in of(recs, "lang_clock"):
+        cell = summaries[(r["language"], r["api"])]["by_clocksource"][r["clocksource"]]
+        assert cell == {"p50_ns": r["p50_ns"], "p50_ci_ns": r["p50_ci_ns"], "syscalls_per_1000": r["syscalls_per_1000"], "path": r["path"]}
+    now = lang_clock(recs, "go", "time.Now")
+    line = next(l for l in p.stdout.splitlines() if l.startswith("  Go time.Now: "))
+    assert f" on {now['clocksource']}, " in line and "(" in line, line
+
+
 def test_each_record_names_the_executable_that_ran_and_the_runtime_line_says_it(real):
     # issue 44: the python3 first in PATH may be a version manager's shim (a shell script):
     # runtime_exe is the program the kernel ran, read from /proc/PID/exe of the probe

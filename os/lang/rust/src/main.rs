@@ -147,6 +147,13 @@ fn info() {
 }
 
 /// Nearest rank, rank = ceil(p * n), as lib/stats.c does.
+/// The median's 95% interval by order statistics (docs/output.md, "cost"): the sorted samples at
+/// ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped.
+fn ci_ranks(n: usize) -> (usize, usize) {
+    let (half, w) = (n as f64 / 2.0, 0.98 * (n as f64).sqrt());
+    ((half - w).floor().max(0.0) as usize, ((half + w).ceil() as usize).min(n - 1))
+}
+
 fn percentile(sorted: &[u64], per_mille: u64) -> u64 {
     let n = sorted.len() as u64;
     let rank = ((per_mille * n + 999) / 1000).clamp(1, n);
@@ -174,7 +181,7 @@ fn cost<C: Clock>(n: u64) {
     let minus = |v: u64| v.saturating_sub(br);
     let mean = (sum / n as f64 - br as f64).max(0.0);
     println!(
-        "cost {} method=tsc unit=ticks n={} min={} p50={} mean={:.1} p99={} p999={} max={} bracket={}",
+        "cost {} method=tsc unit=ticks n={} min={} p50={} mean={:.1} p99={} p999={} max={} bracket={} p50_lo={} p50_hi={}",
         C::NAME,
         n,
         minus(full[0]),
@@ -183,7 +190,9 @@ fn cost<C: Clock>(n: u64) {
         minus(percentile(&full, 990)),
         minus(percentile(&full, 999)),
         minus(full[full.len() - 1]),
-        br
+        br,
+        minus(full[ci_ranks(full.len()).0]),
+        minus(full[ci_ranks(full.len()).1])
     );
 }
 
