@@ -1,0 +1,116 @@
+"""clockbench-os runs: who the host was, and where its runs are kept.
+
+A clockbench-os log's `os` record names the host it measured (docs/output.md,
+"The OS side"): its hostname, machine id (/etc/machine-id), kernel, the
+clocksource in use and those available, and whether the kernel marked the TSC
+unstable (`tsc_unstable`; also an `os_claim` "tsc unstable" with the kernel's
+words). Logs written before those members read as unknown: the hostname then
+comes from where the log was kept (a run folder's name, else the file's).
+
+`make os-bench` and `make os-vm` keep each run in a folder of its own,
+`build/os-runs/<host>-<UTC time>/os.log` and `build/os-vm-runs/...`, and a
+bundle's `clockbench-os --out DIR` writes DIR/os.log: `clockbench import` takes
+such a folder, or a folder of them, and stores the run under the host's name
+(store_os_log, for other code: `clockbench hosts` stores each inventory host's
+run under its inventory name)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from clockbench.records import records
+
+OS_LOG = "os.log"
+# a kept run folder's name: <host>-<UTC time>, perhaps with a suffix that made it unique
+_FOLDER = re.compile(r"^(?P<host>.+?)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ(?:[-.][0-9A-Za-z]+)?$")
+# what Linux says when nobody set a hostname (an initramfs's /init, os-vm)
+NO_HOSTNAME = ("", "(none)", "localhost", "localhost.localdomain")
+
+
+def _str(v) -> str | None:
+    return v.strip() if isinstance(v, str) and v.strip() else None
+
+
+def identity(recs: list[dict]) -> dict:
+    """The host a clockbench-os log measured, as the store's run row keeps it:
+    hostname, machine_id, kernel, clocksource, clocksources (those available,
+    space-separated as the kernel lists them), tsc_unstable (1, 0, or None
+    when unknown: the kernel log could not be read, or an older log that read
+    none of it) and tsc_unstable_why (the kernel's words)."""
+    os_rec = next((r for r in recs if r.get("type") == "os"), None) or {}
+    claims = [r for r in recs if r.get("type") == "os_claim"]
+    unstable = [c for c in claims if c.get("what") == "tsc unstable"]
+    flag = os_rec.get("tsc_unstable")
+    if isinstance(flag, bool):
+        tsc_unstable = int(flag or bool(unstable))
+    elif unstable:
+        tsc_unstable = 1
+    elif claims:  # an older log: its kernel log was read (it has claims from it) and none said so
+        tsc_unstable = 0
+    else:
+        tsc_unstable = None
+    host = _str(os_rec.get("hostname"))
+    why = "; ".join(sorted({str(c.get("detail") or "").strip() for c in unstable} - {""}))
+    return {"hostname": host if host not in NO_HOSTNAME else None, "machine_id": _str(os_rec.get("machine_id")),
+            "kernel": _str(os_rec.get("kernel")), "clocksource": _str(os_rec.get("clocksource")),
+            "clocksources": " ".join(str(os_rec.get("available_clocksources") or "").split()) or None,
+            "tsc_unstable": tsc_unstable, "tsc_unstable_why": why or None}
+
+
+def os_record(text: str) -> dict | None:
+    """The `os` record of a log, found without parsing the rest (a store of
+    hundreds of hosts names each run before it reads it); None when there is
+    none or it does not parse."""
+    at = text.find('"type":"os"')
+    if at < 0:
+        return None
+    start = text.rfind(records.PREFIX, 0, at)
+    end = text.find("\n", at)
+    if start < 0:
+        return None
+    try:
+        rec = json.loads(text[start + len(records.PREFIX):end if end >= 0 else len(text)])
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) and rec.get("type") == "os" else None
+
+
+def folder_host(folder: Path) -> str:
+    """The host a kept run folder was named after: <host>-<UTC time> -> host;
+    any other folder's own name."""
+    m = _FOLDER.match(folder.name)
+    return m.group("host") if m else folder.name
+
+
+def machine_name(text: str, fallback: str) -> str:
+    """The store's name for a clockbench-os log's machine: the hostname its
+    `os` record gives, else fallback (the folder's host, or the file's name)."""
+    host = _str((os_record(text) or {}).get("hostname"))
+    return host if host and host not in NO_HOSTNAME else fallback
+
+
+def is_os_folder(d: Path) -> bool:
+    return (d / OS_LOG).is_file()
+
+
+def store_os_log(st, log: Path, machine: str | None = None, source: str = "import", *, meta: dict | None = None,
+                 again: bool = False) -> tuple[int, bool]:
+    """Adds one clockbench-os log (a file, or a kept run folder holding
+    os.log) to the open store st (store.Store) under machine (default: the
+    log's hostname, else the folder's host or the file's name); returns (the
+    run's id, whether it is new). What other code calls: `clockbench hosts`
+    passes each inventory host's name and source "hosts". BadInput for a log
+    that is not clockbench's (nothing is stored), OSError when it cannot be
+    read."""
+    from clockbench.runs import store  # store imports this module: at call time
+
+    log = Path(log)
+    folder = log if log.is_dir() else None
+    if folder is not None:
+        log = folder / OS_LOG
+    text = log.read_bytes().decode("utf-8", "replace")
+    name = machine or machine_name(text, folder_host(folder) if folder is not None else log.stem)
+    meta = {"log_path": str(log), "started": store.log_date(log, text), **(meta or {})}
+    return st.add_log(text, name, source, meta=meta, again=again)
