@@ -38,7 +38,10 @@ def from_log(text: str, source: str = "", log: records.Log | None = None) -> dic
     # parts already have their note; a record cut on its own gets one here
     notes += [f"{records.describe(r)} was too long for one line and was cut (\"truncated\": true)"
               for r in recs if r.get("truncated") is True and "parts" not in r]
-    by = lambda kind: records.of_type(recs, kind)  # noqa: E731
+    of_kind: dict[str, list[dict]] = {}  # one pass over the records, not one per kind asked for
+    for r in recs:
+        of_kind.setdefault(r["type"], []).append(r)
+    by = lambda kind: list(of_kind.get(kind, ()))  # noqa: E731
     first = lambda kind: (by(kind) or [None])[0]  # noqa: E731
     hist = _histograms(recs, notes)
     return {
