@@ -157,14 +157,14 @@ def test_runs_report_compare_and_export_take_an_os_run_by_id(tmp_path, capsys):
     assert {"os_p50_ns:hpet/vdso", "os_p50_ns:acpi_pm/syscall", "lang_p50_ns:hpet/go/time.Now"} <= names
 
 
-def test_store_os_log_names_a_run_as_asked(tmp_path):
+def test_add_os_run_names_a_run_as_asked(tmp_path):
     """What `clockbench hosts` calls: each fetched log under its inventory name."""
     d = tmp_path / "web-9"
     d.mkdir()
     (d / "os.log").write_text(named(LANG_HOST, "ip-10-0-0-9"))
     with store.open_store(tmp_path / "s.db") as st:
-        rid, new = osruns.store_os_log(st, d, machine="web-9", source="hosts")
-        again = osruns.store_os_log(st, d / "os.log", machine="web-9", source="hosts")
+        rid, new = st.add_os_run(d, machine="web-9", source="hosts")
+        again = st.add_os_run(d / "os.log", machine="web-9", source="hosts")
         [run] = st.runs()
     assert new and again == (rid, False)
     assert (run["machine"], run["hostname"], run["source"]) == ("web-9", "ip-10-0-0-9", "hosts")

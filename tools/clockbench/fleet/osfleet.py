@@ -26,6 +26,8 @@ What is said, each a sentence and its fields (the JSON's "findings"):
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -387,7 +389,6 @@ def plot(fl: OsFleet) -> dict | None:
     pts = [(i, r.cost(l), bool(r.through_syscall)) for i, l in enumerate(langs) for r in fl.rows if r.cost(l)]
     if not pts:
         return None
-    from clockbench.fleet.fleet import _png
     from clockbench.report.plots import _plt
 
     plt = _plt()
@@ -401,5 +402,10 @@ def plot(fl: OsFleet) -> dict | None:
     ax.set_ylabel("p50 ns per call")
     ax.set_title("Each Linux host's clock cost per language (its headline API)")
     ax.legend(fontsize=7)
-    return {"id": "os-costs", "title": "Each Linux host's clock cost per language", "src": _png(fig),
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return {"id": "os-costs", "title": "Each Linux host's clock cost per language",
+            "src": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(),
             "note": "red: a host that reads time through a system call"}

@@ -11,8 +11,8 @@ comes from where the log was kept (a run folder's name, else the file's).
 `build/os-runs/<host>-<UTC time>/os.log` and `build/os-vm-runs/...`, and a
 bundle's `clockbench-os --out DIR` writes DIR/os.log: `clockbench import` takes
 such a folder, or a folder of them, and stores the run under the host's name
-(store_os_log, for other code: `clockbench hosts` stores each inventory host's
-run under its inventory name)."""
+(store.Store.add_os_run, for other code: `clockbench hosts` stores each
+inventory host's run under its inventory name)."""
 
 from __future__ import annotations
 
@@ -93,24 +93,3 @@ def machine_name(text: str, fallback: str) -> str:
 
 def is_os_folder(d: Path) -> bool:
     return (d / OS_LOG).is_file()
-
-
-def store_os_log(st, log: Path, machine: str | None = None, source: str = "import", *, meta: dict | None = None,
-                 again: bool = False) -> tuple[int, bool]:
-    """Adds one clockbench-os log (a file, or a kept run folder holding
-    os.log) to the open store st (store.Store) under machine (default: the
-    log's hostname, else the folder's host or the file's name); returns (the
-    run's id, whether it is new). What other code calls: `clockbench hosts`
-    passes each inventory host's name and source "hosts". BadInput for a log
-    that is not clockbench's (nothing is stored), OSError when it cannot be
-    read."""
-    from clockbench.runs import store  # store imports this module: at call time
-
-    log = Path(log)
-    folder = log if log.is_dir() else None
-    if folder is not None:
-        log = folder / OS_LOG
-    text = log.read_bytes().decode("utf-8", "replace")
-    name = machine or machine_name(text, folder_host(folder) if folder is not None else log.stem)
-    meta = {"log_path": str(log), "started": store.log_date(log, text), **(meta or {})}
-    return st.add_log(text, name, source, meta=meta, again=again)

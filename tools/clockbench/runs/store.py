@@ -347,6 +347,24 @@ class Store:
         checks = [c for c in (res or {}).get("checks", []) if isinstance(c, dict)]
         return self._insert(row, figs, checks)
 
+    def add_os_run(self, log: Path, machine: str | None = None, source: str = "import", *, meta: dict | None = None,
+                   again: bool = False) -> tuple[int, bool]:
+        """Adds one clockbench-os run (its log, or the kept run folder
+        holding os.log) under machine (default: the hostname its log gives,
+        else the folder's <host>, else the file's name); returns (the run's
+        id, whether it is new). What other code calls: `clockbench hosts`
+        passes each inventory host's name and source "hosts". BadInput for a
+        log that is not clockbench's (nothing is stored), WasDeleted as
+        add_log, OSError when it cannot be read."""
+        log = Path(log)
+        folder = log if log.is_dir() else None
+        if folder is not None:
+            log = folder / osruns.OS_LOG
+        text = log.read_bytes().decode("utf-8", "replace")
+        name = machine or osruns.machine_name(text, osruns.folder_host(folder) if folder is not None else log.stem)
+        meta = {"log_path": str(log), "started": log_date(log, text), **(meta or {})}
+        return self.add_log(text, name, source, meta=meta, again=again)
+
     def _insert(self, row: dict, figs: list[figures.Figure], checks: list[dict]) -> tuple[int, bool]:
         db = self.db
         try:
