@@ -143,6 +143,8 @@ OS_COLUMNS = ("hostname", "machine_id", "kernel", "clocksource", "clocksources",
 # will not open). Kept, with its reason, but no machine's row in the fleet.
 DID_NOT_RUN = "did not run"
 OS_TOOL = "clockbench-os"
+# record types no figure, check or row column is read from (figures.derive, run_row): not decoded to store a run
+NO_FIGURES = frozenset({"histogram", "os_histogram", "lang_histogram"})
 
 RUN_COLUMNS = ("id", "machine", "place", "mac", "tool", "cpu_vendor", "cpu_brand", "cpu_family", "cpu_model", "cpu_stepping",
                "hypervisor", "firmware", "boot", "loader", "multiboot", "image_build", "profile", "started", "ended",
@@ -334,7 +336,9 @@ class Store:
             if gone:
                 self.db.execute("DELETE FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
         res = None
-        log = records.parse_log(text)  # once: the results, the figures and the row read the same records
+        # once: the results, the figures and the row read the same records; no figure reads a histogram
+        # (half a clockbench-os log's records, and most of the time reading it: the whole log is kept)
+        log = records.parse_log(text, skip=NO_FIGURES)
         raw = log.records
         try:
             res = results.load_any(text, source=meta.get("log_path") or machine, log=log)
