@@ -21,7 +21,7 @@ import pytest
 
 from helpers.paths import FIXTURES
 from helpers.tool import need_tool, run_cli
-from clockbench.fleet import madefleet
+from clockbench.fleet import madefleet, osfleet
 from clockbench.records import figures, records
 
 PROBE = """<script>
@@ -181,3 +181,27 @@ def test_html_page_says_it_and_loads_in_chromium(db, tmp_path, capsys):
     data = lambda k: re.search(rf'data-{k}="([^"]*)"', run.stdout).group(1)  # noqa: E731
     assert data("loaded") == "yes" and data("errors") == "" and set(data("images").split(",")) == {"ok"}
     assert data("outliers") == str(len(SYSCALL_HOSTS) + 1) and data("said") == str(len(said))
+
+
+def keys(v) -> set[str]:
+    if isinstance(v, dict):
+        return set(v) | {k for x in v.values() for k in keys(x)}
+    if isinstance(v, list):
+        return {k for x in v for k in keys(x)}
+    return set()
+
+
+def test_the_json_is_as_docs_fleet_md_writes_it(db, capsys):
+    """docs/fleet.md's os_hosts example names every member a row, a language
+    and a finding have, and none they lack (other tools read this shape)."""
+    doc = (FIXTURES.parents[1] / "docs" / "fleet.md").read_text()
+    block = next(b for b in re.findall(r"```json\n(.*?)```", doc, re.S) if b.startswith('"os_hosts": {'))
+    # members, not the names of hosts, languages or clocksources that key some maps
+    names = set(osfleet.HEADLINE) | {"hpet", "acpi_pm", "os_hosts"}
+    written = {k for k in re.findall(r'"([a-z_0-9]+)":', block) if not re.fullmatch(r"host\d+", k)} - names
+    data = json.loads(run_cli(capsys, "fleet", "--store", db, "--json", "-").out)["os_hosts"]
+    row = data["rows"][0]
+    real = set(data) | set(row) | set(row["os_clock"]) | {k for v in row["languages"].values() for k in v} | \
+        {k for r in data["rows"] for f in r["flags"] for k in f} | {k for f in data["findings"] for k in f} | \
+        {k for f in data["findings"] for c in f.get("costs", {}).values() for k in c}
+    assert written == real, (written - real, real - written)
