@@ -205,3 +205,24 @@ def test_the_json_is_as_docs_fleet_md_writes_it(db, capsys):
         {k for r in data["rows"] for f in r["flags"] for k in f} | {k for f in data["findings"] for k in f} | \
         {k for f in data["findings"] for c in f.get("costs", {}).values() for k in c}
     assert written == real, (written - real, real - written)
+
+
+def test_a_run_cut_short_is_said_and_flagged(tmp_path, capsys):
+    """A host whose run was killed mid-way: its log ends before the summary.
+    It is still a row, with what it measured, and said not to have passed."""
+    for i, name in enumerate(("ok-1", "ok-2", "cut")):
+        d = tmp_path / "fetched" / name
+        d.mkdir(parents=True)
+        text = madefleet.host_log((FIXTURES / "os-lang-host.log").read_text(), madefleet.Host(name, f"{i:032x}", "", "tsc"),
+                                  started=f"2026-11-28T00:0{i}:00Z")
+        if name == "cut":
+            text = text[:text.index('"type":"lang_clock","language":"java"')].rsplit("\n", 1)[0]
+        (d / "os.log").write_text(text)
+    db = tmp_path / "s.db"
+    assert run_cli(capsys, "import", "--store", db, tmp_path / "fetched").code == 0
+    data = json.loads(run_cli(capsys, "fleet", "--store", db, "--json", "-").out)["os_hosts"]
+    rows = {r["machine"]: r for r in data["rows"]}
+    assert rows["cut"]["status"] == "incomplete" and set(rows["cut"]["languages"]) == {"cpp-libstdc++", "cpp-libc++", "rust", "go"}
+    [run] = [f for f in data["findings"] if f["kind"] == "run"]
+    assert run["hosts"] == ["cut"] and run["text"].startswith("1 of 3 hosts: the run did not pass (cut (incomplete: "), run
+    assert data["outliers"] == ["cut"] and [f["kind"] for f in rows["cut"]["flags"]] == ["run"]

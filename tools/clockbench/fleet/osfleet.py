@@ -22,7 +22,8 @@ What is said, each a sentence and its fields (the JSON's "findings"):
 - among the hosts that read by the vDSO, a language's cost far above the
   others', by the median and MAD as the bare fleet judges its figures
   (fleet.py): flagged when x - m > max(K x 1.4826 x MAD, m), at least twice
-  the median, so that a host a little slower is not called out."""
+  the median, so that a host a little slower is not called out;
+- the hosts whose run did not pass (a failed check, a run cut short)."""
 
 from __future__ import annotations
 
@@ -278,6 +279,23 @@ def _cost_findings(rows: list[OsRow]) -> list[dict]:
     return out
 
 
+def _run_finding(rows: list[OsRow]) -> dict | None:
+    """Hosts whose run did not pass (a check failed, a run killed mid-way or
+    cut short): its figures are what it measured before, said so."""
+    bad = [r for r in rows if r.run["status"] != "passed"]
+    if not bad:
+        return None
+    why = {}
+    for r in bad:
+        failed = [c["name"] for c in r.run.checks if c["result"] == "FAIL"]
+        why[r.machine] = f"{r.run['status']}: " + (f"failed {', '.join(failed)}" if failed else (r.run["reason"] or "no reason given"))
+        r.flags.append({"kind": "run", "text": f"the run did not pass ({why[r.machine]})"})
+    shown = "; ".join(f"{m} ({w})" for m, w in list(why.items())[:LIST_HOSTS]) + \
+        (f"; and {len(bad) - LIST_HOSTS} more" if len(bad) > LIST_HOSTS else "")
+    return {"kind": "run", "text": f"{len(bad)} of {_hosts(len(rows))}: the run did not pass ({shown})",
+            "hosts": [r.machine for r in bad], "why": why}
+
+
 def threshold_text() -> str:
     return (f"through a system call: most of a host's languages' clocks make {SYSCALL_SHARE:g} or more system calls a "
             f"call (without languages: clockbench-os's vDSO entry costs {VDSO_AS_SYSCALL:g} of the raw syscall or more); "
@@ -292,6 +310,8 @@ def analyse(runs: list[store.Run]) -> OsFleet:
     not_used = _not_used_finding(rows, set(through["hosts"]) if through else set())
     findings += [not_used] if not_used else []
     findings += _cost_findings(rows)
+    run = _run_finding(rows)
+    findings += [run] if run else []
     return OsFleet(rows, findings)
 
 
