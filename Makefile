@@ -127,7 +127,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: bundle release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -156,6 +156,7 @@ help:
 	@echo "make fixtures   rewrite the log fixtures in tests/fixtures/ from real QEMU runs (TCG, and KVM when usable)"
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
+	@echo "make bundle     $(BUILD)/bundle/clockbench-os-VERSION-x86_64-linux.tar.gz: clockbench-os and every language's probe, to run on any Linux host as any user"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --no-lang --lang go,python --args=...')"
@@ -364,7 +365,7 @@ $(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/
 # program so that it runs as a VM's init with nothing beside it. It shares
 # the pure logic (records, statistics, fits) and cpuinfo with the image.
 OS_BIN := $(BUILD)/os/clockbench-os
-OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_probe_run.c \
+OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_probe_run.c os/os_keep.c \
 	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
 OS_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
 $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)
@@ -414,6 +415,23 @@ LANG_DIR := $(BUILD)/lang
 LANG_PROBES :=
 include $(wildcard os/lang/*.mk)
 lang: $(LANG_PROBES)
+
+# The bundle people download (issue 43; docs/os-side.md, "The bundle"):
+# clockbench-os and every language's probe, built here, in one folder that
+# runs from anywhere, as any user, with no compiler, apt or network. The
+# native probes are static; Java, Python, JavaScript and .NET run on the
+# host's own runtimes. Every probe is needed (`make lang`, not -k): a
+# bundle without a language would leave it out on every host it reaches.
+# The tarball is reproducible: sorted, owned by 0, dated SOURCE_DATE_EPOCH.
+BUNDLE_NAME := clockbench-os-$(VERSION)-x86_64-linux
+BUNDLE_DIR := $(BUILD)/bundle/$(BUNDLE_NAME)
+BUNDLE := $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
+BUNDLE_LANG := $(LANG_DIR)/probe-cpp-libstdcxx $(LANG_DIR)/probe-cpp-libcxx $(LANG_DIR)/probe-rust $(LANG_DIR)/probe-go \
+	$(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/probe.js $(LANG_DIR)/Probe.exe $(LANG_DIR)/Probe.runtimeconfig.json
+$(BUNDLE): $(OS_BIN) $(BUNDLE_LANG) os/bundle/README scripts/bundle.sh
+	$(call say,BUNDLE,$@)scripts/bundle.sh $(BUNDLE_DIR) $(VERSION) $(OS_BIN) $(LANG_DIR) $(SOURCE_DATE_EPOCH)
+
+bundle: $(BUNDLE)
 
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
 # with clockbench-os as /init (under a PVM KVM, which emulates every
@@ -562,7 +580,7 @@ RELEASE_DIR := $(BUILD)/release
 RELEASE_WORK := $(BUILD)/release-work
 RELEASE_VENV ?= $(CURDIR)/build/release-venv
 RELEASE_TOOL = PYTHONPATH=tools $(RELEASE_VENV)/bin/python -m clockbench.release.release
-RELEASE_TARGETS := kernel iso img netboot
+RELEASE_TARGETS := kernel iso img netboot bundle
 # the commit as make read it: assemble refuses a release whose HEAD moved during the build
 RELEASE_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 # UNLISTED_CERT=1: accept a release certificate release-certificate.sha256 does not list (said in the output)

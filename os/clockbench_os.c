@@ -22,6 +22,7 @@
 #include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/reboot.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -36,6 +37,7 @@
 #include "os_analysis.h"
 #include "os_calls.h"
 #include "os_clocksource.h"
+#include "os_keep.h"
 #include "os_lang.h"
 
 #ifndef CLOCKBENCH_VERSION
@@ -79,9 +81,11 @@ static struct {
     unsigned rate_ms;     /* the TSC-rate window on each clocksource */
     unsigned timeout_s;
     const char *sysfs;    /* the clocksource folder in sysfs (tests point it elsewhere) */
+    const char *out;      /* --out: keep the log in this folder */
 } opt = {.cpu = -1, .reads = 20000, .cost_ms = 300, .seq_ms = 20, .rate_ms = 2000, .timeout_s = 0 /* 600, or 1800 with the languages */};
 
 static bool is_init;
+static const char *kept_in = ""; /* the folder this run's log is kept in (os_keep.c), "" when none */
 
 /* ---- output ---- */
 static unsigned n_pass, n_fail, n_skip;
@@ -649,7 +653,7 @@ static bool rt_fifo, memory_locked;
 static char ignored_args[256];
 static struct utsname uts;
 static int pinned_cpu = -1;
-static const char *pin_why, *rt_why, *vdso_why, *klog_why;
+static const char *pin_why, *rt_why, *vdso_why, *klog_why, *klog_unreadable;
 static struct os_claim claims[16];
 static int n_claims;
 
@@ -661,8 +665,8 @@ static void read_klog(void)
     char *buf = malloc((size_t)size + 1);
     int n = buf ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size) : -1;
     if (n < 0) {
-        klog_why = errno == EPERM ? "the kernel log is not readable here (kernel.dmesg_restrict=1 and not root)"
-                                  : "the kernel log could not be read";
+        klog_why = klog_unreadable = errno == EPERM ? "the kernel log is not readable here (kernel.dmesg_restrict=1 and not root)"
+                                                    : "the kernel log could not be read";
         free(buf);
         return;
     }
@@ -701,6 +705,39 @@ static void pin_and_prioritise(void)
 
 static const char *rt_desc(void) { return memory_locked ? "SCHED_FIFO 50, memory locked" : "SCHED_FIFO 50 (memory not locked)"; }
 
+/* The host's identity for the store and the fleet: systemd's machine id
+   (dbus's older copy where there is none), 32 hex digits; "" when neither. */
+static void read_machine_id(char *out, size_t size)
+{
+    const char *files[] = {"/etc/machine-id", "/var/lib/dbus/machine-id"};
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files && !out[0]; i++) {
+        FILE *f = fopen(files[i], "r");
+        char line[80] = "";
+        if (!f)
+            continue;
+        if (fgets(line, sizeof line, f)) {
+            size_t n = strspn(line, "0123456789abcdef");
+            if (n == 32)
+                snprintf(out, size, "%.32s", line);
+        }
+        fclose(f);
+    }
+}
+
+/* What the kernel log says of the TSC: true when it marked the TSC unstable
+   (its own check, or the clocksource watchdog demoting it); false when the
+   log was read and says neither; -1 when it could not be read. */
+static int tsc_unstable(void)
+{
+    if (klog_why && !n_claims)
+        return klog_why == klog_unreadable ? -1 : 0;
+    for (int i = 0; i < n_claims; i++)
+        if (!strcmp(claims[i].what, "tsc unstable") || (!strcmp(claims[i].what, "clocksource unstable") && !strcmp(claims[i].detail, "tsc")))
+            return 1;
+    return 0;
+}
+
 static void record_context(void)
 {
     struct cpu_probe p;
@@ -727,7 +764,22 @@ static void record_context(void)
     if (ignored_args[0])
         printf("  arguments ignored (as init there is no one to tell): %s\n", ignored_args);
     printf("  vDSO: %s\n", vdso_why ? vdso_why : "__vdso_clock_gettime found, also called directly");
+    char machine_id[40];
+    read_machine_id(machine_id, sizeof machine_id);
+    printf("  host: %s (machine id %s)%s%s\n", uts.nodename, machine_id[0] ? machine_id : "unknown: no /etc/machine-id",
+           keep_bundle_version()[0] ? "; run from the bundle " : "", keep_bundle_version());
+    if (kept_in[0])
+        printf("  this run's log: %s/os.log\n", kept_in);
     record_begin(&r, "os");
+    record_str(&r, "hostname", uts.nodename);
+    record_str(&r, "machine_id", machine_id[0] ? machine_id : 0);
+    record_str(&r, "bundle", keep_bundle_version()[0] ? keep_bundle_version() : 0);
+    record_str(&r, "log_dir", kept_in[0] ? kept_in : 0);
+    int unstable = tsc_unstable();
+    if (unstable < 0)
+        record_null(&r, "tsc_unstable");
+    else
+        record_bool(&r, "tsc_unstable", unstable);
     record_str(&r, "os", uts.sysname);
     record_str(&r, "kernel", uts.release);
     record_str(&r, "kernel_version", uts.version);
@@ -952,7 +1004,11 @@ static void usage(FILE *f)
                "  --lang-dir DIR  the probes (default: 'lang' beside clockbench-os or beside its folder, else ./build/lang)\n"
                "  --lang-calls N  calls per probe measurement: cost, steps, threads (default 20000; 100..1000000)\n"
                "  --lang-timeout S  give up on any one probe command after S seconds (default 30; 1..3600)\n"
-               "Output: docs/output.md, \"The OS side\". Exit status 0 passed, 1 failed, 64 bad usage.\n", lang_keys_text());
+               "  --java PATH, --python PATH, --node PATH, --dotnet PATH  measure this runtime, not the first in PATH\n"
+               "                  (--java also takes a JDK's folder; --dotnet a mono or a dotnet executable)\n"
+               "  --out DIR       keep the whole output in DIR/os.log too (never overwritten); run from the bundle,\n"
+               "                  a new folder clockbench-os-HOST-TIME is made by default (here, else $HOME, else /tmp)\n"
+               "Output: docs/output.md, \"The OS side\". Exit status 0 passed, 1 failed, 64 bad usage, 73 the log cannot be kept.\n", lang_keys_text());
 }
 
 static unsigned number(const char *opt_name, const char *v, unsigned lo, unsigned hi)
@@ -965,6 +1021,41 @@ static unsigned number(const char *opt_name, const char *v, unsigned lo, unsigne
         exit(64);
     }
     return (unsigned)x;
+}
+
+/* --lang and --no-lang together: one rule everywhere (os-vm's too), refused. */
+static void check_lang_args(void)
+{
+    if (!(lang_opt.off && lang_opt.picked))
+        return;
+    if (is_init) { /* no one to tell: --no-lang wins, and the report says so */
+        snprintf(ignored_args + strlen(ignored_args), sizeof ignored_args - strlen(ignored_args), "%s--lang (with --no-lang)",
+                 ignored_args[0] ? " " : "");
+        lang_opt.picked = false;
+        return;
+    }
+    fprintf(stderr, "clockbench-os: --lang and --no-lang contradict each other: give one of them\n");
+    exit(64);
+}
+
+/* --python PATH and kin: an executable file (for --java, a JDK's or JRE's
+   folder also, its bin/java), checked now: a runtime named and missing is
+   a bad argument, not a language quietly left out. */
+static void runtime_option(const char *a, const char *v)
+{
+    static char java_in_home[LANG_COUNT][600];
+    int l = lang_runtime_option(a);
+    struct stat st;
+    if (v && !strcmp(a, "--java") && stat(v, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(java_in_home[l], sizeof java_in_home[l], "%s/bin/java", v);
+        v = java_in_home[l];
+    }
+    if (!v || !*v || stat(v, &st) != 0 || !S_ISREG(st.st_mode) || access(v, X_OK) != 0) {
+        fprintf(stderr, "clockbench-os: %s needs the path of an executable runtime, not '%s'%s\n", a, v ? v : "",
+                v && *v ? (access(v, F_OK) ? " (no such file)" : " (not an executable file)") : "");
+        exit(64);
+    }
+    lang_opt.runtime[l] = v;
 }
 
 static void parse_args(int argc, char **argv)
@@ -1002,7 +1093,17 @@ static void parse_args(int argc, char **argv)
             lang_opt.calls = number(a, v, 100, 1000000), i++;
         else if (!strcmp(a, "--lang-timeout"))
             lang_opt.timeout_s = number(a, v, 1, 3600), i++;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        else if (!strcmp(a, "--out")) {
+            if (!v || !*v || v[0] == '-') {
+                fprintf(stderr, "clockbench-os: --out needs a folder to keep the log in\n");
+                exit(64);
+            }
+            opt.out = v, i++;
+        } else if (lang_runtime_option(a) >= 0) {
+            runtime_option(a, v);
+            i++;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            check_lang_args(); /* `--help` after the options checks them all (make os-bench does) */
             usage(stdout);
             exit(0);
         } else {
@@ -1028,6 +1129,11 @@ int main(int argc, char **argv)
         mount("proc", "/proc", "proc", 0, 0);
     }
     parse_args(argc, argv);
+    check_lang_args();
+    uname(&uts);
+    /* before anything is measured: the parent only copies the output */
+    if (!is_init)
+        kept_in = keep_start(opt.out, !opt.out && keep_bundle_version()[0], uts.nodename);
     catch_signals();
     atexit(os_cs_restore);
     /* the languages take a minute or two on each clocksource (a JVM
@@ -1040,7 +1146,6 @@ int main(int argc, char **argv)
     record_str(&r, "tool", "clockbench-os");
     record_str(&r, "build", CLOCKBENCH_VERSION);
     emit(&r);
-    uname(&uts);
     vdso_why = os_vdso_find();
     lang_note_cpus();
     pin_and_prioritise();
@@ -1098,7 +1203,8 @@ int main(int argc, char **argv)
         emit(&r);
         check(back ? "PASS" : "FAIL", "clocksource restored", "%s at the end (it was %s at the start)", now, cs.original);
     } else if (cs.why_not || opt.current_only) {
-        check("SKIP", "other clocksources", "%s", opt.current_only ? "--current-only" : cs.why_not);
+        /* the reason in full is in the heading: said once (a user without root read it twice) */
+        check("SKIP", "other clocksources", "%s", opt.current_only ? "--current-only" : geteuid() != 0 ? "not root (see the heading)" : cs.why_not);
     }
     struct record tr;
     record_begin(&tr, "profile");

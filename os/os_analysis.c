@@ -133,6 +133,22 @@ bool os_claim_parse(const char *line, struct os_claim *c)
         copy_rest(c->detail, sizeof c->detail, p + 33);
         return true;
     }
+    /* the clocksource watchdog: "clocksource: timekeeping watchdog on CPU1:
+       Marking clocksource 'tsc' as unstable because the skew is too large:" */
+    if ((p = find(line, "Marking clocksource '"))) {
+        c->what = "clocksource unstable";
+        copy_rest(c->detail, sizeof c->detail, p + 21);
+        for (char *q = c->detail; *q; q++)
+            if (*q == '\'')
+                *q = 0;
+        return c->detail[0] != 0;
+    }
+    /* arch/x86/kernel/tsc.c, check_tsc_sync_source and kin */
+    if ((p = find(line, "TSC found unstable after boot"))) {
+        c->what = "tsc unstable";
+        copy_rest(c->detail, sizeof c->detail, "found unstable after boot");
+        return true;
+    }
     if ((p = find(line, "clocksource: Switched to clocksource "))) {
         c->what = "clocksource switched";
         copy_rest(c->detail, sizeof c->detail, p + 37);

@@ -38,7 +38,8 @@ void os_sequence_analyse_rle(uint64_t *value, const uint64_t *count, size_t n, u
 
 /* A claim the kernel's log makes about the TSC or the clocksource. */
 struct os_claim {
-    const char *what; /* "tsc detected", "tsc refined", "tsc calibrated by", "tsc unstable", "clocksource switched" */
+    const char *what; /* "tsc detected", "tsc refined", "tsc calibrated by", "tsc unstable", "clocksource switched",
+                         "clocksource unstable" (the watchdog; detail: its name) */
     uint64_t khz;     /* 0 when the line states no frequency */
     char detail[64];  /* the calibration method, the clocksource, or the reason */
 };

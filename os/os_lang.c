@@ -30,6 +30,7 @@ static char lang_dir[512];
 static const char *unavailable[LANG_COUNT]; /* why a language cannot be run, or NULL */
 static char unavailable_text[LANG_COUNT][200];
 static char runner_path[LANG_COUNT][512];
+static char runtime_exe[LANG_COUNT][512]; /* the executable that ran, links resolved (a pyenv python3, not a shim's name) */
 static struct lang_info infos[LANG_COUNT];
 static bool info_done[LANG_COUNT];
 
@@ -133,6 +134,24 @@ static void find_lang_dir(void)
 
 static void probe_path(int l, char *out, size_t size) { snprintf(out, size, "%s/%s", lang_dir, lang_defs[l].probe); }
 
+/* A native probe that is not there: built by `make lang`, which needs the
+   language's toolchain; the package named only when the toolchain is not in
+   PATH (a Go from go.dev or a Rust from rustup builds it as well). */
+static void no_probe(int l, const char *probe, char *out, size_t size)
+{
+    static const char *const toolchains[][3] = {
+        {"cpp-libstdc++", "g++", "apt install g++"},
+        {"cpp-libc++", "clang++", "apt install clang libc++-dev libc++abi-dev"},
+        {"rust", "cargo", "apt install rustc cargo, or rustup"},
+        {"go", "go", "apt install golang-go, or Go from go.dev"},
+    };
+    char found[512];
+    int n = snprintf(out, size, "no probe %s: run 'make lang'", probe);
+    for (size_t i = 0; i < sizeof toolchains / sizeof *toolchains; i++)
+        if (!strcmp(lang_defs[l].key, toolchains[i][0]) && !find_in_path(toolchains[i][1], found, sizeof found) && n > 0 && (size_t)n < size)
+            snprintf(out + n, size - (size_t)n, " (it needs %s: %s)", toolchains[i][1], toolchains[i][2]);
+}
+
 void lang_setup(void)
 {
     if (lang_opt.off)
@@ -149,12 +168,17 @@ void lang_setup(void)
         if (!strcmp(d->key, "java"))
             snprintf(probe + strlen(probe), sizeof probe - strlen(probe), "/Probe.class");
         /* .NET: CoreCLR's dotnet where installed, else Mono (the probe's info says which) */
-        bool coreclr = !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
-        if (d->runner && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
+        bool named = lang_opt.runtime[l] != 0; /* --python PATH: checked as the options were read */
+        if (named)
+            snprintf(runner_path[l], sizeof runner_path[l], "%s", lang_opt.runtime[l]);
+        bool coreclr = !named && !strcmp(d->key, "dotnet") && find_in_path("dotnet", runner_path[l], sizeof runner_path[l]);
+        if (d->runner && !named && !coreclr && !find_in_path(d->runner, runner_path[l], sizeof runner_path[l]))
             snprintf(unavailable_text[l], sizeof unavailable_text[l], "%s", d->missing);
         else if (!is_file(probe))
-            snprintf(unavailable_text[l], sizeof unavailable_text[l], "no probe %s (run 'make lang'%s%s)", probe, d->runner ? "" : "; ",
-                     d->runner ? "" : d->missing);
+            no_probe(l, probe, unavailable_text[l], sizeof unavailable_text[l]);
+        /* what runs: the runtime, or the native probe itself */
+        if (!realpath(d->runner ? runner_path[l] : probe, runtime_exe[l]))
+            snprintf(runtime_exe[l], sizeof runtime_exe[l], "%s", d->runner ? runner_path[l] : probe);
         if (unavailable_text[l][0]) {
             unavailable[l] = unavailable_text[l];
             printf("  %s: not measured: %s\n", d->title, unavailable[l]);
@@ -164,6 +188,15 @@ void lang_setup(void)
     }
     if (!n_missing) /* a heading with nothing under it looked like something left out */
         printf("  %s: each has its runtime and probe here\n", lang_opt.picked ? "the languages picked" : "every language");
+}
+
+int lang_runtime_option(const char *option)
+{
+    static const char *const options[][2] = {{"--java", "java"}, {"--python", "python"}, {"--node", "node"}, {"--dotnet", "dotnet"}};
+    for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+        if (!strcmp(option, options[i][0]))
+            return lang_find(options[i][1]);
+    return -1;
 }
 
 static int build_argv(int l, const char *const *cmd, int n_cmd, const char **argv, char *buf, size_t size)
@@ -634,6 +667,7 @@ static void emit_record(int l, const char *cs, const struct api_result *a, doubl
     record_begin(&r, "lang_clock");
     record_str(&r, "language", lang_defs[l].key);
     record_str(&r, "runtime", infos[l].runtime);
+    record_str(&r, "runtime_exe", runtime_exe[l][0] ? runtime_exe[l] : 0);
     record_str(&r, "api", info->api);
     record_str(&r, "clocksource", cs);
     clock_text(a, false, clock, sizeof clock);
@@ -848,6 +882,15 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
             info_done[l] = true;
             if (ask(&ours, &none, "info", "info\n", out, sizeof out) && !lang_parse_info(l, out, &infos[l], &why))
                 garbage(&ours, &none, "info", out, why);
+            /* the program the kernel runs as the probe, once it has answered: past a
+               shim or a wrapper script (pyenv's python3), the real runtime */
+            char proc_exe[64], real[sizeof runtime_exe[0]];
+            snprintf(proc_exe, sizeof proc_exe, "/proc/%d/exe", (int)ours.t.pid);
+            ssize_t got = ours.up ? readlink(proc_exe, real, sizeof real - 1) : -1;
+            if (got > 0) {
+                real[got] = 0;
+                snprintf(runtime_exe[l], sizeof runtime_exe[l], "%s", real);
+            }
             if (n_failed != before) {
                 printf("    (%s is not measured)\n", d->title);
                 snprintf(unavailable_text[l], sizeof unavailable_text[l], "its probe failed");
@@ -860,7 +903,8 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
                 continue;
             }
         }
-        printf("  %s: %s...\n", d->title, infos[l].runtime); /* "C++ (libstdc++): libstdc++ (GCC 12.2.0, ...)..." */
+        /* "Python: CPython 3.11.7, /root/.pyenv/versions/3.11.7/bin/python3.11: measuring" */
+        printf("  %s: %s, %s: measuring\n", d->title, infos[l].runtime, runtime_exe[l]);
         if (n < ROWS_MAX) {
             rows[n] = (struct lang_row){.heading = true};
             snprintf(rows[n++].name, sizeof rows[0].name, "%.39s", d->title);
@@ -937,11 +981,14 @@ void lang_judge(lang_check_fn check)
     if (n_failed)
         check("FAIL", "language probes", "%u probe run%s failed: %s", n_failed, n_failed == 1 ? "" : "s", failed_what);
     else if (n_missing >= n_picked) /* nothing ran: no PASS for it */
-        check("SKIP", "language probes", "no probe ran: no language picked is here (see above)");
+        check("SKIP", "language probes", "no probe ran: no language %s is here (see above)", lang_opt.picked ? "asked for" : "picked");
     else
         check("PASS", "language probes", "every probe run picked gave well-formed answers");
+    /* asked for by name (--lang) and not measured is a failed check: a CI job
+       that asks for Go must not pass with nothing measured */
     if (n_missing)
-        check("SKIP", "languages not measured", "%s (no runtime or no probe: see above)", missing_what);
+        check(lang_opt.picked ? "FAIL" : "SKIP", "languages not measured", "%s%s (no runtime or no probe: see above)", missing_what,
+              lang_opt.picked ? ", asked for by --lang" : "");
     if (n_changed)
         check("FAIL", "clocksource held during the languages", "the kernel changed clocksource: %s", changed_what);
     if (n_order_bad)

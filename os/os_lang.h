@@ -20,6 +20,7 @@ struct lang_options {
     const char *dir;        /* --lang-dir; NULL: the default (lang_setup) */
     unsigned calls;         /* --lang-calls: cost, steps and threads n */
     unsigned timeout_s;     /* --lang-timeout: any one probe command */
+    const char *runtime[LANG_COUNT]; /* --python PATH and kin: this runtime, not the first in PATH */
 };
 extern struct lang_options lang_opt;
 
@@ -30,6 +31,10 @@ void lang_note_cpus(void);
 /* Resolves LANG_DIR and which languages can be run, saying in one line
    each why one cannot. argv0: clockbench-os's own path. */
 void lang_setup(void);
+
+/* --java, --python, --node, --dotnet: the language whose runtime the
+   option names, or -1. */
+int lang_runtime_option(const char *option);
 
 /* One clocksource: measures every language picked and prints its ladder:
    the rows clockbench-os measured itself (the bare read, the vDSO, libc,

@@ -72,6 +72,8 @@ os_packages=(
 packages=("${run_packages[@]}")
 [ "$mode" = all ] && packages+=("${test_packages[@]}" "${lang_packages[@]}")
 [ "$mode" = os ] && packages=("${os_packages[@]}")
+# the release carries the bundle (make bundle): every language's toolchain builds its probe
+[ "$mode" = release ] && packages+=("${lang_packages[@]}" libc6-dev)
 
 # Python packages Debian does not carry, pinned, into build/pydeps (the host
 # tool adds that folder to its path, so the venv and the tests find them):

@@ -28,11 +28,13 @@ $(LANG_DIR)/probe.js: os/lang/node/probe.js
 	$(call say,NODECHK,$@)$(NODE) --check $<
 	$(Q)cp $< $@
 
-# Mono's C# compiler; the assembly runs under mono (Debian's mono-runtime) or CoreCLR's dotnet
-$(LANG_DIR)/Probe.exe: os/lang/dotnet/Probe.cs
+# Mono's C# compiler (its random module id made a hash of the content: scripts/pe_mvid.py, so that
+# the bundle rebuilds bit for bit); the assembly runs under mono (Debian's mono-runtime) or CoreCLR's dotnet
+$(LANG_DIR)/Probe.exe: os/lang/dotnet/Probe.cs scripts/pe_mvid.py
 	@command -v $(MCS) >/dev/null || { echo "error: $(MCS) not found: install 'mono-mcs' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(call say,MCS,$@)$(MCS) -optimize+ -warnaserror+ -out:$@ $<
+	$(Q)$(PYTHON) scripts/pe_mvid.py $@ || { rm -f $@; exit 1; }
 
 # What CoreCLR's `dotnet Probe.exe` asks for beside the assembly (any .NET from 6 on, whose
 # mscorlib and System facades forward to its own types); mono ignores it

@@ -400,7 +400,9 @@ public final class Probe {
         if (cmd.equals("info")) {
             String vm = System.getProperty("java.vm.name", "");
             String name = vm.startsWith("OpenJDK") ? "OpenJDK" : System.getProperty("java.runtime.name", "Java");
-            say("runtime " + name + " " + System.getProperty("java.runtime.version") + " (" + vm + ")");
+            // the VM's name and vendor: two JDKs of one version (Temurin, Debian's) are told apart
+            say("runtime " + name + " " + System.getProperty("java.runtime.version") + " (" + vm + ", "
+                + System.getProperty("java.vm.vendor", "unknown vendor") + ")");
             for (String a : APIS)
                 say("api " + a + " claim_ns=none origin=clock claim_source=none stated");
             return;

@@ -21,6 +21,9 @@
 const fs = require('fs');
 const readline = require('readline');
 const { Worker, isMainThread, workerData, parentPort } = require('worker_threads');
+// perf_hooks' performance, not the global one: that is Node 16's, and Debian 11's Node 12 has only
+// this (the same object where both exist)
+const { performance } = require('perf_hooks');
 
 const APIS = ['process.hrtime.bigint', 'performance.now', 'Date.now'];
 const HRTIME = 0, PERF_NOW = 1, DATE_NOW = 2;
@@ -422,6 +425,9 @@ async function run(argv, serving) {
   } else await threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
 }
 
+// A command that throws ends the probe with the reason (Node 12 only warned of a rejected promise
+// and went on waiting, so the command hung until clockbench-os's bound)
+process.on('unhandledRejection', (e) => fail(`${e && e.stack ? e.stack.split('\n')[0] : e}`, 70));
 // stdin's reader and the workers would keep the process alive: it ends when the command is done
 if (isMainThread) run(process.argv.slice(2), false).then(() => process.exit(0));
 else if (workerData.kind === 'cross') crossWorker(workerData);

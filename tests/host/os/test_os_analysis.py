@@ -87,6 +87,11 @@ CLAIMS = [
     ("[    0.396000] tsc: Marking TSC unstable due to clocksource watchdog", "tsc unstable", 0, "clocksource watchdog"),
     ("[    0.512000] clocksource: Switched to clocksource kvm-clock", "clocksource switched", 0, "kvm-clock"),
     ("[    0.1] tsc: Detected 3000 MHz processor", "tsc detected", 3000000, "processor"),
+    # the watchdog demoting a clocksource (kernel/time/clocksource.c), and tsc.c's own finding
+    ("[  104.3] clocksource: timekeeping watchdog on CPU1: Marking clocksource 'tsc' as unstable because the skew is too large:",
+     "clocksource unstable", 0, "tsc"),
+    ("[    2.0] TSC found unstable after boot, most likely due to broken BIOS. Use 'tsc=unstable'.", "tsc unstable", 0,
+     "found unstable after boot"),
 ]
 
 

@@ -164,6 +164,25 @@ def test_python_perf_counter_claims_1_ns_and_is_flagged(real):
     assert "1.00!" in row.split(), row
 
 
+def test_each_record_names_the_executable_that_ran_and_the_runtime_line_says_it(real):
+    # issue 44: the python3 first in PATH may be a version manager's shim (a shell script):
+    # runtime_exe is the program the kernel ran, read from /proc/PID/exe of the probe
+    p, recs = real
+    for r in of(recs, "lang_clock"):
+        exe = r["runtime_exe"]
+        assert exe and os.path.isabs(exe) and os.access(exe, os.X_OK) and os.path.realpath(exe) == exe, r
+        with open(exe, "rb") as f:
+            assert f.read(4) == b"\x7fELF", (exe, "not a program: a script's interpreter is what runs")
+        line = f"  {TITLES[r['language']]}: {r['runtime']}, {exe}: measuring"
+        assert line in p.stdout.splitlines(), line
+    assert "..." not in "".join(l for l in p.stdout.splitlines() if l.endswith("measuring") or l.endswith("..."))
+    assert os.path.basename(lang_clock(recs, "go", "time.Now")["runtime_exe"]) == "probe-go"
+    assert os.path.basename(lang_clock(recs, "python", "perf_counter")["runtime_exe"]).startswith("python3")
+
+
+TITLES = {"cpp-libstdc++": "C++ (libstdc++)", "go": "Go", "python": "Python", "dotnet": ".NET"}
+
+
 def test_monos_stopwatch_claims_100_ns_and_steps_by_at_least_that(real):
     p, recs = real
     sw = lang_clock(recs, "dotnet", "Stopwatch.GetTimestamp")
@@ -213,8 +232,19 @@ def test_a_missing_runtime_is_one_line_and_the_others_are_measured(tmp_path):
     recs = records(p.stdout)
     assert {r["language"] for r in of(recs, "lang_clock")} == {"go"}
     assert len(of(recs, "lang_clock")) == 2 and all(r["failures"] is None for r in of(recs, "lang_clock")), of(recs, "lang_clock")
-    skip = [c for c in of(recs, "check") if c["name"] == "languages not measured"]
-    assert skip and skip[0]["result"] == "SKIP" and "java" in skip[0]["detail"]
+    # asked for by name (--lang java,go) and not measured: a failed check (issue 44), the run's status 1
+    failed = [c for c in of(recs, "check") if c["name"] == "languages not measured"]
+    assert failed and failed[0]["result"] == "FAIL" and "java, asked for by --lang" in failed[0]["detail"], failed
+    assert p.returncode == 1, p.stdout[-2000:]
+
+
+def test_a_language_not_asked_for_by_name_and_missing_stays_a_skip(tmp_path):
+    d = stand_in_dir(tmp_path)
+    env = python_first(tmp_path, None)  # no java, no node, no mono
+    p = run("--current-only", *FAST, "--lang-dir", str(d), env=env)
+    recs = records(p.stdout)
+    (check,) = [c for c in of(recs, "check") if c["name"] == "languages not measured"]
+    assert check["result"] == "SKIP" and "java" in check["detail"] and "asked for" not in check["detail"], check
 
 
 def test_a_failing_probe_is_one_line_naming_language_and_api_and_the_rest_is_measured(tmp_path):

@@ -58,6 +58,7 @@ def release_names(version: str) -> dict[str, str]:
         "efi": f"clockbench-{v}.efi",
         "grub_efi": f"clockbench-{v}-grubx64.efi",
         "netboot": f"clockbench-{v}-netboot.tar.gz",
+        "bundle": f"clockbench-os-{v}-x86_64-linux.tar.gz",
         "cert_pem": "clockbench-release.crt",
         "cert_der": "clockbench-release.cer",
         "sbom": f"clockbench-{v}.spdx.json",
@@ -66,7 +67,8 @@ def release_names(version: str) -> dict[str, str]:
     }
 
 
-# Where each input sits in the release build's folder (the Makefile's names).
+# Where each input sits in the release build's folder (the Makefile's names;
+# the bundle's is made with the version, below).
 WORK_INPUTS = {
     "iso": "clockbench.iso",
     "img": "clockbench.img",
@@ -84,9 +86,16 @@ SHIPPED_PACKAGES = {
     "grub-efi-amd64-bin": "GRUB for UEFI: the signed grubx64.efi, the UEFI netboot tree's",
     "shim-signed": "shim (BOOTX64.EFI) and MokManager, signed by Microsoft's UEFI CA",
     "console-setup-linux": "the console font (Lat15-VGA16), converted into the kernel",
+    "libc6-dev": "static glibc, linked into clockbench-os and the C++ and Rust probes of the bundle",
+    "libstdc++-12-dev": "libstdc++, linked into the bundle's C++ (libstdc++) probe",
+    "libc++-dev": "libc++, linked into the bundle's C++ (libc++) probe",
+    "libc++abi-dev": "libc++abi, linked into the bundle's C++ (libc++) probe",
+    "golang-go": "Go's runtime, in the bundle's Go probe (where Go came from Debian)",
+    "rustc": "Rust's standard library, in the bundle's Rust probe (where Rust came from Debian)",
 }
 BUILD_PACKAGES = ("gcc", "binutils", "nasm", "grub-common", "xorriso", "libisofs6", "libisoburn1", "libburn4", "mtools",
-                  "faketime", "libfaketime", "sbsigntool", "python3", "python3-cryptography", "zlib1g")
+                  "faketime", "libfaketime", "sbsigntool", "python3", "python3-cryptography", "zlib1g",
+                  "g++", "clang", "openjdk-17-jdk-headless", "mono-mcs", "nodejs")
 
 
 def _git(*args: str, cwd: Path = paths.ROOT) -> str:
@@ -396,7 +405,8 @@ def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = pat
     the HEAD make read before the build; a release whose HEAD moved or whose
     tree changed during the build is refused."""
     names = release_names(version)
-    for role, rel in WORK_INPUTS.items():
+    inputs = {**WORK_INPUTS, "bundle": f"bundle/{names['bundle']}"}
+    for role, rel in inputs.items():
         if not (work / rel).exists():
             raise errors.NoInput(f"the release build has no {work / rel}: the build step did not finish")
     head = _git("rev-parse", "HEAD", cwd=cwd).strip()
@@ -414,6 +424,7 @@ def assemble(version: str, work: Path, key_dir: Path, out: Path, cwd: Path = pat
         for role in ("iso", "img", "elf", "pvh", "efi", "grub_efi"):
             shutil.copyfile(work / WORK_INPUTS[role], staging / names[role])
         write_tarball(work / WORK_INPUTS["netboot"], staging / names["netboot"], epoch, f"clockbench-{version}-netboot")
+        shutil.copyfile(work / inputs["bundle"], staging / names["bundle"])  # made reproducible by make bundle
         shutil.copyfile(cert_pem, staging / names["cert_pem"])
         (staging / names["cert_der"]).write_bytes(cert_der_bytes(cert_pem))  # from the PEM: never a stale .cer
         key = cert_info(cert_pem)
