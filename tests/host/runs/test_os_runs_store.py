@@ -168,3 +168,22 @@ def test_add_os_run_names_a_run_as_asked(tmp_path):
         [run] = st.runs()
     assert new and again == (rid, False)
     assert (run["machine"], run["hostname"], run["source"]) == ("web-9", "ip-10-0-0-9", "hosts")
+
+
+def test_a_log_that_names_its_host_is_stored_under_that_name(tmp_path, capsys):
+    """A real log of today's clockbench-os (the bundle under Debian 11's user
+    space, not root): its os record names the host, and says it could not
+    read the kernel log (tsc_unstable null)."""
+    log = FIXTURES / "os-lang-bullseye-chroot.log"
+    r = run_cli(capsys, "import", "--store", tmp_path / "s.db", log)
+    assert r.code == 0, r
+    [got] = rows(tmp_path / "s.db")
+    assert (got["machine"], got["hostname"], got["machine_id"], got["tsc_unstable"]) == ("vm", "vm", None, None)
+    assert got["started"] == "2026-11-27T23:56:59+00:00" and got["clocksources"] == "tsc kvm-clock"
+    assert "lang_p50_ns:tsc/go/time.Now" in got["figures"] and "os_p50_ns:tsc/vdso" in got["figures"]
+    # the watchdog's demotion is the TSC marked unstable too, in the kernel's words
+    recs = [{"type": "os", "tsc_unstable": True},
+            {"type": "os_claim", "what": "clocksource unstable", "detail": "tsc"}]
+    assert osruns.identity(recs)["tsc_unstable"] == 1
+    assert osruns.identity(recs)["tsc_unstable_why"] == "the clocksource watchdog marked it unstable"
+    assert osruns.folder_host(Path("clockbench-os-web-1-20261127T235659Z-2")) == "web-1"

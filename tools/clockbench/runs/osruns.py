@@ -23,8 +23,9 @@ from pathlib import Path
 from clockbench.records import records
 
 OS_LOG = "os.log"
-# a kept run folder's name: <host>-<UTC time>, perhaps with a suffix that made it unique
-_FOLDER = re.compile(r"^(?P<host>.+?)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ(?:[-.][0-9A-Za-z]+)?$")
+# a kept run folder's name: <host>-<UTC time> (make os-bench), perhaps with a suffix that made it
+# unique, or clockbench-os-<host>-<UTC time> (the bundle's own default, os/os_keep.c)
+_FOLDER = re.compile(r"^(?:clockbench-os-)?(?P<host>.+?)-(?:\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ|\d{8}T\d{6}Z)(?:[-.][0-9A-Za-z]+)?$")
 # what Linux says when nobody set a hostname (an initramfs's /init, os-vm)
 NO_HOSTNAME = ("", "(none)", "localhost", "localhost.localdomain")
 
@@ -41,18 +42,24 @@ def identity(recs: list[dict]) -> dict:
     none of it) and tsc_unstable_why (the kernel's words)."""
     os_rec = next((r for r in recs if r.get("type") == "os"), None) or {}
     claims = [r for r in recs if r.get("type") == "os_claim"]
-    unstable = [c for c in claims if c.get("what") == "tsc unstable"]
+    # the kernel's own words ("tsc: Marking TSC unstable due to ...") or its watchdog demoting it
+    # ("Marking clocksource 'tsc' as unstable ...": a "clocksource unstable" claim naming tsc)
+    unstable = [c for c in claims if c.get("what") == "tsc unstable"
+                or (c.get("what") == "clocksource unstable" and c.get("detail") == "tsc")]
     flag = os_rec.get("tsc_unstable")
     if isinstance(flag, bool):
         tsc_unstable = int(flag or bool(unstable))
     elif unstable:
         tsc_unstable = 1
+    elif "tsc_unstable" in os_rec:  # clockbench-os says it: null, the kernel log could not be read
+        tsc_unstable = None
     elif claims:  # an older log: its kernel log was read (it has claims from it) and none said so
         tsc_unstable = 0
     else:
         tsc_unstable = None
     host = _str(os_rec.get("hostname"))
-    why = "; ".join(sorted({str(c.get("detail") or "").strip() for c in unstable} - {""}))
+    why = "; ".join(sorted({("the clocksource watchdog marked it unstable" if c.get("what") == "clocksource unstable"
+                             else str(c.get("detail") or "").strip()) for c in unstable} - {""}))
     return {"hostname": host if host not in NO_HOSTNAME else None, "machine_id": _str(os_rec.get("machine_id")),
             "kernel": _str(os_rec.get("kernel")), "clocksource": _str(os_rec.get("clocksource")),
             "clocksources": " ".join(str(os_rec.get("available_clocksources") or "").split()) or None,
