@@ -187,3 +187,24 @@ def test_a_log_that_names_its_host_is_stored_under_that_name(tmp_path, capsys):
     assert osruns.identity(recs)["tsc_unstable"] == 1
     assert osruns.identity(recs)["tsc_unstable_why"] == "the clocksource watchdog marked it unstable"
     assert osruns.folder_host(Path("clockbench-os-web-1-20261127T235659Z-2")) == "web-1"
+
+
+def test_os_vm_never_writes_through_the_link_to_a_kept_run(tmp_path, capsys):
+    """`make os-vm` links build/os-vm.log to its newest kept run; a later
+    `clockbench os-vm` with the default --log replaces the link and leaves
+    the kept run as it was (here QEMU refuses a made-up kernel at once)."""
+    from helpers.paths import BUILD
+
+    program = BUILD / "os" / "clockbench-os"
+    assert program.is_file(), f"{program} is missing: `make os` builds it"
+    kept = tmp_path / "os-vm-runs" / "h-os-vm-2026-11-28T00-00-00Z" / "os.log"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("the kept run\n")
+    link = tmp_path / "os-vm.log"
+    link.symlink_to(kept.relative_to(tmp_path))
+    kernel = tmp_path / "bzImage"
+    kernel.write_bytes(b"\0" * 0x202 + b"HdrS" + b"\0" * 1000)  # given, so nothing is fetched
+    r = run_cli(capsys, "os-vm", "--kernel", kernel, "--program", program, "--no-lang", "--accel", "tcg",
+                "--log", link, "--timeout", "20")
+    assert r.code != 0 and "QEMU exited" in r.err, r
+    assert kept.read_text() == "the kept run\n" and not link.is_symlink()
