@@ -327,8 +327,8 @@ def lang_cell(v: dict | None) -> str:
     if not v:
         return "-"
     sys_ = v.get("syscalls_per_call")
-    tag = "" if sys_ is None else (f" {sys_:.3g}sys" if sys_ >= SYSCALL_SHARE else "")
-    return f"{cost(v['p50_ns'])}{'b' if v.get('method') == 'batch' else ''}{tag}"
+    tag = "" if sys_ is None else (f" {sys_:.3g} sys" if sys_ >= SYSCALL_SHARE else "")
+    return f"{cost(v['p50_ns'])}{' b' if v.get('method') == 'batch' else ''}{tag}"
 
 
 def tsc_cell(r: OsRow) -> str:
@@ -363,7 +363,7 @@ def apis_line(fl: OsFleet) -> str:
             if v["api"] not in used[l]:
                 used[l].append(v["api"])
     return "APIs: " + "; ".join(f"{title(l)} {' or '.join(used[l])}" for l in languages_present(fl)) + \
-        "; os: clockbench-os's clock_gettime(CLOCK_MONOTONIC), p50 (b: a batch's cost per call; Nsys: system calls per call)"
+        "; os: clockbench-os's clock_gettime(CLOCK_MONOTONIC), p50 (b: a batch's cost per call; N sys: system calls per call)"
 
 
 def as_text(fl: OsFleet, all_runs: bool) -> list[str]:
