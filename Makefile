@@ -379,21 +379,33 @@ os: $(OS_BIN)
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
 # It installs only what builds clockbench-os (`make deps DEPS=os`, unless DEPS
 # is given), and shows the report without its @cb records, as `run` does:
-# the log keeps them all; RECORDS=1 shows them here too.
+# the log keeps them all; RECORDS=1 shows them here too. Each run is kept in
+# a folder of its own, build/os-runs/<host>-<UTC time>/os.log (never one over
+# another; build/os-bench/os.log links to the newest), and added to the store
+# of runs (OS_STORE: CLOCKBENCH_STORE, else build/clockbench.db) under the host's
+# name, by the host tool's package with this Python (no venv needed).
 OS_ARGS ?=
 RECORDS ?=
+OS_RUNS = $(BUILD)/os-runs
+OS_VM_RUNS = $(BUILD)/os-vm-runs
+OS_STORE ?= $(or $(CLOCKBENCH_STORE),$(BUILD)/clockbench.db)
 os-bench: DEPS = os
 os-bench: deps $(OS_BIN)
-	@mkdir -p $(BUILD)/os-bench
-	@# bad options: clockbench-os's one line and its 64, before the last run's log is overwritten
+	@# bad options: clockbench-os's one line and its 64, before any run folder is made
 	@# (it reads its options in order, so --help after them exits 0 only when all are good)
 	@$(OS_BIN) $(OS_ARGS) --help > /dev/null
 	@# the languages' probes: one whose toolchain is missing is said, and not measured
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
-	@{ $(OS_BIN) $(OS_ARGS); echo $$? > $(BUILD)/os-bench/status; } | tee $(BUILD)/os-bench/os.log | \
-		{ if [ "$(RECORDS)" = 1 ]; then cat; else grep -v '^@cb ' || true; fi; }
-	@echo "make os-bench: the log is $(BUILD)/os-bench/os.log (with its records; RECORDS=1 shows them here); compare it with a bare run of the image on this machine (make run keeps one; $(CLOCKBENCH) runs lists its id): $(CLOCKBENCH) compare ID $(BUILD)/os-bench/os.log"
-	@exit $$(cat $(BUILD)/os-bench/status)
+	@mkdir -p $(OS_RUNS) $(BUILD)/os-bench; d=$(OS_RUNS)/$$(hostname)-$$(date -u +%Y-%m-%dT%H-%M-%SZ); \
+	mkdir "$$d" 2>/dev/null || d=$$(mktemp -d "$$d-XXXXXX"); \
+	{ $(OS_BIN) $(OS_ARGS); echo $$? > "$$d/status"; } | tee "$$d/os.log" | \
+		{ if [ "$(RECORDS)" = 1 ]; then cat; else grep -v '^@cb ' || true; fi; }; \
+	ln -sfn "../os-runs/$${d##*/}/os.log" $(BUILD)/os-bench/os.log; \
+	echo "make os-bench: the run is kept in $$d/os.log (with its records; RECORDS=1 shows them here; $(BUILD)/os-bench/os.log is the newest)"; \
+	if command -v $(PYTHON) > /dev/null; then PYTHONPATH=tools $(PYTHON) -m clockbench import --store "$(OS_STORE)" "$$d"; \
+	else echo "make os-bench: not stored: no $(PYTHON) here (later, where the host tool is: clockbench import $$d)"; fi; \
+	echo "make os-bench: $(CLOCKBENCH) runs lists it by id; compare it with a bare run of the image on this machine (make run keeps one): $(CLOCKBENCH) compare ID $$d/os.log"; \
+	exit $$(cat "$$d/status")
 
 # The language clock probes (issue 36) that clockbench-os runs: each .mk in
 # os/lang/ adds its programs to LANG_PROBES (native.mk: C++, Rust, Go;
@@ -424,11 +436,20 @@ bundle: $(BUNDLE)
 # Debian's Linux (fetched once into build/linux/) in the image's QEMU machine,
 # with clockbench-os as /init (under a PVM KVM, which emulates every
 # instruction, --accel auto picks TCG: Linux would not boot in minutes).
+# Each run is kept in build/os-vm-runs/<host>-os-vm-<UTC time>/os.log (build/os-vm.log
+# links to the newest) and stored as machine <host>/os-vm, as os-bench's are.
 OS_VM_ARGS ?=
 os-vm: deps $(OS_BIN) $(HOST_TOOL)
 	@# the languages' probes go into the VM with their runtimes (OS_VM_ARGS=--no-lang leaves them out)
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
-	$(CLOCKBENCH) os-vm --program $(OS_BIN) --lang-dir $(LANG_DIR) $(OS_VM_ARGS)
+	@mkdir -p $(OS_VM_RUNS); d=$(OS_VM_RUNS)/$$(hostname)-os-vm-$$(date -u +%Y-%m-%dT%H-%M-%SZ); \
+	mkdir "$$d" 2>/dev/null || d=$$(mktemp -d "$$d-XXXXXX"); \
+	echo "$(CLOCKBENCH) os-vm --program $(OS_BIN) --lang-dir $(LANG_DIR) --log $$d/os.log $(OS_VM_ARGS)"; \
+	$(CLOCKBENCH) os-vm --program $(OS_BIN) --lang-dir $(LANG_DIR) --log "$$d/os.log" $(OS_VM_ARGS); s=$$?; \
+	if [ -s "$$d/os.log" ]; then ln -sfn "os-vm-runs/$${d##*/}/os.log" $(BUILD)/os-vm.log; \
+		echo "make os-vm: the run is kept in $$d/os.log ($(BUILD)/os-vm.log is the newest)"; \
+		$(CLOCKBENCH) import --store "$(OS_STORE)" --machine "$$(hostname)/os-vm" "$$d"; \
+	else rm -rf "$$d"; fi; exit $$s
 
 # Host build of the pure logic, for the unit tests (ctypes).
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).

@@ -242,10 +242,11 @@ def test_a_tsc_off_its_claim_and_a_crystal_off(tmp_path):
     assert flags["kvm-crystal"][0].value == 80.0
 
 
-def test_runs_that_did_not_run_and_os_logs_are_no_machine_rows(tmp_path, capsys):
+def test_runs_that_did_not_run_are_no_rows_and_os_logs_are_linux_hosts(tmp_path, capsys):
     """A typo'd place or a port that never opened left a run that never
-    reached the image; a clockbench-os log measures Linux, not the bare
-    machine: neither is a row, --check ignores them, the output says so."""
+    reached the image: no row, --check ignores it, the output says so. A
+    clockbench-os log measures Linux, not the bare machine: it is a row of
+    the Linux hosts' section, never of the bare machines' groups."""
     db = tmp_path / "s.db"
     with store.open_store(db) as st:
         st.add_log(machine(0), "m0", "capture", meta={"firmware": "bios", "started": "2026-11-24T09:00:00+00:00"})
@@ -256,12 +257,16 @@ def test_runs_that_did_not_run_and_os_logs_are_no_machine_rows(tmp_path, capsys)
         st.add_log((TCG.parent / "os-vm-tcg-q35.log").read_text(), "m0-linux", "import")
     r = run_cli(capsys, "fleet", "--store", db, "--check")
     assert r.code == 0, r
-    assert "1 machine in 1 group" in r.out and "Outliers: none" in r.out, r.out
-    assert "Left out: 2 runs that never reached the image (did not run); 1 clockbench-os log" in r.out, r.out
-    assert "nosuchplace" not in r.out and "m0-linux" not in r.out
+    assert r.out.startswith("clockbench fleet: 1 machine in 1 group; 1 Linux host (clockbench-os)\n"), r.out
+    assert "Outliers: none" in r.out and "Said of the Linux hosts: nothing sets one apart" in r.out, r.out
+    assert "Left out: 2 runs that never reached the image (did not run)\n" in r.out, r.out
+    assert "nosuchplace" not in r.out
     assert re.search(r"^  m0 +2026-11-24 09:00:00 +passed", r.out, re.M), r.out
+    bare, linux = r.out.split("== Linux hosts (clockbench-os): 1 host")
+    assert "m0-linux" not in bare and re.search(r"^  m0-linux +\S+ \S+ +6\.1\.0-56-amd64 +tsc \(hpet acpi_pm\) ", linux, re.M), linux
     data = json.loads(run_cli(capsys, "fleet", "--store", db, "--json", "-").out)
-    assert [m["machine"] for g in data["groups"] for m in g["machines"]] == ["m0"] and len(data["left_out"]) == 2
+    assert [m["machine"] for g in data["groups"] for m in g["machines"]] == ["m0"] and len(data["left_out"]) == 1
+    assert [h["machine"] for h in data["os_hosts"]["rows"]] == ["m0-linux"]
 
 
 def test_fleet_wide_statistics_are_printed_once(fleet_store, capsys):

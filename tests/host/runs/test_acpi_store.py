@@ -243,7 +243,7 @@ def test_an_older_store_is_migrated_and_keeps_its_runs(capsys, tmp_path):
     r = run_cli(capsys, "acpi", PELADN, "--store", db, "--machine", "old")
     assert r.code == 0, r
     with store.open_store(db, create=False) as st:
-        assert st.version == store.SCHEMA_VERSION == 5
+        assert st.version == store.SCHEMA_VERSION == 6
         assert [r["machine"] for r in st.runs()] == ["old"] and st.log(1) == TCG.read_text()
         assert [p["machine"] for p in st.acpi_previews()] == ["old"]
     r = run_cli(capsys, "runs", "--machine", "old", "--store", db)

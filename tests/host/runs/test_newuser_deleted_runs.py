@@ -70,6 +70,9 @@ def test_an_older_store_is_migrated_and_deletes_as_well(capsys, tmp_path):
         st.add_log(TCG.read_text(), "m", "import")
     c = sqlite3.connect(str(db))
     c.execute("DROP TABLE deleted_runs")
+    c.execute("DROP INDEX runs_tool")  # and migration 6's
+    for col in store.OS_COLUMNS:
+        c.execute(f"ALTER TABLE runs DROP COLUMN {col}")
     c.execute("PRAGMA user_version = 4")
     c.commit()
     c.close()

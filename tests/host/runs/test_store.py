@@ -241,18 +241,24 @@ def test_a_first_schema_store_is_migrated_and_keeps_its_runs(tmp_path):
                             ("", "unreached", None)):
         row = store.run_row(res, text, name, "import", {})
         row.pop("place"), row.pop("mac"), row.pop("tool")
+        for k in store.OS_COLUMNS:  # migration 6's
+            row.pop(k, None)
         if name == "unreached":
             row["status"] = "incomplete"  # as the first schema's tool stored a run that never reached the image
         st._insert(row, [], [])
     st.db.close()
     with store.open_store(db) as st:
-        assert st.version == store.SCHEMA_VERSION == 5
+        assert st.version == store.SCHEMA_VERSION == 6
         assert st.acpi_previews() == []  # migration 4's table, empty (tests/host/runs/test_acpi_store.py fills one)
         got = {r["machine"]: r for r in st.runs()}
         assert got["old"]["place"] is None
         # migration 3 reads each old run's tool from its log; an empty one did not run
         assert got["old"]["tool"] == "clockbench" and got["old-os"]["tool"] == store.OS_TOOL
         assert got["unreached"]["tool"] is None and got["unreached"]["status"] == store.DID_NOT_RUN
+        # migration 6 reads each old clockbench-os run's host from its log's os record
+        assert (got["old-os"]["kernel"], got["old-os"]["clocksource"], got["old-os"]["clocksources"]) == \
+            ("6.1.0-56-amd64", "tsc", "tsc hpet acpi_pm")
+        assert got["old"]["kernel"] is None and got["old"]["clocksource"] is None
         st.add_log(KVM.read_text(), "new", "lab", meta={"place": "rack1-slot3", "mac": "52:54:00:12:34:56"})
         assert {r["machine"]: r["place"] for r in st.runs() if r["machine"] in ("old", "new")} == {"old": None, "new": "rack1-slot3"}
 

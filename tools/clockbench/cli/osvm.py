@@ -338,6 +338,8 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
     log = Path(args.log)
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
+        if log.is_symlink():  # `make os-vm`'s link to its newest kept run: replaced, never written through
+            log.unlink()
         stream = log.open("w", errors="replace")  # written as it arrives: a killed tool still leaves it
     except OSError as e:
         raise errors.CannotWrite(f"cannot write the log {log}: {e.strerror or e}") from None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clockbench import errors
 from clockbench.records import records
-from clockbench.runs import runs, store
+from clockbench.runs import osruns, runs, store
 
 STORE_HELP = "the store of runs (default: %(default)s)"
 
@@ -52,41 +52,29 @@ def meta_of_run(meta: dict, log: Path) -> dict:
             "image_build": (meta.get("image") or {}).get("build"), "cmdline": meta.get("cmdline")}
 
 
+def _is_run_folder(d: Path) -> bool:
+    """A run folder `clockbench run` kept (metadata.json, run.log), or a
+    clockbench-os run's (os.log: `make os-bench`, `make os-vm`, a bundle's
+    `clockbench-os --out DIR`)."""
+    return (d / runs.METADATA).is_file() or (d / runs.LOG).is_file() or osruns.is_os_folder(d)
+
+
 def _folders(p: Path) -> list[Path]:
-    if (p / runs.METADATA).is_file() or (p / runs.LOG).is_file():
+    if _is_run_folder(p):
         return [p]
-    return sorted(d for d in p.iterdir() if d.is_dir() and ((d / runs.METADATA).is_file() or (d / runs.LOG).is_file()))
+    return sorted(d for d in p.iterdir() if d.is_dir() and _is_run_folder(d))
 
 
-def log_date(p: Path) -> str:
-    """When a log's run began: a clockbench-os log's `os` record's
-    `started_utc` (the system's clock); a bare log's RTC date and time its
-    `rtc` record read as the drift window opened (the RTC's own zone, taken
-    as UTC, as a PC's RTC usually keeps it under Linux and UEFI); else the
-    file's time."""
-    try:
-        recs = records.parse_log(p.read_bytes().decode("utf-8", "replace")).records
-    except OSError:
-        recs = []
-    rtc = next((r for r in recs if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
-    # a clockbench-os log: the system's clock (UTC) its `os` record says it started at
-    started = next((r.get("started_utc") for r in recs if r.get("type") == "os" and isinstance(r.get("started_utc"), str)), None)
-    if started:
-        try:
-            return dt.datetime.fromisoformat(started.replace("Z", "+00:00")).isoformat(timespec="seconds")
-        except ValueError:
-            pass
-    if rtc is not None:
-        try:
-            when = dt.datetime.fromisoformat(f"{rtc['date']}T{rtc['time']}").replace(tzinfo=dt.timezone.utc)
-            return when.isoformat(timespec="seconds")
-        except (TypeError, ValueError):
-            pass  # a date the RTC got wrong: the file's time instead
-    return dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+def _read(log: Path) -> str:
+    return log.read_bytes().decode("utf-8", "replace")
+
+
+log_date = store.log_date  # where it was first defined; `import` dates a bare log by it
 
 
 def cmd_import(args) -> int:
-    """Each path: a run folder, a folder of them (build/runs/), or a log.
+    """Each path: a run folder, a folder of them (build/runs/, build/os-runs/),
+    or a log; a clockbench-os run is named by the host its log measured.
     A log that is not clockbench's is named and skipped (exit 65 at the end);
     nothing already imported is added twice."""
     added = same = previews = deleted = 0
@@ -100,8 +88,13 @@ def cmd_import(args) -> int:
             if p.is_dir():
                 folders = _folders(p)
                 if not folders:
-                    bad.append(f"{p}: no run folder (metadata.json, run.log) in it")
+                    bad.append(f"{p}: no run folder (metadata.json, run.log, or a clockbench-os run's os.log) in it")
                 for d in folders:
+                    if osruns.is_os_folder(d) and not (d / runs.LOG).is_file():
+                        # named by the host its log measured, else by the folder (<host>-<UTC time>)
+                        items.append((d / osruns.OS_LOG, {"log_path": str(d / osruns.OS_LOG)},
+                                      args.machine or (lambda text, d=d: osruns.machine_name(text, osruns.folder_host(d)))))
+                        continue
                     try:
                         meta = json.loads((d / runs.METADATA).read_text()) if (d / runs.METADATA).is_file() else {}
                     except (OSError, ValueError) as e:
@@ -121,13 +114,18 @@ def cmd_import(args) -> int:
                     print(f"clockbench import: {p}: ACPI preview {pid} of machine {args.machine or p.stem!r}"
                           + ("" if new else " (already in the store)"))
                     continue
-                items.append((p, {"log_path": str(p), "started": log_date(p)}, args.machine or p.stem))
+                # a clockbench-os log is named by the host it measured; any other by its file
+                items.append((p, {"log_path": str(p)}, args.machine or (lambda text, p=p: osruns.machine_name(text, p.stem))))
             for log, meta, machine in items:
                 try:
-                    text = log.read_bytes().decode("utf-8", "replace")
+                    text = _read(log)
                 except OSError as e:
                     bad.append(f"{log}: cannot read it: {e.strerror or e}")
                     continue
+                if callable(machine):
+                    machine = machine(text)
+                if "started" not in meta and log.name != runs.LOG:  # a kept run folder's metadata says when
+                    meta["started"] = log_date(log, text)
                 try:
                     rid, new = st.add_log(text, machine, "import", meta=meta, again=args.again)
                 except store.WasDeleted as e:  # `runs --delete` took it out: it stays out
@@ -361,11 +359,11 @@ def add_parsers(sub) -> None:
                     "all of them, or none when one is not in the store; their logs stay where they were kept, and "
                     "`import` leaves them out")
     rs.set_defaults(func=cmd_runs)
-    im = sub.add_parser("import", help="add kept run folders (build/runs/) and logs to the store")
-    im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, a folder of run folders, a log, or a "
+    im = sub.add_parser("import", help="add kept run folders (build/runs/, build/os-runs/) and logs to the store")
+    im.add_argument("paths", nargs="+", metavar="PATH", help="a run folder (`clockbench run`'s, or a clockbench-os run's holding os.log), a folder of run folders, a log, or a "
                     "`clockbench acpi --json` file (kept as the machine's ACPI preview)")
-    im.add_argument("--machine", help="the machine's name for every run imported (default: from the run's metadata, "
-                    "else the folder's or log's name)")
+    im.add_argument("--machine", help="the machine's name for every run imported (default: from the run's metadata; a "
+                    "clockbench-os run: the hostname its log gives; else the folder's or log's name)")
     im.add_argument("--again", action="store_true", help="add back runs that `runs --delete` deleted (by default their "
                     "kept folders and logs are left out)")
     add_store_argument(im)

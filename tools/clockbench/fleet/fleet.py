@@ -18,7 +18,11 @@ nominal rate by more than the HPET's 500 ppm). A figure that states its own
 uncertainty u (the TSC's rate, its offset from its claim, a crystal's) is
 flagged only when it is also more than U_K x u from the median or past the
 absolute limit: a short or disturbed run whose figure cannot tell is not an
-outlier, however far its value lies."""
+outlier, however far its value lies.
+
+clockbench-os runs measure Linux on a host, not the machine bare: they are
+the rows of a section of their own, one per Linux host (osfleet.py), with
+what sets some hosts apart said in words."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Callable
 
 from clockbench import errors
+from clockbench.fleet import osfleet
 from clockbench.records import figures
 from clockbench.runs import store
 
@@ -296,9 +301,16 @@ def _stat_text(m: Metric, s: dict) -> str:
     return f"{m.key} median {_n(s['median'])} MAD {_n(s['mad'])} limit {_n(s['limit'])} {m.unit} (n={s['n']})"
 
 
-def as_text(groups: list[Group], all_runs: bool, left_out: list[str] | None = None) -> str:
+def as_text(groups: list[Group], all_runs: bool, left_out: list[str] | None = None,
+            os_fleet: osfleet.OsFleet | None = None) -> str:
     unit = "run" if all_runs else "machine"
-    lines = [f"clockbench fleet: {_count(sum(len(g.rows) for g in groups), unit)} in {_count(len(groups), 'group')}",
+    hosts = f"; {_count(len(os_fleet.rows), 'Linux host run' if all_runs else 'Linux host')} (clockbench-os)" if os_fleet else ""
+    if not groups:  # only clockbench-os runs: the Linux hosts' section alone
+        lines = [f"clockbench fleet: no run of the image on a bare machine{hosts}"]
+        if left_out:
+            lines.append("Left out: " + "; ".join(left_out))
+        return "\n".join(lines + [""] + osfleet.as_text(os_fleet, all_runs)) + "\n"
+    lines = [f"clockbench fleet: {_count(sum(len(g.rows) for g in groups), unit)} in {_count(len(groups), 'group')}{hosts}",
              threshold_text()]
     if left_out:
         lines.append("Left out: " + "; ".join(left_out))
@@ -337,10 +349,13 @@ def as_text(groups: list[Group], all_runs: bool, left_out: list[str] | None = No
             lines += [f"    {f.text()}" for f in r.flags]
     else:
         lines.append("Outliers: none")
+    if os_fleet is not None:
+        lines += [""] + osfleet.as_text(os_fleet, all_runs)
     return "\n".join(lines) + "\n"
 
 
-def as_json(groups: list[Group], all_runs: bool, left_out: list[str] | None = None) -> dict:
+def as_json(groups: list[Group], all_runs: bool, left_out: list[str] | None = None,
+            os_fleet: osfleet.OsFleet | None = None) -> dict:
     return {
         "format": "clockbench-fleet", "version": 1, "rows": "runs" if all_runs else "latest run per machine",
         "threshold": {"k": K, "mad_scale": MAD_SCALE, "min_group": MIN_GROUP, "u_k": U_K, "text": threshold_text(),
@@ -355,6 +370,8 @@ def as_json(groups: list[Group], all_runs: bool, left_out: list[str] | None = No
         } for g in groups],
         "outliers": sorted({r.machine for g in groups for r in g.rows if r.flags}),
         "left_out": left_out or [],
+        # the Linux hosts (clockbench-os runs): osfleet.as_json, docs/fleet.md ("Linux hosts"); null when there are none
+        "os_hosts": osfleet.as_json(os_fleet, all_runs) if os_fleet is not None else None,
     }
 
 
@@ -419,40 +436,50 @@ def plots(groups: list[Group]) -> list[dict]:
     return out
 
 
-def write_html(groups: list[Group], all_runs: bool, path: Path, source: str, left_out: list[str] | None = None) -> None:
+def write_html(groups: list[Group], all_runs: bool, path: Path, source: str, left_out: list[str] | None = None,
+               os_fleet: osfleet.OsFleet | None = None) -> None:
     from clockbench.report.pages import environment
 
+    os_plot = osfleet.plot(os_fleet) if os_fleet is not None else None
+    os_langs = osfleet.languages_present(os_fleet) if os_fleet is not None else []
     page = environment().get_template("fleet.html.j2").render(
         title="clockbench fleet", source=source, threshold=threshold_text(), groups=groups, columns=COLUMNS,
-        cells=_cells, metrics=METRICS, fmt=_n, plots=plots(groups), all_runs=all_runs, left_out=left_out or [],
-        date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        cells=_cells, metrics=METRICS, fmt=_n, plots=plots(groups) + ([os_plot] if os_plot else []), all_runs=all_runs,
+        left_out=left_out or [], os_fleet=os_fleet, os_columns=osfleet.columns(os_fleet) if os_fleet else [],
+        os_cells=lambda r: osfleet.cells(r, os_langs), os_apis=osfleet.apis_line(os_fleet) if os_fleet else "",
+        os_threshold=osfleet.threshold_text(), date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     path.write_text(page)
 
 
+def _newest(kept: list[store.Run], all_runs: bool) -> list[store.Run]:
+    if all_runs:
+        return kept
+    newest: dict[str, store.Run] = {}
+    for r in kept:  # oldest first: the last one seen is the newest
+        newest[r["machine"]] = r
+    return sorted(newest.values(), key=lambda r: (r["started"] or "", r["id"]))
+
+
 def machine_runs(every: list[store.Run], all_runs: bool) -> tuple[list[store.Run], list[str]]:
-    """The runs that are a machine's rows (each machine's latest, or all of
-    them), and what was left out and why: a run that never reached the image
-    (status "did not run") is no measurement of its machine, and a
-    clockbench-os log measures Linux on the machine, not the machine bare."""
-    kept, left = [], {"did not run": 0, "OS-side": 0}
+    """The runs of the image that are a machine's rows (each machine's
+    latest, or all of them), and what was left out and why: a run that never
+    reached the image (status "did not run") is no measurement of its
+    machine. clockbench-os runs measure Linux on the machine, not the machine
+    bare: they are the Linux hosts' rows (os_runs)."""
+    kept, left = [], 0
     for r in every:
         if r["status"] == store.DID_NOT_RUN:
-            left["did not run"] += 1
-        elif r.get("tool") == store.OS_TOOL:
-            left["OS-side"] += 1
-        else:
+            left += 1
+        elif r.get("tool") != store.OS_TOOL:
             kept.append(r)
-    if not all_runs:
-        newest: dict[str, store.Run] = {}
-        for r in kept:  # oldest first: the last one seen is the newest
-            newest[r["machine"]] = r
-        kept = sorted(newest.values(), key=lambda r: (r["started"] or "", r["id"]))
-    notes = []
-    if left["did not run"]:
-        notes.append(f"{_count(left['did not run'], 'run')} that never reached the image (did not run)")
-    if left["OS-side"]:
-        notes.append(f"{_count(left['OS-side'], 'clockbench-os log')} (Linux on the machine: `clockbench report --os`)")
-    return kept, notes
+    notes = [f"{_count(left, 'run')} that never reached the image (did not run)"] if left else []
+    return _newest(kept, all_runs), notes
+
+
+def os_runs(every: list[store.Run], all_runs: bool) -> list[store.Run]:
+    """The clockbench-os runs that are the Linux hosts' rows: each host's
+    latest (or all of them)."""
+    return _newest([r for r in every if r.get("tool") == store.OS_TOOL and r["status"] != store.DID_NOT_RUN], all_runs)
 
 
 def _count(n: int, what: str) -> str:
@@ -465,11 +492,13 @@ def main(args) -> int:
     if not every:
         raise errors.NoInput(f"{args.store}: the store holds no runs (`clockbench run`, `capture`, `import`)")
     runs, left_out = machine_runs(every, args.all)
-    if not runs:
-        raise errors.NoInput(f"{args.store}: no run of a bare machine to compare; left out: {'; '.join(left_out)}")
+    hosts = os_runs(every, args.all)
+    if not runs and not hosts:
+        raise errors.NoInput(f"{args.store}: no run of a bare machine or a Linux host to compare; left out: {'; '.join(left_out)}")
     groups = analyse(runs)
+    os_fleet = osfleet.analyse(hosts) if hosts else None
     if args.json:
-        text = json.dumps(as_json(groups, args.all, left_out), indent=1, default=str) + "\n"
+        text = json.dumps(as_json(groups, args.all, left_out, os_fleet), indent=1, default=str) + "\n"
         if args.json == "-":
             sys.stdout.write(text)
         else:
@@ -484,19 +513,20 @@ def main(args) -> int:
         except ImportError as e:
             raise errors.MissingTool(f"{e.name} is not installed (`make deps`); the terminal and JSON need none of it") from None
         try:
-            write_html(groups, args.all, Path(args.html), str(args.store), left_out)
+            write_html(groups, args.all, Path(args.html), str(args.store), left_out, os_fleet)
         except OSError as e:
             raise errors.CannotWrite(f"cannot write {args.html}: {e.strerror or e}") from None
     if args.json != "-":
-        sys.stdout.write(as_text(groups, args.all, left_out))
+        sys.stdout.write(as_text(groups, args.all, left_out, os_fleet))
         if args.html:
             print(f"clockbench fleet: {args.html}")
-    flagged = any(r.flags for g in groups for r in g.rows)
+    flagged = any(r.flags for g in groups for r in g.rows) or bool(os_fleet and os_fleet.outliers)
     return 1 if (flagged and args.outlier_check) else 0
 
 
 def add_parser(sub, add_store_argument) -> None:
-    p = sub.add_parser("fleet", help="one table for many machines from the store, outliers flagged within their group",
+    p = sub.add_parser("fleet", help="one table for many machines from the store, outliers flagged within their group; "
+                       "the Linux hosts' clockbench-os runs in a section of their own",
                        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     add_store_argument(p)
     p.add_argument("--all", action="store_true", help="a row per run, not only each machine's latest")

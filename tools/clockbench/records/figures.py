@@ -234,6 +234,10 @@ def series_discontinuities(freq: dict, discs) -> int | None:
     return sum(1 for d in listed if event_class(d) == DISCONTINUITY)
 
 
+OS_CALL = "clock_gettime(CLOCK_MONOTONIC)"
+OS_PATHS = {"vdso": "the vDSO called directly", "libc": "libc", "syscall": "the raw syscall"}
+
+
 def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     """The figures of one run. `res` is results.from_log's structure;
     `raw` the log's records (records.parse_log), for the records results.py
@@ -349,6 +353,13 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     if stalls:
         ns, name = max(stalls)
         add("stall_max_ns", ns, None, "ns", f"the longest a counter stood still while the TSC ran ({name})")
+    # clockbench-os's own CLOCK_MONOTONIC (os_latency): through the vDSO called directly, libc and the
+    # raw syscall, per clocksource: the floor beneath the languages' figures
+    for r in _list(res.get("os_latency")):
+        cs, path, p50 = r.get("clocksource"), r.get("path"), _num(r.get("p50_ns"))
+        if r.get("call") == OS_CALL and isinstance(cs, str) and path in OS_PATHS and p50 is not None:
+            add(f"os_p50_ns:{cs}/{path}", p50, None, "ns", f"clockbench-os, {OS_CALL} by {OS_PATHS[path]}, one call, p50"
+                + ("; under 3 of the TSC's steps: the step's, not a cost" if r.get("below_step") else ""))
     # the languages' clocks (clockbench-os, lang_clock): per clocksource, language and API
     for r in _list(res.get("lang_clock")):
         cs, lang, api = r.get("clocksource"), r.get("language"), r.get("api")

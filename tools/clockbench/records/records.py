@@ -39,16 +39,24 @@ class Log:
         return self.schema_version is not None and self.schema_version > SCHEMA_VERSION
 
 
-def parse_log(text: str) -> Log:
+_TYPE_AT = len('{"type":"')
+
+
+def parse_log(text: str, skip: frozenset[str] = frozenset()) -> Log:
     """Every record that parses, in order, and a Problem for every one that
     does not (a cut or garbled line, a record without a type, a newer schema).
-    Never raises on bad input: what parsed is kept."""
+    Never raises on bad input: what parsed is kept. skip: types of record
+    not to decode at all (a reader that needs none of them, such as the
+    store's figures and the histograms), recognised by their first member as
+    every writer puts it ('{"type":"...'); their problems go unseen."""
     log = Log()
     for number, line in enumerate(clean(text).split("\n"), 1):
         if PREFIX not in line:
             continue
         for body in line.split(PREFIX)[1:]:  # two records run together stay two
             body = body.strip()
+            if skip and body.startswith('{"type":"') and body[_TYPE_AT:body.find('"', _TYPE_AT)] in skip:
+                continue
             try:
                 rec = json.loads(body)
             except (json.JSONDecodeError, RecursionError) as e:

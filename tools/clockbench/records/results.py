@@ -30,13 +30,18 @@ def _by_counter(recs: list[dict], kind: str) -> dict[str, dict]:
     return {r["counter"]: r for r in records.of_type(recs, kind) if isinstance(r.get("counter"), str)}
 
 
-def from_log(text: str, source: str = "") -> dict:
-    log = records.parse_log(text)
+def from_log(text: str, source: str = "", log: records.Log | None = None) -> dict:
+    """The results of a log (log: its records already parsed from text, so
+    that a caller who parsed it once does not pay for it again)."""
+    log = log if log is not None else records.parse_log(text)
     recs, notes = records.join_parts(log.records)
     # parts already have their note; a record cut on its own gets one here
     notes += [f"{records.describe(r)} was too long for one line and was cut (\"truncated\": true)"
               for r in recs if r.get("truncated") is True and "parts" not in r]
-    by = lambda kind: records.of_type(recs, kind)  # noqa: E731
+    of_kind: dict[str, list[dict]] = {}  # one pass over the records, not one per kind asked for
+    for r in recs:
+        of_kind.setdefault(r["type"], []).append(r)
+    by = lambda kind: list(of_kind.get(kind, ()))  # noqa: E731
     first = lambda kind: (by(kind) or [None])[0]  # noqa: E731
     hist = _histograms(recs, notes)
     return {
@@ -226,10 +231,11 @@ def _looks_binary(text: str) -> bool:
     return odd > len(sample) // 20
 
 
-def load_any(text: str, source: str = "") -> dict:
+def load_any(text: str, source: str = "", log: records.Log | None = None) -> dict:
     """A log, a results JSON file or a decoded QR file, as results; BadInput
     or NewerSchema (both ValueErrors) for what is none of them: empty text,
-    binary data, a log without its schema record, someone else's JSON."""
+    binary data, a log without its schema record, someone else's JSON.
+    log: text's records already parsed (records.parse_log), read once."""
     source = source or "input"
     if not text.strip():
         raise BadInput(f"{source}: is empty" + (" (only blank lines)" if text else ""))
@@ -239,7 +245,7 @@ def load_any(text: str, source: str = "") -> dict:
         except BadInput:
             if records.PREFIX not in text:  # else a log that happens to start with "{"
                 raise
-    log = records.parse_log(text)
+    log = log if log is not None else records.parse_log(text)
     if log.newer_schema:
         raise NewerSchema(f"{source}: the log is schema version {log.schema_version}; this tool reads version "
                           f"{records.SCHEMA_VERSION}: refused (update clockbench)")
@@ -254,7 +260,7 @@ def load_any(text: str, source: str = "") -> dict:
     if first.get("tool") not in (None, "clockbench", "clockbench-os") or log.schema_version is None:
         raise BadInput(f"{source}: the schema record is not clockbench's (tool {first.get('tool')!r}, "
                        f"version {first.get('version')!r})")
-    return from_log(text, source)
+    return from_log(text, source, log)
 
 
 READ_LIMIT = 256 << 20  # a soak run's log is a few MB

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from clockbench import errors, paths
 from clockbench.records import figures, records, results
+from clockbench.runs import osruns
 
 # CLOCKBENCH_STORE names another (the tests' targets in the Makefile point it into build/test/)
 DEFAULT = Path(os.environ.get("CLOCKBENCH_STORE") or paths.BUILD / "clockbench.db")
@@ -118,18 +119,36 @@ MIGRATIONS = [
       deleted TEXT NOT NULL              -- UTC, ISO 8601
     );
     """,
+    # 6: the Linux host a clockbench-os run measured, from its log's `os`
+    # record (docs/output.md): its name, machine id, kernel, the clocksource
+    # in use and those available, and whether the kernel marked the TSC
+    # unstable (1, 0, NULL when unknown) with its words. NULL for runs of the
+    # image; older OS runs are filled in from their logs by _fill_os.
+    """
+    ALTER TABLE runs ADD COLUMN hostname TEXT;
+    ALTER TABLE runs ADD COLUMN machine_id TEXT;
+    ALTER TABLE runs ADD COLUMN kernel TEXT;
+    ALTER TABLE runs ADD COLUMN clocksource TEXT;
+    ALTER TABLE runs ADD COLUMN clocksources TEXT;
+    ALTER TABLE runs ADD COLUMN tsc_unstable INTEGER;
+    ALTER TABLE runs ADD COLUMN tsc_unstable_why TEXT;
+    CREATE INDEX runs_tool ON runs (tool, machine)
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+OS_COLUMNS = ("hostname", "machine_id", "kernel", "clocksource", "clocksources", "tsc_unstable", "tsc_unstable_why")
 
 # A run whose log holds no clockbench record at all: the machine was never
 # reached, or the image never started (a place nobody exports, a port that
 # will not open). Kept, with its reason, but no machine's row in the fleet.
 DID_NOT_RUN = "did not run"
 OS_TOOL = "clockbench-os"
+# record types no figure, check or row column is read from (figures.derive, run_row): not decoded to store a run
+NO_FIGURES = frozenset({"histogram", "os_histogram", "lang_histogram"})
 
 RUN_COLUMNS = ("id", "machine", "place", "mac", "tool", "cpu_vendor", "cpu_brand", "cpu_family", "cpu_model", "cpu_stepping",
                "hypervisor", "firmware", "boot", "loader", "multiboot", "image_build", "profile", "started", "ended",
-               "seconds", "status", "exit", "reason", "source", "log_path", "cmdline", "host", "added", "uid")
+               "seconds", "status", "exit", "reason", "source", "log_path", "cmdline", "host", "added", "uid", *OS_COLUMNS)
 
 
 class StoreBusy(errors.ToolError):
@@ -223,6 +242,10 @@ class Store:
     def _prepare(self) -> None:
         db = self.db
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        # WAL's own durability: a commit is not synced to the disk, the WAL is at each checkpoint. A power
+        # cut may lose the last runs added (their logs are kept where they were: `import` brings them back),
+        # never damage the store; and an import of hundreds of hosts is not one sync per run (500: 10 s here).
+        db.execute("PRAGMA synchronous = NORMAL")
         # one snapshot for the three: read one by one, another process's first
         # migration could commit between them (tables, but no application id yet)
         db.execute("BEGIN")
@@ -312,18 +335,39 @@ class Store:
                                  gone[0]["run_id"])
             if gone:
                 self.db.execute("DELETE FROM deleted_runs WHERE log_sha256 = ?", (log_sha256(text),))
-        res, raw = None, []
+        res = None
+        # once: the results, the figures and the row read the same records; no figure reads a histogram
+        # (half a clockbench-os log's records, and most of the time reading it: the whole log is kept)
+        log = records.parse_log(text, skip=NO_FIGURES)
+        raw = log.records
         try:
-            res = results.load_any(text, source=meta.get("log_path") or machine)
-            raw = records.parse_log(text).records
+            res = results.load_any(text, source=meta.get("log_path") or machine, log=log)
         except errors.BadInput as e:
             if not incomplete_ok:
                 raise
             meta.setdefault("reason", str(e))
-        row = run_row(res, text, machine, source, meta)
+        row = run_row(res, text, machine, source, meta, raw)
         figs = figures.derive(res, raw) if res else []
         checks = [c for c in (res or {}).get("checks", []) if isinstance(c, dict)]
         return self._insert(row, figs, checks)
+
+    def add_os_run(self, log: Path, machine: str | None = None, source: str = "import", *, meta: dict | None = None,
+                   again: bool = False) -> tuple[int, bool]:
+        """Adds one clockbench-os run (its log, or the kept run folder
+        holding os.log) under machine (default: the hostname its log gives,
+        else the folder's <host>, else the file's name); returns (the run's
+        id, whether it is new). What other code calls: `clockbench hosts`
+        passes each inventory host's name and source "hosts". BadInput for a
+        log that is not clockbench's (nothing is stored), WasDeleted as
+        add_log, OSError when it cannot be read."""
+        log = Path(log)
+        folder = log if log.is_dir() else None
+        if folder is not None:
+            log = folder / osruns.OS_LOG
+        text = log.read_bytes().decode("utf-8", "replace")
+        name = machine or osruns.machine_name(text, osruns.folder_host(folder) if folder is not None else log.stem)
+        meta = {"log_path": str(log), "started": log_date(log, text), **(meta or {})}
+        return self.add_log(text, name, source, meta=meta, again=again)
 
     def _insert(self, row: dict, figs: list[figures.Figure], checks: list[dict]) -> tuple[int, bool]:
         db = self.db
@@ -520,6 +564,8 @@ def _migrate(db: sqlite3.Connection) -> None:
                     db.execute(stmt)
         if version < 3 <= SCHEMA_VERSION:
             _fill_tool(db)
+        if version < 6 <= SCHEMA_VERSION:
+            _fill_os(db)
         db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
@@ -539,10 +585,22 @@ def _fill_tool(db: sqlite3.Connection) -> None:
             db.execute("UPDATE runs SET status = ? WHERE id = ?", (DID_NOT_RUN, rid))
 
 
-def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) -> dict:
+def _fill_os(db: sqlite3.Connection) -> None:
+    """Migration 6's data: each older clockbench-os run's host, read from its log."""
+    for rid, blob in db.execute("SELECT id, log FROM runs WHERE tool = ?", (OS_TOOL,)).fetchall():
+        text = zlib.decompress(blob).decode("utf-8", "replace") if blob is not None else ""
+        ident = osruns.identity(records.parse_log(text).records)
+        db.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in OS_COLUMNS)} WHERE id = ?",
+                   [ident[k] for k in OS_COLUMNS] + [rid])
+
+
+def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict, recs: list[dict] | None = None) -> dict:
     """The runs row of one run: from its results, with what the caller knows
     (meta: firmware, boot, started, seconds, exit, log_path, place, mac...)
-    taking precedence where the log cannot know it."""
+    taking precedence where the log cannot know it. recs: the log's records,
+    when the caller parsed them already."""
+    if recs is None:
+        recs = records.parse_log(text).records if text.strip() else []
     m = (res or {}).get("machine") or {}
     if res is not None:
         code, why = results.outcome(res)
@@ -552,7 +610,7 @@ def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) 
         code, why, status = results.NO_VERDICT, None, "incomplete"
     if meta.get("exit") is not None and meta["exit"] >= 4 and status != "crashed":
         status = "incomplete"
-    tool = _tool_of(records.parse_log(text).records) if text.strip() else None
+    tool = _tool_of(recs) if text.strip() else None
     if tool is None:
         status = DID_NOT_RUN
     digest = hashlib.sha256(text.encode("utf-8", "replace"))
@@ -577,6 +635,9 @@ def run_row(res: dict | None, text: str, machine: str, source: str, meta: dict) 
         "log": zlib.compress(text.encode("utf-8", "replace"), 6), "added": _now(),
         "place": meta.get("place"), "mac": meta.get("mac"), "tool": tool,
     }
+    if tool == OS_TOOL:
+        row.update(osruns.identity(recs))
+        row["host"] = row["host"] or row["hostname"]
     return row
 
 
@@ -642,6 +703,34 @@ def _tool_of(recs: list[dict]) -> str | None:
 def default_text() -> str:
     """The default store as --help shows it: relative to the checkout when it is inside it."""
     return paths.default(DEFAULT) if DEFAULT.is_relative_to(paths.ROOT) else str(DEFAULT)
+
+
+def log_date(p: Path, text: str | None = None) -> str:
+    """When a log's run began: a clockbench-os log's `os` record's
+    `started_utc` (the system's clock); a bare log's RTC date and time its
+    `rtc` record read as the drift window opened (the RTC's own zone, taken
+    as UTC, as a PC's RTC usually keeps it under Linux and UEFI); else the
+    file's time. text: the log's, when the caller has read it already."""
+    if text is None:
+        try:
+            text = p.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+    started = (osruns.os_record(text) or {}).get("started_utc")
+    if isinstance(started, str):
+        try:
+            return dt.datetime.fromisoformat(started.replace("Z", "+00:00")).isoformat(timespec="seconds")
+        except ValueError:
+            pass
+    rtc = None if osruns.os_record(text) else next(
+        (r for r in records.parse_log(text).records if r.get("type") == "rtc" and r.get("date") and r.get("time")), None)
+    if rtc is not None:
+        try:
+            when = dt.datetime.fromisoformat(f"{rtc['date']}T{rtc['time']}").replace(tzinfo=dt.timezone.utc)
+            return when.isoformat(timespec="seconds")
+        except (TypeError, ValueError):
+            pass  # a date the RTC got wrong: the file's time instead
+    return dt.datetime.fromtimestamp(p.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def open_store(path, create: bool = True) -> Store:
