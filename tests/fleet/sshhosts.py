@@ -161,11 +161,13 @@ class SshFleet:
 
 def ansible_env(root: Path) -> dict[str, str]:
     """ansible-playbook's settings for a test: its ssh masters in a folder of
-    the test's, kept 5 s (Ansible's 60 s would outlive the test's sshd)."""
+    the test's, kept 5 s (Ansible's 60 s would outlive the test's sshd);
+    pipelining, which sends each step's module down the connection it has
+    (no temporary file per step: about a second less a step here)."""
     cp = root / "cp"
     cp.mkdir(exist_ok=True)
     return {"ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp), "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=5s",
-            "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "True"}
+            "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "True", "ANSIBLE_PIPELINING": "True"}
 
 
 # The bundle: `make bundle`'s, where the Makefile has that target; until then

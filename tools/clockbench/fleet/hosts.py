@@ -352,9 +352,12 @@ def judge(host: str, hostvars: dict, folder: Path, st: store.Store, rc: int | No
         return Outcome(host, address, False, f"{why} (see ansible.log)", why_not="no status")
     address = str(status.get("address") or address)
     if status.get("unreachable"):
-        return Outcome(host, address, False, f"unreachable: {_one_line(status['unreachable'])}", why_not="unreachable")
+        said = _one_line(status["unreachable"])
+        # "Data could not be sent to remote host ... over ssh: ssh: connect to host ...: Connection refused": ssh's own words
+        said = said[said.rfind("ssh: "):] if "ssh: " in said else said
+        return Outcome(host, address, False, f"unreachable: {said}", why_not="unreachable")
     if status.get("reach_failed"):
-        return Outcome(host, address, False, f"reached, but Ansible cannot work there (it needs Python 3): "
+        return Outcome(host, address, False, f"reached, but Ansible could not make its folder there (it needs Python 3 on the host): "
                        f"{_one_line(status['reach_failed'])}", why_not="no Ansible there")
     if status.get("failed_step"):
         return Outcome(host, address, False, f"failed at {status['failed_step']!r}: {_one_line(status.get('failed_msg'))}",
