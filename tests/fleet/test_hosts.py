@@ -32,7 +32,8 @@ from helpers.tool import PYTHON, tool_env
 from clockbench.runs import store
 from sshhosts import SshFleet, ansible_env, bundle, need_tools
 
-pytestmark = pytest.mark.xdist_group("ssh_hosts")  # one worker holds the module's sshd fleet
+# one worker holds the module's sshd fleet; about 2 minutes, so started first (conftest.py, FIRST)
+pytestmark = [pytest.mark.xdist_group("ssh_hosts"), pytest.mark.first]
 
 OS_ARGS = "--current-only --quick --lang go,python --lang-calls 500"
 RUN_S = 300  # the bound on any one `clockbench hosts` here
@@ -230,13 +231,18 @@ def test_a_limit_that_matches_no_host(fleet, tmp_path):
     assert set(_stored(db)) == {"earlier"} and not (tmp_path / "out").exists()
 
 
-def test_no_such_inventory_and_no_ansible(tmp_path):
+def test_no_such_inventory_no_ansible_and_bad_options(tmp_path):
     r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini"), "--store",
                         str(tmp_path / "runs.db")], capture_output=True, text=True, timeout=60, env=tool_env())
     assert r.returncode == 66 and r.stderr.startswith(f"clockbench hosts: {tmp_path / 'none.ini'}: no such inventory"), r
     r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini")], capture_output=True,
                        text=True, timeout=60, env=tool_env(PATH=str(tmp_path)))
     assert r.returncode == 69 and "ansible-playbook is not installed" in r.stderr, r
+    for bad, says in ((["--os-args=--lang 'go"], "--os-args \"--lang 'go\": No closing quotation"),
+                      (["--forks", "0"], "--forks 0: from 1 to 1000 hosts at once")):
+        r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini"), *bad], capture_output=True,
+                           text=True, timeout=60, env=tool_env())
+        assert r.returncode == 64 and r.stderr == f"clockbench hosts: {says}\n", r
     assert not (tmp_path / "runs.db").exists()
 
 

@@ -49,9 +49,11 @@ BUNDLE_GLOB = "clockbench-os-*-x86_64-linux.tar.gz"
 OUT_DIR = paths.BUILD / "hosts"
 DEFAULT_TIMEOUT_S = 900  # the playbook's clockbench_timeout_s
 KILL_AFTER_S = 10  # the playbook's `timeout -k`
-# Beyond a host's run: reaching it, copying and unpacking the bundle, fetching
-# the log, removing the folder (Ansible's own connection timeout is 10 s a try).
-STEPS_S = 240
+# Beyond a host's run: its other four steps on the host (the temporary folder,
+# the bundle unpacked, the log fetched, the folder removed), each bounded by
+# the playbook's clockbench_step_timeout_s, and the controller's own.
+STEP_TIMEOUT_S = 300
+STEPS_S = 4 * STEP_TIMEOUT_S + 60
 INVENTORY_WAIT_S = 60
 # ansible-playbook's settings for this run only (the user's ansible.cfg is read as ever):
 # an inventory Ansible cannot parse is an error, not a warning over an empty inventory
