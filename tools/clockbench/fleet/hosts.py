@@ -135,12 +135,11 @@ def main(args) -> int:
     argv = [playbook_cmd, "-i", inventory, str(PLAYBOOK), "-e", f"@{out / 'extra-vars.json'}", "--forks", str(args.forks)]
     if args.limit:
         argv += ["--limit", args.limit]
-    rc, finished = run_playbook(argv, out / "ansible.log", bound)
-    outcomes = []
+    # opened first: a store that cannot be written (75, 76, 67) is said before any host is measured
     with store.open_store(args.store) as st:
-        for h in hosts:
-            outcomes.append(judge(h, hostvars.get(h, {}), out / h, st, rc, finished, bound))
-    print_recap(outcomes, out, rc, finished)
+        rc, finished = run_playbook(argv, out / "ansible.log", bound)
+        outcomes = [judge(h, hostvars.get(h, {}), out / h, st, rc, finished, bound) for h in hosts]
+    print_recap(outcomes, out)
     return ALL_MEASURED if all(o.measured for o in outcomes) else SOME_NOT_MEASURED
 
 
@@ -417,7 +416,7 @@ def judge(host: str, hostvars: dict, folder: Path, st: store.Store, rc: int | No
     return Outcome(host, address, True, said, rid, missing)
 
 
-def print_recap(outcomes: list[Outcome], out: Path, rc: int | None, finished: bool) -> None:
+def print_recap(outcomes: list[Outcome], out: Path) -> None:
     labels = [o.host + (f" ({o.address})" if o.address != o.host else "") for o in outcomes]
     width = max(map(len, labels))
     print("clockbench hosts: recap")
