@@ -75,6 +75,7 @@ class SshFleet:
         self.user = getpass.getuser()
         self.user_key = _keygen(root / "user_key")
         self.hosts: dict[str, Host] = {}
+        self.bundle: Path | None = None  # the bundle the tests copy: bundle() below
 
     def start(self, name: str, address: str, hide: list[Path] = (), **vars) -> Host:
         """An sshd on address (127.0.0.x) and a free port of it, started and
@@ -199,3 +200,76 @@ def bundle(root: Path, repo: Path, build: Path) -> Path:
         tar.add(top, arcname=name)
     shutil.rmtree(top)
     return tarball
+
+
+# What the tests of `clockbench hosts` share (test_hosts.py; a test of os-vm
+# guests beside the loopback hosts adds them with SshFleet.add and calls these)
+OS_ARGS = "--current-only --quick --lang go,python --lang-calls 500"  # a run of 4-6 s here
+RUN_S = 300  # the bound on any one `clockbench hosts`
+
+
+def run_hosts(fleet: SshFleet, folder: Path, inventory: Path, *extra: str, os_args: str = OS_ARGS,
+              timeout: float = RUN_S) -> subprocess.CompletedProcess:
+    """`clockbench hosts` as a user types it, with the fleet's bundle, the
+    store folder/runs.db and the logs in folder/out."""
+    from helpers.tool import PYTHON, tool_env
+
+    return subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(inventory), "--bundle", str(fleet.bundle),
+                           f"--os-args={os_args}", "--store", str(folder / "runs.db"), "--out", str(folder / "out"),
+                           "--forks", "4", *extra], capture_output=True, text=True, timeout=timeout,
+                          env=tool_env(**ansible_env(folder)))
+
+
+def recap_line(out: str, host: str) -> str:
+    """The host's recap line, with the lines under it (a runtime missing:
+    they start with blanks where the hosts' names stand)."""
+    lines = out.splitlines()
+    i = next((i for i, line in enumerate(lines) if line.startswith(f"  {host} (")), None)
+    assert i is not None, f"no recap line for {host}:\n{out}"
+    said = [lines[i]]
+    for line in lines[i + 1:]:
+        if not line.startswith("   "):
+            break
+        said.append(line)
+    return "\n".join(said)
+
+
+def stored(db: Path) -> dict:
+    """The store's runs by machine."""
+    from clockbench.runs import store
+
+    with store.open_store(db, create=False) as st:
+        return {r["machine"]: r for r in st.runs()}
+
+
+def fleet_rows(db: Path) -> dict:
+    """`fleet --json -`'s machines, wherever its JSON lists them."""
+    import json
+
+    import pytest
+
+    from helpers.tool import PYTHON, tool_env
+
+    r = subprocess.run([PYTHON, "-m", "clockbench", "fleet", "--json", "-", "--store", str(db)], capture_output=True,
+                       text=True, timeout=120, env=tool_env())
+    if r.returncode == 66 and "no run of a bare machine" in r.stderr:
+        pytest.xfail("fleet leaves clockbench-os runs out until the store's OS rows land (issue 43, section 2)")
+    assert r.returncode == 0, r.stderr
+    found: dict = {}
+
+    def walk(v) -> None:
+        if isinstance(v, dict):
+            if isinstance(v.get("machine"), str):
+                found[v["machine"]] = v
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    table = json.loads(r.stdout)
+    walk(table)
+    if not found.keys() - {"earlier"} and any("clockbench-os" in str(x) for x in table.get("left_out", [])):
+        pytest.xfail("fleet leaves clockbench-os runs out until the store's OS rows land (issue 43, section 2): "
+                     f"{table['left_out']}")
+    return found
