@@ -35,7 +35,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
