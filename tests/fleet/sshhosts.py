@@ -179,13 +179,27 @@ BUNDLE_LANG = ("probe-cpp-libstdcxx", "probe-cpp-libcxx", "probe-rust", "probe-g
 
 
 def bundle(root: Path, repo: Path, build: Path) -> Path:
+    """The bundle, copied into root: another test's `make bundle` (tests/host/os/test_bundle.py)
+    may rewrite build/bundle/ while these run, or at the same moment as this
+    one (then it is made again, up to three times)."""
     makefile = (repo / "Makefile").read_text()
     if any(line.startswith("bundle:") for line in makefile.splitlines()):
-        r = subprocess.run(["make", "--no-print-directory", "bundle"], cwd=repo, capture_output=True, text=True, timeout=900)
-        assert r.returncode == 0, f"make bundle failed:\n{r.stdout}\n{r.stderr}"
-        found = sorted((build / "bundle").glob("clockbench-os-*-x86_64-linux.tar.gz"), key=lambda p: p.stat().st_mtime)
-        assert found, f"make bundle made no {build}/bundle/clockbench-os-*-x86_64-linux.tar.gz:\n{r.stdout}"
-        return found[-1]
+        said = ""
+        for _ in range(3):
+            r = subprocess.run(["make", "--no-print-directory", "bundle"], cwd=repo, capture_output=True, text=True, timeout=900)
+            found = sorted((build / "bundle").glob("clockbench-os-*-x86_64-linux.tar.gz"), key=lambda p: p.stat().st_mtime)
+            said = f"make bundle: status {r.returncode}, made {[p.name for p in found]}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+            if r.returncode == 0 and found:
+                copy = root / found[-1].name
+                try:
+                    shutil.copyfile(found[-1], copy)
+                    with tarfile.open(copy) as tar:
+                        tar.getnames()
+                    return copy
+                except (OSError, tarfile.TarError, EOFError) as e:
+                    said += f"\n{copy}: {e}"
+            time.sleep(2)
+        raise AssertionError(said)
     program, lang = build / "os" / "clockbench-os", build / "lang"
     assert program.is_file(), f"{program} is missing: make {program.relative_to(repo) if program.is_relative_to(repo) else program}"
     name = "clockbench-os-standin-x86_64-linux"
