@@ -166,7 +166,7 @@ def ansible_env(root: Path) -> dict[str, str]:
     pipelining, which sends each step's module down the connection it has
     (no temporary file per step: about a second less a step here)."""
     cp = root / "cp"
-    cp.mkdir(exist_ok=True)
+    cp.mkdir(parents=True, exist_ok=True)
     return {"ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp), "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=5s",
             "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "True", "ANSIBLE_PIPELINING": "True"}
 
