@@ -55,10 +55,10 @@ STEP_TIMEOUT_S = 300
 STEPS_S = 4 * STEP_TIMEOUT_S + 60
 INVENTORY_WAIT_S = 60
 # ansible-playbook's settings for this run only (the user's ansible.cfg is read as ever):
-# an inventory Ansible cannot parse is an error, not a warning over an empty inventory
-ANSIBLE_ENV = {"ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
-               "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_NOCOLOR": "True", "ANSIBLE_FORCE_COLOR": "False",
-               "ANSIBLE_LOCALHOST_WARNING": "False"}
+# an inventory Ansible cannot parse is an error, not a warning over an empty
+# inventory (a folder of sources where some parse is taken, as Ansible takes it)
+ANSIBLE_ENV = {"ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_NOCOLOR": "True",
+               "ANSIBLE_FORCE_COLOR": "False", "ANSIBLE_LOCALHOST_WARNING": "False"}
 SIGNALS = {9: "SIGKILL", 15: "SIGTERM", 6: "SIGABRT", 11: "SIGSEGV", 7: "SIGBUS", 4: "SIGILL", 2: "SIGINT", 1: "SIGHUP"}
 
 # exit statuses (docs/fleet.md, "Linux hosts through Ansible")
