@@ -89,7 +89,7 @@ def add_parser(sub, add_store_argument) -> None:
                    "(default: the inventory's clockbench_os_args, else none: every clocksource as root, every language)")
     p.add_argument("--bundle", metavar="PATH", help=f"the bundle to copy (default: the newest {BUNDLE_GLOB} in "
                    f"{paths.default(BUNDLE_DIR)}: make bundle)")
-    p.add_argument("--forks", type=int, default=10, help="hosts measured at once (ansible-playbook --forks; default: %(default)s)")
+    p.add_argument("--forks", type=int, default=10, metavar="N", help="hosts measured at once (ansible-playbook --forks; default: %(default)s)")
     p.add_argument("--timeout", type=float, metavar="S", help="each host's time bound for its run, in seconds (default: the "
                    f"inventory's clockbench_timeout_s, else {DEFAULT_TIMEOUT_S}); the run is stopped past it and not stored")
     p.add_argument("--out", metavar="DIR", help="the folder for each host's log and status, DIR/<host>/, and ansible-playbook's "
