@@ -46,6 +46,8 @@ test_packages=(
   python3-yaml                                           # the CI jobs' tests read them (tests/host/layout/test_ci_docs.py); virt-firmware
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
+  ansible-core                                           # clockbench hosts: the playbook (ansible/) on a fleet of Linux hosts
+  openssh-server                                         # its tests' hosts: sshd on 127.0.0.x, each started by the test (not the system's)
 )
 # The languages whose clocks clockbench-os measures (os/lang/, `make lang`;
 # `make os-bench`, `make os-vm` and `make test` run the probes), in `all`: g++
@@ -208,7 +210,7 @@ install_python() {
 if ! command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   tools=(make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3)
-  [ "$mode" = all ] && tools+=(g++ clang++ go cargo javac jlink node mcs mono)
+  [ "$mode" = all ] && tools+=(g++ clang++ go cargo javac jlink node mcs mono ansible-playbook sshd)
   [ "$mode" = os ] && tools=(make gcc ld)
   for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
@@ -239,6 +241,35 @@ else
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# openssh-server is here for the tests' own sshd (tests/fleet/sshhosts.py starts
+# each on 127.0.0.x with a config of its own): the package's system service,
+# which would listen on every address, is neither started nor enabled when
+# this script is what installs it. A policy-rc.d answering 101 stops its
+# start (Debian's policy-rc.d interface, which invoke-rc.d and
+# deb-systemd-invoke obey); one already there is left as it is.
+policy=/usr/sbin/policy-rc.d
+ours_policy=false
+new_sshd=false
+[[ " ${missing[*]} " == *" openssh-server "* ]] && new_sshd=true
+if $new_sshd && [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# clockbench: no service start while install-deps.sh installs openssh-server\nexit 101\n' |
+    "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 0755 "$policy"
+  ours_policy=true
+  trap '"${sudo[@]}" rm -f "$policy"' EXIT
+fi
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if $ours_policy; then
+  "${sudo[@]}" rm -f "$policy"
+  trap - EXIT
+fi
+if $new_sshd; then
+  if [ -d /run/systemd/system ]; then
+    "${sudo[@]}" systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+  elif command -v update-rc.d >/dev/null 2>&1; then
+    "${sudo[@]}" update-rc.d ssh disable >/dev/null 2>&1 || true
+  fi
+  echo "clockbench: openssh-server installed for the tests' own sshd on 127.0.0.x; its system service is left off (systemctl enable --now ssh for one)"
+fi
 install_python

@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     __import__("clockbench.fleet.netboot", fromlist=["add_parser"]).add_parser(sub)
     __import__("clockbench.report.acpi", fromlist=["add_parser"]).add_parser(sub)
     __import__("clockbench.fleet.fleet", fromlist=["add_parser"]).add_parser(sub, storecli.add_store_argument)
+    __import__("clockbench.fleet.hosts", fromlist=["add_parser"]).add_parser(sub, storecli.add_store_argument)
     f = sub.add_parser("flash", help="write the ISO or the USB disk image raw to a USB stick, with safety checks")
     f.add_argument("device", help="the whole disk, e.g. /dev/sdX")
     f.add_argument("--iso", "--image", dest="iso", default=paths.default(paths.ISO),

@@ -1,0 +1,197 @@
+"""`clockbench hosts` and ansible/clockbench-os.yml against real ssh hosts:
+OpenSSH sshd servers on 127.0.0.2-5 (conftest.py's ssh_fleet, sshhosts.py; one fleet for the whole
+module), the bundle copied, run and fetched back by ansible-playbook.
+
+Three hosts and one where nothing listens: three OS runs stored under their
+inventory names, the unreachable one named, exit 1, and `fleet` a row for
+each. Then each fault alone beside a healthy host: a run its time bound
+stops mid-way, a host without Java (its sshd in a mount namespace where the
+JDK's folder is an empty tmpfs: the host really lacks it), a log that is
+garbage (the host runs the program under a wrapper, clockbench_os_wrapper,
+that prints something else), an inventory Ansible cannot parse (64) and a
+--limit that matches no host (66), both one line with nothing run or
+stored. In each the healthy host is stored, and a run stored before is
+still there. The playbook alone (ansible-playbook -i ...) fetches a log and
+a status per host and leaves no folder behind on the hosts.
+
+clockbench-os runs with --current-only --quick and few languages: a run
+takes 4-6 s here, a whole `clockbench hosts` about 20 s."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import FIXTURES, ROOT
+from helpers.tool import PYTHON, tool_env
+from clockbench.runs import store
+from sshhosts import OS_ARGS, RUN_S, ansible_env, fleet_rows, recap_line, run_hosts, stored
+
+# one worker holds the module's sshd fleet; about 2 minutes, so started first (conftest.py, FIRST)
+pytestmark = [pytest.mark.xdist_group("ssh_hosts"), pytest.mark.first]
+
+def _store_with_an_earlier_run(path: Path) -> int:
+    with store.open_store(path) as st:
+        rid, _ = st.add_log((FIXTURES / "tcg-q35.log").read_text(), "earlier", "import")
+    return rid
+
+
+def _check_healthy(rows: dict, name: str, earlier: int) -> None:
+    row = rows[name]
+    assert row["source"] == "hosts" and row["tool"] == "clockbench-os" and row["status"] == "passed", dict(row.row)
+    assert rows["earlier"]["id"] == earlier, "a run stored before was lost"
+
+
+@pytest.fixture(scope="module")
+def three_and_one(ssh_fleet, tmp_path_factory):
+    """a, b and c, and gone where nothing listens: one `clockbench hosts`, read by the tests below."""
+    tmp = tmp_path_factory.mktemp("three-and-one")
+    earlier = _store_with_an_earlier_run(tmp / "runs.db")
+    remote = {n: tmp / f"remote-{n}" for n in "abc"}
+    for d in remote.values():
+        d.mkdir()
+    inventory = ssh_fleet.inventory(["a", "b", "c", "gone"], **{n: {"clockbench_remote_tmp": d} for n, d in remote.items()})
+    r = run_hosts(ssh_fleet, tmp, inventory)
+    return r, tmp, earlier, remote
+
+
+def test_three_hosts_stored_and_the_unreachable_one_named(three_and_one):
+    r, tmp, earlier, remote = three_and_one
+    assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
+    rows = stored(tmp / "runs.db")
+    assert set(rows) == {"earlier", "a", "b", "c"}, r.stdout
+    for name in "abc":
+        _check_healthy(rows, name, earlier)
+        assert f"stored as run {rows[name]['id']} (passed)" in recap_line(r.stdout, name), r.stdout
+        assert (tmp / "out" / name / "os.log").is_file()
+        assert not any(remote[name].iterdir()), f"the playbook left {list(remote[name].iterdir())} on {name}"
+    gone = recap_line(r.stdout, "gone")
+    # ssh's "Connection refused"; with pipelining, Ansible's write to an ssh that has already ended may be said
+    # first ("Broken pipe"): either way the host is named unreachable
+    assert "unreachable: ssh: " in gone and ("Connection refused" in gone or "Broken pipe" in gone), r.stdout
+    assert r.stdout.splitlines()[-1].startswith("clockbench hosts: 3 of 4 hosts measured and stored; not measured: gone "
+                                                "(unreachable)"), r.stdout
+    assert r.stderr == "", r.stderr
+
+
+def test_fleet_has_a_row_for_each_host(three_and_one):
+    r, tmp, earlier, remote = three_and_one
+    rows = fleet_rows(tmp / "runs.db")
+    assert {"a", "b", "c"} <= set(rows), rows.keys()
+
+
+def test_a_run_its_time_bound_stops_mid_way(ssh_fleet, tmp_path):
+    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
+    # 1 s: the run is still in its first measurements (a whole one takes 4-6 s here)
+    inventory = ssh_fleet.inventory(["a", "b"], b={"clockbench_timeout_s": 1})
+    r = run_hosts(ssh_fleet, tmp_path, inventory)
+    assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
+    rows = stored(tmp_path / "runs.db")
+    assert set(rows) == {"earlier", "a"}, r.stdout
+    _check_healthy(rows, "a", earlier)
+    assert "the run was stopped by its time bound (1 s)" in recap_line(r.stdout, "b"), r.stdout
+    assert "not measured: b (stopped by its time bound)" in r.stdout.splitlines()[-1]
+
+
+def test_a_host_without_java(ssh_fleet, tmp_path):
+    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
+    inventory = ssh_fleet.inventory(["a", "nojava"])
+    r = run_hosts(ssh_fleet, tmp_path, inventory, os_args="--current-only --quick --lang go,java --lang-calls 500")
+    # a runtime missing is said, and the host still counts as measured (fleet.md)
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    rows = stored(tmp_path / "runs.db")
+    assert set(rows) == {"earlier", "a", "nojava"}, r.stdout
+    _check_healthy(rows, "a", earlier)
+    said = recap_line(r.stdout, "nojava")
+    assert f"stored as run {rows['nojava']['id']}" in said and "Java not measured: no JDK" in said, r.stdout
+    assert "Java not measured" not in recap_line(r.stdout, "a"), r.stdout
+    assert "a runtime missing on nojava" in r.stdout.splitlines()[-1]
+
+
+def test_a_log_that_is_garbage(ssh_fleet, tmp_path):
+    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
+    wrapper = tmp_path / "garble"
+    # what a host's broken wrapper (or a program that is not clockbench-os) leaves: its output, and exit 0
+    wrapper.write_text("#!/bin/sh\nhead -c 4096 /dev/urandom | od -An -tx1\nexit 0\n")
+    wrapper.chmod(0o755)
+    inventory = ssh_fleet.inventory(["a", "c"], c={"clockbench_os_wrapper": wrapper})
+    r = run_hosts(ssh_fleet, tmp_path, inventory)
+    assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
+    rows = stored(tmp_path / "runs.db")
+    assert set(rows) == {"earlier", "a"}, r.stdout
+    _check_healthy(rows, "a", earlier)
+    said = recap_line(r.stdout, "c")
+    assert "its log is garbage, not clockbench-os's (exit status 0)" in said and str(tmp_path / "out" / "c" / "os.log") in said
+    assert "not measured: c (log garbage)" in r.stdout.splitlines()[-1]
+
+
+def test_an_inventory_that_does_not_parse(ssh_fleet, tmp_path):
+    db = tmp_path / "runs.db"
+    earlier = _store_with_an_earlier_run(db)
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[clockbench_test_hosts\na ansible_host=127.0.0.2 = =\n")
+    r = run_hosts(ssh_fleet, tmp_path, bad)
+    assert r.returncode == 64 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r
+    assert r.stderr.startswith(f"clockbench hosts: {bad}: not an inventory Ansible can parse (")
+    assert set(stored(db)) == {"earlier"} and stored(db)["earlier"]["id"] == earlier
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_limit_that_matches_no_host(ssh_fleet, tmp_path):
+    db = tmp_path / "runs.db"
+    _store_with_an_earlier_run(db)
+    inventory = ssh_fleet.inventory(["a", "b"])
+    r = run_hosts(ssh_fleet, tmp_path, inventory, "--limit", "web*")
+    assert r.returncode == 66 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r
+    assert r.stderr.strip() == f"clockbench hosts: --limit 'web*' matches no host of {inventory} (its hosts: a, b)"
+    assert set(stored(db)) == {"earlier"} and not (tmp_path / "out").exists()
+
+
+def test_no_such_inventory_no_ansible_and_bad_options(tmp_path):
+    r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini"), "--store",
+                        str(tmp_path / "runs.db")], capture_output=True, text=True, timeout=60, env=tool_env())
+    assert r.returncode == 66 and r.stderr.startswith(f"clockbench hosts: {tmp_path / 'none.ini'}: no such inventory"), r
+    r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini")], capture_output=True,
+                       text=True, timeout=60, env=tool_env(PATH=str(tmp_path)))
+    assert r.returncode == 69 and "ansible-playbook is not installed" in r.stderr, r
+    for bad, says in ((["--os-args=--lang 'go"], "--os-args \"--lang 'go\": No closing quotation"),
+                      (["--forks", "0"], "--forks 0: from 1 to 1000 hosts at once")):
+        r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini"), *bad], capture_output=True,
+                           text=True, timeout=60, env=tool_env())
+        assert r.returncode == 64 and r.stderr == f"clockbench hosts: {says}\n", r
+    assert not (tmp_path / "runs.db").exists()
+
+
+def test_the_playbook_alone(ssh_fleet, tmp_path):
+    """As someone who runs Ansible already: ansible-playbook -i INVENTORY ansible/clockbench-os.yml -e ..."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    inventory = ssh_fleet.inventory(["a", "gone"], a={"clockbench_remote_tmp": remote})
+    out = tmp_path / "logs"
+    r = subprocess.run(["ansible-playbook", "-i", str(inventory), str(ROOT / "ansible" / "clockbench-os.yml"),
+                        "-e", f"bundle={ssh_fleet.bundle}", "-e", f"fetch_dir={out}",
+                        "-e", json.dumps({"clockbench_os_args": OS_ARGS})],
+                       capture_output=True, text=True, timeout=RUN_S, env={**tool_env(), **ansible_env(tmp_path)})
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    status = json.loads((out / "a" / "status.json").read_text())
+    assert status["rc"] == 0 and status["reached"] and status["args"] == OS_ARGS, status
+    assert "SUMMARY:" in (out / "a" / "os.log").read_text()
+    gone = json.loads((out / "gone" / "status.json").read_text())
+    assert not gone["reached"] and gone["unreachable"] and not (out / "gone" / "os.log").exists(), gone
+    assert not any(remote.iterdir())
+    # again, for gone alone: its folder is started afresh (never a mix of two runs), a's is left as it was
+    (out / "gone" / "stale").write_text("from before")
+    r = subprocess.run(["ansible-playbook", "-i", str(inventory), str(ROOT / "ansible" / "clockbench-os.yml"),
+                        "-e", f"bundle={ssh_fleet.bundle}", "-e", f"fetch_dir={out}", "--limit", "gone"],
+                       capture_output=True, text=True, timeout=RUN_S, env={**tool_env(), **ansible_env(tmp_path)})
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    assert not (out / "gone" / "stale").exists() and (out / "gone" / "status.json").exists()
+    assert (out / "a" / "os.log").exists()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
