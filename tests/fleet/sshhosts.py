@@ -257,33 +257,14 @@ def stored(db: Path) -> dict:
 
 
 def fleet_rows(db: Path) -> dict:
-    """`fleet --json -`'s machines, wherever its JSON lists them."""
+    """`fleet --json -`'s Linux hosts (its os_hosts rows), by machine."""
     import json
-
-    import pytest
 
     from helpers.tool import PYTHON, tool_env
 
     r = subprocess.run([PYTHON, "-m", "clockbench", "fleet", "--json", "-", "--store", str(db)], capture_output=True,
                        text=True, timeout=120, env=tool_env())
-    if r.returncode == 66 and "no run of a bare machine" in r.stderr:
-        pytest.xfail("fleet leaves clockbench-os runs out until the store's OS rows land (issue 43, section 2)")
     assert r.returncode == 0, r.stderr
-    found: dict = {}
-
-    def walk(v) -> None:
-        if isinstance(v, dict):
-            if isinstance(v.get("machine"), str):
-                found[v["machine"]] = v
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
     table = json.loads(r.stdout)
-    walk(table)
-    if not found.keys() - {"earlier"} and any("clockbench-os" in str(x) for x in table.get("left_out", [])):
-        pytest.xfail("fleet leaves clockbench-os runs out until the store's OS rows land (issue 43, section 2): "
-                     f"{table['left_out']}")
-    return found
+    assert table.get("os_hosts"), table.keys()
+    return {row["machine"]: row for row in table["os_hosts"]["rows"]}

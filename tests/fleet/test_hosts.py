@@ -82,6 +82,14 @@ def test_fleet_has_a_row_for_each_host(three_and_one):
     r, tmp, earlier, remote = three_and_one
     rows = fleet_rows(tmp / "runs.db")
     assert {"a", "b", "c"} <= set(rows), rows.keys()
+    for name in "abc":
+        row = rows[name]
+        assert row["clocksource"] and row["clocksource"] in row["clocksources"], row
+        # the languages OS_ARGS picks, each with its clock's cost and its system calls per call
+        assert {"go", "python"} <= set(row["languages"]), row["languages"]
+        for lang in ("go", "python"):
+            cell = row["languages"][lang]
+            assert cell["p50_ns"] > 0 and cell["syscalls_per_call"] is not None, cell
 
 
 def test_a_run_its_time_bound_stops_mid_way(ssh_fleet, tmp_path):
