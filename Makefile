@@ -549,6 +549,8 @@ endef
 
 test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their tests say why"; [ "$$CI" != true ]; }
+	@# the bundle, made once here: the tests that unpack it never run make themselves (two at once would rewrite it under each other)
+	@$(MAKE) --no-print-directory bundle || { echo "note: the bundle could not be built (above); its tests fail"; [ "$$CI" != true ]; }
 	$(call test_phases,tests)
 
 # The tree's Secure Boot way (efi/: shim, GRUB and the kernel signed with KEY_DIR) beside the others

@@ -24,7 +24,7 @@ def jdk_folder() -> Path:
 def ssh_fleet(tmp_path_factory):
     """Hosts a, b, c on 127.0.0.2-4; nojava on 127.0.0.5, whose sshd sees
     the JDK's folder as an empty tmpfs; gone on 127.0.0.6, where nothing
-    listens; .bundle the bundle (make bundle's, else a stand-in). A test
+    listens; .bundle the bundle (make bundle's, as make test makes it). A test
     adds an os-vm guest with ssh_fleet.add(NAME, "127.0.0.1", PORT) (the
     guest taking ssh_fleet.user_key's public half), and names it in
     ssh_fleet.inventory([...])."""

@@ -27,7 +27,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,49 +170,16 @@ def ansible_env(root: Path) -> dict[str, str]:
             "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "True", "ANSIBLE_PIPELINING": "True"}
 
 
-# The bundle: `make bundle`'s, where the Makefile has that target; until then
-# a stand-in of the same layout (one folder, clockbench-os at its top, lang/
-# beside it) from build/os/clockbench-os and build/lang/.
-BUNDLE_LANG = ("probe-cpp-libstdcxx", "probe-cpp-libcxx", "probe-rust", "probe-go", "java/Probe.class", "probe.py", "probe.js",
-               "Probe.exe", "Probe.runtimeconfig.json")
-
-
+# The bundle: `make bundle`'s, which `make test` makes before the tests start
+# (no test runs make itself: two at once would rewrite build/bundle/ under each other).
 def bundle(root: Path, repo: Path, build: Path) -> Path:
-    """The bundle, copied into root: another test's `make bundle` (tests/host/os/test_bundle.py)
-    may rewrite build/bundle/ while these run, or at the same moment as this
-    one (then it is made again, up to three times)."""
-    makefile = (repo / "Makefile").read_text()
-    if any(line.startswith("bundle:") for line in makefile.splitlines()):
-        said = ""
-        for _ in range(3):
-            r = subprocess.run(["make", "--no-print-directory", "bundle"], cwd=repo, capture_output=True, text=True, timeout=900)
-            found = sorted((build / "bundle").glob("clockbench-os-*-x86_64-linux.tar.gz"), key=lambda p: p.stat().st_mtime)
-            said = f"make bundle: status {r.returncode}, made {[p.name for p in found]}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
-            if r.returncode == 0 and found:
-                copy = root / found[-1].name
-                try:
-                    shutil.copyfile(found[-1], copy)
-                    with tarfile.open(copy) as tar:
-                        tar.getnames()
-                    return copy
-                except (OSError, tarfile.TarError, EOFError) as e:
-                    said += f"\n{copy}: {e}"
-            time.sleep(2)
-        raise AssertionError(said)
-    program, lang = build / "os" / "clockbench-os", build / "lang"
-    assert program.is_file(), f"{program} is missing: make {program.relative_to(repo) if program.is_relative_to(repo) else program}"
-    name = "clockbench-os-standin-x86_64-linux"
-    top = root / name
-    (top / "lang" / "java").mkdir(parents=True)
-    shutil.copy2(program, top / "clockbench-os")
-    for f in BUNDLE_LANG:
-        if (lang / f).is_file():  # `make -k lang` may leave a toolchain's probe out; its language is then not measured
-            shutil.copy2(lang / f, top / "lang" / f)
-    tarball = root / f"{name}.tar.gz"
-    with tarfile.open(tarball, "w:gz") as tar:
-        tar.add(top, arcname=name)
-    shutil.rmtree(top)
-    return tarball
+    """This version's bundle, copied into root."""
+    version = (build / "version.txt").read_text().strip()
+    made = build / "bundle" / f"clockbench-os-{version}-x86_64-linux.tar.gz"
+    assert made.is_file(), f"{made} is missing: `make bundle` makes it (`make test` does, before the tests)"
+    copy = root / made.name
+    shutil.copyfile(made, copy)
+    return copy
 
 
 # What the tests of `clockbench hosts` share (test_hosts.py; a test of os-vm
