@@ -225,7 +225,11 @@ def fetch_modules(vmlinuz: Path, linux_dir: Path, names: tuple[str, ...] = MODUL
             shutil.copyfile(found[n], new / f"{n}.ko")
         (new / "order").write_text("\n".join(order) + "\n")
         shutil.rmtree(kept, ignore_errors=True)
-        new.rename(kept)
+        try:
+            new.rename(kept)
+        except OSError:  # another os-vm kept them first
+            if not all((kept / f"{n}.ko").is_file() for n in order):
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [kept / f"{n}.ko" for n in order]
