@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -76,6 +77,7 @@ SSH_BANNER = b"SSH-"
 BOOT_BOUND_S = 120  # QEMU's start to sshd's banner; about 10-20 s under TCG here
 STOP_BOUND_S = 20  # "poweroff" on the serial port to QEMU's exit
 POLL_S = 0.25
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 PASSWD = "root:x:0:0:root:/root:/bin/sh\n"
 GROUP = "root:x:0:\n"
@@ -420,6 +422,17 @@ class GuestConfig:
 CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it
+    ends (Linux's PR_SET_PDEATHSIG), so a tool killed outright (SIGKILL,
+    a test's bound) leaves no guest running."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Guest:
     """One guest: start() boots it and returns once its sshd answers on
     127.0.0.1:PORT (or raises, QEMU killed); stop() powers it off and
@@ -464,8 +477,10 @@ class Guest:
         start = time.monotonic()
         try:
             with c.log.open("wb") as out, self._err.open("wb") as err:
+                # A session of its own (a Ctrl-C on the terminal reaches the tool, which powers the guest off),
+                # and killed with the tool if the tool itself is killed: no QEMU outlives it.
                 self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=out, stderr=err,
-                                             start_new_session=True)
+                                             start_new_session=True, preexec_fn=_die_with_parent)
         except FileNotFoundError:
             raise errors.MissingTool(f"{self.command[0]} not found: install the 'qemu-system-x86' package") from None
         try:
