@@ -485,7 +485,7 @@ def cmd_guest(args: argparse.Namespace) -> int:
     cpio = guest_initramfs(kernel, languages(args), Path(args.lang_dir))
     log = Path(args.log) if args.log else paths.BUILD / GUEST_LOG.format(port=port)
     cfg = guest.GuestConfig(kernel=kernel, initramfs=cpio, port=port, authorized_keys=keys,
-                            hostname=args.hostname or f"os-vm-{port}", append=" ".join(args.append.split()),
+                            hostname=args.hostname or f"os-vm-{port}", cmdline=check_append(args.append),
                             log=log, accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp,
                             memory=args.memory, firmware=args.firmware, extra=list(args.qemu_arg or []))
     g = guest.Guest(cfg)

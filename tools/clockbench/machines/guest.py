@@ -408,7 +408,7 @@ class GuestConfig:
     port: int
     authorized_keys: str
     hostname: str
-    append: str = ""  # the kernel's command line after CMDLINE: clocksource=hpet
+    cmdline: str = "console=ttyS0,115200"  # the kernel's whole command line (os-vm's, with --append's clocksource=hpet)
     log: Path = Path("build/os-vm-guest.log")  # the serial port
     accel: str = "tcg"
     machine: str = "q35"
@@ -418,8 +418,6 @@ class GuestConfig:
     firmware: str = "bios"
     extra: list[str] = field(default_factory=list)
 
-
-CMDLINE = "console=ttyS0,115200 quiet loglevel=3 panic=-1"
 
 
 def _die_with_parent() -> None:
@@ -456,7 +454,7 @@ class Guest:
     def qemu_config(self) -> qemu.QemuConfig:
         c = self.cfg
         return qemu.QemuConfig(boot="direct", kernel=c.kernel, firmware=c.firmware, accel=c.accel, machine=c.machine,
-                               cpu=c.cpu, smp=c.smp, memory=c.memory, append=f"{CMDLINE} {c.append}".strip(),
+                               cpu=c.cpu, smp=c.smp, memory=c.memory, append=c.cmdline,
                                ssh_forward=c.port, nic=NIC,
                                fw_cfg={f"{FW_CFG}/authorized_keys": self._keys, f"{FW_CFG}/hostname": self._name},
                                extra=["-initrd", str(c.initramfs), *c.extra])
