@@ -61,7 +61,9 @@ def guest(keys, tmp_path_factory):
     g = start_guest("hpet", free_port(), keys[1], folder=tmp_path_factory.mktemp("guest"))
     yield g
     said = g.stop()
-    assert g.proc.returncode == 130 and "powered off" in said, (said, g.explain())
+    assert g.proc.returncode in (0, 130) and "powered off" in said, (said, g.explain())
+    left = subprocess.run(["pgrep", "-f", f"hostfwd=tcp:127.0.0.1:{g.port}-"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"a QEMU is left running: {left.stdout}"
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +138,7 @@ def test_a_guest_that_does_not_come_up_is_a_clear_error(keys, tmp_path):
     port = free_port()
     log = tmp_path / "serial.log"
     r = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--ssh", f"127.0.0.1:{port}",
-                        "--authorized-key", str(keys[1]), "--lang", "go", "--lang-dir", str(BUILD / "lang"),
+                        "--authorized-key", str(keys[1]), "--lang", "go,python", "--lang-dir", str(BUILD / "lang"),
                         "--log", str(log), "--boot-timeout", "2"], capture_output=True, text=True, timeout=300,
                        env=tool_env())
     assert r.returncode == 71, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
@@ -151,3 +153,15 @@ def test_a_guest_that_does_not_come_up_is_a_clear_error(keys, tmp_path):
         r = subprocess.run([sys.executable, "-m", "clockbench", "os-vm", "--ssh", f"127.0.0.1:{busy}", "--authorized-key",
                             str(keys[1])], capture_output=True, text=True, timeout=60, env=tool_env())
     assert r.returncode == 69 and f"127.0.0.1:{busy} is in use" in r.stdout + r.stderr, (r.returncode, r.stdout, r.stderr)
+
+
+def test_poweroff_in_the_guest_ends_it(guest, keys):
+    """Last, as it ends the module's guest: `poweroff` run over ssh (busybox's,
+    which signals init) powers the machine off, and the tool ends with 0."""
+    guest.ssh(keys[0], "poweroff", timeout=60)
+    try:
+        guest.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the guest did not power off within 60 s of `poweroff`:\n{guest.explain()}")
+    assert guest.proc.returncode == 0, guest.explain()
+    assert "the guest powered off (QEMU status 0)" in guest.output.read_text(), guest.explain()
