@@ -66,7 +66,7 @@ def test_qemu_forwards_loopback_only_to_port_22_on_the_nic(tmp_path):
     cfg = qemu.QemuConfig(boot="direct", kernel=Path("vmlinuz"), append="console=ttyS0", ssh_forward=2222, nic="e1000",
                           fw_cfg={"opt/clockbench/authorized_keys": keys})
     cmd = qemu.build_command(cfg, "tcg")
-    assert cmd[cmd.index("-netdev") + 1] == "user,id=n0,hostfwd=tcp:127.0.0.1:2222-:22"
+    assert cmd[cmd.index("-netdev") + 1] == "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22"
     assert cmd[cmd.index("-device", cmd.index("-netdev")) + 1] == "e1000,netdev=n0"
     assert cmd[cmd.index("-fw_cfg") + 1] == f"name=opt/clockbench/authorized_keys,file={keys}"
     assert "-netdev" not in qemu.build_command(qemu.QemuConfig(boot="direct", kernel=Path("k")), "tcg")

@@ -141,6 +141,10 @@ def fetch_kernel(linux_dir: Path) -> tuple[Path, str]:
                                   f"try again, or give --kernel PATH")
         vmlinuz = linux_dir / found[0].name
         (linux_dir / f"package-{vmlinuz.name[len('vmlinuz-'):]}.txt").write_text(f"Debian {package} {version}\n")
+        try:  # the NIC's module and its kin, for os-vm --ssh's guests: from the same package, while it is here
+            guest.keep_modules(deb, vmlinuz.name[len("vmlinuz-"):], linux_dir)
+        except errors.ToolError:
+            pass  # a guest fetches them itself when it needs them, and says why it cannot
         found[0].replace(vmlinuz)  # last: a kernel in the cache is a whole one
         vmlinuz.touch()  # its mtime says when it was fetched (cached_kernels), not the package's build date
     finally:

@@ -186,20 +186,21 @@ def load_order(names: tuple[str, ...], found: dict[str, Path]) -> list[str]:
 
 def fetch_modules(vmlinuz: Path, linux_dir: Path, names: tuple[str, ...] = MODULES) -> list[Path]:
     """The modules, with the modules they depend on, in load order, for the
-    kernel os-vm fetched: taken once from its Debian package (apt-get
-    download linux-image-RELEASE, about 70 MB; kept are the few .ko files,
-    in build/linux/modules-RELEASE/)."""
+    kernel os-vm fetched: kept in build/linux/modules-RELEASE/ (os-vm keeps
+    them when it fetches the kernel; for a kernel fetched before, they are
+    taken once from its package, apt-get download linux-image-RELEASE)."""
     release = kernel_release(vmlinuz)
     if release is None:
         raise errors.NoInput(f"{vmlinuz}: not a kernel os-vm fetched (vmlinuz-RELEASE), so its modules are unknown")
     kept = linux_dir / f"modules-{release}"
-    order_file = kept / "order"
-    if order_file.is_file():
-        order = order_file.read_text().split()
+    try:
+        order = (kept / "order").read_text().split()
         if set(names) <= set(order) and all((kept / f"{n}.ko").is_file() for n in order):
             return [kept / f"{n}.ko" for n in order]
+    except OSError:
+        pass
     package = f"linux-image-{release}"
-    tmp = linux_dir / f".modules-{release}.{os.getpid()}"
+    tmp = linux_dir / f".modules-deb-{release}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -214,12 +215,33 @@ def fetch_modules(vmlinuz: Path, linux_dir: Path, names: tuple[str, ...] = MODUL
             last = [l for l in (r.stderr or r.stdout).strip().split("\n") if l.strip() and "_apt" not in l]
             raise errors.NoInput(f"`apt-get download {package}` failed ({last[-1] if last else 'no message'}); if apt "
                                  f"no longer has it, delete {linux_dir}/ for the current kernel")
-        r = subprocess.run(f"dpkg-deb --fsys-tarfile {debs[0].name} | tar -x --wildcards './lib/modules/*.ko'",
-                           shell=True, cwd=tmp, capture_output=True, text=True, timeout=600)
-        found = {p.name[:-3].replace("-", "_"): p for p in (tmp / "lib" / "modules").rglob("*.ko")} \
-            if (tmp / "lib" / "modules").is_dir() else {}
-        if r.returncode != 0 or not found:
-            raise errors.BadInput(f"{debs[0].name}: no kernel modules could be read from it ({r.stderr.strip()[-200:]})")
+        return keep_modules(debs[0], release, linux_dir, names)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def keep_modules(deb: Path, release: str, linux_dir: Path, names: tuple[str, ...] = MODULES) -> list[Path]:
+    """From the kernel's package: the modules and what they depend on, kept
+    in linux_dir/modules-RELEASE/ with their load order (the file `order`)."""
+    kept = linux_dir / f"modules-{release}"
+    tmp = linux_dir / f".modules-{release}.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        try:
+            dpkg = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        except FileNotFoundError:
+            raise errors.MissingTool("dpkg-deb not found: the kernel's modules come from its Debian package") from None
+        tar = subprocess.run(["tar", "-x", "--wildcards", "-C", str(tmp), "./lib/modules/*.ko"], stdin=dpkg.stdout,
+                             capture_output=True, text=True)
+        dpkg.stdout.close()
+        dpkg_err = dpkg.stderr.read().decode(errors="replace")
+        dpkg.wait()
+        mods = tmp / "lib" / "modules"
+        found = {p.name[:-3].replace("-", "_"): p for p in mods.rglob("*.ko")} if mods.is_dir() else {}
+        if dpkg.returncode != 0 or tar.returncode != 0 or not found:
+            raise errors.BadInput(f"{deb.name}: no kernel modules could be read from it ({(dpkg_err + tar.stderr).strip()[-200:]})")
         order = load_order(names, found)
         new = tmp / "kept"
         new.mkdir()

@@ -296,8 +296,10 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
         if append:
             cmd += ["-append", append]
         if cfg.ssh_forward is not None:
-            # Loopback only: the guest's root login is one key away, never offered to the network.
-            cmd += ["-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{int(cfg.ssh_forward)}-:22", "-device", f"{cfg.nic},netdev=n0"]
+            # Loopback only: the guest's root login is one key away, never offered to the network; and
+            # restricted: the guest reaches nothing beyond QEMU (the forward still reaches it).
+            cmd += ["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{int(cfg.ssh_forward)}-:22",
+                    "-device", f"{cfg.nic},netdev=n0"]
     elif cfg.boot in ("iso", "disk"):
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
