@@ -29,8 +29,8 @@ from helpers.ports import free_port  # noqa: F401  (the caller's port)
 
 LANG_DIR = BUILD / "lang"
 # The languages whose runtimes go into a test's guest: Go (static) and Python
-# (Debian's, which Ansible needs anyway) keep the archive small (60 MB) and the
-# boot short (20-30 s under TCG here); all eight make 240 MB and about 36 s.
+# (Debian's, which Ansible needs anyway) keep the archive small (51 MB) and the
+# runs short; all eight make 230 MB and boot as fast (15 s to sshd under TCG here).
 LANGUAGES = ("go", "python")
 # The tool's own bound for QEMU's start to sshd's answer, and the helper's for
 # the whole start (the tool also builds the archive: 20 s the first time, while

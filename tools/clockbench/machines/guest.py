@@ -71,6 +71,7 @@ OPTIONAL_PROGRAMS = {  # each missing one is said, and the guest boots without i
 PYTHON_LEFT_OUT = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "dist-packages",
                    "site-packages", "distutils"}
 PYTHON_LEFT_OUT_PREFIX = ("config-",)  # config-3.11-x86_64-linux-gnu: libpython's static archive, for building
+PYTHON_LEFT_OUT_FILES = ("_tkinter.",)  # lib-dynload's Tk binding: 11 MB of X libraries through ldd, and tkinter is out
 # The glibc's locale Ansible asks its modules to run under.
 LOCALES = ("/usr/lib/locale/C.utf8",)
 SSH_BANNER = b"SSH-"
@@ -292,7 +293,7 @@ def _python_stdlib(tree: runtimes.Tree, python: Path) -> None:
             dirnames[:] = [d for d in dirnames if d not in PYTHON_LEFT_OUT and not d.startswith(PYTHON_LEFT_OUT_PREFIX)]
         for f in filenames:
             p = at / f
-            if p.suffix == ".pyc" and ".opt-" in p.name:
+            if (p.suffix == ".pyc" and ".opt-" in p.name) or p.name.startswith(PYTHON_LEFT_OUT_FILES):
                 continue
             if p.is_file() and not p.is_symlink():
                 tree.add_as(str(p)[1:], p)
