@@ -10,7 +10,8 @@ Ansible inventory).
     g.inventory_vars(private)                        # ansible_host=127.0.0.1, ansible_port=...
     g.stop()                                         # powered off; nothing left running
 
-start_guests([("hpet", p1), ("acpi_pm", p2)], public) boots several at once.
+start_guests([("hpet", p1), ("acpi_pm", p2)], public) boots several at once;
+`with running_guests([...], public) as guests:` stops them all at the end.
 Every wait has a bound; a guest that does not come up is an AssertionError
 with the tool's output and the serial log's tail, its tool and QEMU gone."""
 
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,3 +195,15 @@ def bundle(folder: Path, languages: tuple[str, ...] = LANGUAGES) -> Path:
             src = LANG_DIR / name
             subprocess.run(["cp", "-a", str(src), str(out / "lang" / name)], check=True, timeout=60)
     return out
+
+
+@contextmanager
+def running_guests(specs: list[tuple[str, int]], public_key: Path, folder: Path | None = None,
+                   languages: tuple[str, ...] = LANGUAGES, memory: str = "1G"):
+    """start_guests() for a with-block: every guest stopped at its end, however it ends."""
+    guests = start_guests(specs, public_key, folder, languages, memory)
+    try:
+        yield guests
+    finally:
+        for g in guests:
+            g.stop()
