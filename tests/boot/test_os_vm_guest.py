@@ -19,8 +19,8 @@ guests with."""
 
 from __future__ import annotations
 
-import json
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -145,7 +145,6 @@ def test_a_guest_that_does_not_come_up_is_a_clear_error(keys, tmp_path):
     assert f"did not answer on 127.0.0.1:{port} within 2 s (QEMU killed)" in r.stdout + r.stderr, r.stdout + r.stderr
     ps = subprocess.run(["pgrep", "-f", f"hostfwd=tcp:127.0.0.1:{port}-"], capture_output=True, text=True)
     assert ps.stdout.strip() == "", ps.stdout
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()

@@ -31,6 +31,7 @@ has a bound, and QEMU is killed when one runs out."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -442,16 +443,16 @@ class GuestConfig:
     extra: list[str] = field(default_factory=list)
 
 
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the process that started it
-    ends (Linux's PR_SET_PDEATHSIG), so a tool killed outright (SIGKILL,
-    a test's bound) leaves no guest running."""
+def _death_signal():
+    """A function for the child to call before exec (found here, before the
+    fork): SIGKILL when the process that started it ends (Linux's
+    PR_SET_PDEATHSIG), so a tool killed outright (SIGKILL, a test's bound)
+    leaves no guest running. None where libc has no prctl."""
     try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class Guest:
@@ -501,7 +502,7 @@ class Guest:
                 # A session of its own (a Ctrl-C on the terminal reaches the tool, which powers the guest off),
                 # and killed with the tool if the tool itself is killed: no QEMU outlives it.
                 self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=out, stderr=err,
-                                             start_new_session=True, preexec_fn=_die_with_parent)
+                                             start_new_session=True, preexec_fn=_death_signal())
         except FileNotFoundError:
             raise errors.MissingTool(f"{self.command[0]} not found: install the 'qemu-system-x86' package") from None
         try:
