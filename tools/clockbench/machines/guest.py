@@ -357,9 +357,11 @@ def build_tree(languages: list[str], lang_dir: Path, cache: Path, modules: list[
                  f"{MODULES_DIR}/order": "".join(f"{ko.name[:-3]}\n" for ko in modules)}
     for name, text in generated.items():
         path = gen / name.replace("/", "_")
-        if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
-        path.chmod(0o755 if text.startswith("#!") else 0o644)
+        if not path.is_file() or path.read_text() != text:  # written aside and renamed: guests built at once
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")  # never read half a file
+            tmp.write_text(text)
+            tmp.chmod(0o755 if text.startswith("#!") else 0o644)
+            os.replace(tmp, path)
         tree.add_as(name, path)
     tree.links["usr/sbin/reboot"] = "poweroff"
     tree.links["usr/sbin/halt"] = "poweroff"
