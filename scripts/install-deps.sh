@@ -47,7 +47,7 @@ test_packages=(
   efitools                                               # Secure Boot tests: sig-list tools beside virt-firmware
   acpica-tools                                           # iasl: the ACPI tests check the parser against ACPICA's decoding
 )
-test_packages+=(dropbear-bin busybox-static openssh-sftp-server openssh-client ansible-core)  # os-vm --ssh guests (machines/guest.py: sshd, shell, sftp) and the tests that reach them with OpenSSH and Ansible
+test_packages+=(dropbear-bin busybox-static openssh-sftp-server)  # os-vm --ssh guests (machines/guest.py): their sshd, shell and sftp (OpenSSH's client and ansible-core come with the fleet's tests)
 # The languages whose clocks clockbench-os measures (os/lang/, `make lang`;
 # `make os-bench`, `make os-vm` and `make test` run the probes), in `all`: g++
 # and clang with libc++ for the C++ probes (static: libc++.a, libc++abi.a),
