@@ -308,7 +308,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--hostname", help="with --ssh: the guest's host name (default: os-vm-PORT)")
     g.add_argument("--boot-timeout", type=float, default=guest.BOOT_BOUND_S, metavar="SECONDS",
                    help="with --ssh: how long the guest may take from QEMU's start to its sshd's answer (default: "
-                   "%(default)g; about 20-30 s under TCG here)")
+                   "%(default)g; about 15 s under TCG here)")
     o.set_defaults(func=cmd_os_vm, check=check_arguments, memory=DEFAULT_MEMORY)
     return o
 
@@ -501,7 +501,7 @@ def cmd_guest(args: argparse.Namespace) -> int:
     try:
         _say(f"guest {cfg.hostname}: kernel {kernel} ({which}), command line {g.qemu_config().append!r}; "
              f"serial log {log}; sshd within {args.boot_timeout:g} s")
-        boot_s = g.start(args.boot_timeout)
+        boot_s = g.start(args.boot_timeout, stop=stop)
         _say(f"Linux under {g.accel_why}; machine {cfg.machine}, memory {cfg.memory}")
         _say(f"up after {boot_s:.1f} s: ssh -p {port} -i PRIVATE_KEY root@127.0.0.1 (Ansible: ansible_host=127.0.0.1 "
              f"ansible_port={port} ansible_user=root ansible_python_interpreter=/usr/bin/python3)")

@@ -485,7 +485,11 @@ class Guest:
                                fw_cfg={f"{FW_CFG}/authorized_keys": self._keys, f"{FW_CFG}/hostname": self._name},
                                extra=["-initrd", str(c.initramfs), *c.extra])
 
-    def start(self, bound_s: float = BOOT_BOUND_S) -> float:
+    def start(self, bound_s: float = BOOT_BOUND_S, stop=None) -> float:
+        """Boots the guest; returns the seconds from QEMU's start to its
+        sshd's banner. Raises (QEMU killed) when QEMU ends first, the bound
+        runs out, or `stop` (a threading.Event: Ctrl-C) is set:
+        KeyboardInterrupt then."""
         c = self.cfg
         if not port_free(c.port):
             raise errors.Unavailable(f"127.0.0.1:{c.port} is in use: give --ssh another port")
@@ -518,6 +522,8 @@ class Guest:
                 late = time.monotonic() - start > bound_s / 2
                 if ssh_banner(c.port, timeout=3.0 if late else 1.0):
                     break
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
                 if time.monotonic() - start > bound_s:
                     raise errors.QemuFailed(f"the guest's sshd did not answer on 127.0.0.1:{c.port} within {bound_s:g} s "
                                             f"(QEMU killed): {self.why()}")
