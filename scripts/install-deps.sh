@@ -49,6 +49,7 @@ test_packages=(
   ansible-core                                           # clockbench hosts: the playbook (ansible/) on a fleet of Linux hosts
   openssh-server                                         # its tests' hosts: sshd on 127.0.0.x, each started by the test (not the system's)
 )
+test_packages+=(dropbear-bin busybox-static openssh-sftp-server)  # os-vm --ssh guests (machines/guest.py): their sshd, shell and sftp (OpenSSH's client and ansible-core come with the fleet's tests)
 # The languages whose clocks clockbench-os measures (os/lang/, `make lang`;
 # `make os-bench`, `make os-vm` and `make test` run the probes), in `all`: g++
 # and clang with libc++ for the C++ probes (static: libc++.a, libc++abi.a),

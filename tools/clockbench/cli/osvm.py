@@ -6,11 +6,15 @@ live, keeps the serial log, and exits with the program's status, which it
 reports through isa-debug-exit as the image does (qemu.py). The languages'
 probes and runtimes go into the initramfs too (runtimes.py), so that the
 program measures them in the VM on each clocksource; --no-lang leaves them
-out, --lang picks some."""
+out, --lang picks some. With --ssh the guest is a host that stays up
+instead, reached over ssh through 127.0.0.1:PORT (machines/guest.py): its
+/init starts an sshd and waits, and a clockbench-os bundle copied in (by
+Ansible, say) measures it; --append gives its kernel clocksource=hpet."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import shlex
 import shutil
@@ -21,7 +25,7 @@ import time
 from pathlib import Path
 
 from clockbench import errors, paths
-from clockbench.machines import initramfs, qemu, runtimes
+from clockbench.machines import guest, initramfs, qemu, runtimes
 from clockbench.report import progress
 from clockbench.records import records
 from clockbench.cli import run_args
@@ -52,6 +56,9 @@ DEFAULT_TIMEOUT_S = 300
 # every instruction (PLATFORM.md) is far slower.
 DEFAULT_LANG_TIMEOUT_S = 1800
 LAST_LINES = 8
+# --ssh: a guest stays up until it is powered off, Ctrl-C, SIGTERM or this bound
+DEFAULT_GUEST_TIMEOUT_S = 3600
+GUEST_LOG = "os-vm-guest-{port}.log"
 
 
 def _say(text: str) -> None:
@@ -134,6 +141,10 @@ def fetch_kernel(linux_dir: Path) -> tuple[Path, str]:
                                   f"try again, or give --kernel PATH")
         vmlinuz = linux_dir / found[0].name
         (linux_dir / f"package-{vmlinuz.name[len('vmlinuz-'):]}.txt").write_text(f"Debian {package} {version}\n")
+        try:  # the NIC's module and its kin, for os-vm --ssh's guests: from the same package, while it is here
+            guest.keep_modules(deb, vmlinuz.name[len("vmlinuz-"):], linux_dir)
+        except errors.ToolError:
+            pass  # a guest fetches them itself when it needs them, and says why it cannot
         found[0].replace(vmlinuz)  # last: a kernel in the cache is a whole one
         vmlinuz.touch()  # its mtime says when it was fetched (cached_kernels), not the package's build date
     finally:
@@ -191,15 +202,26 @@ def check_program_args(program: Path, words: list[str]) -> None:
 
 # --- the command line --------------------------------------------------------
 
-def kernel_cmdline(program_args: str) -> str:
-    """The kernel's command line: the words after `--` reach init as its
-    arguments. The kernel reads double quotes as grouping and has no escapes."""
+def kernel_cmdline(program_args: str, append: str = "") -> str:
+    """The kernel's command line: CMDLINE, then --append's words for the
+    kernel (clocksource=hpet), then the words after `--`, which reach init as
+    its arguments. The kernel reads double quotes as grouping and has no escapes."""
+    base = check_append(append)
     words = shlex.split(program_args)
     bad = [w for w in words if '"' in w or "\n" in w]
     if bad:
         raise errors.UsageError(f"--args: the kernel's command line cannot carry a double quote or a newline: {bad[0]!r}")
     quoted = [f'"{w}"' if not w or any(c.isspace() for c in w) else w for w in words]
-    return " ".join([CMDLINE, "--", *quoted]) if quoted else CMDLINE
+    return " ".join([base, "--", *quoted]) if quoted else base
+
+
+def check_append(append: str) -> str:
+    """CMDLINE with --append's words: for the kernel, so no `--` (after it
+    the words are init's) and nothing the kernel would read as grouping."""
+    words = append.split()
+    if "--" in words or any('"' in w for w in words):
+        raise errors.UsageError(f"--append {append!r}: words for the kernel, with no '--' and no double quote")
+    return " ".join([CMDLINE, *words])
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -208,6 +230,23 @@ def check_arguments(args: argparse.Namespace) -> None:
     run_args.check_machine_arguments(args)
     run_args.check_timeout(args)
     languages(args)
+    check_append(args.append)
+    if args.ssh is None:
+        for given, what in ((args.authorized_key, "--authorized-key"), (args.hostname, "--hostname")):
+            if given is not None:
+                raise errors.UsageError(f"{what} is for a guest reached over ssh: give --ssh 127.0.0.1:PORT too")
+        return
+    args.ssh_port = guest.parse_ssh(args.ssh)
+    if args.authorized_key is None:
+        raise errors.UsageError("--ssh: give --authorized-key FILE.pub, the key root logs in with (there is no password)")
+    for given, what in ((args.args, "--args"), (args.records, "--records")):
+        if given:
+            raise errors.UsageError(f"{what} is for clockbench-os as /init; with --ssh the guest's /init is a shell "
+                                    f"that starts sshd: run clockbench-os there over ssh")
+    if args.hostname is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}", args.hostname):
+        raise errors.UsageError(f"--hostname {args.hostname!r}: letters, digits, '-' and '.', at most 63")
+    if not (math.isfinite(args.boot_timeout) and args.boot_timeout > 0):
+        raise errors.UsageError(f"--boot-timeout {args.boot_timeout:g}: a number of seconds above 0")
 
 
 def languages(args: argparse.Namespace) -> list[str]:
@@ -245,10 +284,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    f"cached in {paths.default(LINUX_DIR)}/)")
     o.add_argument("--program", default=paths.default(PROGRAM), help="the static program to run as /init (default: %(default)s)")
     o.add_argument("--args", default="", metavar="ARGS", help='arguments for the program (`build/os/clockbench-os --help`), as one string: --args "--quick --rt" (one word starting with a dash: --args=--quick)')
-    o.add_argument("--log", default=paths.default(LOG), help="write the serial log here (default: %(default)s)")
+    o.add_argument("--log", default=None, help=f"write the serial log here (default: {paths.default(LOG)}; with --ssh, "
+                   f"{paths.default(paths.BUILD)}/{GUEST_LOG})")
     o.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"stop after this many seconds, above 0 (default: {DEFAULT_LANG_TIMEOUT_S} with the languages, "
-                   f"{DEFAULT_TIMEOUT_S} without; Linux under TCG reaches init in about 5 s, under nested KVM it can take minutes)")
+                   f"{DEFAULT_TIMEOUT_S} without, {DEFAULT_GUEST_TIMEOUT_S} for a guest (--ssh), which is then powered off; "
+                   f"Linux under TCG reaches init in about 5 s, under nested KVM it can take minutes)")
     o.add_argument("--records", action="store_true", help="show the machine records (@cb lines) on the terminal too; "
                    "the log keeps them either way")
     o.add_argument("--qemu-arg", action="append", metavar="ARG", help="an extra QEMU argument (repeatable)")
@@ -256,6 +297,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "and their runtimes go into the initramfs)")
     o.add_argument("--lang", metavar="LIST", help=f"only these languages, comma-separated: {','.join(runtimes.LANGUAGES)}")
     o.add_argument("--lang-dir", default=paths.default(LANG_DIR), help="the probes, as `make lang` builds them (default: %(default)s)")
+    o.add_argument("--append", default="", metavar="WORDS", help='more words for the kernel\'s command line, as one '
+                   'string: --append "clocksource=hpet" (the clocksource Linux boots on: tsc, hpet or acpi_pm)')
+    g = o.add_argument_group("a guest reached over ssh, that stays up (machines/guest.py)")
+    g.add_argument("--ssh", metavar="127.0.0.1:PORT", help="boot a Linux host instead of a run: /init starts an sshd "
+                   "(dropbear, root by key only) that QEMU forwards from 127.0.0.1:PORT here; the guest has busybox, "
+                   "Python's standard library (for Ansible) and the languages' runtimes, and stays up until it is "
+                   "powered off (`poweroff` in it), Ctrl-C, SIGTERM or --timeout")
+    g.add_argument("--authorized-key", metavar="FILE.pub", help="with --ssh: the public key(s) root logs in with")
+    g.add_argument("--hostname", help="with --ssh: the guest's host name (default: os-vm-PORT)")
+    g.add_argument("--boot-timeout", type=float, default=guest.BOOT_BOUND_S, metavar="SECONDS",
+                   help="with --ssh: how long the guest may take from QEMU's start to its sshd's answer (default: "
+                   "%(default)g; about 15 s under TCG here)")
     o.set_defaults(func=cmd_os_vm, check=check_arguments, memory=DEFAULT_MEMORY)
     return o
 
@@ -287,9 +340,13 @@ def last_lines(output: str, n: int = LAST_LINES) -> str:
 
 
 def cmd_os_vm(args: argparse.Namespace) -> int:
+    if args.ssh is not None:
+        return cmd_guest(args)
+    if args.log is None:
+        args.log = paths.default(LOG)
     if args.timeout is None:
         args.timeout = DEFAULT_LANG_TIMEOUT_S if languages(args) else DEFAULT_TIMEOUT_S
-    cmdline = kernel_cmdline(program_args(args))
+    cmdline = kernel_cmdline(program_args(args), args.append)
     program = Path(args.program)
     if args.kernel:  # checked first: a bad path is the user's to fix before anything else
         kernel, which = Path(args.kernel), "given with --kernel"
@@ -392,3 +449,76 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
         if result.timed_out and accel == "kvm":
             _say("under nested KVM Linux may need far longer: try `--accel tcg`, or a larger --timeout")
     return result.exit_code
+
+
+# --- a guest reached over ssh (--ssh) ----------------------------------------
+
+def guest_initramfs(kernel: Path, wanted: list[str], lang_dir: Path) -> Path:
+    """The guest's archive for these languages, written when its bytes change
+    (one per set of languages, so that guests of different sets booted at
+    once do not take each other's)."""
+    modules = guest.fetch_modules(kernel, LINUX_DIR)
+    try:
+        built = guest.build_tree(wanted, lang_dir, RUNTIME_CACHE, modules)
+    except OSError as e:
+        raise errors.CannotWrite(f"cannot collect the guest's files in {RUNTIME_CACHE}: {e.strerror or e}") from None
+    for what, why in built.left_out.items():
+        _say(f"{what}: not put into the guest: {why}")
+    _say(f"languages' runtimes in the guest: {', '.join(built.languages) or 'none'}; the guest's files: "
+         f"{built.tree.size() / 1e6:.0f} MB")
+    which = "all" if set(wanted) == set(runtimes.LANGUAGES) else "-".join(wanted) or "nolang"
+    cpio = LINUX_DIR / f"initramfs-guest-{which}.cpio"
+    try:
+        initramfs.write_init(built.init, cpio, built.tree)
+    except OSError as e:
+        raise errors.CannotWrite(f"cannot write the initramfs {cpio}: {e.strerror or e}") from None
+    return cpio
+
+
+def cmd_guest(args: argparse.Namespace) -> int:
+    """Boots the guest, says how to reach it once its sshd answers, and stays
+    until it powers off (0), Ctrl-C or SIGTERM (it is powered off: 130), or
+    --timeout (powered off: 5)."""
+    port = args.ssh_port
+    bound = args.timeout if args.timeout is not None else DEFAULT_GUEST_TIMEOUT_S
+    keys = guest.read_keys(Path(args.authorized_key))
+    if args.kernel:
+        raise errors.UsageError("--ssh boots Debian's kernel (its NIC module comes from the same package): leave --kernel out")
+    if not guest.port_free(port):
+        raise errors.Unavailable(f"127.0.0.1:{port} is in use: give --ssh another port")
+    kernel, which = fetch_kernel(LINUX_DIR)
+    check_bzimage(kernel)
+    cpio = guest_initramfs(kernel, languages(args), Path(args.lang_dir))
+    log = Path(args.log) if args.log else paths.BUILD / GUEST_LOG.format(port=port)
+    cfg = guest.GuestConfig(kernel=kernel, initramfs=cpio, port=port, authorized_keys=keys,
+                            hostname=args.hostname or f"os-vm-{port}", cmdline=check_append(args.append),
+                            log=log, accel=args.accel, machine=args.machine, cpu=args.cpu, smp=args.smp,
+                            memory=args.memory, firmware=args.firmware, extra=list(args.qemu_arg or []))
+    g = guest.Guest(cfg)
+    stop = threading.Event()
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        _say(f"guest {cfg.hostname}: kernel {kernel} ({which}), command line {g.qemu_config().append!r}; "
+             f"serial log {log}; sshd within {args.boot_timeout:g} s")
+        boot_s = g.start(args.boot_timeout, stop=stop)
+        _say(f"Linux under {g.accel_why}; machine {cfg.machine}, memory {cfg.memory}")
+        _say(f"up after {boot_s:.1f} s: ssh -p {port} -i PRIVATE_KEY root@127.0.0.1 (Ansible: ansible_host=127.0.0.1 "
+             f"ansible_port={port} ansible_user=root ansible_python_interpreter=/usr/bin/python3)")
+        _say(f"it stays up for {bound:g} s at most: `poweroff` in it, Ctrl-C or SIGTERM here ends it")
+        deadline = time.monotonic() + bound
+        while not stop.is_set() and time.monotonic() < deadline:
+            if g.wait(0.5) is not None:
+                break
+        if g.alive():
+            why = "interrupted" if stop.is_set() else f"its time bound ({bound:g} s, --timeout) ran out"
+            _say(f"{why}: {g.stop()}")
+            return errors.INTERRUPTED if stop.is_set() else qemu.EXIT_TIMEOUT
+        _say(f"the guest powered off (QEMU status {g.proc.returncode}); serial log {log}")
+        return 0 if g.proc.returncode == 0 else qemu.EXIT_NO_VERDICT
+    finally:
+        g.kill()  # nothing left running, whatever happened above
+        for sig, old in handlers.items():
+            signal.signal(sig, old)

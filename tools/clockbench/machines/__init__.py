@@ -2,7 +2,8 @@
 Cloud Hypervisor and Firecracker behind one entry (launch.run) and one
 start-and-poll loop (vmrun.Session), their stops (pause, migration,
 snapshot and restore, each a second process the session takes over to), the
-screen read back, and os-vm's initramfs with the languages' runtimes. A machine is given its command
+screen read back, os-vm's initramfs with the languages' runtimes, and os-vm's guests
+reached over ssh (guest.py). A machine is given its command
 line and returns what it printed and how it ended; it knows nothing of
 reports or the store.
 

@@ -98,7 +98,12 @@ def write(program: Path, out: Path, tree=None) -> bool:
     """Writes the archive for `program` (and the tree) to `out` unless `out`
     already holds exactly it; returns whether it wrote. Written to a
     temporary name and renamed, so a run never boots half a file."""
-    data = archive(program.read_bytes(), tree)
+    return write_init(program.read_bytes(), out, tree)
+
+
+def write_init(init: bytes, out: Path, tree=None) -> bool:
+    """write() with /init given as its bytes (os-vm --ssh: a shell script)."""
+    data = archive(init, tree)
     try:
         if out.read_bytes() == data:
             return False

@@ -217,6 +217,10 @@ class QemuConfig:
     nic: str = "e1000"  # the NIC's -device model and options; "virtio-net-pci,romfile=": OVMF's own PXE, no iPXE ROM
     serial_tcp: int | None = None  # the serial port as a TCP server on 127.0.0.1:PORT, QEMU waiting for a client
     binary: str = QEMU_BINARY  # the program (`clockbench run --vmm qemu --vmm-binary PATH`)
+    # os-vm --ssh (machines/guest.py): user networking on a `nic` that forwards 127.0.0.1:PORT here to the
+    # guest's port 22, and files handed to the guest through fw_cfg (name under opt/ -> host file)
+    ssh_forward: int | None = None
+    fw_cfg: dict[str, Path] = field(default_factory=dict)
 
 
 def resolve_accel(accel: str, device: str | None = None, pvm_module: str | None = None) -> tuple[str, str]:
@@ -291,6 +295,11 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
             append = f"{append} debug_exit".strip()
         if append:
             cmd += ["-append", append]
+        if cfg.ssh_forward is not None:
+            # Loopback only: the guest's root login is one key away, never offered to the network; and
+            # restricted: the guest reaches nothing beyond QEMU (the forward still reaches it).
+            cmd += ["-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{int(cfg.ssh_forward)}-:22",
+                    "-device", f"{cfg.nic},netdev=n0"]
     elif cfg.boot in ("iso", "disk"):
         cmd += ["-cdrom", str(cfg.iso)] if cfg.boot == "iso" else ["-drive", f"file={cfg.disk},format=raw"]
         if cfg.append:
@@ -306,6 +315,12 @@ def build_command(cfg: QemuConfig, accel: str) -> list[str]:
             raise RuntimeError("a netbooted machine's command line comes from the TFTP tree's machines file, not append")
     else:
         raise RuntimeError(f"unknown boot {cfg.boot!r}: direct, pvh, iso, disk or netboot")
+    if cfg.ssh_forward is not None and cfg.boot != "direct":
+        raise RuntimeError("an ssh forward is for a Linux guest booted directly (boot=direct)")
+    for name, path in cfg.fw_cfg.items():
+        if not name.startswith("opt/") or any(c in name + str(path) for c in ","):
+            raise RuntimeError(f"a fw_cfg file is named opt/..., with no comma in its name or path: {name}={path}")
+        cmd += ["-fw_cfg", f"name={name},file={path}"]
     return cmd + list(cfg.extra)
 
 

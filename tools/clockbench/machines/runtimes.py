@@ -229,7 +229,9 @@ def _managed(lang: str, lang_dir: Path, cache: Path) -> Tree:
     elves = [Path(os.path.realpath(f)) for f in [str(runtime), *wanted] if Path(f).is_file() and _is_elf(Path(f))]
     for lib in shared_libraries(elves):
         tree.add_host(lib)
-    kept.write_text(json.dumps({"key": key, "tree": tree.to_json()}, indent=1))
+    tmp = kept.with_name(f".{kept.name}.{os.getpid()}")  # renamed into place: an os-vm beside never reads half of it
+    tmp.write_text(json.dumps({"key": key, "tree": tree.to_json()}, indent=1))
+    os.replace(tmp, kept)
     return tree
 
 
