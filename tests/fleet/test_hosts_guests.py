@@ -1,0 +1,80 @@
+"""A fleet whose hosts really differ (issue 43, "Done when"): the loopback
+sshd hosts beside two os-vm guests booted with clocksource=hpet and
+clocksource=acpi_pm (Debian's Linux under QEMU, reached over ssh through
+hostfwd on 127.0.0.1: tests/helpers/guests.py), all through `clockbench
+hosts -i INVENTORY`. Every host is stored under its inventory name, the
+guests with the clocksource they were booted with, and `fleet` says in
+words, on the terminal, in its JSON and on its HTML page, that those two
+read time through a system call while the others read it in the vDSO.
+
+Known answers: Linux 6.x has no vDSO mode for the HPET or the PM timer, so
+there every Go time.Now is two system calls (CLOCK_REALTIME, then
+CLOCK_MONOTONIC), and on this machine's tsc (the loopback hosts) none."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+
+import pytest
+
+from helpers.guests import running_guests
+from helpers.ports import free_port
+from helpers.tool import PYTHON, tool_env
+from sshhosts import fleet_rows, recap_line, run_hosts, stored
+
+# beside test_hosts.py's fleet, in the same worker: two TCG guests and the
+# loopback sshds at once are as much as these 2 cores take
+pytestmark = [pytest.mark.xdist_group("ssh_hosts"), pytest.mark.first]
+
+OS_ARGS = "--current-only --quick --lang go,python --lang-calls 500"
+
+
+def fleet(db, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "clockbench", "fleet", "--store", str(db), *args], capture_output=True, text=True,
+                          timeout=120, env=tool_env())
+
+
+def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read_time_by_a_system_call(ssh_fleet, tmp_path):
+    began = time.monotonic()
+    public = ssh_fleet.user_key.with_suffix(".pub")
+    with running_guests([("hpet", free_port()), ("acpi_pm", free_port())], public, tmp_path / "guests") as (hpet, pm):
+        ssh_fleet.add("vm-hpet", hpet.host, hpet.port, ansible_user="root")
+        ssh_fleet.add("vm-acpi-pm", pm.host, pm.port, ansible_user="root")
+        inventory = ssh_fleet.inventory(["a", "b", "c", "vm-hpet", "vm-acpi-pm"])
+        r = run_hosts(ssh_fleet, tmp_path, inventory, os_args=OS_ARGS)
+    took = time.monotonic() - began
+    print(f"the fleet of 3 loopback hosts and 2 os-vm guests, boots included: {took:.0f} s")
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    runs = stored(tmp_path / "runs.db")
+    assert set(runs) == {"a", "b", "c", "vm-hpet", "vm-acpi-pm"}, r.stdout
+    for name in runs:
+        assert f"stored as run {runs[name]['id']}" in recap_line(r.stdout, name), r.stdout
+
+    rows = fleet_rows(tmp_path / "runs.db")
+    assert rows["vm-hpet"]["clocksource"] == "hpet" and rows["vm-acpi-pm"]["clocksource"] == "acpi_pm", rows
+    for name, calls in (("vm-hpet", 2), ("vm-acpi-pm", 2), ("a", 0), ("b", 0), ("c", 0)):
+        go = rows[name]["languages"]["go"]
+        assert go["api"] == "time.Now" and abs(go["syscalls_per_call"] - calls) < 0.1, (name, go)
+    slow = min(rows[n]["languages"]["go"]["p50_ns"] for n in ("vm-hpet", "vm-acpi-pm"))
+    fast = max(rows[n]["languages"]["go"]["p50_ns"] for n in "abc")
+    assert slow > fast, (slow, fast)
+
+    table = json.loads(fleet("--json", "-").stdout)
+    said = table["os_hosts"]["said"]
+    sentence = next((s for s in said if "read time through a system call" in s), None)
+    assert sentence, said
+    assert re.match(r"2 of 5 hosts read time through a system call \(clocksource ", sentence), sentence
+    assert "hpet: vm-hpet" in sentence and "acpi_pm: vm-acpi-pm" in sentence and "Go time.Now" in sentence, sentence
+    assert set(table["os_hosts"]["outliers"]) >= {"vm-hpet", "vm-acpi-pm"}
+    assert not {"a", "b", "c"} & set(table["os_hosts"]["outliers"])
+
+    terminal = fleet()
+    assert terminal.returncode == 0 and sentence in terminal.stdout, terminal.stdout[-3000:]
+    page = tmp_path / "fleet.html"
+    html = fleet("--html", str(page))
+    assert html.returncode == 0, html.stderr
+    text = re.sub(r"<[^>]+>", "", page.read_text())
+    assert "read time through a system call" in text and "vm-hpet" in text and "vm-acpi-pm" in text
