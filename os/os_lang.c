@@ -1025,6 +1025,25 @@ static void order_row(int l, const struct api_result *a, char *out, size_t size)
     }
 }
 
+/* A note within 80 columns, its further lines indented. */
+static void print_wrapped(const char *text)
+{
+    for (const char *line = text; *line;) {
+        size_t width = line == text ? 76 : 72, take = strlen(line);
+        if (take > width) {
+            take = width;
+            while (take > 0 && line[take] != ' ')
+                take--;
+            if (!take) /* one word wider than the line */
+                take = strcspn(line, " ");
+        }
+        printf("  %s%.*s\n", line == text ? "" : "    ", (int)take, line);
+        line += take;
+        while (*line == ' ')
+            line++;
+    }
+}
+
 #define ROWS_MAX 64
 
 void lang_measure_clocksource(const char *clocksource, const struct lang_row *os_rows, int n_os, double bare_ns, double tsc_hz)
@@ -1167,7 +1186,7 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
            "  of its wall time); >: more threads than CPUs, taking turns; *: a wall or\n"
            "  CPU-time clock, which may go back: not judged\n");
     for (int i = 0; i < n_thread_notes; i++)
-        printf("  %s\n", thread_notes[i]);
+        print_wrapped(thread_notes[i]);
     n_thread_notes = 0;
 }
 
