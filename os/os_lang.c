@@ -462,54 +462,67 @@ static void bracket_api(struct server *s, struct api_result *a)
     a->alike = alike & mask;
 }
 
-/* `cross`: the probe may ask us to pin its threads ("pin <tid> <cpu>"). */
-static void cross_pair(struct server *s, struct api_result *a, unsigned cpu_a, unsigned cpu_b, unsigned rounds)
+/* A command during which the probe may ask us to pin its threads ("pin
+   <tid> <cpu>", `cross` and `threads`): each request answered, then its one
+   result line (starting "<what> ") into out. False, said, otherwise. */
+static bool ask_pinning(struct server *s, struct api_result *a, const char *what, const char *cmdline, char *out, size_t size)
 {
-    char cmdline[160], why[200], line[512];
-    bool timed_out = false;
-    int i = a->n_cross++;
+    static char line[PROBE_TALK_BUF];
+    char why[200];
+    bool timed_out = false, got = false;
+    size_t wl = strlen(what);
     if (!server_up(s, why, sizeof why)) {
-        fail(s->l, a, "cross", why);
-        return;
+        fail(s->l, a, what, why);
+        return false;
     }
     probe_talk_rearm(&s->t);
-    snprintf(cmdline, sizeof cmdline, "cross %s %u %u %u\n", a->info->api, cpu_a, cpu_b, rounds);
     if (!probe_talk_send(&s->t, cmdline)) {
-        lost(s, a, "cross", false);
-        return;
+        lost(s, a, what, false);
+        return false;
     }
     for (const char *r; (r = probe_talk_line(&s->t, line, sizeof line, &timed_out));) {
         unsigned long tid, cpu;
-        const char *why2;
         if (sscanf(r, "pin %lu %lu", &tid, &cpu) == 2) {
             cpu_set_t set;
             CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (sched_setaffinity((pid_t)tid, sizeof set, &set) == 0)
+            if (cpu < CPU_SETSIZE)
+                CPU_SET(cpu, &set);
+            if (cpu < CPU_SETSIZE && sched_setaffinity((pid_t)tid, sizeof set, &set) == 0)
                 probe_talk_send(&s->t, "ok\n");
             else {
                 char no[120];
-                snprintf(no, sizeof no, "no %s\n", strerror(errno));
+                snprintf(no, sizeof no, "no %s\n", cpu < CPU_SETSIZE ? strerror(errno) : "no such CPU");
                 probe_talk_send(&s->t, no);
             }
         } else if (!strcmp(r, "cb-served")) {
-            if (a->cross_ok[i])
-                return;
-            garbage(s, a, "cross", r, "no result line before it");
-            return;
-        } else if (!strncmp(r, "cross ", 6) && !a->cross_ok[i]) {
-            if (!lang_parse_cross(r, a->info->api, &a->cross[i], &why2)) {
-                garbage(s, a, "cross", r, why2);
-                return;
-            }
-            a->cross_ok[i] = true;
+            if (got)
+                return true;
+            garbage(s, a, what, r, "no result line before it");
+            return false;
+        } else if (!strncmp(r, what, wl) && r[wl] == ' ' && !got) {
+            snprintf(out, size, "%s", r);
+            got = true;
         } else {
-            garbage(s, a, "cross", r, "neither a pin request nor the result");
-            return;
+            garbage(s, a, what, r, "neither a pin request nor the result");
+            return false;
         }
     }
-    a->cross_ok[i] = false;
-    lost(s, a, "cross", timed_out);
+    lost(s, a, what, timed_out);
+    return false;
+}
+
+static void cross_pair(struct server *s, struct api_result *a, unsigned cpu_a, unsigned cpu_b, unsigned rounds)
+{
+    char cmdline[160], out[512];
+    const char *why;
+    int i = a->n_cross++;
+    snprintf(cmdline, sizeof cmdline, "cross %s %u %u %u\n", a->info->api, cpu_a, cpu_b, rounds);
+    if (!ask_pinning(s, a, "cross", cmdline, out, sizeof out))
+        return;
+    if (!lang_parse_cross(out, a->info->api, &a->cross[i], &why))
+        garbage(s, a, "cross", out, why);
+    else
+        a->cross_ok[i] = true;
 }
 
 /* `cost` and `steps`, on the probe at our CPU and scheduling. */
@@ -580,17 +593,36 @@ static unsigned threads_calls(const struct api_result *a, double tsc_hz)
     return n < lang_opt.calls ? lang_opt.calls : n > most ? (unsigned)most : (unsigned)n;
 }
 
+/* The CPUs we may use in Linux's list format ("0-3,8"): `threads` pins its
+   k threads to the first k of them. */
+static void cpus_text(char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < n_cpus && at + 24 < size;) {
+        int j = i;
+        while (j + 1 < n_cpus && cpu_list[j + 1] == cpu_list[j] + 1)
+            j++;
+        at += (size_t)(j > i ? snprintf(out + at, size - at, "%s%d-%d", at ? "," : "", cpu_list[i], cpu_list[j])
+                             : snprintf(out + at, size - at, "%s%d", at ? "," : "", cpu_list[i]));
+        i = j + 1;
+    }
+    if (!out[0])
+        snprintf(out, size, "0");
+}
+
 /* `cross` and `threads`, on the probe on every CPU at normal scheduling. */
 static void across_cpus(struct server *s, struct api_result *a, double tsc_hz)
 {
-    const char *api = a->info->api, *line, *why;
-    char cmdline[128], out[1024];
+    const char *api = a->info->api, *why;
+    static char cmdline[1200], out[PROBE_TALK_BUF], cpus[1024];
     /* the first CPU allowed against each other one, at most CROSS_PAIRS_MAX */
     unsigned rounds = lang_opt.calls / 10 < 2000 ? lang_opt.calls / 10 : 2000;
     for (int b = 1; b < n_cpus && a->n_cross < CROSS_PAIRS_MAX; b++)
         cross_pair(s, a, (unsigned)cpu_list[0], (unsigned)cpu_list[b], rounds < 100 ? 100 : rounds);
     unsigned ks[THREAD_COUNTS] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     a->threads_calls = threads_calls(a, tsc_hz);
+    cpus_text(cpus, sizeof cpus);
     for (int i = 0; i < THREAD_COUNTS; i++) {
         bool dup = false;
         for (int j = 0; j < a->n_k; j++)
@@ -600,12 +632,12 @@ static void across_cpus(struct server *s, struct api_result *a, double tsc_hz)
         int at = a->n_k++;
         a->ks[at] = ks[i];
         why = 0;
-        snprintf(cmdline, sizeof cmdline, "threads %s %u %u\n", api, ks[i], a->threads_calls);
-        if ((line = ask_line(s, a, "threads", cmdline, out, sizeof out))) {
-            if (lang_parse_threads(line, api, &a->thr[at], &why) && a->thr[at].k == ks[i])
+        snprintf(cmdline, sizeof cmdline, "threads %s %u %u %s\n", api, ks[i], a->threads_calls, cpus);
+        if (ask_pinning(s, a, "threads", cmdline, out, sizeof out)) {
+            if (lang_parse_threads(out, api, &a->thr[at], &why) && a->thr[at].k == ks[i])
                 a->thr_ok[at] = true;
             else
-                garbage(s, a, "threads", line, why ? why : "k= is not the count asked for");
+                garbage(s, a, "threads", out, why ? why : "k= is not the count asked for");
         }
     }
 }
@@ -693,6 +725,19 @@ static const char *path_of(const struct api_result *a)
 {
     return !a->seen_ok ? 0 : a->seen.clock_calls * 2 >= PATH_CALLS ? "syscall" : a->hidden_ok && a->hidden.clock_calls ? "vdso" : "none";
 }
+
+/* The `threads` result for k threads, or NULL when none was measured. */
+static const struct lang_threads *thr_at(const struct api_result *a, unsigned k)
+{
+    for (int j = 0; j < a->n_k; j++)
+        if (a->ks[j] == k && a->thr_ok[j])
+            return &a->thr[j];
+    return 0;
+}
+
+/* Its cost per call: the slowest thread's least chunk; an older probe's
+   whole-loop mean when it gave no chunks. */
+static double thr_ns(const struct lang_threads *t) { return t->chunked ? t->least_ns : t->per_call_ns; }
 
 static void emit_record(int l, const char *cs, const struct api_result *a, const struct api_result *all, int n_all, double tsc_hz)
 {
@@ -786,22 +831,75 @@ static void emit_record(int l, const char *cs, const struct api_result *a, const
     rec_f(&r, "cross_cpu_max_backward_ns", worst, pairs > 0);
     record_u64(&r, "cross_cpu_pairs", (uint64_t)pairs);
     record_bool(&r, "order_judged", must_not_go_back(a));
-    /* the cost per thread count: 1, 2 and N (the CPUs online) */
+    /* per thread count (1, 2 and N, the CPUs we may use): the least chunk's
+       cost per call of the slowest thread, what an idle CPU would show; the
+       median chunk beside it; whether the scheduler had a hand in it */
     const char *keys[] = {"threads_1_ns", "threads_2_ns", "threads_n_ns"};
+    const char *median_keys[] = {"threads_1_median_ns", "threads_2_median_ns", "threads_n_median_ns"};
     unsigned want[] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < 3; i++) {
-        bool known = false;
-        double v = 0;
-        for (int j = 0; j < a->n_k; j++)
-            if (a->ks[j] == want[i] && a->thr_ok[j])
-                known = true, v = a->thr[j].per_call_ns;
-        rec_f(&r, keys[i], v, known);
+        const struct lang_threads *t = thr_at(a, want[i]);
+        rec_f(&r, keys[i], t ? thr_ns(t) : 0, t != 0);
+        rec_f(&r, median_keys[i], t ? t->median_ns : 0, t && t->chunked);
     }
     record_u64(&r, "threads_n", want[2]);
     if (a->n_k)
         record_u64(&r, "threads_calls", a->threads_calls);
     else
         record_null(&r, "threads_calls");
+    const struct lang_threads *first = 0;
+    const char *pinned = 0;
+    bool judged = false, disturbed = false;
+    for (int j = 0; j < a->n_k; j++)
+        if (a->thr_ok[j] && a->thr[j].chunked) {
+            const struct lang_threads *t = &a->thr[j];
+            if (!first)
+                first = t;
+            /* the weakest pin of any count: "no" over "requested" over "self" */
+            if (!pinned || !strcmp(t->pinned, "no") || (!strcmp(t->pinned, "requested") && strcmp(pinned, "no")))
+                pinned = t->pinned;
+            judged |= t->judged > 0;
+            disturbed |= t->disturbed > 0;
+        }
+    if (first)
+        record_u64(&r, "threads_chunk", first->chunk);
+    else
+        record_null(&r, "threads_chunk");
+    record_str(&r, "threads_pinned", pinned);
+    if (judged)
+        record_bool(&r, "threads_disturbed", disturbed);
+    else
+        record_null(&r, "threads_disturbed");
+    char k_text[16];
+    record_object_begin(&r, "threads_disturbed_cpus");
+    for (int j = 0; j < a->n_k; j++)
+        if (a->thr_ok[j] && a->thr[j].chunked && a->thr[j].disturbed) {
+            snprintf(k_text, sizeof k_text, "%u", a->ks[j]);
+            record_array_begin(&r, k_text);
+            for (int c = 0; c < a->thr[j].n_disturbed_cpu; c++)
+                record_array_i64(&r, a->thr[j].disturbed_cpu[c]);
+            record_array_end(&r);
+        }
+    record_object_end(&r);
+    record_object_begin(&r, "threads_switches");
+    for (int j = 0; j < a->n_k; j++)
+        if (a->thr_ok[j] && a->thr[j].chunked && a->thr[j].judged) {
+            snprintf(k_text, sizeof k_text, "%u", a->ks[j]);
+            record_u64(&r, k_text, a->thr[j].switches);
+        }
+    record_object_end(&r);
+    record_object_begin(&r, "threads_cpu_share");
+    for (int j = 0; j < a->n_k; j++)
+        if (a->thr_ok[j] && a->thr[j].chunked && a->thr[j].share_known) {
+            snprintf(k_text, sizeof k_text, "%u", a->ks[j]);
+            rec_f(&r, k_text, a->thr[j].cpu_share, true);
+        }
+    record_object_end(&r);
+    record_array_begin(&r, "threads_over_cpus");
+    for (int j = 0; j < a->n_k; j++)
+        if (a->ks[j] > (unsigned)(n_cpus > 0 ? n_cpus : 1))
+            record_array_u64(&r, a->ks[j]);
+    record_array_end(&r);
     record_str(&r, "failures", a->failures[0] ? a->failures : 0);
     emit(&r);
     if (a->steps_ok && a->steps.bins) {
@@ -842,6 +940,40 @@ static void num_or_dash(char *b, size_t size, bool known, double v, int width)
     snprintf(b, size, "%*s", width, known ? lang_fig(f, sizeof f, v) : "-");
 }
 
+/* Under the order table: each thread count whose threads the scheduler
+   disturbed, or that had more threads than CPUs, in words. */
+#define THREAD_NOTES_MAX 48
+static char thread_notes[THREAD_NOTES_MAX][200];
+static int n_thread_notes;
+
+static void thread_note(int l, const struct api_result *a, unsigned k, const struct lang_threads *t)
+{
+    unsigned cpus = (unsigned)(n_cpus > 0 ? n_cpus : 1);
+    if (n_thread_notes >= THREAD_NOTES_MAX || (!(t->chunked && t->disturbed) && k <= cpus))
+        return;
+    char *out = thread_notes[n_thread_notes++], f[24], m[24];
+    size_t size = sizeof thread_notes[0];
+    int at = snprintf(out, size, "%s %s, %u thread%s: ", lang_defs[l].title, a->info->api, k, k == 1 ? "" : "s");
+    if (k > cpus)
+        at += snprintf(out + at, size - (size_t)at, "on %u CPU%s, taking turns; ", cpus, cpus == 1 ? "" : "s");
+    if (t->chunked && t->disturbed) {
+        at += snprintf(out + at, size - (size_t)at, "%u disturbed (CPU", t->disturbed);
+        for (int c = 0; c < t->n_disturbed_cpu && at < (int)size; c++)
+            at += snprintf(out + at, size - (size_t)at, "%s%d", c ? "," : " ", t->disturbed_cpu[c]);
+        at += snprintf(out + at, size - (size_t)at, "; %llu involuntary switch%s", (unsigned long long)t->switches,
+                       t->switches == 1 ? "" : "es");
+        if (t->share_known && at < (int)size)
+            at += snprintf(out + at, size - (size_t)at, ", CPU time %.0f%% of wall", t->cpu_share * 100);
+        if (at < (int)size)
+            at += snprintf(out + at, size - (size_t)at, "); ");
+    }
+    if (at < (int)size && t->chunked)
+        snprintf(out + at, size - (size_t)at, "least chunk %s ns, median %s ns, the slowest loop's mean %s ns", lang_fig(f, sizeof f, t->least_ns),
+                 lang_fig(m, sizeof m, t->median_ns), lang_fig((char[24]){0}, 24, t->max_per_call_ns));
+    else if (at < (int)size)
+        snprintf(out + at, size - (size_t)at, "the loop's mean %s ns", lang_fig(f, sizeof f, t->per_call_ns));
+}
+
 /* One row of "in order, across CPUs and threads"; a fault of a clock that
    must not go back counted for the check. */
 static void order_row(int l, const struct api_result *a, char *out, size_t size)
@@ -870,12 +1002,13 @@ static void order_row(int l, const struct api_result *a, char *out, size_t size)
     num_or_dash(worst_s, sizeof worst_s, pairs && back, worst, 7);
     unsigned want[3] = {1, 2, (unsigned)(n_cpus > 0 ? n_cpus : 1)};
     for (int i = 0; i < 3; i++) {
-        bool known = false;
-        double v = 0;
-        for (int j = 0; j < a->n_k; j++)
-            if (a->ks[j] == want[i] && a->thr_ok[j])
-                known = true, v = a->thr[j].per_call_ns;
-        num_or_dash(thr[i], sizeof thr[i], known, v, 7);
+        /* "20.1~": a thread was preempted or shared its CPU; "41.0>": more threads than CPUs */
+        const struct lang_threads *t = thr_at(a, want[i]);
+        char f[24];
+        char mark = !t ? ' ' : want[i] > (unsigned)(n_cpus > 0 ? n_cpus : 1) ? '>' : t->chunked && t->disturbed ? '~' : ' ';
+        snprintf(thr[i], sizeof thr[i], "%6s%c", t ? lang_fig(f, sizeof f, thr_ns(t)) : "-", mark);
+        if (t && (i < 2 || n_cpus > 2))
+            thread_note(l, a, want[i], t);
     }
     /* N threads only where N is more than 2 */
     snprintf(out, size, "    %-25s %s %s %s %s %s %s%s%s", name, steps_back, cross, cross_back, worst_s, thr[0], thr[1], n_cpus > 2 ? " " : "",
@@ -889,6 +1022,25 @@ static void order_row(int l, const struct api_result *a, char *out, size_t size)
                  (unsigned long long)(a->steps_ok ? a->steps.backward : 0), (unsigned long long)back);
         n_order_bad++;
         note(order_bad_what, sizeof order_bad_what, text);
+    }
+}
+
+/* A note within 80 columns, its further lines indented. */
+static void print_wrapped(const char *text)
+{
+    for (const char *line = text; *line;) {
+        size_t width = line == text ? 76 : 72, take = strlen(line);
+        if (take > width) {
+            take = width;
+            while (take > 0 && line[take] != ' ')
+                take--;
+            if (!take) /* one word wider than the line */
+                take = strcspn(line, " ");
+        }
+        printf("  %s%.*s\n", line == text ? "" : "    ", (int)take, line);
+        line += take;
+        while (*line == ' ')
+            line++;
     }
 }
 
@@ -1021,14 +1173,21 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
     char nk[16];
     snprintf(nk, sizeof nk, "%d thr", n_cpus);
     printf("\n  In order, across CPUs and threads, on clocksource %s:\n", clocksource);
-    printf("  %-27s %5s %6s %5s %7s %7s %7s%s%s\n", "API", "back", "cross", "back", "worst", "1 thr", "2 thr", n_cpus > 2 ? " " : "",
+    printf("  %-27s %5s %6s %5s %7s %6s  %6s %s%s\n", "API", "back", "cross", "back", "worst", "1 thr", "2 thr", n_cpus > 2 ? " " : "",
            n_cpus > 2 ? nk : "");
     for (int i = 0; i < n_order; i++)
         printf("%s\n", order[i]);
     printf("  back: backward steps in back-to-back reads; cross: rounds in which a thread\n"
            "  on one CPU read after seeing another CPU's read (roles alternate); back: how\n"
-           "  many read less; worst: by how much (ns); k thr: ns per call in each of k\n"
-           "  threads at once; *: a wall or CPU-time clock, which may go back: not judged\n");
+           "  many read less; worst: by how much (ns); k thr: ns per call with k threads\n"
+           "  at once, each pinned to a CPU of its own, each loop timed in chunks: the\n"
+           "  slowest thread's least chunk, what an idle CPU shows; ~: a thread was\n"
+           "  preempted or shared its CPU (an involuntary switch, or CPU time under 90%%\n"
+           "  of its wall time); >: more threads than CPUs, taking turns; *: a wall or\n"
+           "  CPU-time clock, which may go back: not judged\n");
+    for (int i = 0; i < n_thread_notes; i++)
+        print_wrapped(thread_notes[i]);
+    n_thread_notes = 0;
 }
 
 /* "36.2 ns", "1.47 us": a cost as people read it */

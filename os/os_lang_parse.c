@@ -344,6 +344,46 @@ bool lang_parse_cross(const char *line, const char *api, struct lang_cross *x, c
     return true;
 }
 
+bool lang_thread_disturbed(long long nivcsw, double run_ns, double wall_ns)
+{
+    return nivcsw > 0 || (run_ns >= 0 && wall_ns > 0 && run_ns < LANG_THREAD_SHARE_MIN * wall_ns);
+}
+
+/* key=<v0>,<v1>,...: exactly k numbers, "-" for one not known (-1 in v)
+   where unknown_ok. */
+static bool list_field(const char *line, const char *key, unsigned k, bool unknown_ok, double *v, const char **why)
+{
+    static char msg[96];
+    size_t len;
+    const char *s = field(line, key, &len);
+    if (!s) {
+        snprintf(msg, sizeof msg, "no %s= in the line", key);
+        *why = msg;
+        return false;
+    }
+    unsigned got = 0;
+    for (size_t i = 0; i <= len; got++) {
+        size_t el = strcspn(s + i, ", \r\n");
+        if (el > len - i)
+            el = len - i;
+        bool dash = el == 1 && s[i] == '-';
+        if (got >= k || !(dash ? unknown_ok : number(s + i, el, &v[got]) && v[got] >= 0)) {
+            snprintf(msg, sizeof msg, "%s= is not a list of %u numbers%s", key, k, unknown_ok ? " or -" : "");
+            *why = msg;
+            return false;
+        }
+        if (dash)
+            v[got] = -1;
+        i += el + 1;
+    }
+    if (got != k) {
+        snprintf(msg, sizeof msg, "%s= is not a list of %u numbers%s", key, k, unknown_ok ? " or -" : "");
+        *why = msg;
+        return false;
+    }
+    return true;
+}
+
 bool lang_parse_threads(const char *line, const char *api, struct lang_threads *t, const char **why)
 {
     *t = (struct lang_threads){0};
@@ -356,6 +396,55 @@ bool lang_parse_threads(const char *line, const char *api, struct lang_threads *
         *why = "per_call_ns is negative or above max_per_call_ns";
         return false;
     }
+    size_t len;
+    if (!field(line, "chunk", &len)) /* a probe of the older contract: the loop's mean alone */
+        return true;
+    if (k < 1 || k > LANG_THREADS_MAX) {
+        *why = "k= is not 1 to 1024";
+        return false;
+    }
+    static double cpu[LANG_THREADS_MAX], least[LANG_THREADS_MAX], median[LANG_THREADS_MAX], wall[LANG_THREADS_MAX],
+        run[LANG_THREADS_MAX], sw[LANG_THREADS_MAX];
+    if (!u64_field(line, "chunk", &t->chunk, why) || !list_field(line, "cpu", t->k, true, cpu, why) ||
+        !list_field(line, "least_ns", t->k, false, least, why) || !list_field(line, "median_ns", t->k, false, median, why) ||
+        !list_field(line, "wall_ns", t->k, false, wall, why) || !list_field(line, "run_ns", t->k, true, run, why) ||
+        !list_field(line, "nivcsw", t->k, true, sw, why))
+        return false;
+    const char *p = field(line, "pinned", &len);
+    if (!p || !((len == 4 && !strncmp(p, "self", 4)) || (len == 9 && !strncmp(p, "requested", 9)) || (len == 2 && !strncmp(p, "no", 2)))) {
+        *why = "pinned= is not self, requested or no";
+        return false;
+    }
+    copy_word(t->pinned, sizeof t->pinned, p, len);
+    if (t->chunk < 1) {
+        *why = "chunk= is 0";
+        return false;
+    }
+    t->chunked = true;
+    t->cpu_share = 1e300;
+    for (unsigned i = 0; i < t->k; i++) {
+        if (least[i] > median[i] * 1.001) {
+            *why = "a thread's least chunk is above its median";
+            return false;
+        }
+        t->least_ns = fmax(t->least_ns, least[i]);
+        t->median_ns = fmax(t->median_ns, median[i]);
+        if (sw[i] >= 0)
+            t->switches += (uint64_t)sw[i];
+        if (run[i] >= 0 && wall[i] > 0) {
+            t->share_known = true;
+            t->cpu_share = fmin(t->cpu_share, run[i] / wall[i]);
+        }
+        if (sw[i] >= 0 || run[i] >= 0)
+            t->judged++;
+        if (lang_thread_disturbed(sw[i] >= 0 ? (long long)sw[i] : -1, run[i], wall[i])) {
+            if (t->n_disturbed_cpu < LANG_THREADS_CPUS_KEPT)
+                t->disturbed_cpu[t->n_disturbed_cpu++] = cpu[i] >= 0 ? (int)cpu[i] : -1;
+            t->disturbed++;
+        }
+    }
+    if (!t->share_known)
+        t->cpu_share = 0;
     return true;
 }
 

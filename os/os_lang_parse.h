@@ -74,11 +74,32 @@ struct lang_cross {
     double max_violation_ns;
     char pinned[16];
 };
+/* `threads`: k threads, each pinned to its own CPU where the list allowed,
+   each timing its loop in chunks. What an idle CPU would show is the least
+   chunk; a thread that was preempted or shared its CPU (an involuntary
+   context switch in its loop, or CPU time under LANG_THREAD_SHARE_MIN of its
+   wall time) is disturbed. */
+#define LANG_THREADS_MAX 1024
+#define LANG_THREAD_SHARE_MIN 0.9
+#define LANG_THREADS_CPUS_KEPT 16
 struct lang_threads {
     unsigned k;
     uint64_t n;
-    double per_call_ns, max_per_call_ns;
+    double per_call_ns, max_per_call_ns; /* the whole loop's mean per call: over the threads, and the slowest's */
+    bool chunked;                        /* the chunk fields were given (an older probe gives none) */
+    uint64_t chunk;                      /* calls per timed chunk */
+    char pinned[16];                     /* "self", "requested", "no" */
+    double least_ns, median_ns;          /* per call: the least chunk of the slowest thread, the median chunk of the slowest */
+    unsigned disturbed;                  /* threads preempted or sharing their CPU */
+    unsigned judged;                     /* threads whose switches or CPU time could be read */
+    int disturbed_cpu[LANG_THREADS_CPUS_KEPT]; /* the CPUs of the first disturbed threads (-1: not pinned) */
+    int n_disturbed_cpu;
+    uint64_t switches;                   /* involuntary context switches over every thread's loop */
+    bool share_known;
+    double cpu_share;                    /* the least CPU time / wall time of any thread whose CPU time was read */
 };
+/* Whether one thread was disturbed: nivcsw < 0 and run_ns < 0 are unknown. */
+bool lang_thread_disturbed(long long nivcsw, double run_ns, double wall_ns);
 /* One result line of that command for that API; false with why (one line
    for people: what was wrong with it). */
 bool lang_parse_cost(const char *line, const char *api, struct lang_cost *c, const char **why);

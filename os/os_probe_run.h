@@ -29,10 +29,12 @@ void probe_outcome_free(struct probe_outcome *o);
 
 /* A probe we talk to (its `serve`): lines to its stdin, lines from its
    stdout, before a deadline timeout_s from the start or the last rearm. */
+/* the longest answer line: `threads` on N CPUs gives six numbers a thread */
+#define PROBE_TALK_BUF 32768
 struct probe_talk {
     pid_t pid;
     int to, from, err;
-    char buf[4096];
+    char buf[PROBE_TALK_BUF];
     size_t have;
     uint64_t deadline;
     unsigned timeout_s;

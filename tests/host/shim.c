@@ -1377,6 +1377,18 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         ok = lang_parse_threads(line, api, &t, &why);
         record_u64(&rec, "k", t.k), record_u64(&rec, "n", t.n);
         rec_milli("per_call_ns", t.per_call_ns), rec_milli("max_per_call_ns", t.max_per_call_ns);
+        record_bool(&rec, "chunked", t.chunked);
+        record_u64(&rec, "chunk", t.chunk);
+        record_str(&rec, "pinned", t.pinned);
+        rec_milli("least_ns", t.least_ns), rec_milli("median_ns", t.median_ns);
+        record_u64(&rec, "disturbed", t.disturbed), record_u64(&rec, "judged", t.judged);
+        record_array_begin(&rec, "disturbed_cpus");
+        for (int i = 0; i < t.n_disturbed_cpu; i++)
+            record_array_i64(&rec, t.disturbed_cpu[i]);
+        record_array_end(&rec);
+        record_u64(&rec, "switches", t.switches);
+        record_bool(&rec, "share_known", t.share_known);
+        rec_milli("cpu_share", t.cpu_share);
     } else if (!strcmp(kind, "stamp")) {
         uint64_t ns = 0;
         ok = lang_parse_stamp(line, &ns);

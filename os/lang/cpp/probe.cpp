@@ -10,10 +10,17 @@
 //        an empty bracket measured beside every call and its median subtracted;
 //        exact percentiles (nearest rank) over the n samples.
 // steps: n back-to-back now(), the differences in ns through duration_cast.
-// path, stamp, cross, threads: as the contract says.
+// threads: each of k threads pinned to a CPU of the list given (sched_setaffinity
+//        of the calling thread), its n calls timed by steady_clock in chunks; per
+//        thread the least and median chunk's cost per call, its wall time, its CPU
+//        time (CLOCK_THREAD_CPUTIME_ID) and its involuntary context switches
+//        (getrusage RUSAGE_THREAD) over the loop.
+// path, stamp, cross: as the contract says.
 // serve: one command a line on stdin, each through the same dispatcher as the
 //        command line (dispatch), its answer and `cb-served` flushed together.
 #include <sched.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -320,31 +327,112 @@ template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, un
                 lost[0] + lost[1]);
 }
 
-template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint64_t n)
+// Linux's CPU list format ("0-3,8"), or exit 64.
+static std::vector<unsigned> parse_cpus(const std::string &text)
 {
-    std::vector<double> per_call(k);
+    std::vector<unsigned> cpus;
+    for (size_t at = 0; at <= text.size();) {
+        size_t comma = text.find(',', at);
+        std::string part = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        size_t dash = part.find('-');
+        uint64_t lo = parse_u64(part.substr(0, dash).c_str(), "cpus", 0, CPU_SETSIZE - 1);
+        uint64_t hi = dash == std::string::npos ? lo : parse_u64(part.substr(dash + 1).c_str(), "cpus", lo, CPU_SETSIZE - 1);
+        for (uint64_t c = lo; c <= hi && cpus.size() < MAX_THREADS; c++)
+            cpus.push_back((unsigned)c);
+        if (comma == std::string::npos)
+            break;
+        at = comma + 1;
+    }
+    return cpus;
+}
+
+struct ThreadRun {
+    int cpu = -1;           // the CPU it was pinned to, -1 none
+    double least = 0, median = 0;
+    int64_t wall_ns = 0, run_ns = -1;
+    long nivcsw = -1;
+};
+
+static int64_t thread_cpu_ns()
+{
+    timespec t;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 ? (int64_t)t.tv_sec * 1000000000 + t.tv_nsec : -1;
+}
+
+static long involuntary_switches()
+{
+    rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : -1;
+}
+
+template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint64_t n, const std::vector<unsigned> &cpus)
+{
+    // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
+    const uint64_t chunk = std::min<uint64_t>(1000, std::max<uint64_t>(1, n / 20)), chunks = n / chunk, rest = n % chunk;
+    std::vector<ThreadRun> runs(k);
     std::atomic<uint64_t> ready{0};
+    std::atomic<bool> unpinned{cpus.empty()};
     std::vector<std::thread> pool;
     for (uint64_t t = 0; t < k; t++)
         pool.emplace_back([&, t] {
+            ThreadRun &me = runs[t];
+            if (!cpus.empty()) {
+                unsigned cpu = cpus[t % cpus.size()];
+                if (pin_self(cpu))
+                    me.cpu = (int)cpu;
+                else
+                    unpinned = true;
+            }
+            std::vector<int64_t> d(chunks);
             ready++;
             while (ready.load() < k)
                 std::this_thread::yield();
-            auto t0 = chr::steady_clock::now();
-            for (uint64_t i = 0; i < n; i++)
+            long sw0 = involuntary_switches();
+            int64_t cpu0 = thread_cpu_ns();
+            auto t0 = chr::steady_clock::now(), prev = t0;
+            for (uint64_t c = 0; c < chunks; c++) {
+                for (uint64_t i = 0; i < chunk; i++)
+                    keep(Clock::now().time_since_epoch().count());
+                auto now = chr::steady_clock::now();
+                d[c] = chr::duration_cast<chr::nanoseconds>(now - prev).count();
+                prev = now;
+            }
+            for (uint64_t i = 0; i < rest; i++)
                 keep(Clock::now().time_since_epoch().count());
             auto t1 = chr::steady_clock::now();
-            per_call[t] = (double)chr::duration_cast<chr::nanoseconds>(t1 - t0).count() / (double)n;
+            int64_t cpu1 = thread_cpu_ns();
+            long sw1 = involuntary_switches();
+            std::sort(d.begin(), d.end());
+            me.least = (double)d[0] / (double)chunk;
+            me.median = (double)d[chunks / 2] / (double)chunk;
+            me.wall_ns = chr::duration_cast<chr::nanoseconds>(t1 - t0).count();
+            me.run_ns = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+            me.nivcsw = sw0 >= 0 && sw1 >= 0 ? sw1 - sw0 : -1;
         });
     for (auto &th : pool)
         th.join();
     double sum = 0, worst = 0;
-    for (double v : per_call) {
+    for (const ThreadRun &r : runs) {
+        double v = (double)r.wall_ns / (double)n;
         sum += v;
         worst = std::max(worst, v);
     }
-    std::printf("threads %s k=%" PRIu64 " n=%" PRIu64 " per_call_ns=%.2f max_per_call_ns=%.2f\n", api, k, n,
-                sum / (double)k, worst);
+    std::string cpu, least, median, wall, run, sw;
+    char b[64];
+    for (uint64_t t = 0; t < k; t++) {
+        const ThreadRun &r = runs[t];
+        const char *sep = t ? "," : "";
+        std::snprintf(b, sizeof b, r.cpu < 0 ? "%s-" : "%s%d", sep, r.cpu), cpu += b;
+        std::snprintf(b, sizeof b, "%s%.2f", sep, r.least), least += b;
+        std::snprintf(b, sizeof b, "%s%.2f", sep, r.median), median += b;
+        std::snprintf(b, sizeof b, "%s%" PRId64, sep, r.wall_ns), wall += b;
+        std::snprintf(b, sizeof b, r.run_ns < 0 ? "%s-" : "%s%" PRId64, sep, r.run_ns), run += b;
+        std::snprintf(b, sizeof b, r.nivcsw < 0 ? "%s-" : "%s%ld", sep, r.nivcsw), sw += b;
+    }
+    std::printf("threads %s k=%" PRIu64 " n=%" PRIu64 " per_call_ns=%.2f max_per_call_ns=%.2f chunk=%" PRIu64
+                " pinned=%s cpu=%s least_ns=%s median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s\n",
+                api, k, n, sum / (double)k, worst, chunk, unpinned ? "no" : "self", cpu.c_str(), least.c_str(), median.c_str(),
+                wall.c_str(), run.c_str(), sw.c_str());
 }
 
 using Words = std::vector<std::string>;
@@ -376,8 +464,10 @@ template <class Clock> static void run(const char *api, const Words &w, bool ser
         cmd_cross<Clock>(api, (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1),
                          (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1), num(4, "rounds", 1, MAX_ROUNDS));
     } else if (cmd == "threads") {
-        need(2, "<api> <k> <n>");
-        cmd_threads<Clock>(api, num(2, "k", 1, MAX_THREADS), num(3, "n", 1, MAX_N));
+        if (w.size() != 4 && w.size() != 5)
+            fail("usage: %s threads <api> <k> <n> [<cpus>]", PROG);
+        uint64_t k = num(2, "k", 1, MAX_THREADS), n = num(3, "n", 1, MAX_N);
+        cmd_threads<Clock>(api, k, n, w.size() == 5 ? parse_cpus(w[4]) : std::vector<unsigned>());
     }
 }
 
@@ -389,7 +479,7 @@ static void dispatch(const Words &w, bool serving)
 {
     if (w.empty())
         fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | "
-             "threads <api> <k> <n> | serve",
+             "threads <api> <k> <n> [<cpus>] | serve",
              PROG);
     const std::string &cmd = w[0];
     if (cmd == "info") {

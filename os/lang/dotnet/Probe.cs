@@ -8,7 +8,9 @@
 // median batch's ns per call is reported. Steps are the differences between n back-to-back reads.
 // The claim beside them is Stopwatch.Frequency (Mono: 10 MHz ticks, CoreCLR on Linux: 1 GHz).
 // A .NET thread cannot pin itself without native calls, so `cross` asks the runner to
-// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin), and so does `threads`, whose
+// threads time their calls in chunks by Stopwatch.GetTimestamp and read their involuntary context
+// switches from /proc/thread-self/status (no thread CPU time without native calls: run_ns is "-").
 //
 // `serve` runs many commands in one runtime (docs/output.md, "Language probes: the contract"):
 // each line of stdin goes through the same Run() as the command line. stdin has one reader: a
@@ -35,7 +37,7 @@ static class Probe
     const int WaitMs = 60000;
     const long UnixEpochTicks = 621355968000000000; // DateTime(1970, 1, 1).Ticks
     const string Usage = "usage: mono Probe.exe info | cost API N | steps API N | path API N | stamp API"
-        + " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve";
+        + " | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve";
     static readonly TextWriter Out = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(false));
     static long sink; // where measured values go, so that no read is optimised away
 
@@ -384,40 +386,110 @@ static class Probe
             + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
     }
 
-    static void Threads(int api, int k, int n)
+    // Linux's CPU list format ("0-3,8"), or exit 64.
+    static int[] ParseCpus(string text)
     {
-        long[] elapsed = new long[k];
+        List<int> cpus = new List<int>();
+        foreach (string part in text.Split(',')) {
+            int dash = part.IndexOf('-');
+            int lo = Number(dash < 0 ? part : part.Substring(0, dash), "cpus", 0, 4095);
+            int hi = dash < 0 ? lo : Number(part.Substring(dash + 1), "cpus", lo, 4095);
+            for (int c = lo; c <= hi && cpus.Count < 1024; c++)
+                cpus.Add(c);
+        }
+        return cpus.ToArray();
+    }
+
+    // This thread's involuntary context switches, -1 where /proc cannot say.
+    static long InvoluntarySwitches()
+    {
+        try {
+            foreach (string line in File.ReadAllLines("/proc/thread-self/status"))
+                if (line.StartsWith("nonvoluntary_ctxt_switches:", StringComparison.Ordinal))
+                    return long.Parse(line.Substring(27).Trim(), CultureInfo.InvariantCulture);
+        } catch (Exception) {
+            // not known
+        }
+        return -1;
+    }
+
+    static string Known(long v)
+    {
+        return v < 0 ? "-" : v.ToString(CultureInfo.InvariantCulture);
+    }
+
+    static void Threads(int api, int k, int n, int[] cpus)
+    {
+        // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
+        int chunk = Math.Max(1, Math.Min(1000, n / 20)), chunks = n / chunk, rest = n % chunk;
+        long[] elapsed = new long[k], switches = new long[k];
+        double[] least = new double[k], median = new double[k];
+        string[] tids = new string[k];
         CountdownEvent ready = new CountdownEvent(k);
         ManualResetEvent go = new ManualResetEvent(false);
         Thread[] workers = new Thread[k];
         for (int w = 0; w < k; w++) {
             int me = w;
             workers[me] = new Thread(() => {
+                tids[me] = ThreadId();
                 WarmUp(api, n);
+                long[] d = new long[chunks];
                 ready.Signal();
                 if (!go.WaitOne(WaitMs))
                     return;
-                long t0 = Stopwatch.GetTimestamp();
-                long acc = Batch(api, n);
+                long sw0 = InvoluntarySwitches();
+                long t0 = Stopwatch.GetTimestamp(), prev = t0, acc = 0;
+                for (int c = 0; c < chunks; c++) {
+                    acc += Batch(api, chunk);
+                    long now = Stopwatch.GetTimestamp();
+                    d[c] = now - prev;
+                    prev = now;
+                }
+                acc += Batch(api, rest);
                 long t1 = Stopwatch.GetTimestamp();
+                long sw1 = InvoluntarySwitches();
                 Interlocked.Add(ref sink, acc);
+                Array.Sort(d);
+                least[me] = TicksToNs(d[0]) / chunk;
+                median[me] = TicksToNs(d[chunks / 2]) / chunk;
+                switches[me] = sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0;
                 elapsed[me] = Math.Max(1, t1 - t0);
             });
             workers[me].Start();
         }
-        if (!ready.Wait(WaitMs))
-            Fail("threads: the workers were not ready within " + WaitMs / 1000 + " s", 1);
+        if (!ready.Wait(2 * WaitMs))
+            Fail("threads: the workers were not ready within " + 2 * WaitMs / 1000 + " s", 1);
+        bool pinned = cpus.Length > 0;
+        long[] on = new long[k];
+        for (int w = 0; w < k; w++) {
+            on[w] = -1;
+            if (cpus.Length > 0 && RequestPin(tids[w], cpus[w % cpus.Length]))
+                on[w] = cpus[w % cpus.Length];
+            else
+                pinned = false;
+        }
         go.Set(); // the common start
         double sum = 0, max = 0;
+        StringBuilder cpu = new StringBuilder(), lo = new StringBuilder(), mid = new StringBuilder(),
+            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder();
         for (int w = 0; w < k; w++) {
-            if (!workers[w].Join(WaitMs) || elapsed[w] == 0)
+            if (!workers[w].Join(2 * WaitMs) || elapsed[w] == 0)
                 Fail("threads: a worker did not finish in time", 1);
             double perCall = TicksToNs(elapsed[w]) / n;
             sum += perCall;
             max = Math.Max(max, perCall);
+            string sep = w > 0 ? "," : "";
+            cpu.Append(sep).Append(Known(on[w]));
+            lo.Append(sep).Append(Fmt(least[w]));
+            mid.Append(sep).Append(Fmt(median[w]));
+            wall.Append(sep).Append(Known((long)Math.Round(TicksToNs(elapsed[w]))));
+            run.Append(sep).Append("-");
+            sw.Append(sep).Append(Known(switches[w]));
         }
         Say("threads " + Apis[api] + " k=" + k + " n=" + n + " per_call_ns=" + Fmt(sum / k)
-            + " max_per_call_ns=" + Fmt(max));
+            + " max_per_call_ns=" + Fmt(max) + " chunk=" + chunk + " pinned=" + (pinned ? "requested" : "no")
+            + " cpu=" + cpu + " least_ns=" + lo + " median_ns=" + mid + " wall_ns=" + wall + " run_ns=" + run
+            + " nivcsw=" + sw);
     }
 
     // Mono names itself through Mono.Runtime.GetDisplayName (internal: reflection); CoreCLR
@@ -473,7 +545,8 @@ static class Probe
         int want;
         if (!Shapes.TryGetValue(cmd, out want))
             Fail("unknown command '" + cmd + "'; " + Usage, 64);
-        if (argv.Length - 1 != want)
+        // threads' CPU list may be left out: then its threads are not pinned
+        if (argv.Length - 1 != want && !(cmd == "threads" && argv.Length - 1 == want + 1))
             Fail(cmd + " takes " + want + " arguments; " + Usage, 64);
         if (cmd == "serve") {
             if (serving)
@@ -491,7 +564,10 @@ static class Probe
         case "steps": Steps(api, Number(argv[2], "n", 1, MaxN)); break;
         case "path": PathMarked(api, Number(argv[2], "n", 1, MaxN)); break;
         case "stamp": Stamp(api, serving); break;
-        case "threads": Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN)); break;
+        case "threads":
+            Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN),
+                    argv.Length == 5 ? ParseCpus(argv[4]) : new int[0]);
+            break;
         default:
             Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095),
                   Number(argv[4], "rounds", 1, MaxN));

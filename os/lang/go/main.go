@@ -6,6 +6,10 @@
 // time.Since as the monotonic reading Go keeps beside it, from a time.Now taken
 // at the probe's start: its origin (the runtime's startNano) is private.
 //
+// threads: k goroutines locked to OS threads, each pinned to a CPU of the list
+// given and timing its calls in chunks (time.Now between chunks), with the
+// thread's CPU time and involuntary switches over its loop.
+//
 // cost: each call alone between serialised TSC reads (tsc_amd64.s), an
 // empty bracket measured beside every call and its median subtracted; exact
 // percentiles (nearest rank) over the n samples. Every loop is written out
@@ -42,7 +46,7 @@ const (
 	apis       = "time.Now, time.Since"
 	commands   = "info, cost, steps, path, stamp, cross, threads, serve"
 	usage      = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | " +
-		"threads <api> <k> <n> | serve"
+		"threads <api> <k> <n> [<cpus>] | serve"
 	// Longer than any command (the longest is cross's, about 50 bytes): a
 	// line beyond it is refused rather than gathered without bound.
 	maxLine = 1024
@@ -403,14 +407,74 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 		apiNames[api], cpuA, cpuB, rounds, violations[0]+violations[1], w, lost[0]+lost[1])
 }
 
-// k goroutines, each locked to an OS thread, with GOMAXPROCS raised to k so
-// that all k run at once as the other languages' threads do.
-func threads(api int, k, n uint64) {
+// Linux's CPU list format ("0-3,8"), or exit 64.
+func parseCPUs(text string) []uint64 {
+	var cpus []uint64
+	for _, part := range strings.Split(text, ",") {
+		lo, hi := part, part
+		if i := strings.IndexByte(part, '-'); i >= 0 {
+			lo, hi = part[:i], part[i+1:]
+		}
+		a := parseU64(lo, "cpus", 0, cpuSetSize-1)
+		b := parseU64(hi, "cpus", a, cpuSetSize-1)
+		for c := a; c <= b && len(cpus) < maxThreads; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// The calling OS thread's CPU time (CLOCK_THREAD_CPUTIME_ID), -1 unread.
+func threadCPUNs() int64 {
+	var ts syscall.Timespec
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return -1
+	}
+	return ts.Nano()
+}
+
+// The calling OS thread's involuntary context switches (getrusage RUSAGE_THREAD), -1 unread.
+func involuntarySwitches() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(1, &ru) != nil {
+		return -1
+	}
+	return ru.Nivcsw
+}
+
+type threadRun struct {
+	cpu, wallNs, runNs, nivcsw int64
+	least, median              float64
+}
+
+func known(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// k goroutines, each locked to an OS thread pinned to a CPU of the list, with
+// GOMAXPROCS raised to k so that all k run at once as the other languages'
+// threads do; each times its calls in chunks (the least is what an idle CPU
+// shows) and reads its thread's CPU time and involuntary switches.
+func threads(api int, k, n uint64, cpus []uint64) {
 	if was := runtime.GOMAXPROCS(0); uint64(was) < k {
 		runtime.GOMAXPROCS(int(k))
 		defer runtime.GOMAXPROCS(was) // serve's next command runs as it would alone
 	}
-	perCall := make([]float64, k)
+	chunk := n / 20
+	if chunk < 1 {
+		chunk = 1
+	} else if chunk > 1000 {
+		chunk = 1000
+	}
+	chunks, rest := n/chunk, n%chunk
+	runs := make([]threadRun, k)
+	var unpinned int32
+	if len(cpus) == 0 {
+		unpinned = 1
+	}
 	var ready sync.WaitGroup
 	var done sync.WaitGroup
 	start := make(chan struct{})
@@ -420,39 +484,101 @@ func threads(api int, k, n uint64) {
 		go func(t uint64) {
 			defer done.Done()
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			// put back the CPUs the OS thread had before it goes back to the runtime (as cross does)
+			var had cpuMask
+			if getAffinity(&had) {
+				defer func() {
+					if setAffinity(&had) {
+						runtime.UnlockOSThread()
+					}
+				}()
+			}
+			me := &runs[t]
+			me.cpu = -1
+			if len(cpus) > 0 {
+				c := cpus[t%uint64(len(cpus))]
+				if pinSelf(c) {
+					me.cpu = int64(c)
+				} else {
+					atomic.StoreInt32(&unpinned, 1)
+				}
+			}
+			d := make([]int64, chunks)
 			ready.Done()
 			<-start
+			sw0, cpu0 := involuntarySwitches(), threadCPUNs()
 			t0 := time.Now()
+			prev := t0
 			switch api {
 			case apiNow:
 				var last time.Time
-				for i := uint64(0); i < n; i++ {
+				for c := range d {
+					for i := uint64(0); i < chunk; i++ {
+						last = time.Now()
+					}
+					now := time.Now()
+					d[c] = int64(now.Sub(prev))
+					prev = now
+				}
+				for i := uint64(0); i < rest; i++ {
 					last = time.Now()
 				}
 				sinkTime = last
 			case apiSince:
 				var last time.Duration
-				for i := uint64(0); i < n; i++ {
+				for c := range d {
+					for i := uint64(0); i < chunk; i++ {
+						last = time.Since(base)
+					}
+					now := time.Now()
+					d[c] = int64(now.Sub(prev))
+					prev = now
+				}
+				for i := uint64(0); i < rest; i++ {
 					last = time.Since(base)
 				}
 				sinkDuration = last
 			}
-			perCall[t] = float64(time.Since(t0).Nanoseconds()) / float64(n)
+			me.wallNs = int64(time.Since(t0))
+			cpu1, sw1 := threadCPUNs(), involuntarySwitches()
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			me.least = float64(d[0]) / float64(chunk)
+			me.median = float64(d[len(d)/2]) / float64(chunk)
+			me.runNs, me.nivcsw = -1, -1
+			if cpu0 >= 0 && cpu1 >= 0 {
+				me.runNs = cpu1 - cpu0
+			}
+			if sw0 >= 0 && sw1 >= 0 {
+				me.nivcsw = sw1 - sw0
+			}
 		}(t)
 	}
 	ready.Wait()
 	close(start)
 	done.Wait()
 	sum, worst := 0.0, 0.0
-	for _, v := range perCall {
+	var cpu, least, median, wall, run, sw []string
+	for _, r := range runs {
+		v := float64(r.wallNs) / float64(n)
 		sum += v
 		if v > worst {
 			worst = v
 		}
+		cpu = append(cpu, known(r.cpu))
+		least = append(least, strconv.FormatFloat(r.least, 'f', 2, 64))
+		median = append(median, strconv.FormatFloat(r.median, 'f', 2, 64))
+		wall = append(wall, strconv.FormatInt(r.wallNs, 10))
+		run = append(run, known(r.runNs))
+		sw = append(sw, known(r.nivcsw))
 	}
-	fmt.Printf("threads %s k=%d n=%d per_call_ns=%.2f max_per_call_ns=%.2f\n", apiNames[api], k, n,
-		sum/float64(k), worst)
+	pinned := "self"
+	if unpinned != 0 {
+		pinned = "no"
+	}
+	fmt.Printf("threads %s k=%d n=%d per_call_ns=%.2f max_per_call_ns=%.2f chunk=%d pinned=%s cpu=%s least_ns=%s "+
+		"median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s\n", apiNames[api], k, n, sum/float64(k), worst, chunk, pinned,
+		strings.Join(cpu, ","), strings.Join(least, ","), strings.Join(median, ","), strings.Join(wall, ","),
+		strings.Join(run, ","), strings.Join(sw, ","))
 }
 
 // One command, its words as on the command line (os.Args[1:]); serving: read
@@ -518,8 +644,15 @@ func dispatch(args []string, serving bool) {
 		cross(api, parseU64(rest[0], "cpu_a", 0, cpuSetSize-1), parseU64(rest[1], "cpu_b", 0, cpuSetSize-1),
 			parseU64(rest[2], "rounds", 1, maxRounds))
 	case "threads":
-		need(2, "<api> <k> <n>")
-		threads(api, parseU64(rest[0], "k", 1, maxThreads), parseU64(rest[1], "n", 1, maxN))
+		if len(rest) != 2 && len(rest) != 3 {
+			fail("usage: %s threads <api> <k> <n> [<cpus>]", prog)
+		}
+		k, n := parseU64(rest[0], "k", 1, maxThreads), parseU64(rest[1], "n", 1, maxN)
+		var cpus []uint64
+		if len(rest) == 3 {
+			cpus = parseCPUs(rest[2])
+		}
+		threads(api, k, n, cpus)
 	}
 }
 

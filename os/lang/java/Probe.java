@@ -6,7 +6,9 @@
 // calls timed by System.nanoTime, after a warm-up that lets the JIT compile the loop; the median
 // batch's ns per call is reported. Steps are the differences between n back-to-back reads. Java
 // states no resolution for any of its clocks. A Java thread cannot pin itself, so `cross` asks the
-// runner to ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin).
+// runner to ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin); so does `threads`,
+// whose threads each time their calls in chunks by System.nanoTime and read their involuntary
+// context switches from /proc/thread-self/status (java.base has no thread CPU time: run_ns is "-").
 //
 // `serve` runs many commands in one JVM (docs/output.md, "Language probes: the contract"): each
 // line of stdin goes through the same run() as the command line. stdin has one reader: a daemon
@@ -43,7 +45,7 @@ public final class Probe {
     static final long ROUND_TIMEOUT_NS = 1_000_000_000L;
     static final long WAIT_S = 60;
     static final String USAGE = "usage: java Probe info | cost API N | steps API N | path API N | stamp API"
-            + " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve";
+            + " | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve";
     static volatile long sink; // where measured values go, so that no read is optimised away
 
     static void fail(String message, int status) {
@@ -333,29 +335,91 @@ public final class Probe {
                 + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
     }
 
-    static void threads(int api, int k, int n) throws Exception {
-        CyclicBarrier start = new CyclicBarrier(k);
-        long[] elapsed = new long[k];
+    // Linux's CPU list format ("0-3,8"), or exit 64.
+    static int[] parseCpus(String text) {
+        java.util.List<Integer> cpus = new java.util.ArrayList<>();
+        for (String part : text.split(",", -1)) {
+            int dash = part.indexOf('-');
+            int lo = number(dash < 0 ? part : part.substring(0, dash), "cpus", 0, 4095);
+            int hi = dash < 0 ? lo : number(part.substring(dash + 1), "cpus", lo, 4095);
+            for (int c = lo; c <= hi && cpus.size() < 1024; c++)
+                cpus.add(c);
+        }
+        return cpus.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    // This thread's involuntary context switches, -1 where /proc cannot say.
+    static long involuntarySwitches() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/thread-self/status")))
+                if (line.startsWith("nonvoluntary_ctxt_switches:"))
+                    return Long.parseLong(line.substring(27).trim());
+        } catch (IOException | NumberFormatException e) {
+            // not known
+        }
+        return -1;
+    }
+
+    static String known(long v) {
+        return v < 0 ? "-" : Long.toString(v);
+    }
+
+    static void threads(int api, int k, int n, int[] cpus) throws Exception {
+        // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
+        int chunk = Math.max(1, Math.min(1000, n / 20)), chunks = n / chunk, rest = n % chunk;
+        CountDownLatch ready = new CountDownLatch(k), go = new CountDownLatch(1);
+        long[] elapsed = new long[k], switches = new long[k];
+        double[] least = new double[k], median = new double[k];
+        String[] tids = new String[k];
         Thread[] workers = new Thread[k];
         for (int w = 0; w < k; w++) {
             final int me = w;
             workers[me] = new Thread(() -> {
+                tids[me] = threadId();
                 warmUp(api, n);
+                long[] d = new long[chunks];
+                ready.countDown();
                 try {
-                    start.await(WAIT_S, TimeUnit.SECONDS);
-                } catch (Exception e) {
-                    elapsed[me] = -1;
+                    if (!go.await(WAIT_S, TimeUnit.SECONDS))
+                        return;
+                } catch (InterruptedException e) {
                     return;
                 }
-                long t0 = System.nanoTime();
-                long acc = batch(api, n);
+                long sw0 = involuntarySwitches();
+                long t0 = System.nanoTime(), prev = t0, acc = 0;
+                for (int c = 0; c < chunks; c++) {
+                    acc += batch(api, chunk);
+                    long now = System.nanoTime();
+                    d[c] = now - prev;
+                    prev = now;
+                }
+                acc += batch(api, rest);
                 long t1 = System.nanoTime();
+                long sw1 = involuntarySwitches();
                 sink += acc;
-                elapsed[me] = t1 - t0;
+                Arrays.sort(d);
+                least[me] = (double) d[0] / chunk;
+                median[me] = (double) d[chunks / 2] / chunk;
+                switches[me] = sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0;
+                elapsed[me] = Math.max(1, t1 - t0);
             });
             workers[me].start();
         }
+        if (!ready.await(2 * WAIT_S, TimeUnit.SECONDS))
+            fail("threads: the workers were not ready within " + 2 * WAIT_S + " s", 1);
+        boolean pinned = cpus.length > 0;
+        int[] on = new int[k];
+        for (int w = 0; w < k; w++) {
+            on[w] = -1;
+            if (cpus.length > 0 && requestPin(tids[w], cpus[w % cpus.length]))
+                on[w] = cpus[w % cpus.length];
+            else
+                pinned = false;
+        }
+        go.countDown(); // the common start
         double sum = 0, max = 0;
+        StringBuilder cpu = new StringBuilder(), lo = new StringBuilder(), mid = new StringBuilder(),
+            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder();
         for (int w = 0; w < k; w++) {
             workers[w].join(2 * WAIT_S * 1000L);
             if (workers[w].isAlive() || elapsed[w] <= 0)
@@ -363,9 +427,18 @@ public final class Probe {
             double perCall = (double) elapsed[w] / n;
             sum += perCall;
             max = Math.max(max, perCall);
+            String sep = w > 0 ? "," : "";
+            cpu.append(sep).append(known(on[w]));
+            lo.append(sep).append(fmt(least[w]));
+            mid.append(sep).append(fmt(median[w]));
+            wall.append(sep).append(elapsed[w]);
+            run.append(sep).append("-");
+            sw.append(sep).append(known(switches[w]));
         }
         say("threads " + APIS[api] + " k=" + k + " n=" + n + " per_call_ns=" + fmt(sum / k)
-                + " max_per_call_ns=" + fmt(max));
+                + " max_per_call_ns=" + fmt(max) + " chunk=" + chunk + " pinned=" + (pinned ? "requested" : "no")
+                + " cpu=" + cpu + " least_ns=" + lo + " median_ns=" + mid + " wall_ns=" + wall + " run_ns=" + run
+                + " nivcsw=" + sw);
     }
 
     // Each line of stdin one command, run as alone, its answer followed by cb-served.
@@ -392,7 +465,8 @@ public final class Probe {
         case "cross": want = 4; break;
         default: fail("unknown command '" + cmd + "'; " + USAGE, 64); return;
         }
-        if (argv.length - 1 != want)
+        // threads' CPU list may be left out: then its threads are not pinned
+        if (argv.length - 1 != want && !(cmd.equals("threads") && argv.length - 1 == want + 1))
             fail(cmd + " takes " + want + " arguments; " + USAGE, 64);
         if (cmd.equals("serve")) {
             if (serving)
@@ -416,7 +490,8 @@ public final class Probe {
         case "steps": steps(api, number(argv[2], "n", 1, MAX_N)); break;
         case "path": path(api, number(argv[2], "n", 1, MAX_N)); break;
         case "stamp": stamp(api, serving); break;
-        case "threads": threads(api, number(argv[2], "k", 1, 1024), number(argv[3], "n", 1, MAX_N)); break;
+        case "threads": threads(api, number(argv[2], "k", 1, 1024), number(argv[3], "n", 1, MAX_N),
+                                argv.length == 5 ? parseCpus(argv[4]) : new int[0]); break;
         default: cross(api, number(argv[2], "cpu_a", 0, 4095), number(argv[3], "cpu_b", 0, 4095),
                        number(argv[4], "rounds", 1, MAX_N));
         }

@@ -7,7 +7,9 @@
 // loop; the median batch's ns per call is reported. Steps are the differences between n
 // back-to-back reads. Node states no resolution for its clocks. `cross` and `threads` run in
 // worker_threads (real OS threads); a worker cannot pin itself, so `cross` asks the runner to
-// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin). performance.now counts from
+// ("pin <tid> <cpu>" on stdout, "ok" or "no <reason>" back on stdin), and so does `threads`, whose
+// workers time their calls in chunks by process.hrtime.bigint and read their involuntary context
+// switches from /proc/thread-self/status (Node has no thread CPU time: run_ns is "-"). performance.now counts from
 // each thread's own start (origin=private): `cross` puts both threads' readings on one scale by
 // bracketing each thread's origin between process.hrtime.bigint reads, and says how wide that
 // bracket is (origin_err_ns).
@@ -34,7 +36,7 @@ const MAX_N = 10000000;
 const ROUND_TIMEOUT_NS = 1000000000n;
 const WAIT_MS = 60000;
 const USAGE = 'usage: node probe.js info | cost API N | steps API N | path API N | stamp API' +
-  ' | cross API CPU_A CPU_B ROUNDS | threads API K N | serve';
+  ' | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve';
 
 function fail(message, status = 64) {
   fs.writeSync(2, `probe-node: ${message}\n`);
@@ -364,31 +366,90 @@ function crossWorker({ me, api, rounds, sab, base }) {
   parentPort.postMessage({ lost, violations, maxViolation });
 }
 
-async function threads(api, k, n) {
+// Linux's CPU list format ("0-3,8"), or exit 64.
+function parseCpus(text) {
+  const cpus = [];
+  for (const part of text.split(',')) {
+    const dash = part.indexOf('-');
+    const lo = number(dash < 0 ? part : part.slice(0, dash), 'cpus', 0, 4095);
+    const hi = dash < 0 ? lo : number(part.slice(dash + 1), 'cpus', lo, 4095);
+    for (let c = lo; c <= hi && cpus.length < 1024; c++) cpus.push(c);
+  }
+  return cpus;
+}
+
+// This thread's involuntary context switches, -1 where /proc cannot say.
+function involuntarySwitches() {
+  try {
+    const m = /^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(fs.readFileSync('/proc/thread-self/status', 'latin1'));
+    return m ? Number(m[1]) : -1;
+  } catch (e) {
+    return -1;
+  }
+}
+
+async function threads(api, k, n, cpus) {
+  const chunk = Math.max(1, Math.min(1000, Math.floor(n / 20))); // about 1000 calls, at least 20 chunks
   const sab = new SharedArrayBuffer(16);
   const ctl = new Int32Array(sab);
   const workers = [];
-  for (let w = 0; w < k; w++) workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, sab } }));
+  for (let w = 0; w < k; w++) workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, chunk, sab } }));
   const next = workers.map((w) => inbox(w, 'threads'));
   const gone = workers.map((w) => ended(w, 'threads'));
-  await Promise.all(next.map((m) => m())); // every worker warmed up and waiting
+  const hello = await Promise.all(next.map((m) => m())); // every worker warmed up and waiting
+  let pinned = cpus.length > 0;
+  const on = [];
+  for (let w = 0; w < k; w++) {
+    on.push('-');
+    if (!cpus.length) continue;
+    const cpu = cpus[w % cpus.length];
+    if (!hello[w].tid) {
+      pinned = false;
+      continue;
+    }
+    say(`pin ${hello[w].tid} ${cpu}`);
+    const reply = await nextLine(10000);
+    if (reply === undefined) staleReplies++;
+    if (reply === 'ok') on[w] = String(cpu);
+    else pinned = false;
+  }
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
-  const perCall = (await Promise.all(next.map((m) => m()))).map((m) => m.elapsedNs / n);
+  const done = await Promise.all(next.map((m) => m()));
   await Promise.all(gone.map((g) => g()));
+  const perCall = done.map((m) => m.elapsedNs / n);
+  const list = (f) => done.map(f).join(',');
   say(`threads ${APIS[api]} k=${k} n=${n} per_call_ns=${fmt(perCall.reduce((a, b) => a + b, 0) / k)} ` +
-    `max_per_call_ns=${fmt(Math.max(...perCall))}`);
+    `max_per_call_ns=${fmt(Math.max(...perCall))} chunk=${chunk} pinned=${pinned ? 'requested' : 'no'} ` +
+    `cpu=${on.join(',')} least_ns=${list((m) => fmt(m.least))} median_ns=${list((m) => fmt(m.median))} ` +
+    `wall_ns=${list((m) => m.elapsedNs)} run_ns=${list(() => '-')} ` +
+    `nivcsw=${list((m) => (m.switches < 0 ? '-' : m.switches))}`);
 }
 
-function threadsWorker({ api, n, sab }) {
+function threadsWorker({ api, n, chunk, sab }) {
   const ctl = new Int32Array(sab);
   warmUp(api, n);
-  parentPort.postMessage({ ready: true });
+  const chunks = Math.floor(n / chunk), rest = n % chunk;
+  const d = new Float64Array(chunks);
+  parentPort.postMessage({ tid: threadId() });
   if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
+  const sw0 = involuntarySwitches();
   const t0 = process.hrtime.bigint();
-  const acc = batch(api, n);
+  let prev = t0, acc = 0;
+  for (let c = 0; c < chunks; c++) {
+    acc += batch(api, chunk);
+    const now = process.hrtime.bigint();
+    d[c] = Number(now - prev);
+    prev = now;
+  }
+  acc += batch(api, rest);
   const t1 = process.hrtime.bigint();
-  parentPort.postMessage({ elapsedNs: Number(t1 - t0), acc });
+  const sw1 = involuntarySwitches();
+  d.sort();
+  parentPort.postMessage({
+    elapsedNs: Number(t1 - t0), acc, least: d[0] / chunk, median: d[chunks >> 1] / chunk,
+    switches: sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0,
+  });
 }
 
 // Each line of stdin one command, run as alone, its answer followed by cb-served.
@@ -406,7 +467,10 @@ async function run(argv, serving) {
   const [cmd, ...args] = argv;
   const shapes = { info: 0, cost: 2, steps: 2, path: 2, stamp: 1, cross: 4, threads: 3, serve: 0 };
   if (!Object.prototype.hasOwnProperty.call(shapes, cmd)) fail(`unknown command '${cmd}'; ${USAGE}`);
-  if (args.length !== shapes[cmd]) fail(`${cmd} takes ${shapes[cmd]} arguments; ${USAGE}`);
+  // threads' CPU list may be left out: then its workers are not pinned
+  if (args.length !== shapes[cmd] && !(cmd === 'threads' && args.length === shapes[cmd] + 1)) {
+    fail(`${cmd} takes ${shapes[cmd]} arguments; ${USAGE}`);
+  }
   if (cmd === 'serve') {
     if (serving) fail('serve: already serving');
     return serve();
@@ -426,7 +490,10 @@ async function run(argv, serving) {
   else if (cmd === 'cross') {
     await cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
       number(args[3], 'rounds', 1, MAX_N));
-  } else await threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N));
+  } else {
+    await threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N),
+      args.length === 4 ? parseCpus(args[3]) : []);
+  }
 }
 
 // A command that throws ends the probe with the reason (Node 12 only warned of a rejected promise

@@ -9,7 +9,9 @@ back-to-back reads. The claim beside them is what time.get_clock_info() says of 
 
 `threads` runs its k loops in forked processes, not threads: CPython's GIL lets one thread run at a
 time, so k threads would measure the GIL's hand-offs instead of the clock's own scaling (the line
-says workers=processes). `cross` uses two threads, each pinned with os.sched_setaffinity(0, ...);
+says workers=processes). Each pins itself to a CPU of the list given (os.sched_setaffinity), times
+its calls in chunks by perf_counter_ns, and reads its CPU time (thread_time_ns) and involuntary
+context switches (/proc/thread-self/status) around its loop. `cross` uses two threads, each pinned with os.sched_setaffinity(0, ...);
 the GIL serialises them, and each hand-off is a full barrier, so a reader that sees the new
 sequence number has seen the writer's t1.
 
@@ -43,8 +45,9 @@ MAX_CPU = 4095
 ROUND_TIMEOUT_NS = 1_000_000_000
 WORKER_TIMEOUT_S = 60
 USAGE = ("usage: probe.py info | cost API N | steps API N | path API N | stamp API"
-         " | cross API CPU_A CPU_B ROUNDS | threads API K N | serve")
+         " | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve")
 SHAPES = {"info": 0, "cost": 2, "steps": 2, "path": 2, "stamp": 1, "cross": 4, "threads": 3, "serve": 0}
+OPTIONAL = {"threads": 1}  # threads' CPU list may be left out: then its workers are not pinned
 
 
 def fail(message, status=64):
@@ -227,15 +230,44 @@ def cmd_cross(name, cpu_a, cpu_b, rounds):
         f"pinned={'self' if all(pinned) else 'no'}")
 
 
-def cmd_threads(name, k, n):
+def parse_cpus(text):
+    """Linux's CPU list format ("0-3,8"), or exit 64."""
+    cpus = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        a = number(lo, "cpus", 0, MAX_CPU)
+        b = number(hi, "cpus", a, MAX_CPU) if hi or "-" in part else a
+        cpus.extend(range(a, b + 1))
+    return cpus[:MAX_THREADS]
+
+
+def involuntary_switches():
+    """This thread's involuntary context switches, or None where /proc cannot say."""
+    try:
+        with open("/proc/thread-self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"nonvoluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def known(v):
+    return "-" if v is None else str(v)
+
+
+def cmd_threads(name, k, n, cpus):
     f = api_of(name)[0]
     clock = time.perf_counter_ns
+    chunk = max(1, min(1000, n // 20))  # chunks of about 1000 calls, at least 20: the least is an idle CPU's
+    chunks, rest = divmod(n, chunk)
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     out_r, out_w = os.pipe()
     sys.stdout.flush()
     pids = []
-    for _ in range(k):
+    for me in range(k):
         pid = os.fork()
         if pid == 0:
             # whatever happens, the child ends here: it must never return into serve's loop,
@@ -243,13 +275,31 @@ def cmd_threads(name, k, n):
             status = 1
             try:
                 os.close(go_w)
+                cpu = None
+                if cpus:
+                    try:
+                        os.sched_setaffinity(0, {cpus[me % len(cpus)]})
+                        cpu = cpus[me % len(cpus)]
+                    except OSError:
+                        pass
                 run_batch(f, n)  # warm-up, as in cost
+                d = [0] * chunks
                 os.write(ready_w, b"r")
                 os.read(go_r, 1)  # the common start: EOF when the parent closes go_w
-                t0 = clock()
-                run_batch(f, n)
+                sw0, cpu0 = involuntary_switches(), time.thread_time_ns()
+                t0 = prev = clock()
+                for c in range(chunks):
+                    run_batch(f, chunk)
+                    now = clock()
+                    d[c] = now - prev
+                    prev = now
+                run_batch(f, rest)
                 t1 = clock()
-                os.write(out_w, f"{t1 - t0}\n".encode())
+                cpu1, sw1 = time.thread_time_ns(), involuntary_switches()
+                d.sort()
+                sw = None if sw0 is None or sw1 is None else sw1 - sw0
+                os.write(out_w, f"{me} {known(cpu)} {fmt(d[0] / chunk)} {fmt(d[chunks // 2] / chunk)} {t1 - t0} "
+                                f"{cpu1 - cpu0} {known(sw)}\n".encode())
                 status = 0
             finally:
                 os._exit(status)
@@ -265,20 +315,23 @@ def cmd_threads(name, k, n):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 fail(f"threads: the workers were not {what} within {WORKER_TIMEOUT_S} s", 1)
-            chunk = os.read(fd, 4096)
-            if not chunk:
+            chunk_read = os.read(fd, 4096)
+            if not chunk_read:
                 fail(f"threads: a worker ended before it was {what}", 1)
-            data += chunk
+            data += chunk_read
         return data
 
     read_all(ready_r, k, "ready")
     os.close(go_w)
-    elapsed = [int(x) for x in read_all(out_r, k, "done").split()]
+    rows = sorted((line.split() for line in read_all(out_r, k, "done").decode().splitlines()), key=lambda r: int(r[0]))
     for pid in pids:
         os.waitpid(pid, 0)
-    per_call = [e / n for e in elapsed]
+    per_call = [int(r[4]) / n for r in rows]
+    pinned = "self" if cpus and all(r[1] != "-" for r in rows) else "no"
+    cols = [",".join(r[i] for r in rows) for i in range(1, 7)]
     say(f"threads {name} k={k} n={n} per_call_ns={fmt(sum(per_call) / k)} "
-        f"max_per_call_ns={fmt(max(per_call))} workers=processes")
+        f"max_per_call_ns={fmt(max(per_call))} chunk={chunk} pinned={pinned} cpu={cols[0]} least_ns={cols[1]} "
+        f"median_ns={cols[2]} wall_ns={cols[3]} run_ns={cols[4]} nivcsw={cols[5]} workers=processes")
 
 
 def serve():
@@ -299,7 +352,7 @@ def run(words, serving=False):
     cmd, args = words[0], words[1:]
     if cmd not in SHAPES:
         fail(f"unknown command '{cmd}'; {USAGE}")
-    if len(args) != SHAPES[cmd]:
+    if not SHAPES[cmd] <= len(args) <= SHAPES[cmd] + OPTIONAL.get(cmd, 0):
         fail(f"{cmd} takes {SHAPES[cmd]} arguments; {USAGE}")
     if cmd == "serve":
         if serving:
@@ -316,7 +369,8 @@ def run(words, serving=False):
     if cmd == "cross":
         return cmd_cross(args[0], number(args[1], "cpu_a", 0, MAX_CPU), number(args[2], "cpu_b", 0, MAX_CPU),
                          number(args[3], "rounds", 1, MAX_N))
-    return cmd_threads(args[0], number(args[1], "k", 1, MAX_THREADS), number(args[2], "n", 1, MAX_N))
+    return cmd_threads(args[0], number(args[1], "k", 1, MAX_THREADS), number(args[2], "n", 1, MAX_N),
+                       parse_cpus(args[3]) if len(args) == 4 else [])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ folder of the test's own (--lang-dir) it stands in for the Python probe
 so that the runner is tested before, and apart from, the real probes; and
 it serves its commands on stdin (`serve`) as the real ones do; and
 it can be told to fail (CB_TEST_FAULT=how:command[:api],... with how one of
-crash, hang, garbage, nomarker, closein, demote, backward) to test that one failure
+crash, hang, garbage, nomarker, closein, demote, backward, disturbed) to test that one failure
 is one line and the rest go on. Not part of the product."""
 
 import os
@@ -88,7 +88,7 @@ def command(argv, serving):
     if not args or args[0] not in APIS:
         bad("unknown API")
     f = APIS[args[0]]
-    nums = [int(a) for a in args[1:]]
+    nums = [int(a) for a in args[1:] if a.isdigit()]  # threads' CPU list ("0-3") is read apart
     if cmd == "cost":
         n = nums[0]
         per = []
@@ -169,24 +169,48 @@ def command(argv, serving):
             result["v"], result["worst"] = 3, 500
         print("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self"
               % (args[0], a, b, rounds, result["v"], result["worst"], result["lost"]))
-    elif cmd == "threads":
-        k, n = nums
+    elif cmd == "threads":  # threads <api> <k> <n> [<cpus>]: each pinned to a CPU of the list, timed in chunks
+        k, n = nums[:2]
+        cpus = []
+        for part in (args[3].split(",") if len(args) > 3 else []):
+            lo, _, hi = part.partition("-")
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        chunk = max(1, min(1000, n // 20))
         go = threading.Barrier(k)
-        per = [0.0] * k
+        runs = [None] * k
 
         def loop(i):
+            cpu = "-"
+            if cpus:
+                os.sched_setaffinity(0, {cpus[i % len(cpus)]})
+                cpu = str(cpus[i % len(cpus)])
             go.wait()
-            t0 = time.perf_counter_ns()
-            for _ in range(n):
+            d = []
+            t0 = prev = time.perf_counter_ns()
+            for _ in range(n // chunk):
+                for _ in range(chunk):
+                    f()
+                now = time.perf_counter_ns()
+                d.append(now - prev)
+                prev = now
+            for _ in range(n % chunk):
                 f()
-            per[i] = (time.perf_counter_ns() - t0) / n
+            d.sort()
+            runs[i] = (cpu, d[0] / chunk, d[len(d) // 2] / chunk, time.perf_counter_ns() - t0)
 
         ts = [threading.Thread(target=loop, args=(i,)) for i in range(k)]
         for t in ts:
             t.start()
         for t in ts:
             t.join()
-        print("threads %s k=%d n=%d per_call_ns=%.1f max_per_call_ns=%.1f" % (args[0], k, n, sum(per) / k, max(per)))
+        per = [r[3] / n for r in runs]
+        # CB_TEST_FAULT=disturbed:threads: every thread says it was preempted twice
+        sw = "2" if how == "disturbed" else "0"
+        print("threads %s k=%d n=%d per_call_ns=%.1f max_per_call_ns=%.1f chunk=%d pinned=%s cpu=%s least_ns=%s median_ns=%s "
+              "wall_ns=%s run_ns=%s nivcsw=%s" % (args[0], k, n, sum(per) / k, max(per), chunk, "self" if cpus else "no",
+                                                   ",".join(r[0] for r in runs), ",".join("%.1f" % r[1] for r in runs),
+                                                   ",".join("%.1f" % r[2] for r in runs), ",".join(str(r[3]) for r in runs),
+                                                   ",".join("-" for _ in runs), ",".join(sw for _ in runs)), flush=True)
     else:
         bad("unknown command %s" % cmd)
 

@@ -234,7 +234,12 @@ def test_stamp_falls_in_its_own_clocks_bracket(lang, api, clock, other, grain_ns
 def cross(argv: list[str], api: str, reply: str) -> tuple[dict[str, str], list[tuple[int, int]]]:
     """Runs cross on CPUS, answering each pin request as the runner does: "ok" after
     sched_setaffinity of the tid, or the given "no ..." reply. Returns the result and the pins."""
-    p = subprocess.Popen([*argv, "cross", api, str(CPUS[0]), str(CPUS[1]), "200"], stdin=subprocess.PIPE,
+    return pinning([*argv, "cross", api, str(CPUS[0]), str(CPUS[1]), "200"], "cross", api, reply)
+
+
+def pinning(command: list[str], what: str, api: str, reply: str) -> tuple[dict[str, str], list[tuple[int, int]]]:
+    """Runs a command that may ask for pins (cross, threads), answering each as the runner does."""
+    p = subprocess.Popen(command, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pins, line = [], ""
     try:
@@ -254,7 +259,7 @@ def cross(argv: list[str], api: str, reply: str) -> tuple[dict[str, str], list[t
     finally:
         p.kill()
         p.wait()
-    assert rest == "" and line.startswith(f"cross {api} "), (line, rest)
+    assert rest == "" and line.startswith(f"{what} {api} "), (line, rest)
     return fields(line), pins
 
 
@@ -291,15 +296,39 @@ def test_cross_refused_pin_runs_unpinned(lang, build_output):
 @pytest.mark.parametrize("lang,api", ALL_APIS)
 def test_threads(lang, api, build_output):
     argv = probe(lang, build_output)
-    f = one_line(argv, "threads", api, "2", "2000")
-    assert (f["k"], f["n"]) == ("2", "2000"), f
+    f = one_line(argv, "threads", api, "2", "2000")  # no CPU list: not pinned, and no pin asked for
+    assert (f["k"], f["n"], f["pinned"], f["cpu"]) == ("2", "2000", "no", "-,-"), f
     assert 0 < float(f["per_call_ns"]) <= float(f["max_per_call_ns"]) < 1_000_000, f
+
+
+@pytest.mark.parametrize("lang,api", ALL_APIS)
+def test_threads_pinned_each_to_a_cpu_and_timed_in_chunks(lang, api, build_output):
+    argv = probe(lang, build_output)
+    f, pins = pinning([*argv, "threads", api, "2", "2000", f"{CPUS[0]},{CPUS[1]}"], "threads", api, "ok")
+    assert (f["k"], f["n"], f["chunk"]) == ("2", "2000", "100"), f
+    if lang == "python":  # its workers pin themselves with os.sched_setaffinity(0, ...)
+        assert pins == [] and f["pinned"] == "self", f
+    else:
+        assert sorted(c for _, c in pins) == sorted(CPUS) and pins[0][0] != pins[1][0], pins
+        assert f["pinned"] == "requested", f
+    assert f["cpu"] == f"{CPUS[0]},{CPUS[1]}", f
+    least, median = [float(x) for x in f["least_ns"].split(",")], [float(x) for x in f["median_ns"].split(",")]
+    walls = [int(x) for x in f["wall_ns"].split(",")]
+    assert all(0 < lo <= mid <= w / 100 for lo, mid, w in zip(least, median, walls)), f  # chunks of 100 calls
+    # involuntary switches from /proc/thread-self/status; the thread's CPU time where the runtime has it
+    assert all(x.isdigit() for x in f["nivcsw"].split(",")), f
+    assert all(x.isdigit() if lang == "python" else x == "-" for x in f["run_ns"].split(",")), f
+    # a pin refused: the threads still run, unpinned, and the line says so
+    if lang != "python":
+        f, pins = pinning([*argv, "threads", api, "2", "2000", f"{CPUS[0]},{CPUS[1]}"], "threads", api, "no not root")
+        assert len(pins) == 2 and f["pinned"] == "no" and f["cpu"] == "-,-", (f, pins)
 
 
 BAD = [[], ["bogus"], ["info", "extra"], ["cost", "no.such.api", "10"], ["cost", "API", "0"], ["cost", "API", "-1"],
        ["cost", "API", "1x"], ["cost", "API", "+5"], ["cost", "API", "99999999999"], ["steps", "API"],
        ["steps", "API", "1"], ["path", "API", "1", "2"], ["stamp"], ["cross", "API", "0", "1", "0"],
-       ["cross", "API", "x", "1", "5"], ["threads", "API", "0", "10"], ["threads", "API", "2", "0"]]
+       ["cross", "API", "x", "1", "5"], ["threads", "API", "0", "10"], ["threads", "API", "2", "0"],
+       ["threads", "API", "2", "10", "0-x"], ["threads", "API", "2", "10", "3-1"], ["threads", "API", "2", "10", "0", "extra"]]
 
 
 @pytest.mark.parametrize("lang", PROBES)

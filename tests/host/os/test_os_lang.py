@@ -87,6 +87,49 @@ def test_cross_and_threads_lines(lib):
     assert not parse(lib, "threads", "threads Instant::now k=2 n=20000 per_call_ns=30 max_per_call_ns=26.0", "Instant::now")["ok"]
 
 
+THREADS = ("threads steady_clock k=2 n=20000 per_call_ns=40.5 max_per_call_ns=52.0 chunk=1000 pinned=self cpu=0,1 "
+           "least_ns=20.1,20.4 median_ns=20.3,21.9 wall_ns=810000,1040000 run_ns=809000,{run1} nivcsw=0,{sw1}")
+
+
+def test_a_threads_line_gives_the_slowest_threads_least_chunk_and_says_who_was_disturbed(lib):
+    # issue 44: threads that mean what they say. Idle: no switch, CPU time all of wall time
+    r = parse(lib, "threads", THREADS.format(run1=1039000, sw1=0), "steady_clock")
+    assert r["ok"] and r["chunked"] and r["chunk"] == 1000 and r["pinned"] == "self", r
+    assert (r["least_ns"], r["median_ns"]) == (20.4, 21.9), r  # the slowest thread's least, the slowest median
+    assert (r["disturbed"], r["judged"], r["switches"], r["disturbed_cpus"]) == (0, 2, 0, []), r
+    assert r["share_known"] and r["cpu_share"] == 0.999, r  # 809000 / 810000, to 1/1000
+    # preempted (an involuntary switch) on CPU 1
+    r = parse(lib, "threads", THREADS.format(run1=1039000, sw1=3), "steady_clock")
+    assert r["ok"] and (r["disturbed"], r["disturbed_cpus"], r["switches"]) == (1, [1], 3), r
+    # sharing its CPU without a switch seen: CPU time under 90 % of wall time
+    r = parse(lib, "threads", THREADS.format(run1=600000, sw1=0), "steady_clock")
+    assert r["ok"] and (r["disturbed"], r["disturbed_cpus"]) == (1, [1]) and r["cpu_share"] == 0.577, r
+    # a runtime with no thread CPU time and no /proc: shown, not judged
+    r = parse(lib, "threads", THREADS.format(run1="-", sw1="-").replace("run_ns=809000", "run_ns=-").replace("nivcsw=0,", "nivcsw=-,"),
+              "steady_clock")
+    assert r["ok"] and (r["disturbed"], r["judged"], r["share_known"]) == (0, 0, False), r
+
+
+def test_an_older_threads_line_is_still_read_as_its_loops_mean(lib):
+    r = parse(lib, "threads", "threads Instant::now k=2 n=20000 per_call_ns=25.5 max_per_call_ns=26.0", "Instant::now")
+    assert r["ok"] and not r["chunked"] and r["per_call_ns"] == 25.5, r
+
+
+@pytest.mark.parametrize("change, why", [
+    (("cpu=0,1", "cpu=0"), "cpu= is not a list of 2"),
+    (("least_ns=20.1,20.4", "least_ns=20.1,-"), "least_ns= is not a list of 2 numbers"),
+    (("median_ns=20.3,21.9", "median_ns=20.3,19.9"), "least chunk is above its median"),
+    (("pinned=self", "pinned=maybe"), "pinned= is not"),
+    (("nivcsw=0,0", "nivcsw=0,0,0"), "nivcsw= is not a list of 2"),
+    (("wall_ns=810000,1040000", "wall_ns=810000,"), "wall_ns= is not a list of 2"),
+    (("chunk=1000", "chunk=0"), "chunk= is 0"),
+])
+def test_a_garbled_threads_line_is_refused_with_its_reason(lib, change, why):
+    line = THREADS.format(run1=1039000, sw1=0).replace(*change)
+    r = parse(lib, "threads", line, "steady_clock")
+    assert not r["ok"] and why in r["why"], (line, r)
+
+
 @pytest.mark.parametrize("line, ok, ns", [("1732694400123456789", True, 1732694400123456789), ("42\r", True, 42),
                                           ("-5", False, 0), ("1.5e9", False, 0), ("", False, 0), ("99999999999999999999999", False, 0)])
 def test_a_stamp_is_a_whole_number_of_ns(lib, line, ok, ns):

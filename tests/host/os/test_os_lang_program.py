@@ -74,6 +74,12 @@ def test_every_api_picked_has_its_record_and_no_probe_failed(real):
         assert r["least_step_ns"] is None or r["least_step_ns"] > 0, r
         assert r["syscalls_per_1000"] is not None and r["cross_cpu_pairs"] == min(len(os.sched_getaffinity(0)) - 1, 4), r
         assert r["threads_1_ns"] > 0 and r["threads_2_ns"] > 0 and r["threads_n_ns"] > 0, r
+        # each thread pinned to a CPU of its own, its loop timed in chunks: the least chunk, the median beside it
+        assert r["threads_pinned"] == ("requested" if r["language"] == "dotnet" else "self"), r
+        assert r["threads_chunk"] >= 25 and r["threads_1_ns"] <= r["threads_1_median_ns"], r
+        assert isinstance(r["threads_disturbed"], bool) and r["threads_over_cpus"] == ([2] if len(os.sched_getaffinity(0)) < 2 else []), r
+        assert r["threads_disturbed"] == bool(r["threads_disturbed_cpus"]), r
+        assert set(r["threads_switches"]) == {str(k) for k in {1, 2, len(os.sched_getaffinity(0))}}, r
         assert r["backward"] == 0 or r["api"] in ("system_clock", "high_resolution_clock", "time.Now", "time_ns"), r
     assert lang_clock(recs, "cpp-libstdc++", "steady_clock")["method"] == "tsc"
     py = lang_clock(recs, "python", "perf_counter_ns")
@@ -288,6 +294,64 @@ def test_a_failing_probe_is_one_line_naming_language_and_api_and_the_rest_is_mea
     check = next(c for c in of(recs, "check") if c["name"] == "language probes")
     assert check["result"] == "FAIL"
     assert "SUMMARY:" in p.stdout
+
+
+def test_threads_the_scheduler_disturbed_are_marked_and_said(tmp_path):
+    # the stand-in says each thread was preempted twice: the figure is kept (its least chunk), marked and said
+    d = stand_in_dir(tmp_path)
+    env = {**python_first(tmp_path), "CB_TEST_FAULT": "disturbed:threads:time.Since"}
+    p = run("--current-only", *FAST, "--lang", "go", "--lang-dir", str(d), env=env)
+    assert p.returncode == 0, p.stdout[-3000:]
+    recs = records(p.stdout)
+    since, now = lang_clock(recs, "go", "time.Since"), lang_clock(recs, "go", "time.Now")
+    cpus = sorted(os.sched_getaffinity(0))
+    assert since["threads_disturbed"] is True and since["threads_1_ns"] > 0, since
+    assert since["threads_disturbed_cpus"]["1"] == [cpus[0]] and since["threads_switches"]["1"] == 2, since
+    assert now["threads_disturbed"] is False and now["threads_disturbed_cpus"] == {}, now
+    assert since["threads_cpu_share"] == {} and since["threads_pinned"] == "self", since  # the stand-in reads no CPU time
+    rows = {l.split()[0]: l for l in order_table(p.stdout) if l.startswith("    ")}
+    assert rows["time.Since"].rstrip().endswith("~") and "~" not in rows["time.Now*"], rows
+    notes = p.stdout.replace("\n      ", " ")  # a note's further lines, indented, joined again
+    assert "  Go time.Since, 1 thread: 1 disturbed (CPU %d; 2 involuntary switches); least chunk" % cpus[0] in notes, p.stdout[-3000:]
+
+
+def test_more_threads_than_cpus_is_said(tmp_path):
+    # clockbench-os allowed one CPU: 2 threads take turns on it, and the record and the table say so
+    d = stand_in_dir(tmp_path)
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    assert PROGRAM.is_file()
+    p = subprocess.run([str(PROGRAM), "--current-only", *FAST, "--lang", "go", "--lang-dir", str(d)], capture_output=True, text=True,
+                       timeout=300, env=python_first(tmp_path), preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert p.returncode == 0, p.stdout[-3000:]
+    for r in of(records(p.stdout), "lang_clock"):
+        assert r["threads_n"] == 1 and r["threads_over_cpus"] == [2] and r["threads_2_ns"] > 0, r
+    rows = {l.split()[0]: l for l in order_table(p.stdout) if l.startswith("    ")}
+    assert rows["time.Since"].rstrip().endswith(">"), rows
+    assert "Go time.Since, 2 threads: on 1 CPU, taking turns;" in p.stdout.replace("\n      ", " "), p.stdout[-3000:]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: no second CPU to hog")
+def test_beside_a_cpu_hog_cpp_steady_clocks_two_threads_cost_what_one_does_or_are_marked(tmp_path):
+    """Issue 44's done-when: beside a CPU hog (a busy loop on the second CPU,
+    started here and killed at the end), C++ steady_clock's 2-thread cost is
+    within 1.5x of its 1-thread cost, or marked disturbed; the thread on the
+    hogged CPU shares it, so it is marked."""
+    assert (LANG_DIR / "probe-cpp-libstdcxx").is_file(), "`make lang` builds it"
+    hogged = sorted(os.sched_getaffinity(0))[1]  # clockbench-os pins the second thread to the second CPU
+    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{hogged}}})\nwhile True:\n    pass\n"])
+    try:
+        p = run("--current-only", "--quick", "--reads", "200", "--rate-ms", "50", "--lang-calls", "20000",
+                "--lang", "cpp-libstdc++", "--lang-dir", str(LANG_DIR))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert p.returncode == 0, p.stdout[-3000:]
+    steady = lang_clock(records(p.stdout), "cpp-libstdc++", "steady_clock")
+    marked = steady["threads_disturbed"] and "2" in steady["threads_disturbed_cpus"]
+    assert steady["threads_2_ns"] <= 1.5 * steady["threads_1_ns"] or marked, steady
+    assert hogged in steady["threads_disturbed_cpus"].get("2", []), steady  # the hogged CPU's thread
+    row = next(l for l in order_table(p.stdout) if l.startswith("    steady_clock"))
+    assert row.split()[6].endswith("~"), row  # the 2-thread column's mark
 
 
 def test_a_clocksource_changed_under_a_language_is_said(tmp_path):

@@ -30,7 +30,7 @@ def script(api: str) -> list[list[str]]:
     """The commands, small enough to be quick: every command of the contract, path twice."""
     return [["info"], [], ["cost", api, "2000"], ["steps", api, "2000"], ["stamp", api],
             ["cross", api, str(CPUS[0]), str(CPUS[1]), "200"], ["threads", api, "1", "2000"],
-            ["threads", api, "2", "2000"], ["path", api, "1000"], ["path", api, "1000"]]
+            ["threads", api, "2", "2000", f"{CPUS[0]},{CPUS[1]}"], ["path", api, "1000"], ["path", api, "1000"]]
 
 
 class Pipe:
@@ -112,7 +112,7 @@ def unpinned_tasks(pid: int) -> dict[str, str]:
 
 def converse(c: Pipe, words: list[str], serving: bool) -> tuple[list[str], list[tuple[int, int]]]:
     """One command of the script, as clockbench-os's runner would run it: stamp's lines sent one
-    at a time, cross's pins done with sched_setaffinity and answered ok. Returns the answer's lines
+    at a time, cross's and threads' pins done with sched_setaffinity and answered ok. Returns the answer's lines
     and the pins; within serve the answer must end with cb-served, alone with the end of stdout."""
     if serving:
         c.send(" ".join(words))
@@ -127,7 +127,7 @@ def converse(c: Pipe, words: list[str], serving: bool) -> tuple[list[str], list[
             c.p.stdin.close()
     while (line := c.line()) not in (None, "cb-served"):
         m = re.fullmatch(r"pin (\d+) (\d+)", line)
-        if words[0] == "cross" and m:
+        if words[0] in ("cross", "threads") and m:
             tid, cpu = int(m[1]), int(m[2])
             os.sched_setaffinity(tid, {cpu})
             pins.append((tid, cpu))
@@ -180,12 +180,16 @@ def test_serve_answers_a_script_as_alone(lang, build_output, record_property):
             if words[0] == "stamp":
                 values = [int(v) for v in answer]
                 assert values == sorted(set(values)), values
-            if words[0] == "cross":
+            if words[0] == "threads" and len(words) == 5:  # pinned: by itself (Python's workers) or at its request
                 f = fields(answer[0])
-                assert int(f["lost"]) <= LOST_MOST and (f["violations"], f["max_violation_ns"]) == ("0", "0"), f
-                if lang == "python":  # pins its threads itself, each with sched_setaffinity(0, ...)
+                assert f["cpu"] == words[4] and f["pinned"] == ("self" if lang == "python" else "requested"), (pins, f)
+                assert sorted(cpu for _, cpu in pins) == ([] if lang == "python" else sorted(CPUS)), pins
+            if words[0] in ("cross", "threads") and len(words) == 5:
+                f = fields(answer[0])
+                assert words[0] == "threads" or (int(f["lost"]) <= LOST_MOST and (f["violations"], f["max_violation_ns"]) == ("0", "0")), f
+                if words[0] == "cross" and lang == "python":  # pins its threads itself, each with sched_setaffinity(0, ...)
                     assert pins == [] and f["pinned"] == "self", (pins, f)
-                else:
+                elif words[0] == "cross":
                     assert [cpu for _, cpu in pins] == list(CPUS) and f["pinned"] == "requested", (pins, f)
                 # the pinned threads ended with the command; the serving thread kept its CPUs.
                 # A thread joined may still be leaving the kernel's task list a moment after

@@ -225,12 +225,15 @@ def test_serve_answers_each_command_as_alone_then_cb_served(lib, built, lang):
         assert threads_not_on(pid, cpus_before) == {}, f"threads still pinned after cross (all had {cpus_before})"
 
         for k in (1, 2):
-            s.send(f"threads {api} {k} 2000\n")
+            s.send(f"threads {api} {k} 2000 {a},{b}\n")
             lines = s.answer()
             assert len(lines) == 1, lines
             t = parsed(lib, "threads", lines[0], api)
-            assert (t["k"], t["n"]) == (k, 2000), t
-            assert shape(lines[0]) == shape(alone(path, "threads", api, k, 2000).stdout), lines[0]
+            assert (t["k"], t["n"], t["chunked"], t["pinned"]) == (k, 2000, True, "self"), t
+            assert shape(lines[0]) == shape(alone(path, "threads", api, k, 2000, f"{a},{b}").stdout), lines[0]
+        # each thread pinned to a CPU of its own: they ended, or have their CPUs back (Go's locked OS threads)
+        assert cpus_allowed(pid, pid) == cpus_before
+        assert threads_not_on(pid, cpus_before) == {}, f"threads still pinned after threads (all had {cpus_before})"
         assert s.new_stderr() == "", "a command other than path wrote to stderr"
 
         # path twice: a pair of markers each, around that command only

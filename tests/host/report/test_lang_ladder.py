@@ -187,6 +187,13 @@ def test_order_and_threads_are_shown_and_a_monotonic_clock_that_went_back_is_fla
     w = got[("C++ (libstdc++)", "system_clock")]
     assert (w["cross_backward"], w["judged"], w["bad"]) == ("5", False, False), w
     assert s["threads"][0] == figures.ns(steady["threads_1_ns"]), s
+    # a count the scheduler disturbed is marked, as in clockbench-os's table; more threads than CPUs too
+    steady.update(threads_disturbed=True, threads_disturbed_cpus={"2": [1]}, threads_over_cpus=[])
+    wall.update(threads_over_cpus=[2])
+    [marked] = [t for t in ladder.tables(res) if t["clocksource"] == steady["clocksource"]]
+    cells = {r["read"]: r["threads"] for r in marked["order"] if r["layer"] == "C++ (libstdc++)"}
+    assert cells["steady_clock"][:2] == [figures.ns(steady["threads_1_ns"]), figures.ns(steady["threads_2_ns"]) + "~"], cells
+    assert cells["system_clock"][1] == figures.ns(wall["threads_2_ns"]) + ">", cells
     report.write(res, tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert "In order, across CPUs and threads (clocksource" in page

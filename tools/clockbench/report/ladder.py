@@ -184,6 +184,19 @@ def _count(v) -> str:
     return str(int(v)) if _num(v) else "-"
 
 
+def _thread_cells(r: dict) -> list[str]:
+    """The cost per call at 1, 2 and N threads (each pinned to a CPU of its own: the slowest
+    thread's least chunk), "~" where the scheduler disturbed a thread of that count, ">" where
+    there were more threads than CPUs (docs/output.md, `threads_disturbed_cpus`, `threads_over_cpus`)."""
+    disturbed, over = r.get("threads_disturbed_cpus") or {}, r.get("threads_over_cpus") or []
+    cells = []
+    for key, k in (("threads_1_ns", 1), ("threads_2_ns", 2), ("threads_n_ns", r.get("threads_n"))):
+        v = r.get(key)
+        mark = ">" if k in over else "~" if str(k) in disturbed else ""
+        cells.append(figures.ns(v) + mark if _num(v) else "-")
+    return cells
+
+
 def order_rows(res: dict, cs: str) -> list[dict]:
     """Each API's order (back-to-back and across CPUs) and its cost per
     thread count on one clocksource, as text cells; `judged` when its clock
@@ -200,7 +213,7 @@ def order_rows(res: dict, cs: str) -> list[dict]:
                     "backward": _count(back), "rounds": _count(r.get("cross_cpu_rounds")),
                     "cross_backward": _count(cross_back), "lost": _count(r.get("cross_cpu_lost")),
                     "worst": figures.ns(worst) if _num(worst) and _num(cross_back) and cross_back else "-",
-                    "threads": [figures.ns(r[k]) if _num(r.get(k)) else "-" for k in ("threads_1_ns", "threads_2_ns", "threads_n_ns")],
+                    "threads": _thread_cells(r),
                     "threads_n": _count(r.get("threads_n")), "judged": judged,
                     "bad": judged and ((_num(back) and back > 0) or (_num(cross_back) and cross_back > 0))})
     return out

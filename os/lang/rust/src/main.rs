@@ -13,6 +13,10 @@
 //!        clock_gettime), which is that value itself: printed on its clock's
 //!        scale (origin=clock); where a std prints no such fields, the ns since
 //!        the probe's first Instant (origin=private).
+//! threads: each of k threads pinned to a CPU of the list given, its n calls
+//!        timed by Instant in chunks; per thread the least and median chunk's
+//!        cost per call, its wall time, its CPU time (CLOCK_THREAD_CPUTIME_ID)
+//!        and its involuntary context switches (getrusage RUSAGE_THREAD).
 //! serve: one command a line on stdin, each through the same dispatcher as the
 //!        command line (dispatch), its answer and `cb-served` flushed.
 use std::arch::asm;
@@ -34,12 +38,17 @@ const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads, serve";
 // beyond it is refused rather than gathered without bound.
 const MAX_LINE: usize = 1024;
 const USAGE: &str =
-    "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> | serve";
+    "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> [<cpus>] | serve";
 
 extern "C" {
     // glibc; pid 0 is the calling thread
     fn sched_setaffinity(pid: i32, cpusetsize: usize, mask: *const u64) -> i32;
+    // struct timespec is two i64 on x86-64; struct rusage two timevals then 14 longs
+    fn clock_gettime(clock: i32, ts: *mut [i64; 2]) -> i32;
+    fn getrusage(who: i32, usage: *mut [i64; 18]) -> i32;
 }
+const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+const RUSAGE_THREAD: i32 = 1;
 
 fn fail(msg: String) -> ! {
     eprintln!("{}: {}", PROG, msg);
@@ -406,26 +415,131 @@ fn cross<C: Clock>(cpu_a: u64, cpu_b: u64, rounds: u64) {
     println!("cross {} a={} b={} rounds={} violations={} max_violation_ns={} lost={} pinned=self", C::NAME, cpu_a, cpu_b, rounds, v, worst, lost);
 }
 
-fn threads<C: Clock>(k: u64, n: u64) {
+/// Linux's CPU list format ("0-3,8"), or exit 64.
+fn parse_cpus(text: &str) -> Vec<u64> {
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => {
+                let lo = parse_u64(a, "cpus", 0, CPU_SETSIZE - 1);
+                (lo, parse_u64(b, "cpus", lo, CPU_SETSIZE - 1))
+            }
+            None => {
+                let c = parse_u64(part, "cpus", 0, CPU_SETSIZE - 1);
+                (c, c)
+            }
+        };
+        cpus.extend((lo..=hi).take(MAX_THREADS as usize));
+    }
+    cpus
+}
+
+fn thread_cpu_ns() -> i64 {
+    let mut ts = [0i64; 2];
+    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+        ts[0] * 1_000_000_000 + ts[1]
+    } else {
+        -1
+    }
+}
+
+fn involuntary_switches() -> i64 {
+    let mut ru = [0i64; 18];
+    if unsafe { getrusage(RUSAGE_THREAD, &mut ru) } == 0 {
+        ru[17] // ru_nivcsw
+    } else {
+        -1
+    }
+}
+
+/// One thread's loop: (cpu or -1, least and median chunk per call, wall ns, CPU ns or -1, switches or -1).
+struct ThreadRun {
+    cpu: i64,
+    least: f64,
+    median: f64,
+    wall_ns: i64,
+    run_ns: i64,
+    nivcsw: i64,
+}
+
+fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>) {
+    // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
+    let chunk = (n / 20).clamp(1, 1000);
+    let (chunks, rest) = (n / chunk, n % chunk);
     let barrier = Arc::new(Barrier::new(k as usize));
+    let cpus = Arc::new(cpus);
+    let unpinned = Arc::new(AtomicBool::new(cpus.is_empty()));
     let pool: Vec<_> = (0..k)
-        .map(|_| {
+        .map(|t| {
             let barrier = Arc::clone(&barrier);
+            let cpus = Arc::clone(&cpus);
+            let unpinned = Arc::clone(&unpinned);
             std::thread::spawn(move || {
+                let mut cpu = -1i64;
+                if !cpus.is_empty() {
+                    let c = cpus[(t as usize) % cpus.len()];
+                    if pin_self(c) {
+                        cpu = c as i64;
+                    } else {
+                        unpinned.store(true, Ordering::SeqCst);
+                    }
+                }
+                let mut d = vec![0u64; chunks as usize];
                 barrier.wait();
+                let sw0 = involuntary_switches();
+                let cpu0 = thread_cpu_ns();
                 let t0 = Instant::now();
-                for _ in 0..n {
+                let mut prev = t0;
+                for slot in d.iter_mut() {
+                    for _ in 0..chunk {
+                        let t = C::now();
+                        keep(&t);
+                    }
+                    let now = Instant::now();
+                    *slot = now.duration_since(prev).as_nanos() as u64;
+                    prev = now;
+                }
+                for _ in 0..rest {
                     let t = C::now();
                     keep(&t);
                 }
-                t0.elapsed().as_nanos() as f64 / n as f64
+                let wall_ns = t0.elapsed().as_nanos() as i64;
+                let cpu1 = thread_cpu_ns();
+                let sw1 = involuntary_switches();
+                d.sort_unstable();
+                ThreadRun {
+                    cpu,
+                    least: d[0] as f64 / chunk as f64,
+                    median: d[d.len() / 2] as f64 / chunk as f64,
+                    wall_ns,
+                    run_ns: if cpu0 >= 0 && cpu1 >= 0 { cpu1 - cpu0 } else { -1 },
+                    nivcsw: if sw0 >= 0 && sw1 >= 0 { sw1 - sw0 } else { -1 },
+                }
             })
         })
         .collect();
-    let per_call: Vec<f64> = pool.into_iter().map(|h| h.join().expect("a thread panicked")).collect();
+    let runs: Vec<ThreadRun> = pool.into_iter().map(|h| h.join().expect("a thread panicked")).collect();
+    let per_call: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64 / n as f64).collect();
     let mean = per_call.iter().sum::<f64>() / k as f64;
     let worst = per_call.iter().cloned().fold(0.0, f64::max);
-    println!("threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2}", C::NAME, k, n, mean, worst);
+    let known = |v: i64| if v < 0 { "-".to_string() } else { v.to_string() };
+    let list = |f: &dyn Fn(&ThreadRun) -> String| runs.iter().map(f).collect::<Vec<_>>().join(",");
+    println!(
+        "threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2} chunk={} pinned={} cpu={} least_ns={} median_ns={} wall_ns={} run_ns={} nivcsw={}",
+        C::NAME,
+        k,
+        n,
+        mean,
+        worst,
+        chunk,
+        if unpinned.load(Ordering::SeqCst) { "no" } else { "self" },
+        list(&|r| known(r.cpu)),
+        list(&|r| format!("{:.2}", r.least)),
+        list(&|r| format!("{:.2}", r.median)),
+        list(&|r| r.wall_ns.to_string()),
+        list(&|r| known(r.run_ns)),
+        list(&|r| known(r.nivcsw))
+    );
 }
 
 fn run<C: Clock>(cmd: &str, args: &[String], serving: bool) {
@@ -460,8 +574,11 @@ fn run<C: Clock>(cmd: &str, args: &[String], serving: bool) {
             )
         }
         "threads" => {
-            need(2, "<api> <k> <n>");
-            threads::<C>(parse_u64(&args[0], "k", 1, MAX_THREADS), parse_u64(&args[1], "n", 1, MAX_N))
+            if args.len() != 2 && args.len() != 3 {
+                fail(format!("usage: {} threads <api> <k> <n> [<cpus>]", PROG));
+            }
+            let (k, n) = (parse_u64(&args[0], "k", 1, MAX_THREADS), parse_u64(&args[1], "n", 1, MAX_N));
+            threads::<C>(k, n, args.get(2).map(|c| parse_cpus(c)).unwrap_or_default())
         }
         _ => unreachable!(),
     }
