@@ -417,14 +417,17 @@ static bool hold_parse(uint64_t repeat, struct hold *h)
     return false;
 }
 
-static void hold_windows(int c, struct hold *h)
+/* from `since`, taken before the line was printed: a stop that lands while
+   the line is still going out (the host matched it early) is a step before
+   the first window, and is seen as one */
+static void hold_windows(int c, uint64_t since, struct hold *h)
 {
     struct read_src src;
     if (!counter_source(c, &src))
         return;
     uint64_t target = counters[c].nominal_millihz / 1000 * CAL_WINDOW_MS / 1000;
     uint64_t min_tsc = results.tsc_estimate_hz / 1000 * (h->min_ms + CAL_WINDOW_MS);
-    uint64_t start = rdtsc(), prev = start;
+    uint64_t start = since, prev = since;
     while (prev - start < results.tsc_estimate_hz * CAL_HOLD_MAX_S) {
         struct window t = {0, 0, 0};
         READ_DISPATCH(src.kind, WINDOW_CALL, &src, target < 16 ? 16 : target, &t);
@@ -482,9 +485,10 @@ static void calibrate_repeats(const int *order, int n)
         struct hold h;
         bool held = hold_parse(i, &h);
         if (held) {
+            uint64_t since = rdtsc();
             kprintf("  repeat %llu of %llu: holding windows against %s open until a step of %llu ms (cal_hold)\n",
                     (unsigned long long)i, (unsigned long long)times, counters[order[0]].name, (unsigned long long)h.min_ms);
-            hold_windows(order[0], &h);
+            hold_windows(order[0], since, &h);
         }
         calibrate_once(order, n);
         bool accepted = cal_accepted();
