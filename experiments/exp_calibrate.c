@@ -486,7 +486,9 @@ static void calibrate_repeats(const int *order, int n)
         bool held = hold_parse(i, &h);
         if (held) {
             uint64_t since = rdtsc();
-            kprintf("  repeat %llu of %llu: holding windows against %s open until a step of %llu ms (cal_hold)\n",
+            /* on the serial port alone, unwrapped, so that its end is the last
+               thing before the windows (the screen's scrolling comes after it) */
+            serial_printf("  repeat %llu of %llu: holding windows against %s open until a step of %llu ms (cal_hold)\n",
                     (unsigned long long)i, (unsigned long long)times, counters[order[0]].name, (unsigned long long)h.min_ms);
             hold_windows(order[0], since, &h);
         }
