@@ -40,6 +40,8 @@ pytestmark = pytest.mark.timed
 
 GAP_S = 3.0
 AT_S = 4.0  # after the drift phase began (--snapshot-after drift), however long the boot took
+# Placed by wall time from the line that opens the window, which holds: the
+# 8 s window leaves 4 s for the host's delay in reading that line.
 DURATION_S = 8
 
 
