@@ -98,7 +98,7 @@ static int64_t ppm_between(uint64_t a, uint64_t b);
    leaves unknown is part of the stated uncertainty. */
 struct window {
     uint64_t per_m, edge_ppm;
-    uint64_t total; /* a kept window's TSC ticks from its first read to its last (cal_hold's) */
+    uint64_t longest, span; /* cal_hold's: its longest step between reads, TSC ticks from its first read to its last */
 };
 #define CAL_EDGE_PART 1000
 #define CAL_EDGE_PART_SLOW 50 /* ... or, where every read is slow (a trapped read: 15-50 us), 1/50 and twice the narrowest */
@@ -113,7 +113,7 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
                                                               struct window *w)
 {
     uint64_t a0 = 0, b0 = 0, last = 0, acc = 0, prev_b = 0, longest = 0, narrowest = ~0ull;
-    w->per_m = w->edge_ppm = w->total = 0;
+    w->per_m = w->edge_ppm = w->longest = w->span = 0;
     /* the first read: the narrowest bracket of CAL_START_READS (a later,
        wider one counts as a step of the window) */
     for (int j = 0; j < CAL_START_READS; j++) {
@@ -140,6 +140,7 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
             longest = b - prev_b;
         prev_b = b;
         narrowest = b - a < narrowest ? b - a : narrowest;
+        w->longest = longest, w->span = b - a0;
         if (b - a0 > CAL_MAX_TSC)
             return;
         if (acc < target)
@@ -153,7 +154,6 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
            (kvmclock) quantised to 1 part in 2300, 435 ppm */
         w->per_m = total * 1000000 / acc;
         w->edge_ppm = ((b - a) + (b0 - a0)) * 500000 / total + 1;
-        w->total = total;
         return;
     }
 }
@@ -225,7 +225,7 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
         uint64_t per_m[CAL_WINDOWS], scratch[CAL_WINDOWS], edge = 0;
         uint32_t n = 0;
         for (int w = 0; w < CAL_WINDOWS; w++) {
-            struct window t = {0, 0, 0};
+            struct window t = {0, 0, 0, 0};
             READ_DISPATCH(src.kind, WINDOW_CALL, &src, target, &t);
             if (t.per_m) {
                 per_m[n++] = t.per_m;
@@ -380,9 +380,9 @@ static bool cal_accepted(void)
 
 /* cal_hold=I:MS,... (docs/output.md; the stress test's): before repeat I,
    windows against the first reference, made as the estimate makes them,
-   one after another until one of them, with the moment between it and the
-   last, spans MS more than its own CAL_WINDOW_MS (by the first estimate:
-   a step of MS at least), or CAL_HOLD_MAX_S pass. The line that says so is what the host waits for
+   one after another until a step of MS or more (by the first estimate) is
+   seen, between two reads of a window or outside every window (before a
+   window's first kept read, between two windows), or CAL_HOLD_MAX_S pass. The line that says so is what the host waits for
    before it stops QEMU: the stop then falls inside the windows whatever the
    host's delay in reading the line, where a stop placed by wall time after
    the repeat's line could fall anywhere (in the second reference's
@@ -390,8 +390,8 @@ static bool cal_accepted(void)
 #define CAL_HOLD_MAX 8
 #define CAL_HOLD_MAX_S 10
 struct hold {
-    uint64_t min_ms, windows, span_tsc, window_tsc;
-    bool seen, thrown;
+    uint64_t min_ms, windows, step_tsc;
+    bool seen, in_window, thrown;
 };
 
 static bool hold_parse(uint64_t repeat, struct hold *h)
@@ -426,18 +426,20 @@ static void hold_windows(int c, uint64_t since, struct hold *h)
     if (!counter_source(c, &src))
         return;
     uint64_t target = counters[c].nominal_millihz / 1000 * CAL_WINDOW_MS / 1000;
-    uint64_t min_tsc = results.tsc_estimate_hz / 1000 * (h->min_ms + CAL_WINDOW_MS);
+    uint64_t min_tsc = results.tsc_estimate_hz / 1000 * h->min_ms;
     uint64_t start = since, prev = since;
     while (prev - start < results.tsc_estimate_hz * CAL_HOLD_MAX_S) {
-        struct window t = {0, 0, 0};
+        struct window t = {0, 0, 0, 0};
         READ_DISPATCH(src.kind, WINDOW_CALL, &src, target < 16 ? 16 : target, &t);
         uint64_t now = rdtsc();
         h->windows++;
-        if (now - prev >= min_tsc) {
+        /* the time of this call outside the window's own reads */
+        uint64_t outside = now - prev > t.span ? now - prev - t.span : 0;
+        if (t.longest >= min_tsc || outside >= min_tsc) {
             h->seen = true;
-            h->span_tsc = now - prev;
+            h->in_window = t.longest >= min_tsc;
+            h->step_tsc = h->in_window ? t.longest : outside;
             h->thrown = !t.per_m;
-            h->window_tsc = t.total;
             return;
         }
         prev = now;
@@ -449,18 +451,18 @@ static uint64_t tsc_to_ms(uint64_t ticks)
     return results.tsc_estimate_hz ? ticks / (results.tsc_estimate_hz / 1000) : 0;
 }
 
-/* what the held window did with the step: thrown; kept, but the window
-   itself leaves MS of its call's span outside it (it began after the step:
-   a window starts at the narrowest of its first reads; or the step fell
-   between two windows); or kept across it, which the 1/4 step rule must
-   never let happen */
+/* what became of the step: inside a window, thrown, or kept across it,
+   which the 1/4 step rule must never let happen (a window's 10 ms and a
+   step of MS, at least 4 ms); or outside every window (before a window's
+   first kept read: a window starts at the narrowest of its first reads, or
+   between two windows), where no window can see it */
 static const char *hold_outcome(const struct hold *h)
 {
     if (!h->seen)
         return "no step";
-    if (h->thrown)
-        return "thrown";
-    return h->window_tsc + results.tsc_estimate_hz / 1000 * h->min_ms <= h->span_tsc ? "outside the window" : "kept across it";
+    if (!h->in_window)
+        return "outside the window";
+    return h->thrown ? "thrown" : "kept across it";
 }
 
 /* cal_repeat=N (docs/output.md): the quick estimate made N more times in
@@ -519,9 +521,9 @@ static void calibrate_repeats(const int *order, int n)
             record_u64(&r, "hold_ms", h.min_ms);
             record_u64(&r, "hold_windows", h.windows);
             if (h.seen)
-                record_u64(&r, "hold_span_ms", tsc_to_ms(h.span_tsc));
+                record_u64(&r, "hold_step_ms", tsc_to_ms(h.step_tsc));
             else
-                record_null(&r, "hold_span_ms");
+                record_null(&r, "hold_step_ms");
             record_str(&r, "hold_outcome", hold_outcome(&h));
         }
         record_bool(&r, "remeasured", cal.remeasured);

@@ -51,12 +51,15 @@ REPEATS = 16
 # (repeat the fault falls in, kind, seconds stopped)
 FAULTS = [(3, "sigstop", 0.3), (5, "pause", 0.3), (7, "sigstop", 1.0), (9, "pause", 1.0), (11, "sigstop", 0.05),
           (13, "pause", 0.05)]
-# A SIGSTOP's repeat holds its windows open until one spans a step of half
-# the stop (the image's cal_hold=I:MS); the stop is sent as soon as the line
-# that says so is read, so it lands in them however late the host reads it.
-# (Half: the stop the guest sees is the time from when QEMU stopped, which
-# may be after the signal was sent, to the SIGCONT.)
-HOLDS = {i: round(s * 1000 / 2) for i, kind, s in FAULTS if kind == "sigstop"}
+# A SIGSTOP's repeat holds its windows open until they see a step of four
+# fifths of the stop (the image's cal_hold=I:MS); the stop is sent as soon as
+# the line that says so is read, so it lands in them however late the host
+# reads it. (Four fifths: the guest sees the stop from when QEMU stopped,
+# which may be after the signal was sent, to the SIGCONT. Not much less: a
+# loaded host's own preemptions, 10-100 ms, are steps too, and one as long
+# as the step asked for ends the hold before the stop comes; the window
+# then throws that step instead, which is still what is checked here.)
+HOLDS = {i: round(s * 1000 * 4 / 5) for i, kind, s in FAULTS if kind == "sigstop"}
 # A monitor pause is placed by wall time, DELAY_S after the line that ends
 # the repeat before its own: nothing below depends on where it lands (under
 # TCG every guest clock stops with the VM, so no window can see it; under
@@ -65,10 +68,18 @@ HOLDS = {i: round(s * 1000 / 2) for i, kind, s in FAULTS if kind == "sigstop"}
 DELAY_S = 0.02
 
 
+# Not to place the stop (the hold waits for it however late it comes) but to
+# keep it off the first window's first reads: the host reads the line within
+# a fraction of a millisecond, as the first window is choosing its start
+# among its first reads, and a stop there falls before the window, seen by
+# none (seen: 2 of 12 stops, sent at once)
+HOLD_DELAY_S = 0.02
+
+
 def fault(i: int, kind: str, s: float) -> qemu.Fault:
     if kind == "sigstop":
         # the whole line: a stop sent on its first words lands while the rest is still going out
-        return qemu.Fault(kind, rf"repeat {i} of {REPEATS}: holding .*\n", delay_s=0, duration_s=s)
+        return qemu.Fault(kind, rf"repeat {i} of {REPEATS}: holding .*\n", delay_s=HOLD_DELAY_S, duration_s=s)
     return qemu.Fault(kind, rf"repeat {i - 1} of {REPEATS}: \d", delay_s=DELAY_S, duration_s=s)
 
 
@@ -131,11 +142,11 @@ def test_every_repeat_ran_and_every_stop_happened(stressed):
         rep = reps[i - 1]
         assert rep["hold_ms"] == HOLDS[i], rep
         assert rep["hold_outcome"] in ("thrown", "outside the window"), rep
-        assert rep["hold_span_ms"] >= HOLDS[i], rep
+        assert rep["hold_step_ms"] >= HOLDS[i], rep
         outcomes.append(rep["hold_outcome"])
     stops = [inj for inj in b.result.injections if inj.fault.kind == "sigstop"]
-    print(f"\n{b.accel}: held stops (repeat, outcome, windows held, span ms, stopped ms): " + ", ".join(
-        f"({i}, {reps[i - 1]['hold_outcome']}, {reps[i - 1]['hold_windows']}, {reps[i - 1]['hold_span_ms']}, "
+    print(f"\n{b.accel}: held stops (repeat, outcome, windows held, step ms, stopped ms): " + ", ".join(
+        f"({i}, {reps[i - 1]['hold_outcome']}, {reps[i - 1]['hold_windows']}, {reps[i - 1]['hold_step_ms']}, "
         f"{inj.stopped_s * 1000:.0f})" for i, inj in zip(HOLDS, stops)))
     assert "thrown" in outcomes, outcomes
 
