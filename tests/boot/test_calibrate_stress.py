@@ -51,15 +51,17 @@ REPEATS = 16
 # (repeat the fault falls in, kind, seconds stopped)
 FAULTS = [(3, "sigstop", 0.3), (5, "pause", 0.3), (7, "sigstop", 1.0), (9, "pause", 1.0), (11, "sigstop", 0.05),
           (13, "pause", 0.05)]
-# A SIGSTOP's repeat holds its windows open until they see a step of four
-# fifths of the stop (the image's cal_hold=I:MS); the stop is sent as soon as
-# the line that says so is read, so it lands in them however late the host
-# reads it. (Four fifths: the guest sees the stop from when QEMU stopped,
-# which may be after the signal was sent, to the SIGCONT. Not much less: a
-# loaded host's own preemptions, 10-100 ms, are steps too, and one as long
-# as the step asked for ends the hold before the stop comes; the window
-# then throws that step instead, which is still what is checked here.)
-HOLDS = {i: round(s * 1000 * 4 / 5) for i, kind, s in FAULTS if kind == "sigstop"}
+# A SIGSTOP's repeat holds its windows open until they see a step of half
+# the stop (the image's cal_hold=I:MS); the stop is sent once the line that
+# says so is read, so it lands in them however late the host reads it.
+# (Half: the guest sees the stop from when its vCPU thread stopped, which on
+# a loaded host may be some milliseconds after the signal was sent, to the
+# SIGCONT: seen 48 ms of a 50 ms stop. A step the size of the stop itself
+# might never come, and the hold would run out. A loaded host's own
+# preemptions, 10-100 ms, are steps too, and one as long as half the stop
+# can end the hold before the stop comes: the window then throws that step
+# instead, which is still what is checked here.)
+HOLDS = {i: round(s * 1000 / 2) for i, kind, s in FAULTS if kind == "sigstop"}
 # A monitor pause is placed by wall time, DELAY_S after the line that ends
 # the repeat before its own: nothing below depends on where it lands (under
 # TCG every guest clock stops with the VM, so no window can see it; under
