@@ -140,14 +140,16 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
             longest = b - prev_b;
         prev_b = b;
         narrowest = b - a < narrowest ? b - a : narrowest;
-        w->longest = longest, w->span = b - a0;
-        if (b - a0 > CAL_MAX_TSC)
+        if (b - a0 > CAL_MAX_TSC) {
+            w->longest = longest, w->span = b - a0;
             return;
+        }
         if (acc < target)
             continue;
         uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
         if (!total || !edge_narrow(b - a, narrowest, total))
             continue; /* a wide last bracket: read on */
+        w->longest = longest, w->span = b - a0;
         if (!edge_narrow(b0 - a0, narrowest, total) || longest * 4 > total)
             return;
         /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
@@ -382,11 +384,12 @@ static bool cal_accepted(void)
    windows against the first reference, made as the estimate makes them,
    one after another until a step of MS or more (by the first estimate) is
    seen, between two reads of a window or outside every window (before a
-   window's first kept read, between two windows), or CAL_HOLD_MAX_S pass. The line that says so is what the host waits for
-   before it stops QEMU: the stop then falls inside the windows whatever the
-   host's delay in reading the line, where a stop placed by wall time after
-   the repeat's line could fall anywhere (in the second reference's
-   windows, between repeats) and throw nothing in its repeat. */
+   window's first kept read, between two windows), or CAL_HOLD_MAX_S pass.
+   The line that says so is what the host waits for before it stops QEMU:
+   the stop then falls inside the windows whatever the host's delay in
+   reading the line, where a stop placed by wall time after the previous
+   repeat's line could fall anywhere (in the second reference's windows,
+   between repeats) and throw nothing in its repeat. */
 #define CAL_HOLD_MAX 8
 #define CAL_HOLD_MAX_S 10
 struct hold {
@@ -491,7 +494,8 @@ static void calibrate_repeats(const int *order, int n)
             /* on the serial port alone, unwrapped, so that its end is the last
                thing before the windows (the screen's scrolling comes after it) */
             serial_printf("  repeat %llu of %llu: holding windows against %s open until a step of %llu ms (cal_hold)\n",
-                    (unsigned long long)i, (unsigned long long)times, counters[order[0]].name, (unsigned long long)h.min_ms);
+                          (unsigned long long)i, (unsigned long long)times, counters[order[0]].name,
+                          (unsigned long long)h.min_ms);
             hold_windows(order[0], since, &h);
         }
         calibrate_once(order, n);
