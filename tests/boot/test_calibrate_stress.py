@@ -14,12 +14,13 @@ estimate REPEATS more times (cal_repeat=N, only=calibrate), each in a
 
 Where a SIGSTOP lands is placed by what the guest says it is doing, not by
 wall time: cal_hold=I:MS makes the image hold windows against its first
-reference open before repeat I, saying so first, until one spans a step of
+reference open before repeat I, saying so first, until they see a step of
 MS; the stop is sent when that line is read. Once a stop was sent 20 ms
-after the previous repeat's line: on a fresh machine's first `make test`
-(issue 44, item 6) the host read the line late and a 0.3 s stop fell
-outside the repeat's windows (in its second reference's, whose throws the
-record does not count, or between repeats), and nothing was thrown.
+after the previous repeat's line, into windows against the first reference
+that last 50 ms when their first round holds together: a host that acted
+some 30 ms late put it after them, in the second reference's windows (whose
+throws the record does not count) or later, and on a fresh machine's first
+`make test` (issue 44, item 6) a 0.3 s stop threw nothing in its repeat.
 
 Known answer: under TCG and KVM alike the guest's TSC is the host's
 (PLATFORM.md), whose rate the `boot` fixture measures beside the run
