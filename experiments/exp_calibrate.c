@@ -98,6 +98,7 @@ static int64_t ppm_between(uint64_t a, uint64_t b);
    leaves unknown is part of the stated uncertainty. */
 struct window {
     uint64_t per_m, edge_ppm;
+    uint64_t longest, span; /* cal_hold's: its longest step between reads, TSC ticks from its first read to its last */
 };
 #define CAL_EDGE_PART 1000
 #define CAL_EDGE_PART_SLOW 50 /* ... or, where every read is slow (a trapped read: 15-50 us), 1/50 and twice the narrowest */
@@ -112,7 +113,7 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
                                                               struct window *w)
 {
     uint64_t a0 = 0, b0 = 0, last = 0, acc = 0, prev_b = 0, longest = 0, narrowest = ~0ull;
-    w->per_m = w->edge_ppm = 0;
+    w->per_m = w->edge_ppm = w->longest = w->span = 0;
     /* the first read: the narrowest bracket of CAL_START_READS (a later,
        wider one counts as a step of the window) */
     for (int j = 0; j < CAL_START_READS; j++) {
@@ -139,13 +140,16 @@ static inline __attribute__((always_inline)) void window_kind(enum read_kind k, 
             longest = b - prev_b;
         prev_b = b;
         narrowest = b - a < narrowest ? b - a : narrowest;
-        if (b - a0 > CAL_MAX_TSC)
+        if (b - a0 > CAL_MAX_TSC) {
+            w->longest = longest, w->span = b - a0;
             return;
+        }
         if (acc < target)
             continue;
         uint64_t total = (a + b) / 2 - (a0 + b0) / 2;
         if (!total || !edge_narrow(b - a, narrowest, total))
             continue; /* a wide last bracket: read on */
+        w->longest = longest, w->span = b - a0;
         if (!edge_narrow(b0 - a0, narrowest, total) || longest * 4 > total)
             return;
         /* TSC ticks per 10^6 reference ticks: per 1000 left a 1 GHz reference
@@ -223,7 +227,7 @@ static bool calibrate_against(int c, uint64_t *hz, struct calibration *st)
         uint64_t per_m[CAL_WINDOWS], scratch[CAL_WINDOWS], edge = 0;
         uint32_t n = 0;
         for (int w = 0; w < CAL_WINDOWS; w++) {
-            struct window t = {0, 0};
+            struct window t = {0, 0, 0, 0};
             READ_DISPATCH(src.kind, WINDOW_CALL, &src, target, &t);
             if (t.per_m) {
                 per_m[n++] = t.per_m;
@@ -376,6 +380,94 @@ static bool cal_accepted(void)
     return d <= CAL_AGREE_PPM && d >= -CAL_AGREE_PPM;
 }
 
+/* cal_hold=I:MS,... (docs/output.md; the stress test's): before repeat I,
+   windows against the first reference, made as the estimate makes them,
+   one after another until a step of MS or more (by the first estimate) is
+   seen, between two reads of a window or outside every window (before a
+   window's first kept read, between two windows), or CAL_HOLD_MAX_S pass.
+   The line that says so is what the host waits for before it stops QEMU:
+   the stop then falls inside the windows whatever the host's delay in
+   reading the line, where a stop placed by wall time after the previous
+   repeat's line could fall anywhere (in the second reference's windows,
+   between repeats) and throw nothing in its repeat. */
+#define CAL_HOLD_MAX 8
+#define CAL_HOLD_MAX_S 10
+struct hold {
+    uint64_t min_ms, windows, step_tsc;
+    bool seen, in_window, thrown;
+};
+
+static bool hold_parse(uint64_t repeat, struct hold *h)
+{
+    const char *v = cmdline_get(&boot_cmdline, "cal_hold");
+    char item[24], num[24];
+    *h = (struct hold){0};
+    for (int k = 0; v && *v && k < CAL_HOLD_MAX; k++) {
+        const char *next = cmdline_split(v, ',', item, sizeof item);
+        if (!next)
+            fmt_format(item, sizeof item, "%s", v);
+        uint64_t i, ms;
+        const char *ms_text = cmdline_split(item, ':', num, sizeof num);
+        if (!ms_text || !cmdline_parse_u64(num, &i) || !cmdline_parse_u64(ms_text, &ms) || !ms || ms > 60000) {
+            if (repeat == 1)
+                kprintf("Note: cal_hold: %s is not I:MS (MS 1-60000); not held\n", item);
+        } else if (i == repeat) {
+            h->min_ms = ms;
+            return true;
+        }
+        v = next;
+    }
+    return false;
+}
+
+/* from `since`, taken before the line was printed: a stop that lands while
+   the line is still going out (the host matched it early) is a step before
+   the first window, and is seen as one */
+static void hold_windows(int c, uint64_t since, struct hold *h)
+{
+    struct read_src src;
+    if (!counter_source(c, &src))
+        return;
+    uint64_t target = counters[c].nominal_millihz / 1000 * CAL_WINDOW_MS / 1000;
+    uint64_t min_tsc = results.tsc_estimate_hz / 1000 * h->min_ms;
+    uint64_t start = since, prev = since;
+    while (prev - start < results.tsc_estimate_hz * CAL_HOLD_MAX_S) {
+        struct window t = {0, 0, 0, 0};
+        READ_DISPATCH(src.kind, WINDOW_CALL, &src, target < 16 ? 16 : target, &t);
+        uint64_t now = rdtsc();
+        h->windows++;
+        /* the time of this call outside the window's own reads */
+        uint64_t outside = now - prev > t.span ? now - prev - t.span : 0;
+        if (t.longest >= min_tsc || outside >= min_tsc) {
+            h->seen = true;
+            h->in_window = t.longest >= min_tsc;
+            h->step_tsc = h->in_window ? t.longest : outside;
+            h->thrown = !t.per_m;
+            return;
+        }
+        prev = now;
+    }
+}
+
+static uint64_t tsc_to_ms(uint64_t ticks)
+{
+    return results.tsc_estimate_hz ? ticks / (results.tsc_estimate_hz / 1000) : 0;
+}
+
+/* what became of the step: inside a window, thrown, or kept across it,
+   which the 1/4 step rule must never let happen (a window's 10 ms and a
+   step of MS, at least 4 ms); or outside every window (before a window's
+   first kept read: a window starts at the narrowest of its first reads, or
+   between two windows), where no window can see it */
+static const char *hold_outcome(const struct hold *h)
+{
+    if (!h->seen)
+        return "no step";
+    if (!h->in_window)
+        return "outside the window";
+    return h->thrown ? "thrown" : "kept across it";
+}
+
 /* cal_repeat=N (docs/output.md): the quick estimate made N more times in
    this boot, each in a calibration_repeat record, for the stress test
    (tests/boot/test_calibrate_stress.py); the first one alone sizes the run. */
@@ -395,6 +487,17 @@ static void calibrate_repeats(const int *order, int n)
     }
     struct calibration first = cal;
     for (uint64_t i = 1; i <= times; i++) {
+        struct hold h;
+        bool held = hold_parse(i, &h);
+        if (held) {
+            uint64_t since = rdtsc();
+            /* on the serial port alone, unwrapped, so that its end is the last
+               thing before the windows (the screen's scrolling comes after it) */
+            serial_printf("  repeat %llu of %llu: holding windows against %s open until a step of %llu ms (cal_hold)\n",
+                          (unsigned long long)i, (unsigned long long)times, counters[order[0]].name,
+                          (unsigned long long)h.min_ms);
+            hold_windows(order[0], since, &h);
+        }
         calibrate_once(order, n);
         bool accepted = cal_accepted();
         int64_t d = cal.ok && cal.second_ok ? ppm_between(cal.second_hz, cal.hz) : 0;
@@ -417,6 +520,15 @@ static void calibrate_repeats(const int *order, int n)
         if (cal.second >= 0 && cal.second_ok) {
             record_u64(&r, "second_hz", cal.second_hz);
             record_i64(&r, "disagreement_ppm", d);
+        }
+        if (held) {
+            record_u64(&r, "hold_ms", h.min_ms);
+            record_u64(&r, "hold_windows", h.windows);
+            if (h.seen)
+                record_u64(&r, "hold_step_ms", tsc_to_ms(h.step_tsc));
+            else
+                record_null(&r, "hold_step_ms");
+            record_str(&r, "hold_outcome", hold_outcome(&h));
         }
         record_bool(&r, "remeasured", cal.remeasured);
         record_bool(&r, "accepted", accepted);

@@ -39,6 +39,12 @@ KVM_Q35 = dict(boot="direct", accel="kvm", firmware="qboot", append="duration=4"
 # monitor, the guest's TSC running on while QEMU's HPET and PM timer stand
 # still: 2 s once the timers' idle waits have begun (tests/boot/
 # test_timers.py, test_timers_away.py), 1 s in the window (test_stalls.py).
+# Both placed by wall time from a line, which holds by a wide margin: under
+# this KVM the idle waits and what follows them last about 7 s before the
+# drift window (seen: idle waits from 48.3 s, the window at 55.1 s), so the
+# first pause misses them only if the host reads the line over 4 s late; the
+# second, within the window's 4 s of TSC time (which runs on through a
+# pause), only if over 2 s late (and test_stalls.py locates it within 1 s).
 KVM_PAUSED = dict(KVM_Q35, append="duration=4 only=timers,drift",
                   faults=[qemu.Fault("pause", IDLE_START, delay_s=0.5, duration_s=2.0),
                           qemu.Fault("pause", PHASE_START, delay_s=1.0, duration_s=1.0)])

@@ -12,6 +12,16 @@ estimate REPEATS more times (cal_repeat=N, only=calibrate), each in a
   across it sees the TSC run against a reference that did not),
   alternately.
 
+Where a SIGSTOP lands is placed by what the guest says it is doing, not by
+wall time: cal_hold=I:MS makes the image hold windows against its first
+reference open before repeat I, saying so first, until they see a step of
+MS; the stop is sent when that line is read. Once a stop was sent 20 ms
+after the previous repeat's line, into windows against the first reference
+that last 50 ms when their first round holds together: a host that acted
+some 30 ms late put it after them, in the second reference's windows (whose
+throws the record does not count) or later, and on a fresh machine's first
+`make test` (issue 44, item 6) a 0.3 s stop threw nothing in its repeat.
+
 Known answer: under TCG and KVM alike the guest's TSC is the host's
 (PLATFORM.md), whose rate the `boot` fixture measures beside the run
 (tests/conftest.py, machines/host_tsc.py: to a hundredth of a ppm). Every
@@ -39,10 +49,41 @@ from clockbench.records import records
 pytestmark = pytest.mark.timed  # stops QEMU from outside, under a host CPU hog
 
 REPEATS = 16
-# (repeat after whose line the fault starts, kind, seconds stopped)
-FAULTS = [(2, "sigstop", 0.3), (4, "pause", 0.3), (6, "sigstop", 1.0), (8, "pause", 1.0), (10, "sigstop", 0.05),
-          (12, "pause", 0.05)]
-DELAY_S = 0.02  # into the next repeat's windows
+# (repeat the fault falls in, kind, seconds stopped)
+FAULTS = [(3, "sigstop", 0.3), (5, "pause", 0.3), (7, "sigstop", 1.0), (9, "pause", 1.0), (11, "sigstop", 0.05),
+          (13, "pause", 0.05)]
+# A SIGSTOP's repeat holds its windows open until they see a step of half
+# the stop (the image's cal_hold=I:MS); the stop is sent once the line that
+# says so is read, so it lands in them however late the host reads it.
+# (Half: the guest sees the stop from when its vCPU thread stopped, which on
+# a loaded host may be some milliseconds after the signal was sent, to the
+# SIGCONT: seen 48 ms of a 50 ms stop. A step the size of the stop itself
+# might never come, and the hold would run out. A loaded host's own
+# preemptions, 10-100 ms, are steps too, and one as long as half the stop
+# can end the hold before the stop comes: the window then throws that step
+# instead, which is still what is checked here.)
+HOLDS = {i: round(s * 1000 / 2) for i, kind, s in FAULTS if kind == "sigstop"}
+# A monitor pause is placed by wall time, DELAY_S after the line that ends
+# the repeat before its own: nothing below depends on where it lands (under
+# TCG every guest clock stops with the VM, so no window can see it; under
+# KVM its effect is judged by the estimates alone), so a late one is no
+# failure, and a repeat cannot hold for a pause under TCG: it shows no step.
+DELAY_S = 0.02
+
+
+# Not to place the stop (the hold waits for it however late it comes) but to
+# keep it off the first window's first reads: the host reads the line within
+# a fraction of a millisecond, as the first window is choosing its start
+# among its first reads, and a stop there falls before the window, seen by
+# none (seen: 2 of 12 stops, sent at once)
+HOLD_DELAY_S = 0.02
+
+
+def fault(i: int, kind: str, s: float) -> qemu.Fault:
+    if kind == "sigstop":
+        # the whole line: a stop sent on its first words lands while the rest is still going out
+        return qemu.Fault(kind, rf"repeat {i} of {REPEATS}: holding .*\n", delay_s=HOLD_DELAY_S, duration_s=s)
+    return qemu.Fault(kind, rf"repeat {i - 1} of {REPEATS}: \d", delay_s=DELAY_S, duration_s=s)
 
 
 def hogs(n: int = 2) -> list[subprocess.Popen]:
@@ -59,10 +100,11 @@ STRESSED = {"tcg": dict(boot="direct", accel="tcg", timeout=90),
 def stressed(request, boot):
     if request.param == "kvm":
         request.getfixturevalue("kvm")  # skips where KVM is unusable
-    faults = [qemu.Fault(kind, rf"repeat {k} of {REPEATS}:", delay_s=DELAY_S, duration_s=s) for k, kind, s in FAULTS]
+    faults = [fault(*f) for f in FAULTS]
+    holds = ",".join(f"{i}:{ms}" for i, ms in HOLDS.items())
     procs = hogs()
     try:
-        b = boot(append=f"only=calibrate cal_repeat={REPEATS}", faults=faults, **STRESSED[request.param])
+        b = boot(append=f"only=calibrate cal_repeat={REPEATS} cal_hold={holds}", faults=faults, **STRESSED[request.param])
     finally:
         for p in procs:
             p.kill()
@@ -85,17 +127,31 @@ def test_every_repeat_ran_and_every_stop_happened(stressed):
     assert len(b.result.injections) == len(FAULTS)
     for inj in b.result.injections:
         assert inj.injected and not inj.error and not inj.cut_short, inj.describe()
-    # a SIGSTOP of 0.3 s or more lands in the repeat after its trigger's
-    # line, and the window it falls in sees every clock jump: thrown away.
+    # Each SIGSTOP lands while its repeat holds windows open (the image
+    # waits for the step, up to 10 s), and every guest clock jumps across it
+    # under TCG and KVM alike: the window it falls in throws it away. A stop
+    # can also fall where no window is, between two windows or among a
+    # window's first reads (a window starts at the narrowest of them, after
+    # the stop): the window beside it is then kept, rightly, and says so;
+    # that is a few reads in thousands, so one of the three at least is
+    # thrown. What must never happen: no step seen, or a window kept across it.
     # (A monitor pause stops every guest clock under TCG, the TSC too: a
-    # window across it sees nothing to throw. Under KVM, where the guest
-    # runs far slower, a stop of 0.3 s was seen to fall outside every window
-    # of its repeat, nothing thrown, so the stops' effect there is judged by
-    # the estimates alone, below: seen, 16 of 16 accepted, the worst 264 ppm
-    # off with +-2077 stated.)
-    for k, kind, s in FAULTS:
-        if s >= 0.3 and kind == "sigstop" and b.accel == "tcg":
-            assert reps[k]["windows_thrown"] >= 1, reps[k]
+    # window across it sees nothing to throw; its effect under KVM is judged
+    # by the estimates alone, below.)
+    outcomes = []
+    for i, kind, s in FAULTS:
+        if kind != "sigstop":
+            continue
+        rep = reps[i - 1]
+        assert rep["hold_ms"] == HOLDS[i], rep
+        assert rep["hold_outcome"] in ("thrown", "outside the window"), rep
+        assert rep["hold_step_ms"] >= HOLDS[i], rep
+        outcomes.append(rep["hold_outcome"])
+    stops = [inj for inj in b.result.injections if inj.fault.kind == "sigstop"]
+    print(f"\n{b.accel}: held stops (repeat, outcome, windows held, step ms, stopped ms): " + ", ".join(
+        f"({i}, {reps[i - 1]['hold_outcome']}, {reps[i - 1]['hold_windows']}, {reps[i - 1]['hold_step_ms']}, "
+        f"{inj.stopped_s * 1000:.0f})" for i, inj in zip(HOLDS, stops)))
+    assert "thrown" in outcomes, outcomes
 
 
 def test_every_accepted_estimate_is_within_its_stated_uncertainty(stressed):

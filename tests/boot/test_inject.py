@@ -37,6 +37,8 @@ def assert_references_agree(b, a, c):
 
 @pytest.mark.timed
 def test_hpet_halt_is_a_discontinuity_and_bends_nothing(boot):
+    # placed by the image itself (inject=...@1: 1 s into the window by its own
+    # TSC), not by the host's wall time: where it lands holds by construction
     b = boot(boot="direct", accel="tcg", append="duration=3 only=drift inject=hpet_halt:300@1", timeout=120)
     assert b.status == 0 and not fails(b), b.explain()
     assert "Injected: HPET halt of 300 ms at 1 s" in b.output

@@ -51,6 +51,12 @@ NEAR_ZERO = 0.05
 UNDISTURBED_TRIES = 3  # see steal_run
 STEAL_KVM = dict(boot="direct", accel="kvm", firmware="qboot", smp=1, append="only=stolen duration=10",
                  extra=["-name", "debug-threads=on"])  # names the vCPU thread "CPU 0/KVM"
+# The hog starts when the host reads the scan's progress record, placed by
+# wall time: the 1 s scan begins a few ms after that line (its typical-gap
+# reads, one MSR), and the hog lasts 3 s, so it covers the scan from the
+# host's delay in reading the line to its end; a quarter stolen needs that
+# delay under about half a second (it is milliseconds in the timed lane,
+# which nothing of ours shares).
 RUNS = {"undisturbed": STEAL_KVM,
         "hog": dict(STEAL_KVM, faults=[qemu.Fault("hog", STOLEN_PROGRESS, delay_s=0.0, duration_s=3.0)])}
 # KVM without the feature bit: CPUID 0x40000001 EAX bit 5 clear (a 100 ms scan)

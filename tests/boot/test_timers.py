@@ -189,6 +189,10 @@ def assert_pause_handled(b, stall_s, trigger=TIMERS_START):
 
 
 def test_sigstop_during_the_timers(boot):
+    # placed by wall time (0.3 s after the phase's first record), and nothing
+    # below depends on where it lands: early and lost events are none
+    # wherever a stop falls (inside a wait, between them, or after the phase
+    # on a host that read the line late), and stopped_s is the host's own
     stall_s = 1.5
     b = boot(boot="direct", accel="tcg", append="only=timers", timeout=300,
              faults=[qemu.Fault("sigstop", TIMERS_START, delay_s=0.3, duration_s=stall_s)])
