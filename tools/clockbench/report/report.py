@@ -859,6 +859,7 @@ def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, met
     page["context"] += meta_rows(meta or {})
     page["ladder"] = [{**t, "text": ladder.as_rows(t)} for t in ladder.tables(res, bare)]
     page["runtimes"] = ladder.runtimes(res)
+    page["summaries"] = ladder.summaries(res) if page["ladder"] else []
     page["ladder_fig"] = next(({"title": plots.LADDER_TITLE, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
                                for p in plots_made if p.stem == "ladder"), None)
     ctx = dict(title=os_side.page_title(res) + (f", {date}" if date else ""), status=STATUS_NAMES.get(code, "unknown"), why=why,
