@@ -64,6 +64,13 @@ def test_compare_bare_and_os_says_each_legend_once_and_never_bare_bare(capsys, t
     page = (tmp_path / "c.html").read_text()
     assert "bare bare" not in page and "finer than the least step" not in page
     assert max(map(len, r.out.split("\n"))) < 160
+    # a bare run and two OS runs of different machines: the warning and the OS runs' languages against each other
+    r = run_cli(capsys, "compare", bare, VM, FIXTURES / "os-lang-intervals.log")
+    assert r.code == 0, r
+    assert max(map(len, r.out.split("\n"))) < 160, max(r.out.split("\n"), key=len)
+    flat = " ".join(r.out.split())
+    assert "WARNING: different machines" in flat and "Python: different runtimes, CPython 3.11.2" in flat
+    assert "Go time.Now on tsc: " in flat and "faster in os-lang-intervals, beyond both intervals" in flat
 
 
 def test_the_order_table_of_a_1_cpu_machine_names_each_thread_column_once(tmp_path):

@@ -236,6 +236,12 @@ def _with_os(args, runs: list[dict]) -> int:
                             f"{names[bare[0]]} (the image, no OS): p50 with its 95% interval; method tsc: one call between "
                             f"serialised TSC reads, batch: a batch's cost per call; {os_side.CLAIM_LEGEND}:") + "\n" \
             + as_text(lt["rows"], WIDTH)
+    if len(oss) > 1:  # the OS runs' languages against each other too, as without a bare run
+        os_runs, os_names = [runs[i] for i in oss], [names[i] for i in oss]
+        said = ladder.runtime_differences(os_runs, os_names) + ladder.differences(os_runs, os_names)
+        if said:
+            out += (f"\nEach language's cost in the OS runs against {os_names[0]}'s, beyond their 95% intervals or not:\n"
+                    + "".join(_wrap(l, "  ") + "\n" for l in said))
     if args.html:
         try:
             page = os_side.as_html_page(t)

@@ -471,7 +471,8 @@ def as_text(t: dict) -> str:
     wrap = lambda s: textwrap.fill(s, 110, break_on_hyphens=False)  # noqa: E731
     out = []
     for m in t["machines"]:
-        out.append(("" if m["same"] else "WARNING: ") + m["line"])
+        out.append(textwrap.fill(("" if m["same"] else "WARNING: ") + m["line"], runinfo.WIDTH, subsequent_indent="  ",
+                                 break_on_hyphens=False))
     out.append("")
     out.append(runinfo.as_text(t["context"], runinfo.WIDTH))
     for r in t["runs"]:
