@@ -170,3 +170,18 @@ def test_compare_says_when_two_rows_compare_different_runtimes(capsys, tmp_path)
     assert "Go: different runtimes" not in flat and "Java: different runtimes" not in flat
     r = run_cli(capsys, "compare", HOST, VM)
     assert "Go: different runtimes" not in " ".join(r.out.split()), r.out
+
+
+def test_the_bare_and_os_table_gives_the_line_per_api_too(capsys, tmp_path):
+    bare = FIXTURES / "tcg-q35.log"
+    lines = [s["line"] for s in ladder.summaries(results.from_log(VM.read_text()))]
+    r = run_cli(capsys, "compare", bare, VM, "--html", tmp_path / "c.html")
+    assert r.code == 0, r
+    flat = " ".join(r.out.split())
+    page = (tmp_path / "c.html").read_text()
+    for line in lines:
+        assert line in flat and f"<li>{line}</li>" in page, line
+    r = run_cli(capsys, "report", bare, "--os", VM, "--out", tmp_path / "rep")
+    assert r.code == 0, r
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert all(f"<li>{line}</li>" in page for line in lines)

@@ -230,12 +230,15 @@ def _with_os(args, runs: list[dict]) -> int:
     # each OS run's ladder of languages, beneath the bare run's read of the counter under each clocksource
     t["ladders"] = [{"name": names[i], "clocksource": lt["clocksource"], "rows": ladder.as_rows(lt)}
                     for i in oss for lt in ladder.tables(runs[i], runs[bare[0]])]
+    t["summaries"] = ladder.summaries_of([runs[i] for i in oss], [names[i] for i in oss])
     out += os_side.as_text(t)
     for lt in t["ladders"]:
         out += "\n" + _wrap(f"The ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath the bare read of "
                             f"{names[bare[0]]} (the image, no OS): p50 with its 95% interval; method tsc: one call between "
                             f"serialised TSC reads, batch: a batch's cost per call; {os_side.CLAIM_LEGEND}:") + "\n" \
             + as_text(lt["rows"], WIDTH)
+    for sm in t["summaries"]:
+        out += f"\nEach language's clocks across the clocksources in {sm['name']}:\n" + "".join(_wrap(l, "  ") + "\n" for l in sm["lines"])
     if len(oss) > 1:  # the OS runs' languages against each other too, as without a bare run
         os_runs, os_names = [runs[i] for i in oss], [names[i] for i in oss]
         said = ladder.runtime_differences(os_runs, os_names) + ladder.differences(os_runs, os_names)

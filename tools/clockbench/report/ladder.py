@@ -438,3 +438,9 @@ def summaries(res: dict) -> list[dict]:
             line += "; not measured: " + "; ".join(f"{cs} ({w})" for cs, w in would)
         out.append({"language": LANGUAGE_TITLES.get(lang, lang), "api": api, "line": line, "by_clocksource": cells, "offered": would})
     return out
+
+
+def summaries_of(runs: list[dict], names: list[str]) -> list[dict]:
+    """Each OS run's lines across the clocksources, for the bare-and-OS
+    table (compare BARE OS, report BARE --os OS): [{"name", "lines"}]."""
+    return [{"name": n, "lines": [x["line"] for x in summaries(r)]} for r, n in zip(runs, names) if has_languages(r)]

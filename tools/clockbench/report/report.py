@@ -1017,6 +1017,7 @@ def main(args) -> int:
         # each OS run's languages beneath this bare run's read (templates/os_side.html.j2)
         os_table["ladders"] = [{"name": n, "clocksource": t["clocksource"], "rows": ladder.as_rows(t)}
                                for r, n in zip(args.os_runs, names[1:]) for t in ladder.tables(r, res)]
+        os_table["summaries"] = ladder.summaries_of(args.os_runs, names[1:])
     made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)
