@@ -157,11 +157,11 @@ help:
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
 	@echo "make bundle     $(BUILD)/bundle/clockbench-os-VERSION-x86_64-linux.tar.gz: clockbench-os and every language's probe, to run on any Linux host as any user"
-	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--rt ...'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
+	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--current-only --lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
-	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --no-lang --lang go,python --args=...')"
+	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --lang go,python --args=...', or --no-lang); installs only what it needs (DEPS=osvm)"
 	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
-	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job; DEPS=os: only clockbench-os)"
+	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job; DEPS=os: only clockbench-os; DEPS=osvm: os-vm's set)"
 	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1, UNLISTED_CERT=1)"
 	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
@@ -439,6 +439,7 @@ bundle: $(BUNDLE)
 # Each run is kept in build/os-vm-runs/<host>-os-vm-<UTC time>/os.log (build/os-vm.log
 # links to the newest) and stored as machine <host>/os-vm, as os-bench's are.
 OS_VM_ARGS ?=
+os-vm: DEPS = osvm
 os-vm: deps $(OS_BIN) $(HOST_TOOL)
 	@# the languages' probes go into the VM with their runtimes (OS_VM_ARGS=--no-lang leaves them out)
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }

@@ -1173,12 +1173,12 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
     char nk[16];
     snprintf(nk, sizeof nk, "%d thr", n_cpus);
     printf("\n  In order, across CPUs and threads, on clocksource %s:\n", clocksource);
-    printf("  %-27s %5s %6s %5s %7s %6s  %6s %s%s\n", "API", "back", "cross", "back", "worst", "1 thr", "2 thr", n_cpus > 2 ? " " : "",
+    printf("  %-27s %5s %6s %5s %7s %6s  %6s %s%s\n", "API", "back", "cross", "less", "worst", "1 thr", "2 thr", n_cpus > 2 ? " " : "",
            n_cpus > 2 ? nk : "");
     for (int i = 0; i < n_order; i++)
         printf("%s\n", order[i]);
     printf("  back: backward steps in back-to-back reads; cross: rounds in which a thread\n"
-           "  on one CPU read after seeing another CPU's read (roles alternate); back: how\n"
+           "  on one CPU read after seeing another CPU's read (roles alternate); less: how\n"
            "  many read less; worst: by how much (ns); k thr: ns per call with k threads\n"
            "  at once, each pinned to a CPU of its own, each loop timed in chunks: the\n"
            "  slowest thread's least chunk, what an idle CPU shows; ~: a thread was\n"

@@ -13,12 +13,16 @@
 #   scripts/install-deps.sh os     (`make os-bench`): only what builds clockbench-os
 #       (a C compiler and static glibc): no QEMU, no Python sets, no test tools,
 #       no language toolchains (a probe whose toolchain is missing is said and skipped)
+#   scripts/install-deps.sh osvm   (`make os-vm`): what builds clockbench-os and the
+#       host tool, boots Debian's Linux in QEMU, and builds the languages' probes
+#       and packs their runtimes (strace lists their files): no ISO tools, no test
+#       tools, no labgrid, no linters, no SPDX library
 set -euo pipefail
 
 mode="${1:-all}"
 case "$mode" in
-  all|run|release|os) ;;
-  *) echo "usage: $0 [all|run|release|os]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench)" >&2; exit 64 ;;
+  all|run|release|os|osvm) ;;
+  *) echo "usage: $0 [all|run|release|os|osvm]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench; osvm: make os-vm)" >&2; exit 64 ;;
 esac
 
 run_packages=(
@@ -72,9 +76,19 @@ command -v node >/dev/null 2>&1 || lang_packages+=(nodejs)
 os_packages=(
   make gcc binutils libc6-dev                            # clockbench-os: a static C program, and nothing more
 )
+# `make os-vm`: clockbench-os, the host tool that boots it (its venv sees Debian's
+# pyserial, matplotlib, rich and Jinja2), QEMU and its firmware, and the languages
+osvm_packages=(
+  make gcc binutils libc6-dev                            # clockbench-os, static
+  qemu-system-x86 ovmf                                   # the VM (SeaBIOS, qboot and OVMF firmware)
+  python3 python3-venv python3-serial python3-matplotlib # the host tool (tools/), as `make tool` installs it
+  python3-numpy python3-rich python3-jinja2              # its imports: the report, the progress bar, the pages
+  strace                                                 # the runtimes' files, listed as they run (machines/runtimes.py)
+)
 packages=("${run_packages[@]}")
 [ "$mode" = all ] && packages+=("${test_packages[@]}" "${lang_packages[@]}")
 [ "$mode" = os ] && packages=("${os_packages[@]}")
+[ "$mode" = osvm ] && packages=("${osvm_packages[@]}" "${lang_packages[@]}")
 # the release carries the bundle (make bundle): every language's toolchain builds its probe
 [ "$mode" = release ] && packages+=("${lang_packages[@]}" libc6-dev)
 
@@ -91,7 +105,7 @@ packages=("${run_packages[@]}")
 pip_packages=(allantools==2024.6 pyarrow==20.0.0 virt-firmware==26.10 qemu-qmp==0.0.6)
 pydeps="$(cd "$(dirname "$0")/.." && pwd)/build/pydeps"
 install_pip() {
-  [ "$mode" = release ] || [ "$mode" = os ] && return 0  # the release and os-bench need none of these
+  [ "$mode" = release ] || [ "$mode" = os ] || [ "$mode" = osvm ] && return 0  # the release, os-bench and os-vm need none of these
   local need=() spec
   for spec in "${pip_packages[@]}"; do
     name="${spec%%==*}"
@@ -176,7 +190,7 @@ release_packages=(
 )
 release_venv="${RELEASE_VENV:-$(cd "$(dirname "$0")/.." && pwd)/build/release-venv}"
 install_release() {
-  [ "$mode" = run ] || [ "$mode" = os ] && return 0
+  [ "$mode" = run ] || [ "$mode" = os ] || [ "$mode" = osvm ] && return 0
   local pins
   pins="$(printf '%s\n' "${release_packages[@]}")"
   [ "$(cat "$release_venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$release_venv/bin/python" ] && return 0
@@ -213,6 +227,7 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   tools=(make gcc ld nasm grub-mkrescue grub-mkimage xorriso mformat sbsign qemu-system-x86_64 python3)
   [ "$mode" = all ] && tools+=(g++ clang++ go cargo javac jlink node mcs mono ansible-playbook sshd)
   [ "$mode" = os ] && tools=(make gcc ld)
+  [ "$mode" = osvm ] && tools=(make gcc ld qemu-system-x86_64 python3 strace)
   for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done

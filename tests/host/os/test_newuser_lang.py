@@ -204,11 +204,11 @@ def test_compare_of_two_os_runs_marks_a_batchs_cost(capsys):
     r = run_cli(capsys, "compare", host, vm)
     assert r.code == 0, r
     lines = r.out.split("\n")
-    assert any("b: a batch's cost per call, not one call alone" in l for l in lines)
-    sw = next(l for l in lines if l.startswith(".NET Stopwatch.GetTimestamp on tsc, p50"))
+    assert "b: a batch's cost per call, not one call alone" in " ".join(r.out.split())
+    sw = next(l for l in lines if l.startswith(".NET Stopwatch.GetTimestamp on tsc "))
     cells = [c for c in re.split(r"\s{2,}", sw) if c]
     assert cells[1].split(",")[0].endswith(" ns b") and " ns b (" in cells[2], cells
-    steady = next(l for l in lines if l.startswith("C++ (libstdc++) steady_clock on tsc, p50"))
+    steady = next(l for l in lines if l.startswith("C++ (libstdc++) steady_clock on tsc "))
     assert " b" not in steady.split(",")[0], steady
 
 

@@ -97,6 +97,10 @@ def test_order_across_cpus_and_threads_is_shown_and_the_monotonic_clocks_judged(
     p, recs = real
     table = order_table(p.stdout)
     assert all(len(l) <= 80 for l in table), max(table, key=len)
+    # each column named once (issue 44: "back" named two columns, back-to-back and across CPUs)
+    head = table[1].split()
+    assert head[:5] == ["API", "back", "cross", "less", "worst"], head
+    assert "less: how" in " ".join(table[-3:]), table[-3:]
     rows = {l.split()[0]: l.split() for l in table if l.startswith("    ")}
     # a monotonic clock is judged (no *), a wall clock and the CPU-time clock are not
     assert "steady_clock" in rows and "time.Since" in rows and "perf_counter_ns" in rows, rows

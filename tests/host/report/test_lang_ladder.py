@@ -53,7 +53,8 @@ def test_one_ladder_per_clocksource_from_the_bare_read_up(res):
     go = row(tables[0], "Go", "time.Now")
     assert go["clock"] == "REALTIME+MONOTONIC"
     cpu = row(tables[0], "Python", "process_time_ns")
-    assert (cpu["path"], cpu["clock"], cpu["method"]) == ("syscall (1000/1000)", "PROCESS_CPUTIME_ID", "batch")
+    assert (cpu["path"], cpu["clock"], cpu["method"]) == ("syscall (1000/1000)", "PROCESS_CPUTIME_ID (CPU time: not the clocksource)",
+                                                          "batch")
     # the user-space rdtsc is under the TSC's step here: its p50 only bounds it, so each ratio is a least one
     assert steady["ratio"].startswith(">=") and steady["ratio"].endswith("x")
 
@@ -110,9 +111,9 @@ def test_compare_of_two_os_runs_sets_the_languages_side_by_side(capsys, tmp_path
     other.write_text("\n".join(slower))
     r = run_cli(capsys, "compare", FIXTURE, other)
     assert r.code == 0, r
-    go = next(l for l in r.out.split("\n") if l.startswith("Go time.Now on tsc, p50"))
-    assert re.search(r"\(2\.0x\), vDSO \(0/1000\), CLOCK_REALTIME\+CLOCK_MONOTONIC", go), go
-    assert sum(1 for l in r.out.split("\n") if " on tsc, p50 " in l and "(" in l) >= 23
+    go = next(l for l in r.out.split("\n") if l.startswith("Go time.Now on tsc "))
+    assert re.search(r"\(2\.0x\), vDSO \(0/1000\), REALTIME\+MONOTONIC", go), go
+    assert sum(1 for l in r.out.split("\n") if re.match(r"\S.* on tsc  ", l) and "(" in l) >= 23
 
 
 def test_the_store_keeps_each_apis_figures(tmp_path):
@@ -136,13 +137,13 @@ def test_a_host_and_a_vm_side_by_side(capsys):
     r = run_cli(capsys, "compare", FIXTURE, VM)
     assert r.code == 0, r
     lines = r.out.split("\n")
-    sw = {cs: next(l for l in lines if l.startswith(f".NET Stopwatch.GetTimestamp on {cs}, p50")) for cs in ("tsc", "hpet", "acpi_pm")}
+    sw = {cs: next(l for l in lines if l.startswith(f".NET Stopwatch.GetTimestamp on {cs} ")) for cs in ("tsc", "hpet", "acpi_pm")}
     cells = [c for c in re.split(r"\s{2,}", sw["tsc"]) if c]
-    assert all("vDSO (0/1000), CLOCK_MONOTONIC" in c for c in cells[1:3]) and "x)" in cells[2], sw["tsc"]
+    assert all("vDSO (0/1000), MONOTONIC" in c for c in cells[1:3]) and "x)" in cells[2], sw["tsc"]
     # the host has only tsc: its cell is "-"; the VM's hpet and acpi_pm make a syscall a call
     for cs in ("hpet", "acpi_pm"):
         cells = [c for c in re.split(r"\s{2,}", sw[cs]) if c]
-        assert cells[1] == "-" and "syscall (1000/1000), CLOCK_MONOTONIC" in cells[2], sw[cs]
+        assert cells[1] == "-" and "syscall (1000/1000), MONOTONIC" in cells[2], sw[cs]
 
 
 def test_the_vms_ladders_say_the_article_s_stopwatch_table():

@@ -63,14 +63,16 @@ def test_a_file_named_like_an_id_wins(capsys, tmp_path, monkeypatch):
 
 
 def test_report_takes_a_store_id_and_its_os_runs_too(capsys, tmp_path, monkeypatch):
-    db = store_of(capsys, tmp_path, TCG, OS_TCG)
+    kept = tmp_path / "kept" / "tcg-q35.log"  # beside which the report of run 1 goes (test_newuser_report_dir.py)
+    kept.parent.mkdir()
+    kept.write_text(TCG.read_text())
+    db = store_of(capsys, tmp_path, kept, OS_TCG)
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(capsys, "report", "--store", db, "1", "--no-html")
     assert code == 0, err
-    assert (tmp_path / "run-1" / "results.json").is_file()
-    assert (tmp_path / "run-1" / "run.log").read_text() == TCG.read_text()
+    assert (tmp_path / "kept" / "tcg-q35" / "results.json").is_file() and not (tmp_path / "run-1").exists()
     code, out, err = cli(capsys, "report", "--store", db, "9", "--no-html")
-    assert code == 66 and not (tmp_path / "run-9").exists()
+    assert code == 66 and not (tmp_path / "run-9").exists() and not (tmp_path / "reports").exists()
     code, out, err = cli(capsys, "report", "--store", db, "1", "--os", "2", "--os", "7", "--out", tmp_path / "r")
     assert code == 66 and "7: no such file, and no run 7" in err
 

@@ -16,8 +16,31 @@ from clockbench.runs import store
 from clockbench.errors import BadInput, CannotWrite, MissingTool
 
 
+# What a report's folder holds (report.write): a folder with anything else in it is not one.
+REPORT_FILES = ("report.html", "results.json")
+
+
+def default_out(log) -> Path:
+    """Where `report LOG` writes when --out is not given: beside the log.
+    A link (build/os-vm.log, build/run.log) is followed to the run it names;
+    a kept run's log (run.log, os.log) has its report in the run's own
+    folder, as `clockbench run` writes it; any other LOG.log in LOG/, unless
+    that is a folder of something else (build/os-vm/, os-vm's runtime
+    cache, beside a plain build/os-vm.log), then in LOG-report/."""
+    from clockbench.runs import osruns, runs
+
+    p = Path(log)
+    real = p.resolve() if p.is_symlink() else p
+    if real.name in (runs.LOG, osruns.OS_LOG):
+        return real.parent
+    out = real.with_suffix("")
+    if out.is_dir() and any(f.name not in REPORT_FILES and f.suffix != ".png" for f in out.iterdir()):
+        out = real.with_name(real.stem + "-report")
+    return out
+
+
 def _out_dir(args) -> Path:
-    return Path(args.out or Path(args.log).with_suffix(""))
+    return Path(args.out or default_out(args.log))
 
 
 def _os_runs(args, res: dict) -> list[dict]:
@@ -38,14 +61,23 @@ def _os_runs(args, res: dict) -> list[dict]:
 
 
 def _from_store(args) -> None:
-    """`report ID`: the run's log as the store keeps it, written into the
-    report's folder (run-ID/ unless --out names one) as run.log, which the
-    report is then made from, as from any log."""
+    """`report ID`: the report beside the stored run. Where the run's log is
+    still kept (its run folder, or the log it was imported from), the
+    report is made from it and written as for that log (default_out);
+    else the log as the store keeps it is written as run.log into
+    reports/run-ID/ beside the store, and the report made from it there.
+    --out names the folder instead, the log written into it."""
     got = store.stored_run(args.log, args.store)
     if got is None:
         return
     rid, text = got
-    out = Path(args.out or f"run-{rid}")
+    if not args.out:
+        with store.open_store(args.store, create=False) as st:
+            kept = st.kept_log(rid)
+        if kept is not None:
+            args.log, args.out = str(kept), str(default_out(kept))
+            return
+    out = Path(args.out or Path(args.store).parent / "reports" / f"run-{rid}")
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "run.log").write_text(text)
@@ -56,6 +88,7 @@ def _from_store(args) -> None:
 
 def cmd_report(args) -> int:
     _from_store(args)
+    args.out = str(_out_dir(args))
     res = results.load_path(args.log)
     args.os_runs = _os_runs(args, res)
     to_stdout = any(dest == "-" for _, dest in ci_formats.requested(args))

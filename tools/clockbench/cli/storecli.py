@@ -92,7 +92,7 @@ def cmd_import(args) -> int:
                 for d in folders:
                     if osruns.is_os_folder(d) and not (d / runs.LOG).is_file():
                         # named by the host its log measured, else by the folder (<host>-<UTC time>)
-                        items.append((d / osruns.OS_LOG, {"log_path": str(d / osruns.OS_LOG)},
+                        items.append((d / osruns.OS_LOG, {"log_path": str((d / osruns.OS_LOG).absolute())},
                                       args.machine or (lambda text, d=d: osruns.machine_name(text, osruns.folder_host(d)))))
                         continue
                     try:
@@ -100,7 +100,7 @@ def cmd_import(args) -> int:
                     except (OSError, ValueError) as e:
                         bad.append(f"{d}/{runs.METADATA}: unreadable ({e}); imported from its log alone")
                         meta = {}
-                    items.append((d / runs.LOG, meta_of_run(meta, d / runs.LOG) if meta else {"log_path": str(d / runs.LOG)},
+                    items.append((d / runs.LOG, meta_of_run(meta, (d / runs.LOG).absolute()) if meta else {"log_path": str((d / runs.LOG).absolute())},
                                   args.machine or (qemu_machine(meta) if meta.get("qemu") or meta.get("vmm") else d.name)))
             else:
                 preview = _preview_file(p)
@@ -115,7 +115,7 @@ def cmd_import(args) -> int:
                           + ("" if new else " (already in the store)"))
                     continue
                 # a clockbench-os log is named by the host it measured; any other by its file
-                items.append((p, {"log_path": str(p)}, args.machine or (lambda text, p=p: osruns.machine_name(text, p.stem))))
+                items.append((p, {"log_path": str(p.absolute())}, args.machine or (lambda text, p=p: osruns.machine_name(text, p.stem))))
             for log, meta, machine in items:
                 try:
                     text = _read(log)

@@ -234,6 +234,29 @@ def series_discontinuities(freq: dict, discs) -> int | None:
     return sum(1 for d in listed if event_class(d) == DISCONTINUITY)
 
 
+def lang_interval(rec: dict) -> tuple[float | None, float | None]:
+    """A lang_clock record's (or a lang_summary entry's) `p50_ci_ns`, the
+    median's 95% interval [lo, hi] in ns (docs/output.md); (None, None)
+    when the record has none (an older probe) or it does not hold a
+    number pair with lo <= hi."""
+    ci = _dict(rec).get("p50_ci_ns")
+    if isinstance(ci, list) and len(ci) == 2:
+        lo, hi = _num(ci[0]), _num(ci[1])
+        if lo is not None and hi is not None and lo <= hi:
+            return lo, hi
+    return None, None
+
+
+def interval(lo, hi) -> str:
+    """An interval as every output prints it, in the unit of its upper
+    end: "35.9-36.6 ns", "1.45-1.49 \u00b5s"; "" when there is none."""
+    if _num(lo) is None or _num(hi) is None:
+        return ""
+    unit = ns(hi).split(" ")[1]
+    scale = {"s": 1e9, "ms": 1e6, "\u00b5s": 1e3, "ns": 1.0}[unit]
+    return f"{sig(lo / scale)}-{sig(hi / scale)} {unit}"
+
+
 OS_CALL = "clock_gettime(CLOCK_MONOTONIC)"
 OS_PATHS = {"vdso": "the vDSO called directly", "libc": "libc", "syscall": "the raw syscall"}
 
@@ -367,9 +390,19 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             continue
         key = f"{cs}/{lang}/{api}"
         what = f"{r.get('runtime') or lang}, {r.get('method') or '?'} method, {r.get('path') or '?'} path, {r.get('clock_id') or '?'}"
-        if _num(r.get("p50_ns")) is not None:
-            add(f"lang_p50_ns:{key}", float(r["p50_ns"]), None, "ns",
-                what + (": a batch's cost per call" if r.get("method") == "batch" else ": one call, p50"))
+        p50 = _num(r.get("p50_ns"))
+        if p50 is not None:
+            lo, hi = lang_interval(r)
+            # the figure's uncertainty: the wider side of the median's 95% interval (issue 44); both ends kept beside it
+            half = max(p50 - lo, hi - p50) if lo is not None and hi is not None else None
+            add(f"lang_p50_ns:{key}", p50, half, "ns",
+                what + (": a batch's cost per call" if r.get("method") == "batch" else ": one call, p50")
+                + (f"; 95% interval {lo:.3f}-{hi:.3f} ns" if half is not None else ""))
+            if half is not None:
+                add(f"lang_p50_ci_lo_ns:{key}", lo, None, "ns", "the lower end of the p50's 95% interval (order statistics, "
+                    "widened by the timer's step)")
+                add(f"lang_p50_ci_hi_ns:{key}", hi, None, "ns", "the upper end of the p50's 95% interval (order statistics, "
+                    "widened by the timer's step)")
         if _num(r.get("syscalls_per_1000")) is not None:
             add(f"lang_syscalls_per_1000:{key}", float(r["syscalls_per_1000"]), None, "", what)
         if _num(r.get("least_step_ns")) is not None:

@@ -88,6 +88,7 @@ def from_log(text: str, source: str = "", log: records.Log | None = None) -> dic
         "os_restore": first("os_restore"),
         # the languages' clocks (issue 36): one record per API per clocksource
         "lang_clock": by("lang_clock"),
+        "lang_summary": by("lang_summary"),
         # the sequential-reads tables, each record's parts joined (records.join_parts)
         "os_histograms": [h for h in by("os_histogram") if not h.get("truncated")],
     }
@@ -157,7 +158,7 @@ _SHAPE = {
     "problems": (list, []), "notes": (list, []),
     "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None),
     "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
-    "os_clocksources": (list, []), "os_histograms": (list, []), "lang_clock": (list, []),
+    "os_clocksources": (list, []), "os_histograms": (list, []), "lang_clock": (list, []), "lang_summary": (list, []),
     "tsc_step": (dict, None), "timer_choice": (dict, None), "image_notes": (list, []), "verdict_rows": (list, []),
     "rtc": (dict, None),
 }

@@ -97,6 +97,38 @@ def checks_line(res: dict) -> str:
     return f"{s.get('pass', '?')} passed, {s.get('fail', '?')} failed, {s.get('skip', '?')} skipped ({s.get('status', '?')})"
 
 
-def as_text(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows) + "\n"
+# `compare`'s tables fit a terminal this wide (issue 44: under 160 columns).
+WIDTH = 159
+
+
+def _fit(widths: list[int], words: list[int], width: int) -> list[int]:
+    """Column widths that fit `width` with two spaces between columns: the
+    widest columns are narrowed to one common cap, as little as that takes,
+    never below their longest word (a clock's name is not cut in two)
+    unless nothing else fits."""
+    room = width - 2 * (len(widths) - 1)
+    if sum(widths) <= room:
+        return widths
+    # the first column names the row: kept whole while it is not the widest part of the line
+    floor = [w if i == 0 and w <= 60 else min(w, max(k, 8)) for i, (w, k) in enumerate(zip(widths, words))]
+    cap = max(widths)
+    while cap > 8 and sum(max(f, min(w, cap)) for w, f in zip(widths, floor)) > room:
+        cap -= 1
+    return [max(f, min(w, cap)) if sum(max(f, min(w, cap)) for w, f in zip(widths, floor)) <= room else min(w, cap)
+            for w, f in zip(widths, floor)]
+
+
+def as_text(rows: list[list[str]], width: int | None = None) -> str:
+    """Rows of cells as columns; with a width, the widest columns' cells
+    wrap onto lines of their own beneath, so that no line is wider."""
+    import textwrap
+
+    natural = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    words = [max((len(x) for r in rows for x in r[i].split()), default=0) for i in range(len(rows[0]))]
+    widths = _fit(natural, words, width) if width else natural
+    out = []
+    for r in rows:
+        cells = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if len(c) > w else [c] for c, w in zip(r, widths)]
+        for k in range(max(len(c) for c in cells)):
+            out.append("  ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)).rstrip())
+    return "\n".join(out) + "\n"

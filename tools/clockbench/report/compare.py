@@ -198,16 +198,23 @@ def _with_os(args, runs: list[dict]) -> int:
     oss = [i for i, r in enumerate(runs) if os_side.is_os(r)]
     if not bare:
         rows = os_side.os_vs_os([runs[i] for i in oss], [names[i] for i in oss])
-        # the languages side by side: each cell its p50 (its ratio to the first run's), path and clock
-        rows += ladder.side_by_side([runs[i] for i in oss])
-        lines = os_side.os_machine_lines([runs[i] for i in oss], [names[i] for i in oss])
+        # the languages side by side: each cell its p50 (its ratio to the first run's), path and clock; a table of its
+        # own in the text, so that the context's long cells do not narrow its columns
+        langs = ladder.side_by_side([runs[i] for i in oss])
+        os_runs, os_names = [runs[i] for i in oss], [names[i] for i in oss]
+        lines = os_side.os_machine_lines(os_runs, os_names) + ladder.runtime_differences(os_runs, os_names)
+        diffs = ladder.differences(os_runs, os_names)
         if args.html:
-            _write_html(args.html, as_html(rows).replace("<table>", "".join(f"<p><b>{html.escape(l)}</b></p>" for l in lines)
-                                                      + "<table>", 1))
-        sys.stdout.write("".join(l + "\n" for l in lines) + ("\n" if lines else "")
-                         + "OS runs without a bare run: each call's p50 with its ratio to the first run's "
-                           "(give a log of the image too for the bare reads); b: a batch's cost per call, "
-                           "not one call alone\n\n" + as_text(rows))
+            _write_html(args.html, as_html(rows + langs).replace("<table>", "".join(f"<p><b>{html.escape(l)}</b></p>" for l in lines)
+                                                      + "<table>", 1).replace("</table>", "</table>" + "".join(
+                                                          f"<p>{html.escape(l)}</p>" for l in diffs), 1))
+        sys.stdout.write("".join(_wrap(l) + "\n" for l in lines) + ("\n" if lines else "")
+                         + _wrap("OS runs without a bare run: each call's p50 with its ratio to the first run's (give a log of "
+                                 "the image too for the bare reads); a language's cell: its p50 (95% interval), path and clock; b: a "
+                                 "batch's cost per call, not one call alone") + "\n\n" + as_text(rows, WIDTH)
+                         + ("\n" + as_text([["language, API, clocksource", *rows[0][1:]], *langs], WIDTH) if langs else "")
+                         + ("\nEach language's cost against the first run's, beyond their 95% intervals or not:\n"
+                            + "".join(_wrap(l, "  ") + "\n" for l in diffs) if diffs else ""))
         if args.html:
             print(f"clockbench compare: wrote {args.html}")
         return 0
@@ -217,16 +224,27 @@ def _with_os(args, runs: list[dict]) -> int:
             raise BadInput(f"{args.runs[i]}: holds nothing to compare (no read cost, no TSC frequency)" + (f"; {why}" if why else ""))
     out = ""
     if len(bare) > 1:
-        out += as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare])))
+        out += as_text(table([runs[i] for i in bare], run_names([args.runs[i] for i in bare])), WIDTH)
         out += f"\nThrough the OS, against the first bare run, {names[bare[0]]}:\n"
     t = os_side.side_by_side(runs[bare[0]], [runs[i] for i in oss], names[bare[0]], [names[i] for i in oss])
     # each OS run's ladder of languages, beneath the bare run's read of the counter under each clocksource
     t["ladders"] = [{"name": names[i], "clocksource": lt["clocksource"], "rows": ladder.as_rows(lt)}
                     for i in oss for lt in ladder.tables(runs[i], runs[bare[0]])]
+    t["summaries"] = ladder.summaries_of([runs[i] for i in oss], [names[i] for i in oss])
     out += os_side.as_text(t)
     for lt in t["ladders"]:
-        out += (f"\nThe ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath {names[bare[0]]}'s bare read "
-                "(p50; b: batch; !: a claim finer than the least step seen):\n" + as_text(lt["rows"]))
+        out += "\n" + _wrap(f"The ladder of {lt['name']} on clocksource {lt['clocksource']}, beneath the bare read of "
+                            f"{names[bare[0]]} (the image, no OS): p50 with its 95% interval; method tsc: one call between "
+                            f"serialised TSC reads, batch: a batch's cost per call; {os_side.CLAIM_LEGEND}:") + "\n" \
+            + as_text(lt["rows"], WIDTH)
+    for sm in t["summaries"]:
+        out += f"\nEach language's clocks across the clocksources in {sm['name']}:\n" + "".join(_wrap(l, "  ") + "\n" for l in sm["lines"])
+    if len(oss) > 1:  # the OS runs' languages against each other too, as without a bare run
+        os_runs, os_names = [runs[i] for i in oss], [names[i] for i in oss]
+        said = ladder.runtime_differences(os_runs, os_names) + ladder.differences(os_runs, os_names)
+        if said:
+            out += (f"\nEach language's cost in the OS runs against {os_names[0]}'s, beyond their 95% intervals or not:\n"
+                    + "".join(_wrap(l, "  ") + "\n" for l in said))
     if args.html:
         try:
             page = os_side.as_html_page(t)
@@ -237,6 +255,17 @@ def _with_os(args, runs: list[dict]) -> int:
     if args.html:
         print(f"clockbench compare: wrote {args.html}")
     return 0
+
+
+# compare's lines fit a terminal this wide (issue 44: under 160 columns)
+WIDTH = 159
+
+
+def _wrap(line: str, indent: str = "") -> str:
+    import textwrap
+
+    return textwrap.fill(line, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def _l(v) -> list:
@@ -261,7 +290,7 @@ def main(args) -> int:
     rows = table(runs, run_names(list(args.runs)))
     if args.html:
         _write_html(args.html, as_html(rows))
-    sys.stdout.write(as_text(rows))
+    sys.stdout.write(as_text(rows, WIDTH))
     if args.html:
         print(f"clockbench compare: wrote {args.html}")
     return 0

@@ -40,7 +40,7 @@ OS_ROUTES = {"vdso": "vDSO entry", "libc": "libc", "syscall": "raw syscall"}
 # The languages' names as the ladder shows them (os/os_lang_parse.c's titles).
 LANGUAGE_TITLES = {"cpp-libstdc++": "C++ (libstdc++)", "cpp-libc++": "C++ (libc++)", "rust": "Rust", "go": "Go",
                    "java": "Java", "python": "Python", "node": "Node.js", "dotnet": ".NET"}
-HEAD = ["layer", "read", "cost p50", "method", "x bare", "least step", "claimed", "path", "clock"]
+HEAD = ["layer", "read", "cost p50 (95% interval)", "method", "x bare", "least step", "claimed", "path", "clock"]
 # A claim finer than this share of the least step seen cannot be the clock's
 # resolution (as the runner judges it: claim_finer_than_step).
 CLAIM_SHARE = 0.5
@@ -86,6 +86,15 @@ def _first_of(res: dict, call: str) -> dict:
     return next((r for r in _l(res.get("os_latency")) if r.get("call") == call), {})
 
 
+# A CPU-time clock counts the scheduler's time (sched_clock), not the
+# clocksource: its row is the same clock under every clocksource, and says so.
+CPU_TIME_MARK = " (CPU time: not the clocksource)"
+
+
+def is_cpu_time(clock_id) -> bool:
+    return isinstance(clock_id, str) and "CPUTIME" in clock_id
+
+
 def ratio(v, base, base_is_bound: bool = False) -> str:
     """v over the bare read; ">=" where the bare read is under the TSC's
     step (its p50 then bounds it from above, so the ratio is at least this)."""
@@ -103,6 +112,29 @@ def cost_text(v, below_step: bool = False) -> str:
     if not _num(v):
         return "-"
     return ("< " if below_step else "") + figures.ns(v)
+
+
+def interval_text(p50, lo, hi) -> str:
+    """A p50's 95% interval in the p50's own unit, as the issue's example
+    and clockbench-os's terminal give it: "35.9-36.6" beside "36.2 ns",
+    "1.45-1.49" beside "1.47 \u00b5s"; "" when there is none."""
+    if not (_num(p50) and _num(lo) and _num(hi)):
+        return ""
+    unit = figures.ns(p50).split(" ")[1]
+    scale = {"s": 1e9, "ms": 1e6, "\u00b5s": 1e3, "ns": 1.0}[unit]
+    return f"{figures.sig(lo / scale)}-{figures.sig(hi / scale)}"
+
+
+def cost_with_interval(r: dict) -> str:
+    """A row's cost with its interval: "36.2 ns (35.9-36.6)"."""
+    return r["cost"] + (f" ({r['interval']})" if r.get("interval") else "")
+
+
+def runtime_text(r: dict) -> str:
+    """The runtime a lang_clock record was measured with, and the program
+    that ran (runtime_exe) where the record names one."""
+    rt, exe = str(r.get("runtime") or ""), r.get("runtime_exe")
+    return rt + (f" ({exe})" if isinstance(exe, str) and exe and rt else "")
 
 
 def step_text(v) -> str:
@@ -128,7 +160,8 @@ def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, bool
     if bare is not None:
         key = os_side.bare_counter(cs, bare)
         p50 = os_side.bare_p50(bare, key)
-        step = os_side.bare_step(bare, cs)
+        # the least step of the very read in the row (rdtscp's beneath tsc), as the table above it gives
+        step = os_side.bare_step(bare, key) if key else None
         if key is not None and (p50 is not None or os_side.bare_cost(bare, key) != "-"):
             return p50, False, {"layer": "bare", "read": f"{key} (the image, no OS)", "cost": os_side.bare_cost(bare, key),
                          "p50_ns": p50, "method": "tsc", "ratio": "1.0x" if p50 else "-", "step": step_text(step),
@@ -136,8 +169,10 @@ def bare_base(res: dict, cs: str, bare: dict | None) -> tuple[float | None, bool
     lat = _first_of(res, "rdtsc")
     p50 = lat.get("p50_ns") if _num(lat.get("p50_ns")) else None
     below = bool(lat.get("below_step"))
+    # measured once, on the clocksource in use at the start: said so beneath every other clocksource
+    once = f", measured on {lat['clocksource']}" if isinstance(lat.get("clocksource"), str) and lat["clocksource"] != cs else ""
     return p50, below, {
-        "layer": "bare", "read": "rdtsc (user space; no bare run given)", "cost": cost_text(p50, below), "p50_ns": p50,
+        "layer": "bare", "read": f"rdtsc (user space{once}; no bare run given)", "cost": cost_text(p50, below), "p50_ns": p50,
         "method": "tsc", "ratio": "1.0x" if p50 and not below else "-", "step": "-", "claimed": "-", "flag": False,
         "path": "-", "clock": "TSC"}
 
@@ -163,11 +198,14 @@ def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
         lang = str(r.get("language") or "?")
         p50, step, claimed = r.get("p50_ns"), r.get("least_step_ns"), r.get("claimed_resolution_ns")
         flag = bool(r.get("claim_finer_than_step")) if isinstance(r.get("claim_finer_than_step"), bool) else claim_flag(claimed, step)
-        out.append({"layer": LANGUAGE_TITLES.get(lang, lang), "read": str(r.get("api") or "?"), "runtime": str(r.get("runtime") or ""),
-                    "cost": cost_text(p50), "p50_ns": p50 if _num(p50) else None, "method": str(r.get("method") or "-"),
+        lo, hi = figures.lang_interval(r)
+        out.append({"layer": LANGUAGE_TITLES.get(lang, lang), "read": str(r.get("api") or "?"), "runtime": runtime_text(r),
+                    "cost": cost_text(p50), "interval": interval_text(p50, lo, hi), "ci_ns": [lo, hi] if lo is not None else None,
+                    "p50_ns": p50 if _num(p50) else None, "method": str(r.get("method") or "-"),
                     "ratio": ratio(p50, base, bound), "step": step_text(step),
                     "claimed": figures.ns(claimed) if _num(claimed) else "none stated", "flag": flag,
-                    "path": path_text(r.get("path"), r.get("syscalls_per_1000")), "clock": clock_text(r.get("clock_id")),
+                    "path": path_text(r.get("path"), r.get("syscalls_per_1000")),
+                    "clock": clock_text(r.get("clock_id")) + (CPU_TIME_MARK if is_cpu_time(r.get("clock_id")) else ""),
                     "failures": str(r.get("failures") or "")})
     return out
 
@@ -177,7 +215,17 @@ def tables(res: dict, bare: dict | None = None) -> list[dict]:
     run measured no language."""
     if not has_languages(res):
         return []
-    return [{"clocksource": cs, "rows": rows(res, cs, bare), "order": order_rows(res, cs)} for cs in clocksources(res)]
+    return [{"clocksource": cs, "rows": rows(res, cs, bare), "order": order_rows(res, cs),
+             "thread_heads": thread_heads(res, cs)} for cs in clocksources(res)]
+
+
+def thread_heads(res: dict, cs: str) -> list[str]:
+    """The order table's thread columns: 1 and 2 threads, and N where N,
+    the CPUs, is more than 2 (as clockbench-os's terminal table): never
+    "1 thread | 2 threads | 1 threads" on a 1-CPU machine."""
+    ns = {r.get("threads_n") for r in lang_records(res) if r.get("clocksource") == cs and _num(r.get("threads_n"))}
+    n = int(max(ns)) if ns else None
+    return ["1 thread", "2 threads"] + ([f"{n} threads"] if n is not None and n > 2 else [])
 
 
 def _count(v) -> str:
@@ -224,7 +272,7 @@ def runtimes(res: dict) -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
     for r in lang_records(res):
         lang = str(r.get("language") or "?")
-        seen.setdefault(LANGUAGE_TITLES.get(lang, lang), str(r.get("runtime") or "?"))
+        seen.setdefault(LANGUAGE_TITLES.get(lang, lang), runtime_text(r) or "?")
     return list(seen.items())
 
 
@@ -232,40 +280,180 @@ def as_rows(table: dict) -> list[list[str]]:
     """One ladder as text rows, the first naming the columns."""
     out = [list(HEAD)]
     for r in table["rows"]:
-        out.append([r["layer"], r["read"], r["cost"], r["method"], r["ratio"], r["step"],
+        out.append([r["layer"], r["read"], cost_with_interval(r), r["method"], r["ratio"], r["step"],
                     r["claimed"] + (" !" if r["flag"] else ""), r["path"], r["clock"]])
     return out
 
 
 # ------------------------------------------------------------ two OS runs side by side
 
-def side_by_side(runs: list[dict]) -> list[list[str]]:
-    """The languages of OS runs side by side (two hosts, or a host and a
-    VM): one row per (language, API, clocksource) any run measured, each
-    run's cell its p50, path and clock, the ratio to the first run's p50.
-    Clocksources keep their own names: a host's tsc and a VM's kvm-clock
-    are different rows."""
+def _record(res: dict, lang, api, cs) -> dict | None:
+    return next((x for x in lang_records(res) if (x.get("language"), x.get("api"), x.get("clocksource")) == (lang, api, cs)), None)
+
+
+def _keys(runs: list[dict]) -> list[tuple]:
+    """(language, API, clocksource) any run measured, in the order first seen."""
     keys: list[tuple] = []
     for res in runs:
         for r in lang_records(res):
             k = (r.get("language"), r.get("api"), r.get("clocksource"))
             if all(isinstance(x, str) for x in k) and k not in keys:
                 keys.append(k)
+    return keys
+
+
+def side_by_side(runs: list[dict]) -> list[list[str]]:
+    """The languages of OS runs side by side (two hosts, or a host and a
+    VM): one row per (language, API, clocksource) any run measured, each
+    run's cell its p50 with its 95% interval, path and clock, the ratio to
+    the first run's p50. Clocksources keep their own names: a host's tsc
+    and a VM's kvm-clock are different rows."""
     out = []
-    for lang, api, cs in keys:
+    for lang, api, cs in _keys(runs):
         cells, first = [], None
         for i, res in enumerate(runs):
-            r = next((x for x in lang_records(res) if (x.get("language"), x.get("api"), x.get("clocksource")) == (lang, api, cs)), None)
+            r = _record(res, lang, api, cs)
             if r is None:
                 cells.append("-")
                 continue
             p50 = r.get("p50_ns")
             if i == 0:
                 first = p50
+            lo, hi = figures.lang_interval(r)
+            ci = interval_text(p50, lo, hi)
             # "b" as in the terminal's ladder: a batch's cost per call is not one call's, beside C++'s
-            cell = cost_text(p50) + (" b" if r.get("method") == "batch" and _num(p50) else "") \
+            cell = cost_text(p50) + (f" ({ci})" if ci else "") + (" b" if r.get("method") == "batch" and _num(p50) else "") \
                 + (f" ({ratio(p50, first)})" if i > 0 and _num(first) else "")
-            cell += f", {path_text(r.get('path'), r.get('syscalls_per_1000'))}, {r.get('clock_id') or '-'}"
+            cell += f", {path_text(r.get('path'), r.get('syscalls_per_1000'))}, {clock_text(r.get('clock_id'))}"
             cells.append(cell)
-        out.append([f"{LANGUAGE_TITLES.get(lang, lang)} {api} on {cs}, p50", *cells])
+        out.append([f"{LANGUAGE_TITLES.get(lang, lang)} {api} on {cs}", *cells])
     return out
+
+
+# The languages whose probe is a static program of its own: its runtime_exe is the probe.
+NATIVE = frozenset({"cpp-libstdc++", "cpp-libc++", "rust", "go"})
+SLOWER, FASTER, OVERLAP, UNJUDGED = "slower", "faster", "within", "unjudged"
+
+
+def judge(a: dict, b: dict) -> str:
+    """Whether b's cost differs from a's beyond their 95% intervals:
+    SLOWER (b's interval wholly above a's), FASTER (wholly below), OVERLAP
+    (they overlap: no difference shown), UNJUDGED (a side has no interval)."""
+    alo, ahi = figures.lang_interval(a)
+    blo, bhi = figures.lang_interval(b)
+    if None in (alo, ahi, blo, bhi):
+        return UNJUDGED
+    if blo > ahi:
+        return SLOWER
+    if bhi < alo:
+        return FASTER
+    return OVERLAP
+
+
+def differences(runs: list[dict], names: list[str]) -> list[str]:
+    """One line per (language, API, clocksource) the first run and another
+    both measured: each cost with its interval, and whether they differ
+    beyond them ("Go time.Now on tsc: 36.2 ns (35.9-36.6) vs 41.0 ns
+    (40.1-42.3): slower in B")."""
+    out = []
+    for k, (res, name) in enumerate(zip(runs[1:], names[1:])):
+        for lang, api, cs in _keys([runs[0], res]):
+            a, b = _record(runs[0], lang, api, cs), _record(res, lang, api, cs)
+            if a is None or b is None or not (_num(a.get("p50_ns")) and _num(b.get("p50_ns"))):
+                continue
+            said = {SLOWER: f"slower in {name}, beyond both intervals", FASTER: f"faster in {name}, beyond both intervals",
+                    OVERLAP: "the intervals overlap: no difference shown",
+                    UNJUDGED: "no interval on one side (an older probe): not judged"}[judge(a, b)]
+            pa = cost_text(a["p50_ns"]) + (f" ({interval_text(a['p50_ns'], *figures.lang_interval(a))})" if figures.lang_interval(a)[0] is not None else "")
+            pb = cost_text(b["p50_ns"]) + (f" ({interval_text(b['p50_ns'], *figures.lang_interval(b))})" if figures.lang_interval(b)[0] is not None else "")
+            out.append(f"{LANGUAGE_TITLES.get(lang, lang)} {api} on {cs}: {pa} vs {pb}: {said}")
+    return out
+
+
+def runtime_differences(runs: list[dict], names: list[str]) -> list[str]:
+    """A line per language whose runtime, or the program that ran
+    (runtime_exe), differs between the first run and another: their rows
+    compare two runtimes, not only two machines."""
+    out = []
+    first = {LANGUAGE_TITLES.get(str(r.get("language")), str(r.get("language"))): r for r in reversed(lang_records(runs[0]))}
+    for res, name in zip(runs[1:], names[1:]):
+        other = {LANGUAGE_TITLES.get(str(r.get("language")), str(r.get("language"))): r for r in reversed(lang_records(res))}
+        for lang, a in first.items():
+            b = other.get(lang)
+            if b is None:
+                continue
+            # a native probe's runtime_exe is the probe itself, wherever it lies: only its runtime (the compiler and
+            # library it was built with) tells; an interpreter's or VM's is the runtime that ran
+            exe_says = a.get("language") not in NATIVE
+            if a.get("runtime") != b.get("runtime") or (exe_says and a.get("runtime_exe") != b.get("runtime_exe")):
+                out.append(f"{lang}: different runtimes, {runtime_text(a) or '?'} in {names[0]} vs {runtime_text(b) or '?'} "
+                           f"in {name}: its rows compare the runtimes as well as the machines")
+    return out
+
+
+# ------------------------------------------------------------ one line per API across clocksources
+
+def _summary_of(rec: dict) -> tuple[str, str, dict, dict]:
+    return (str(rec.get("language") or "?"), str(rec.get("api") or "?"),
+            {k: v for k, v in rec["by_clocksource"].items() if isinstance(v, dict)} if isinstance(rec.get("by_clocksource"), dict) else {},
+            rec["offered_not_measured"] if isinstance(rec.get("offered_not_measured"), dict) else {})
+
+
+def _syscalls_said(per_1000) -> str:
+    if not _num(per_1000):
+        return "a system call"
+    n = round(per_1000 / 1000.0, 1)
+    if n == 1:
+        return "1 system call a call"
+    return f"{n:g} system calls a call"
+
+
+def summaries(res: dict) -> list[dict]:
+    """One answer per language and API across the clocksources measured
+    (issue 44, docs/output.md `lang_summary`): [{"language", "api", "line",
+    "by_clocksource": [{"clocksource", "cost", "interval", "path"}],
+    "offered": [(clocksource, what it would mean)]}]. From the run's
+    lang_summary records; an older log without them, from its lang_clock
+    records."""
+    recs = [r for r in _l(res.get("lang_summary")) if isinstance(r.get("by_clocksource"), dict)]
+    if not recs:
+        grouped: dict[tuple, dict] = {}
+        for r in lang_records(res):
+            k = (r.get("language"), r.get("api"))
+            if all(isinstance(x, str) for x in k) and isinstance(r.get("clocksource"), str):
+                grouped.setdefault(k, {"language": k[0], "api": k[1], "by_clocksource": {}})["by_clocksource"][r["clocksource"]] = r
+        recs = list(grouped.values())
+    syscall_ns = {cs: _latency(res, cs, MONOTONIC, "syscall").get("p50_ns") for cs in clocksources(res)}
+    raw = next((v for v in syscall_ns.values() if _num(v)), None)
+    out = []
+    for rec in recs:
+        lang, api, by, offered = _summary_of(rec)
+        parts, cells = [], []
+        for cs, e in by.items():
+            p50 = e.get("p50_ns")
+            lo, hi = figures.lang_interval(e)
+            ci = interval_text(p50, lo, hi)
+            how = ("vDSO" if e.get("path") == "vdso" else _syscalls_said(e.get("syscalls_per_1000")) if e.get("path") == "syscall"
+                   else path_text(e.get("path"), e.get("syscalls_per_1000")))
+            parts.append(f"{cost_text(p50)}" + (f" ({ci})" if ci else "") + f" on {cs}, {how}")
+            cells.append({"clocksource": cs, "cost": cost_text(p50), "interval": ci, "path": how})
+        would = []
+        for cs, mode in offered.items():
+            if mode == "vdso":
+                would.append((cs, "read in the vDSO too: no system call"))
+            elif mode == "syscall":
+                would.append((cs, "a system call a call" + (f": the raw syscall alone costs {figures.ns(raw)} here, before the "
+                                                            "counter's own read" if _num(raw) else "")))
+            else:
+                would.append((cs, "how Linux reads it is not known here"))
+        line = f"{LANGUAGE_TITLES.get(lang, lang)} {api}: " + "; ".join(parts)
+        if would:
+            line += "; not measured: " + "; ".join(f"{cs} ({w})" for cs, w in would)
+        out.append({"language": LANGUAGE_TITLES.get(lang, lang), "api": api, "line": line, "by_clocksource": cells, "offered": would})
+    return out
+
+
+def summaries_of(runs: list[dict], names: list[str]) -> list[dict]:
+    """Each OS run's lines across the clocksources, for the bare-and-OS
+    table (compare BARE OS, report BARE --os OS): [{"name", "lines"}]."""
+    return [{"name": n, "lines": [x["line"] for x in summaries(r)]} for r, n in zip(runs, names) if has_languages(r)]

@@ -24,6 +24,8 @@ from clockbench.records import figures, runinfo
 from clockbench.report import pages, plots
 
 OS_TOOL = "clockbench-os"
+# The one wording of the ladders' "!" (ladder.CLAIM_SHARE: half the least step), in compare's text and HTML alike.
+CLAIM_LEGEND = "!: a resolution claimed finer than half the least step seen"
 MONOTONIC = "clock_gettime(CLOCK_MONOTONIC)"
 PATHS = ("libc", "vdso", "syscall")
 
@@ -439,9 +441,10 @@ def side_by_side(bare: dict, os_runs: list[dict], bare_name: str, os_names: list
         run = {"name": n, "clocksource": first_clocksource(r) or "?", "clocksources": clocksource_rows(bare, r),
                "other": other_rows(bare, r)}
         run["other_caption"] = other_caption(run)
+        run["heading"] = heading(bare_name, n)
         out_runs.append(run)
     return {"bare": bare_name, "machines": machines, "context": context_rows([bare, *os_runs], [bare_name, *os_names], bare),
-            "runs": out_runs, "caption": CS_CAPTION}
+            "runs": out_runs, "caption": CS_CAPTION, "claim_legend": CLAIM_LEGEND}
 
 
 CS_CAPTION = ("clock_gettime(CLOCK_MONOTONIC) through the OS by each path, p50, with its ratio to the bare read of the counter "
@@ -454,6 +457,12 @@ def other_caption(run: dict) -> str:
             "rdtsc and rdtscp from user space beside the bare reads")
 
 
+def heading(bare_name: str, os_names: str) -> str:
+    """ "tcg-q35 (the image, no OS) and os-vm through the OS": a run named
+    bare is never "bare bare"."""
+    return f"{bare_name} (the image, no OS) and {os_names} through the OS"
+
+
 def as_text(t: dict) -> str:
     """The comparison for a terminal: the machine lines (a warning when
     they differ) above the tables."""
@@ -462,14 +471,15 @@ def as_text(t: dict) -> str:
     wrap = lambda s: textwrap.fill(s, 110, break_on_hyphens=False)  # noqa: E731
     out = []
     for m in t["machines"]:
-        out.append(("" if m["same"] else "WARNING: ") + m["line"])
+        out.append(textwrap.fill(("" if m["same"] else "WARNING: ") + m["line"], runinfo.WIDTH, subsequent_indent="  ",
+                                 break_on_hyphens=False))
     out.append("")
-    out.append(runinfo.as_text(t["context"]))
+    out.append(runinfo.as_text(t["context"], runinfo.WIDTH))
     for r in t["runs"]:
-        out.append(wrap(f"{t['bare']} bare and {r['name']} through the OS, per clocksource: {CS_CAPTION}:"))
-        out.append(runinfo.as_text(r["clocksources"]))
+        out.append(wrap(f"{heading(t['bare'], r['name'])}, per clocksource: {CS_CAPTION}:"))
+        out.append(runinfo.as_text(r["clocksources"], runinfo.WIDTH))
         out.append(wrap(r["other_caption"] + ":"))
-        out.append(runinfo.as_text(r["other"]))
+        out.append(runinfo.as_text(r["other"], runinfo.WIDTH))
     return "\n".join(out)
 
 
@@ -477,7 +487,7 @@ def as_html_page(t: dict) -> str:
     """The page `compare BARE OS --html` writes (templates/compare_os.html.j2,
     autoescaped); ImportError without Jinja2."""
 
-    title = f"clockbench compare: {t['bare']} bare and " + ", ".join(r["name"] for r in t["runs"]) + " through the OS"
+    title = "clockbench compare: " + heading(t["bare"], ", ".join(r["name"] for r in t["runs"]))
     return pages.environment().get_template("compare_os.html.j2").render(t=t, title=title)
 
 

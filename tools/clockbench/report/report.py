@@ -859,6 +859,7 @@ def render_os_html(res: dict, path: Path, notes=(), date: str | None = None, met
     page["context"] += meta_rows(meta or {})
     page["ladder"] = [{**t, "text": ladder.as_rows(t)} for t in ladder.tables(res, bare)]
     page["runtimes"] = ladder.runtimes(res)
+    page["summaries"] = ladder.summaries(res) if page["ladder"] else []
     page["ladder_fig"] = next(({"title": plots.LADDER_TITLE, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
                                for p in plots_made if p.stem == "ladder"), None)
     ctx = dict(title=os_side.page_title(res) + (f", {date}" if date else ""), status=STATUS_NAMES.get(code, "unknown"), why=why,
@@ -1016,6 +1017,7 @@ def main(args) -> int:
         # each OS run's languages beneath this bare run's read (templates/os_side.html.j2)
         os_table["ladders"] = [{"name": n, "clocksource": t["clocksource"], "rows": ladder.as_rows(t)}
                                for r, n in zip(args.os_runs, names[1:]) for t in ladder.tables(r, res)]
+        os_table["summaries"] = ladder.summaries_of(args.os_runs, names[1:])
     made, notes = write(res, out, text if is_log else None, log_path, os_table)
     for n in notes:
         print(f"clockbench report: {log_path}: note: {n}", file=sys.stderr)

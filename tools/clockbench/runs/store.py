@@ -507,6 +507,20 @@ class Store:
         r = self._query("SELECT log FROM runs WHERE id = ?", (run_id,))
         return zlib.decompress(r[0][0]).decode("utf-8", "replace") if r and r[0][0] is not None else None
 
+    def kept_log(self, run_id: int) -> Path | None:
+        """Where the run's log is kept, when that file still holds the very
+        log the store has (a run folder, an imported log); else None."""
+        r = self._query("SELECT log_path, log FROM runs WHERE id = ?", (run_id,))
+        if not r or not r[0][0] or r[0][1] is None:
+            return None
+        p = Path(r[0][0])
+        try:
+            same = p.is_absolute() and p.is_file() and log_sha256(p.read_text(errors="replace")) == \
+                log_sha256(zlib.decompress(r[0][1]).decode("utf-8", "replace"))
+        except OSError:
+            return None
+        return p if same else None
+
     def count(self) -> int:
         return self._query("SELECT count(*) FROM runs")[0][0]
 
