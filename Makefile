@@ -423,13 +423,19 @@ lang: $(LANG_PROBES)
 # host's own runtimes. Every probe is needed (`make lang`, not -k): a
 # bundle without a language would leave it out on every host it reaches.
 # The tarball is reproducible: sorted, owned by 0, dated SOURCE_DATE_EPOCH.
-BUNDLE_NAME := clockbench-os-$(VERSION)-x86_64-linux
+# (the version as a file name: a ';' or ':' in a rule's target would end its
+# line, and `make release VERSION='1.0;rm'` must reach the check that refuses it)
+BUNDLE_EMPTY :=
+BUNDLE_SPACE := $(BUNDLE_EMPTY) $(BUNDLE_EMPTY)
+BUNDLE_HASH := \#
+BUNDLE_VERSION := $(subst $(BUNDLE_SPACE),_,$(subst ;,_,$(subst :,_,$(subst =,_,$(subst %,_,$(subst $(BUNDLE_HASH),_,$(VERSION)))))))
+BUNDLE_NAME := clockbench-os-$(BUNDLE_VERSION)-x86_64-linux
 BUNDLE_DIR := $(BUILD)/bundle/$(BUNDLE_NAME)
 BUNDLE := $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
 BUNDLE_LANG := $(LANG_DIR)/probe-cpp-libstdcxx $(LANG_DIR)/probe-cpp-libcxx $(LANG_DIR)/probe-rust $(LANG_DIR)/probe-go \
 	$(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/probe.js $(LANG_DIR)/Probe.exe $(LANG_DIR)/Probe.runtimeconfig.json
 $(BUNDLE): $(OS_BIN) $(BUNDLE_LANG) os/bundle/README scripts/bundle.sh
-	$(call say,BUNDLE,$@)scripts/bundle.sh $(BUNDLE_DIR) $(VERSION) $(OS_BIN) $(LANG_DIR) $(SOURCE_DATE_EPOCH)
+	$(call say,BUNDLE,$@)scripts/bundle.sh '$(BUNDLE_DIR)' '$(VERSION)' $(OS_BIN) $(LANG_DIR) $(SOURCE_DATE_EPOCH)
 
 bundle: $(BUNDLE)
 

@@ -304,7 +304,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "(dropbear, root by key only) that QEMU forwards from 127.0.0.1:PORT here; the guest has busybox, "
                    "Python's standard library (for Ansible) and the languages' runtimes, and stays up until it is "
                    "powered off (`poweroff` in it), Ctrl-C, SIGTERM or --timeout")
-    g.add_argument("--authorized-key", metavar="FILE.pub", help="with --ssh: the public key(s) root logs in with")
+    g.add_argument("--authorized-key", metavar="FILE.pub", help="with --ssh: the public keys root logs in with (a file of one or more)")
     g.add_argument("--hostname", help="with --ssh: the guest's host name (default: os-vm-PORT)")
     g.add_argument("--boot-timeout", type=float, default=guest.BOOT_BOUND_S, metavar="SECONDS",
                    help="with --ssh: how long the guest may take from QEMU's start to its sshd's answer (default: "
