@@ -36,7 +36,9 @@ from clockbench.records import records
 
 # Not `timed`: it counts system calls and reads names, which a busy host does
 # not move; one worker boots the guest once for every test here.
-pytestmark = [pytest.mark.xdist_group("os_vm_guest"), pytest.mark.first]
+# in the quiet lane, one at a time: its TCG guests beside the timed KVM tests
+# made those see their vCPU away for seconds (test_stalls' baseline)
+pytestmark = pytest.mark.timed
 
 PROGRAM = BUILD / "os" / "clockbench-os"
 RUN_BOUND_S = 240  # clockbench-os --current-only, Go and Python, 2000 calls: about 30 s under TCG here

@@ -25,9 +25,9 @@ from helpers.ports import free_port
 from helpers.tool import PYTHON, tool_env
 from sshhosts import fleet_rows, recap_line, run_hosts, stored
 
-# beside test_hosts.py's fleet, in the same worker: two TCG guests and the
-# loopback sshds at once are as much as these 2 cores take
-pytestmark = [pytest.mark.xdist_group("ssh_hosts"), pytest.mark.first]
+# in the quiet lane, one at a time: two TCG guests beside the timed KVM tests
+# made those see their vCPU away for seconds (test_stalls' baseline)
+pytestmark = pytest.mark.timed
 
 OS_ARGS = "--current-only --quick --lang go,python --lang-calls 500"
 
@@ -55,9 +55,14 @@ def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read
 
     rows = fleet_rows(tmp_path / "runs.db")
     assert rows["vm-hpet"]["clocksource"] == "hpet" and rows["vm-acpi-pm"]["clocksource"] == "acpi_pm", rows
-    for name, calls in (("vm-hpet", 2), ("vm-acpi-pm", 2), ("a", 0), ("b", 0), ("c", 0)):
+    # two a call on the guests (Go's scheduler and timers add reads of their own: 2.19 seen under TCG),
+    # none on the loopback hosts' tsc
+    for name in ("vm-hpet", "vm-acpi-pm"):
         go = rows[name]["languages"]["go"]
-        assert go["api"] == "time.Now" and abs(go["syscalls_per_call"] - calls) < 0.1, (name, go)
+        assert go["api"] == "time.Now" and go["path"] == "syscall" and 1.95 <= go["syscalls_per_call"] <= 2.5, (name, go)
+    for name in "abc":
+        go = rows[name]["languages"]["go"]
+        assert go["api"] == "time.Now" and go["syscalls_per_call"] < 0.1, (name, go)
     slow = min(rows[n]["languages"]["go"]["p50_ns"] for n in ("vm-hpet", "vm-acpi-pm"))
     fast = max(rows[n]["languages"]["go"]["p50_ns"] for n in "abc")
     assert slow > fast, (slow, fast)

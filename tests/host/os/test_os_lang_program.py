@@ -100,7 +100,8 @@ def test_order_across_cpus_and_threads_is_shown_and_the_monotonic_clocks_judged(
     # each column named once (issue 44: "back" named two columns, back-to-back and across CPUs)
     head = table[1].split()
     assert head[:5] == ["API", "back", "cross", "less", "worst"], head
-    assert "less: how" in " ".join(table[-3:]), table[-3:]
+    legend = " ".join(table[table.index(next(l for l in table if l.startswith("  back: "))):])
+    assert "less: how" in legend, legend
     rows = {l.split()[0]: l.split() for l in table if l.startswith("    ")}
     # a monotonic clock is judged (no *), a wall clock and the CPU-time clock are not
     assert "steady_clock" in rows and "time.Since" in rows and "perf_counter_ns" in rows, rows
@@ -178,8 +179,15 @@ def test_every_cost_has_its_interval_and_each_api_one_line_across_the_clocksourc
     # issue 44: p50_ci_ns around every p50; one lang_summary record and one line per API
     p, recs = real
     for r in of(recs, "lang_clock"):
+        # 500 calls: a batch API's 1000-call batch is cut to one of 500, and from fewer than 6
+        # batches no two order statistics hold the median with 95%: no interval, rather than a false one
+        samples = r["n"] if r["method"] == "tsc" else r["n"] // r["batch"]
+        if samples < 6:
+            assert r["p50_ci_ns"] is None, r
+            continue
         lo, hi = r["p50_ci_ns"]
         assert lo <= r["p50_ns"] <= hi and hi - lo < max(r["p50_ns"], 50) * 20, r
+    assert any(r["p50_ci_ns"] for r in of(recs, "lang_clock"))
     summaries = {(s["language"], s["api"]): s for s in of(recs, "lang_summary")}
     assert set(summaries) == {(r["language"], r["api"]) for r in of(recs, "lang_clock")}
     for r in of(recs, "lang_clock"):
