@@ -222,15 +222,21 @@ def stored(db: Path) -> dict:
         return {r["machine"]: r for r in st.runs()}
 
 
-def fleet_rows(db: Path) -> dict:
-    """`fleet --json -`'s Linux hosts (its os_hosts rows), by machine."""
+def fleet_json(db: Path) -> dict:
+    """`fleet --json -`'s whole table, with the Linux hosts' section."""
     import json
 
     from helpers.tool import PYTHON, tool_env
 
     r = subprocess.run([PYTHON, "-m", "clockbench", "fleet", "--json", "-", "--store", str(db)], capture_output=True,
                        text=True, timeout=120, env=tool_env())
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0 and r.stdout.strip(), f"status {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     table = json.loads(r.stdout)
     assert table.get("os_hosts"), table.keys()
+    return table
+
+
+def fleet_rows(db: Path, table: dict | None = None) -> dict:
+    """`fleet --json -`'s Linux hosts (its os_hosts rows), by machine."""
+    table = table or fleet_json(db)
     return {row["machine"]: row for row in table["os_hosts"]["rows"]}

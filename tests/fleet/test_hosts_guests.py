@@ -13,7 +13,6 @@ CLOCK_MONOTONIC), and on this machine's tsc (the loopback hosts) none."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
@@ -23,7 +22,7 @@ import pytest
 from helpers.guests import running_guests
 from helpers.ports import free_port
 from helpers.tool import PYTHON, tool_env
-from sshhosts import fleet_rows, recap_line, run_hosts, stored
+from sshhosts import fleet_json, fleet_rows, recap_line, run_hosts, stored
 
 # in the quiet lane, one at a time: two TCG guests beside the timed KVM tests
 # made those see their vCPU away for seconds (test_stalls' baseline)
@@ -53,7 +52,8 @@ def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read
     for name in runs:
         assert f"stored as run {runs[name]['id']}" in recap_line(r.stdout, name), r.stdout
 
-    rows = fleet_rows(tmp_path / "runs.db")
+    table = fleet_json(tmp_path / "runs.db")
+    rows = fleet_rows(tmp_path / "runs.db", table)
     assert rows["vm-hpet"]["clocksource"] == "hpet" and rows["vm-acpi-pm"]["clocksource"] == "acpi_pm", rows
     # two a call on the guests (Go's scheduler and timers add reads of their own: 2.19 seen under TCG),
     # none on the loopback hosts' tsc
@@ -67,7 +67,6 @@ def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read
     fast = max(rows[n]["languages"]["go"]["p50_ns"] for n in "abc")
     assert slow > fast, (slow, fast)
 
-    table = json.loads(fleet("--json", "-").stdout)
     said = table["os_hosts"]["said"]
     sentence = next((s for s in said if "read time through a system call" in s), None)
     assert sentence, said
@@ -77,7 +76,7 @@ def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read
     assert not {"a", "b", "c"} & set(table["os_hosts"]["outliers"])
 
     terminal = fleet()
-    assert terminal.returncode == 0 and sentence in terminal.stdout, terminal.stdout[-3000:]
+    assert terminal.returncode == 0 and sentence in terminal.stdout, terminal.stdout[-3000:] + terminal.stderr[-2000:]
     page = tmp_path / "fleet.html"
     html = fleet("--html", str(page))
     assert html.returncode == 0, html.stderr
