@@ -26,14 +26,20 @@ addEventListener("load", () => {
 </script></body>"""
 
 
-def rendered(html: str, folder: Path, extra: str = "") -> dict[str, str]:
-    """The page rendered with the probe (and extra), its body's data attributes by name."""
+def dom(html: str, folder: Path, extra: str = "") -> str:
+    """The page's DOM after Chromium loaded it with the probe (and extra)."""
     probed = folder / "probed.html"
     probed.write_text(html.replace("</body>", PROBE % extra))
     run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
                           f"--user-data-dir={folder / 'profile'}", "--dump-dom", probed.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    body = re.search(r"<body[^>]*>", run.stdout)
-    assert body, run.stdout[:2000]
+    return run.stdout
+
+
+def rendered(html: str, folder: Path, extra: str = "") -> dict[str, str]:
+    """The page rendered with the probe (and extra), its body's data attributes by name."""
+    page = dom(html, folder, extra)
+    body = re.search(r"<body[^>]*>", page)
+    assert body, page[:2000]
     return dict(re.findall(r'data-([a-z]+)="([^"]*)"', body.group(0)))

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from clockbench.records import figures, records, results
 from clockbench.report import plots, report
+from helpers.browser import CHROMIUM, dom as browser_dom
 from helpers.paths import FIXTURES, ROOT
 from helpers.tool import need_tool
 
@@ -26,7 +27,6 @@ from helpers.tool import need_tool
 # without plots (test_os_side.py)
 LOGS = sorted(p for p in FIXTURES.glob("*.log") if not p.name.startswith("os-"))
 SECTIONS = ("verdict", "machine", "read-cost", "sequential", "frequency", "stolen", "monotonicity", "rtc", "checks", "terminal")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def allantools_present() -> bool:
@@ -55,27 +55,11 @@ def page_only(text: str, out: Path, log_path: Path | None = None) -> tuple[dict,
     return res, (out / "report.html").read_text()
 
 
-# Injected into a copy of the page by the browser test only: the page itself has no script.
-PROBE = """<script>
-document.body.dataset.errors = "";
-addEventListener("error", e => { document.body.dataset.errors += (e.target.tagName || "script") + " "; }, true);
-addEventListener("load", () => {
-  document.body.dataset.images = [...document.images].map(i => i.complete && i.naturalWidth > 0 ? "ok" : "broken").join(",");
-  document.body.dataset.loaded = "yes";
-});
-</script></body>"""
-
-
 def browser(page: Path, tmp: Path) -> str:
-    """The page's DOM after Chromium loaded it, with the probe's findings."""
+    """The page's DOM after Chromium loaded it, with the probe's findings
+    (helpers/browser.py: injected into a copy only, the page itself has no script)."""
     need_tool("chromium", CHROMIUM)
-    probed = tmp / "probed.html"
-    probed.write_text(page.read_text().replace("</body>", PROBE))
-    run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-                          f"--user-data-dir={tmp / 'profile'}", "--dump-dom", probed.as_uri()],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return run.stdout
+    return browser_dom(page.read_text(), tmp)
 
 
 def body_data(dom: str, key: str) -> str:
