@@ -75,10 +75,10 @@ def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read
     assert set(table["os_hosts"]["outliers"]) >= {"vm-hpet", "vm-acpi-pm"}
     assert not {"a", "b", "c"} & set(table["os_hosts"]["outliers"])
 
-    terminal = fleet()
+    terminal = fleet(tmp_path / "runs.db")
     assert terminal.returncode == 0 and sentence in terminal.stdout, terminal.stdout[-3000:] + terminal.stderr[-2000:]
     page = tmp_path / "fleet.html"
-    html = fleet("--html", str(page))
+    html = fleet(tmp_path / "runs.db", "--html", str(page))
     assert html.returncode == 0, html.stderr
     text = re.sub(r"<[^>]+>", "", page.read_text())
     assert "read time through a system call" in text and "vm-hpet" in text and "vm-acpi-pm" in text
