@@ -11,6 +11,9 @@
 # a busy-lane test reads the quiet lane's run when it is there, and a timed
 # test never reads a run the busy lane made.
 #
+# Each lane's every test, with its time, is kept in $BUILD/test/{quiet,busy}-lane.xml
+# (JUnit XML): scripts/test_times.py sums them by file.
+#
 # Usage: test_lanes.sh FOLDER...   with PYTEST (the pytest command, its
 # environment first), TEST_JOBS and BUILD set by the Makefile.
 # The status: 0 when both lanes passed; status 5 (nothing collected in a
@@ -58,14 +61,14 @@ echo "== the untimed tests, on $TEST_JOBS cores at the lowest priority, beside t
 # a steal scan that was to be undisturbed).
 # shellcheck disable=SC2016  # $@ is the inner shell's
 ( CLOCKBENCH_LANE=busy exec setsid sh -c '[ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 env "$@"' \
-    busy-lane $PYTEST -n "$TEST_JOBS" --dist loadgroup -m "not timed" "${busy_folders[@]}" ) \
+    busy-lane $PYTEST -n "$TEST_JOBS" --dist loadgroup --junitxml="$BUILD/test/busy-lane.xml" -m "not timed" "${busy_folders[@]}" ) \
     > "$busy_log" 2>&1 &
 busy=$!
 trap 'kill -TERM -- "-$busy" 2>/dev/null; exit 130' INT TERM
 
 echo "== the timed tests, one at a time"
 # shellcheck disable=SC2086
-CLOCKBENCH_LANE=quiet env $PYTEST -p no:xdist -m timed "${folders[@]}"
+CLOCKBENCH_LANE=quiet env $PYTEST -p no:xdist --junitxml="$BUILD/test/quiet-lane.xml" -m timed "${folders[@]}"
 quiet_status=$?
 echo "== the timed tests ended after $(( $(date +%s) - start )) s (status $quiet_status); waiting for the untimed ones"
 
