@@ -5,6 +5,7 @@ lanes share them), and the `timed` marker."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import pytest
@@ -27,6 +28,12 @@ FIRST = ("first: a long test that shares no boot with the timed lane: started fi
 
 
 def pytest_configure(config):
+    # A suite started in the background by a shell without job control (`make test &`,
+    # nohup) inherits SIGINT ignored, Python then installs no handler of its own, and every
+    # tool the tests start inherits the ignore: their tests of Ctrl-C waited a minute for
+    # an exit that never came. A person's Ctrl-C reaches a tool with SIGINT at its default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", TIMED)
     config.addinivalue_line("markers", FIRST)
     # pytest-xdist's own marker, named here too for the timed lane, which runs without xdist

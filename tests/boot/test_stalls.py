@@ -229,7 +229,8 @@ def test_baseline_frequency_records(run):
     for counter, reference in PAIRS:
         f = frequency(b, counter, reference)
         assert f["samples"] > 100 and f["segments"] >= 1, f
-        assert abs(f["window_s"] - case.window_s) < 0.1 * case.window_s, f
+        # the window runs longer by the time the loop was away (made up for): what was sampled is the length asked
+        assert abs(f["window_s"] - f["away_s"] - case.window_s) < 0.1 * case.window_s, f
         assert 0 < f["stderr_ppm"] <= f["uncertainty_ppm"], f  # the total covers the statistical part
         assert f["absolute_uncertainty_ppm"] is None or f["absolute_uncertainty_ppm"] >= f["uncertainty_ppm"], f
 
