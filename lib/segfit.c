@@ -196,14 +196,29 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
 {
     *at = 0;
     *size = (struct xf){0, 0, false};
-    /* the noise: consecutive residuals differ by sqrt(2) sigma; one step
-       among n differences barely moves this, where it inflates the RMS */
+    /* One pass over the residuals (each costs a few hundred instructions in
+       software floating point, a KVM run's analysis where every instruction
+       is emulated, PLATFORM.md), for two things at once:
+       - the noise: consecutive residuals differ by sqrt(2) sigma; one step
+         among n differences barely moves this, where it inflates the RMS;
+       - the candidate step: the last 2 STEP_SIDE residuals of the segment,
+         with the sums of their older half and newer half kept as each point
+         comes (summing the window again cost 64 steps a point). */
     unsigned __int128 ss = 0;
     uint64_t pairs = 0;
     int64_t prev = 0;
+    int64_t ring[2 * STEP_SIDE];
+    uint32_t filled = 0, head = 0; /* head: where the next residual goes; what it holds is 2 STEP_SIDE back */
+    int64_t older = 0, newer = 0;
+    int64_t best = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (used_index(f, seg[i]) < 0)
-            continue;
+        bool used = used_index(f, seg[i]) >= 0;
+        if (!used || (i > 0 && seg[i] != seg[i - 1])) {
+            filled = 0;
+            older = newer = 0;
+            if (!used)
+                continue;
+        }
         int64_t r = resid_milli(f, x, y, seg, i);
         if (i > 0 && seg[i] == seg[i - 1]) {
             int64_t d = r - prev;
@@ -211,41 +226,35 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
             pairs++;
         }
         prev = r;
-    }
-    if (pairs < 2 * STEP_SIDE)
-        return false;
-    struct xf sigma_milli = xf_sqrt(xf_div(xf_from_u128(ss), xf_from_u64(2 * pairs)));
-    /* the level difference of STEP_SIDE points each side: its noise is
-       sigma * sqrt(2 / STEP_SIDE) */
-    struct xf noise = xf_mul(sigma_milli, xf_sqrt(xf_div(xf_from_u64(2), xf_from_u64(STEP_SIDE))));
-    int64_t ring[2 * STEP_SIDE];
-    uint32_t filled = 0, head = 0;
-    int64_t best = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (used_index(f, seg[i]) < 0) {
-            filled = 0;
-            continue;
+        if (filled >= STEP_SIDE) { /* the residual STEP_SIDE back moves from the newer half to the older */
+            uint32_t mid = head >= STEP_SIDE ? head - STEP_SIDE : head + STEP_SIDE;
+            newer -= ring[mid];
+            older += ring[mid];
         }
-        if (i > 0 && seg[i] != seg[i - 1])
-            filled = 0;
-        ring[head] = resid_milli(f, x, y, seg, i);
-        head = (head + 1) % (2 * STEP_SIDE);
+        if (filled >= 2 * STEP_SIDE) /* and the one 2 STEP_SIDE back leaves */
+            older -= ring[head];
+        ring[head] = r;
+        newer += r;
+        head = head + 1 == 2 * STEP_SIDE ? 0 : head + 1;
         if (filled < 2 * STEP_SIDE)
             filled++;
         if (filled < 2 * STEP_SIDE)
             continue;
-        /* ring holds points i - 2 STEP_SIDE + 1 .. i, oldest at head */
-        int64_t before = 0, after = 0;
-        for (uint32_t j = 0; j < STEP_SIDE; j++) {
-            before += ring[(head + j) % (2 * STEP_SIDE)];
-            after += ring[(head + STEP_SIDE + j) % (2 * STEP_SIDE)];
-        }
-        int64_t d = (after - before) / STEP_SIDE;
+        /* points i - 2 STEP_SIDE + 1 .. i: the older STEP_SIDE and the newer */
+        int64_t d = (newer - older) / STEP_SIDE;
         if ((d < 0 ? -d : d) > (best < 0 ? -best : best)) {
             best = d;
             *at = i + 1 - STEP_SIDE;
         }
     }
+    if (pairs < 2 * STEP_SIDE) {
+        *at = 0;
+        return false;
+    }
+    struct xf sigma_milli = xf_sqrt(xf_div(xf_from_u128(ss), xf_from_u64(2 * pairs)));
+    /* the level difference of STEP_SIDE points each side: its noise is
+       sigma * sqrt(2 / STEP_SIDE) */
+    struct xf noise = xf_mul(sigma_milli, xf_sqrt(xf_div(xf_from_u64(2), xf_from_u64(STEP_SIDE))));
     *size = xf_div(xf_from_i64(best), xf_from_u64(1000));
     struct xf mag = xf_abs(*size);
     if (best == 0)
