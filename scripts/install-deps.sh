@@ -258,11 +258,14 @@ install_harness() {
   if ! cmp -s "$harness_src/java/pom.xml" "$harness_dir/java-lib/pom.xml"; then
     echo "clockbench: fetching JMH into $harness_dir/java-lib"
     rm -rf "$harness_dir/java-lib"
+    # (its output to a log: even -q -B writes terminal escapes; the log's end is shown on a failure)
     if timeout 900 mvn -B -q -f "$harness_src/java/pom.xml" -Dmaven.repo.local="$harness_dir/m2" \
-      org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies -DoutputDirectory="$harness_dir/java-lib"; then
+      org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies -DoutputDirectory="$harness_dir/java-lib" \
+      > "$harness_dir/mvn.log" 2>&1; then
       cp "$harness_src/java/pom.xml" "$harness_dir/java-lib/pom.xml"
     else
-      rm -rf "$harness_dir/java-lib"; harness_note "could not fetch JMH with mvn (offline, or no mvn?)"
+      tail -n 5 "$harness_dir/mvn.log" >&2
+      rm -rf "$harness_dir/java-lib"; harness_note "could not fetch JMH with mvn (offline, or no mvn?; $harness_dir/mvn.log)"
     fi
   fi
   # cargo fetch does nothing when every crate of the lock file is in its cache
