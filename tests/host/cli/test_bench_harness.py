@@ -182,7 +182,10 @@ def test_the_harnesses_are_make_benchs_alone(tmp_path):
     assert installs("bench") == ["bench"]
     assert installs("test") == ["all"]
     env, calls = fake_apt(tmp_path)
-    script = ROOT / "scripts" / "install-deps.sh"
+    # a copy in a tree with no build/: the Python sets' steps, which `all` reaches, touch only that tree
+    script = tmp_path / "tree" / "scripts" / "install-deps.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text((ROOT / "scripts" / "install-deps.sh").read_text())
     subprocess.run(["bash", str(script), "all"], capture_output=True, text=True, env=env, timeout=60)
     assert "libbenchmark-dev" not in (calls.read_text() if calls.exists() else "")
     calls.unlink(missing_ok=True)
