@@ -160,8 +160,8 @@ help:
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--current-only --lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --lang go,python --args=...', or --no-lang); installs only what it needs (DEPS=osvm)"
-	@echo "make bench      repeated KVM and TCG runs; figures and goals in $(BUILD)/bench.json"
-	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job; DEPS=os: only clockbench-os; DEPS=osvm: os-vm's set)"
+	@echo "make bench      repeated KVM and TCG runs, and each language's clock under its own benchmark harness beside clockbench-os's; figures and goals in $(BUILD)/bench.json (installs DEPS=bench: all and the harnesses)"
+	@echo "make deps       install the Debian packages clockbench needs (DEPS=run: only to build and run, as a CI job; DEPS=os: only clockbench-os; DEPS=osvm: os-vm's set; DEPS=bench: all and the benchmark harnesses)"
 	@echo "make release KEY_DIR=DIR  $(RELEASE_DIR)/: ISO, USB image, ELFs, netboot tarball, SBOM, notes, SHA256SUMS, signed with the release key in DIR (VERSION=, ALLOW_DIRTY=1, UNLISTED_CERT=1)"
 	@echo "make rebuild-check RELEASE=DIR  rebuild a downloaded release bit for bit at its commit (its own signatures reattached) and compare every file"
 	@echo "make clean      remove $(BUILD)/"
@@ -532,6 +532,9 @@ usb: $(IMAGE) $(HOST_TOOL)
 run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 	$(CLOCKBENCH) run --boot direct --kernel $(KERNEL) $(RUN_ARGS)
 
+# `make bench` installs the `all` set and the languages' own benchmark harnesses
+# (scripts/install-deps.sh bench: bench/harness/, set beside clockbench-os in bench.json)
+bench: DEPS = bench
 bench: deps $(KERNEL) $(OS_BIN)
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
 	PYTHONPATH=tools $(PYTHON) -m clockbench.cli.bench --kernel $(KERNEL) --out $(BUILD)/bench.json

@@ -17,13 +17,19 @@
 #       host tool, boots Debian's Linux in QEMU, and builds the languages' probes
 #       and packs their runtimes (strace lists their files): no ISO tools, no test
 #       tools, no labgrid, no linters, no SPDX library
+#   scripts/install-deps.sh bench  (`make bench`): everything `all` installs, and the
+#       languages' own benchmark harnesses that the bench sets beside clockbench-os
+#       (bench/harness/, tools/clockbench/cli/bench_harness.py): never `make test`'s
 set -euo pipefail
 
 mode="${1:-all}"
 case "$mode" in
-  all|run|release|os|osvm) ;;
-  *) echo "usage: $0 [all|run|release|os|osvm]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench; osvm: make os-vm)" >&2; exit 64 ;;
+  all|run|release|os|osvm|bench) ;;
+  *) echo "usage: $0 [all|run|release|os|osvm|bench]  (all: build, run and test; run: build and run only; release: make release; os: make os-bench; osvm: make os-vm; bench: make bench)" >&2; exit 64 ;;
 esac
+# bench is all and the harnesses: from here on it is all, but for the harnesses' steps
+bench=false
+[ "$mode" = bench ] && { bench=true; mode=all; }
 
 run_packages=(
   make gcc binutils nasm                                # the kernel
@@ -85,8 +91,19 @@ osvm_packages=(
   python3-numpy python3-rich python3-jinja2              # its imports: the report, the progress bar, the pages
   strace                                                 # the runtimes' files, listed as they run (machines/runtimes.py)
 )
+# `make bench` only (its harness agreement, issue 44): each language's clock
+# call under the language's own benchmark harness. Google Benchmark is
+# Debian's; the rest come from their registries in install_harness below,
+# each with the client its language uses (maven and npm named when missing).
+harness_packages=(
+  libbenchmark-dev                                       # C++: Google Benchmark (1.7.1 in Debian 12)
+)
+command -v mvn >/dev/null 2>&1 || harness_packages+=(maven)
+command -v npm >/dev/null 2>&1 || harness_packages+=(npm)
+
 packages=("${run_packages[@]}")
 [ "$mode" = all ] && packages+=("${test_packages[@]}" "${lang_packages[@]}")
+$bench && packages+=("${harness_packages[@]}")
 [ "$mode" = os ] && packages=("${os_packages[@]}")
 [ "$mode" = osvm ] && packages=("${osvm_packages[@]}" "${lang_packages[@]}")
 # the release carries the bundle (make bundle): every language's toolchain builds its probe
@@ -207,12 +224,75 @@ install_release() {
   printf '%s\n' "$pins" > "$release_venv/pins.txt"
 }
 
+# The harnesses of `make bench`'s harness agreement (bench/harness/), pinned,
+# each from its own registry with its own client: pyperf (and psutil, which it
+# needs) in a venv of the python3 on PATH, the one clockbench-os's Python probe
+# runs by default; JMH's jars (its pom.xml) into build/harness/java-lib through
+# a Maven repository of its own, build/harness/m2; criterion's crates (its
+# Cargo.lock) into cargo's own cache, for an offline build; tinybench (its
+# package-lock.json) into build/harness/node. A harness that cannot be had is
+# one line here and one in the bench, which measures the others: never the end
+# of `make deps`. .NET's BenchmarkDotNet comes from NuGet, which clockbench's
+# machines cannot reach: nothing is fetched for it, and the bench says so.
+harness_pip=(pyperf==2.10.0 psutil==7.2.2)
+harness_src="$(cd "$(dirname "$0")/.." && pwd)/bench/harness"
+harness_dir="$(cd "$(dirname "$0")/.." && pwd)/build/harness"
+harness_note() { echo "clockbench: $1; make bench says so and measures the other harnesses" >&2; }
+install_harness() {
+  $bench || return 0
+  mkdir -p "$harness_dir"
+  local venv="$harness_dir/python-venv" pins
+  pins="$(printf '%s\n' "${harness_pip[@]}")"
+  if ! { [ "$(cat "$venv/pins.txt" 2>/dev/null)" = "$pins" ] && [ -x "$venv/bin/python" ]; }; then
+    echo "clockbench: installing pyperf into $venv"
+    rm -rf "$venv"
+    if timeout 600 python3 -m venv "$venv" &&
+      PIP_ROOT_USER_ACTION=ignore timeout 600 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+        "${harness_pip[@]}" && "$venv/bin/python" -c 'import pyperf'; then
+      printf '%s\n' "$pins" > "$venv/pins.txt"
+    else
+      rm -rf "$venv"; harness_note "could not install pyperf into $venv (offline?)"
+    fi
+  fi
+  # the jars again whenever the pom changes (its copy beside them says which they are)
+  if ! cmp -s "$harness_src/java/pom.xml" "$harness_dir/java-lib/pom.xml"; then
+    echo "clockbench: fetching JMH into $harness_dir/java-lib"
+    rm -rf "$harness_dir/java-lib"
+    # (its output to a log: even -q -B writes terminal escapes; the log's end is shown on a failure)
+    if timeout 900 mvn -B -q -f "$harness_src/java/pom.xml" -Dmaven.repo.local="$harness_dir/m2" \
+      org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies -DoutputDirectory="$harness_dir/java-lib" \
+      > "$harness_dir/mvn.log" 2>&1; then
+      cp "$harness_src/java/pom.xml" "$harness_dir/java-lib/pom.xml"
+    else
+      tail -n 5 "$harness_dir/mvn.log" >&2
+      rm -rf "$harness_dir/java-lib"; harness_note "could not fetch JMH with mvn (offline, or no mvn?; $harness_dir/mvn.log)"
+    fi
+  fi
+  # cargo fetch does nothing when every crate of the lock file is in its cache
+  if command -v cargo >/dev/null 2>&1; then
+    (unset LD_PRELOAD; timeout 900 cargo fetch --locked -q --manifest-path "$harness_src/rust/Cargo.toml") ||
+      harness_note "could not fetch criterion's crates (offline?)"
+  else
+    harness_note "no cargo: criterion is not fetched"
+  fi
+  if ! cmp -s "$harness_src/node/package-lock.json" "$harness_dir/node/package-lock.json" ||
+    [ ! -f "$harness_dir/node/node_modules/tinybench/package.json" ]; then
+    echo "clockbench: installing tinybench into $harness_dir/node"
+    mkdir -p "$harness_dir/node"
+    cp "$harness_src/node/package.json" "$harness_src/node/package-lock.json" "$harness_dir/node/"
+    (cd "$harness_dir/node" && timeout 600 npm ci --no-audit --no-fund --loglevel=error) ||
+      harness_note "could not install tinybench with npm ci (offline, or no npm?)"
+  fi
+  return 0
+}
+
 # Every Python set this mode needs, after the Debian packages: the four at
 # once (each is mostly waiting for the registry), each in a subshell whose
-# `exit 1` is its failure; any one failing fails `make deps`.
+# `exit 1` is its failure; any one failing fails `make deps`. (The harnesses
+# beside them, bench only, never fail it.)
 install_python() {
   local pids=() step status=0
-  for step in install_pip install_lint install_labgrid install_release; do
+  for step in install_pip install_lint install_labgrid install_release install_harness; do
     ( "$step" ) &
     pids+=($!)
   done

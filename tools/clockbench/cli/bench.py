@@ -30,6 +30,11 @@ Figures per accelerator:
   (terminal, --json and --html), each a process of its own as a user runs
   them; the goal: under 10 s for the four. Also the store's bytes per run,
   and the load average then (these cores are shared).
+- harness_agreement (issue 44): each language's headline clock call measured
+  by the language's own benchmark harness (Google Benchmark, criterion,
+  testing.B, JMH, pyperf, tinybench; BenchmarkDotNet cannot be had here)
+  beside clockbench-os's lang_clock p50 for the same API on this host's
+  clocksource, and their ratio (goal: within 1.5x either way): bench_harness.py.
 """
 
 from __future__ import annotations
@@ -43,11 +48,13 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from clockbench.cli import bench_harness
 from clockbench.machines import qemu
 from clockbench.records import records
 
 GOALS = {"stderr_ppm_1s": 1.0, "stderr_ppm_10s": 0.05, "p50_spread_percent": 3.0, "known_answers_within_3u": 1.0,
-         "lang_ladder_host_s": 60.0, "os_vm_every_language_tcg_s": 180.0, "fleet_500_os_hosts_s": 10.0}
+         "lang_ladder_host_s": 60.0, "os_vm_every_language_tcg_s": 180.0, "fleet_500_os_hosts_s": 10.0,
+         "harness_agreement_ratio": bench_harness.GOAL_RATIO}
 FLEET_HOSTS = 500
 
 PIT_NOMINAL_HZ = Fraction(14_318_180, 12)
@@ -274,6 +281,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-lang", action="store_true", help="leave out the languages' timings (clockbench-os and os-vm)")
     p.add_argument("--no-os-vm", action="store_true", help="time the languages on this host only, not in os-vm")
     p.add_argument("--fleet-only", action="store_true", help=f"time only the fleet of {FLEET_HOSTS} Linux hosts (no QEMU)")
+    p.add_argument("--no-harness", action="store_true",
+                   help="leave out the languages' own harnesses beside clockbench-os (bench_harness.py runs them alone)")
     args = p.parse_args(argv)
     fleet = fleet_of_os_hosts(Path(args.out).resolve().parent / "bench-fleet")
     print(f"bench: {FLEET_HOSTS} Linux hosts through import and fleet (terminal, JSON, HTML): {fleet['seconds']['total']} s "
@@ -306,11 +315,15 @@ def main(argv=None) -> int:
                 print(f"bench: {accel} {pair}: known-answer coverage not measured: {why}", flush=True)
     if not args.no_lang:
         result["languages"] = languages(Path(args.kernel).resolve().parent, os_vm=not args.no_os_vm)
+    if not args.no_harness:
+        result["harness_agreement"] = bench_harness.measure(Path(args.kernel).resolve().parent)
     result["fleet_500_os_hosts_s"] = fleet["seconds"]["total"]
     result["fleet_500_os_hosts"] = fleet
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({a: v["goal_met"] for a, v in result["accelerators"].items()}, indent=2))
+    print(json.dumps({**{a: v["goal_met"] for a, v in result["accelerators"].items()},
+                      **({"harness_agreement": result["harness_agreement"]["goal_met"]} if "harness_agreement" in result else {})},
+                     indent=2))
     print(f"bench: wrote {args.out}")
     return 0
 

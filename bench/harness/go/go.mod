@@ -1,0 +1,3 @@
+module clockbench/harness-go
+
+go 1.19

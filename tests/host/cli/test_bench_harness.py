@@ -1,0 +1,195 @@
+"""`make bench`'s harness agreement (tools/clockbench/cli/bench_harness.py,
+issue 44), its pure part: each harness's output read from a real capture
+(tests/fixtures/harness-*, taken on this project's host by the driver itself),
+the ratio to clockbench-os's p50 and the 1.5x goal, the line a person reads,
+and that the harnesses are installed by `make bench` alone. None of it needs
+a harness installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+from helpers.paths import ROOT
+
+from clockbench.cli import bench_harness as bh
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / f"harness-{name}").read_text()
+
+
+def test_google_benchmark_gives_the_median_repetition():
+    fig = bh.parse_google_benchmark(fixture("google-benchmark.json"))
+    assert fig.ns == pytest.approx(31.20808, abs=1e-4)  # the steady_clock_now_median aggregate's real_time
+    assert "median of 5 repetitions" in fig.statistic
+    assert fig.extra["mean_of_repetitions_ns"] == pytest.approx(31.179, abs=1e-3)
+
+
+def test_google_benchmark_without_aggregates_and_in_microseconds():
+    runs = [{"name": "f", "run_type": "iteration", "real_time": t, "time_unit": "us"} for t in (0.03, 0.01, 0.02)]
+    fig = bh.parse_google_benchmark(json.dumps({"benchmarks": runs}))
+    assert fig.ns == pytest.approx(20.0) and "3 runs" in fig.statistic
+    with pytest.raises(ValueError):
+        bh.parse_google_benchmark(json.dumps({"benchmarks": []}))
+
+
+def test_go_bench_gives_the_median_of_its_runs():
+    fig = bh.parse_go_bench(fixture("go-test-bench.txt"), "BenchmarkTimeNow")
+    assert fig.extra["runs_ns"] == [63.24, 59.61, 60.34, 59.77, 58.99]
+    assert fig.ns == 59.77
+    # another benchmark's lines, and GOMAXPROCS's suffix absent, read alike
+    text = "BenchmarkOther-8 100 5.0 ns/op\nBenchmarkTimeNow 1000 41.5 ns/op\nBenchmarkTimeNow 1000 42.5 ns/op\n"
+    assert bh.parse_go_bench(text, "BenchmarkTimeNow").ns == 42.0
+    with pytest.raises(ValueError):
+        bh.parse_go_bench("PASS\n", "BenchmarkTimeNow")
+
+
+def test_jmh_gives_its_score_in_ns():
+    fig = bh.parse_jmh(fixture("jmh.json"))
+    assert fig.ns == pytest.approx(29.30548, abs=1e-4)
+    assert fig.version == "JMH 1.37" and fig.extra["mode"] == "avgt" and fig.extra["score_error_ns"] == pytest.approx(1.879)
+    data = json.loads(fixture("jmh.json"))
+    data[0]["primaryMetric"].update(score=0.0293, scoreUnit="us/op", scoreError="NaN")
+    fig = bh.parse_jmh(json.dumps(data))
+    assert fig.ns == pytest.approx(29.3) and fig.extra["score_error_ns"] is None
+
+
+def test_pyperf_gives_the_mean_of_every_value():
+    fig = bh.parse_pyperf(fixture("pyperf.json"))
+    # 20 worker processes of 3 values each; the calibration run has warm-ups only
+    assert fig.extra["values"] == 60 and fig.extra["processes"] == 20
+    assert fig.ns == pytest.approx(76.7245, abs=1e-3)
+    assert fig.version == "pyperf 2.10.0"
+    data = json.loads(fixture("pyperf.json"))
+    data["metadata"]["unit"] = "byte"
+    with pytest.raises(ValueError):
+        bh.parse_pyperf(json.dumps(data))
+
+
+def test_criterion_gives_its_slope_else_its_mean():
+    fig = bh.parse_criterion(fixture("criterion-estimates.json"), "0.8.2")
+    assert fig.ns == pytest.approx(31.89815, abs=1e-4) and "slope" in fig.statistic
+    data = json.loads(fixture("criterion-estimates.json"))
+    data["slope"] = None  # a benchmark sampled flat has no slope
+    fig = bh.parse_criterion(json.dumps(data))
+    assert fig.ns == pytest.approx(31.52287, abs=1e-4) and "mean" in fig.statistic
+
+
+def test_tinybench_gives_its_latency_average_in_ns():
+    fig = bh.parse_tinybench("some warning first\n" + fixture("tinybench.json"))
+    assert fig.ns == pytest.approx(43.5415, abs=1e-3)
+    assert fig.extra["median_ns"] == pytest.approx(21.0) and fig.extra["timer_overhead_ns"] == pytest.approx(70.0)
+    with pytest.raises(ValueError):
+        bh.parse_tinybench("no json here\n")
+
+
+def test_cargo_lock_version():
+    text = (ROOT / "bench" / "harness" / "rust" / "Cargo.lock").read_text()
+    assert bh.cargo_lock_version(text, "criterion") == "0.8.2"
+    assert bh.cargo_lock_version(text, "no-such-crate") is None
+
+
+def test_the_ladder_record_is_the_apis_own():
+    log = (ROOT / "tests" / "fixtures" / "os-lang-intervals.log").read_text()
+    rec = bh.ladder_record(log, "cpp-libstdc++", "steady_clock")
+    assert rec["p50_ns"] == pytest.approx(30.261) and rec["p50_ci_ns"] == [20.446, 40.075]
+    assert bh.ladder_record(log, "cpp-libc++", "steady_clock")["language"] == "cpp-libc++"
+    assert bh.ladder_record(log, "python", "perf_counter_ns")["method"] == "batch"
+    assert bh.ladder_record(log, "go", "no.Such") is None
+
+
+@pytest.mark.parametrize("harness, ladder, ratio, met", [
+    (30.0, 20.0, 1.5, True),  # the bounds are within
+    (20.0, 30.0, 2 / 3, True),
+    (31.2, 20.4, 31.2 / 20.4, False),
+    (13.0, 20.0, 0.65, False),
+    (20.0, 0.0, None, None),  # a p50 of 0 is under the timer's step: no ratio
+    (20.0, None, None, None),
+])
+def test_ratio_and_goal(harness, ladder, ratio, met):
+    r = bh.ratio(harness, ladder)
+    assert (r is None and ratio is None) or r == pytest.approx(ratio)
+    assert bh.within(r) is met
+
+
+def test_summary_judges_only_what_was_measured():
+    rows = {"go": {"goal_met": True}, "cpp-libstdc++": {"goal_met": False}, "dotnet": {"goal_met": None, "not_measured": "why"}}
+    s = bh.summarise(rows)
+    assert s == {"goal_met": False, "within": ["go"], "beyond": ["cpp-libstdc++"], "not_measured": ["dotnet"]}
+    assert bh.summarise({"go": {"goal_met": True}})["goal_met"] is True
+    assert bh.summarise({"dotnet": {"goal_met": None}})["goal_met"] is None
+
+
+def test_one_line_per_language():
+    row = {"api": "time.Now", "harness_version": "testing.B (go1.26.8)", "harness_ns": 59.77,
+           "harness_statistic_short": "median of 5 runs' ns/op", "ladder_p50_ns": 60.521, "ladder_p50_ci_ns": [50.707, 70.335],
+           "ladder_method": "tsc", "clocksource": "tsc", "ratio": 0.988, "goal_met": True, "ladder_loop_ns": 61.62,
+           "ratio_to_ladder_loop": 0.97}
+    line = bh.line_for("Go", row)
+    assert line.startswith("bench: harness Go time.Now: testing.B (go1.26.8) 59.8 ns (median of 5 runs' ns/op); ")
+    assert "clockbench-os p50 60.5 ns (50.7-70.3, single calls) on tsc: 0.99x, within 1.5x" in line
+    assert line.endswith("; against its loop (1 thread, least chunk) 61.6 ns: 0.97x") and "\n" not in line
+    skipped = bh.line_for(".NET", {"api": "Stopwatch.GetTimestamp", "harness": "BenchmarkDotNet",
+                                   "not_measured": "BenchmarkDotNet comes from NuGet"})
+    assert skipped == "bench: harness .NET Stopwatch.GetTimestamp (BenchmarkDotNet): not measured: BenchmarkDotNet comes from NuGet"
+
+
+def test_dotnet_is_said_not_measured_with_its_reason(tmp_path):
+    w = bh.Where(build=tmp_path, work=tmp_path / "harness")
+    h = next(h for h in bh.HARNESSES if h.language == "dotnet")
+    row = bh.one_language(h, w)  # refused before clockbench-os would run (there is none here)
+    assert row["goal_met"] is None and "NuGet" in row["not_measured"]
+
+
+def test_a_missing_program_or_a_time_bound_is_a_reason_not_a_crash(tmp_path):
+    with pytest.raises(bh.Unavailable, match="cannot start"):
+        bh.bounded([tmp_path / "no-such-program"], "the thing", 10)
+    with pytest.raises(bh.Unavailable, match=r"failed \(exit 3\): said this"):
+        bh.bounded(["sh", "-c", "echo said this >&2; exit 3"], "the thing", 10)
+    with pytest.raises(bh.Unavailable, match="no end within 0.5 s"):
+        bh.bounded(["sh", "-c", "sleep 30 & wait"], "the thing", 0.5)  # its child is stopped with it
+
+
+def fake_apt(tmp_path):
+    """A PATH where dpkg-query says every package but Google Benchmark's is
+    installed, and apt-get (and sudo, and the Python installers) only note
+    their calls in calls.txt and fail: nothing is installed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    for name, body in (("dpkg-query", '[ "$3" = libbenchmark-dev ] || printf "install ok installed"\n'),
+                       ("apt-get", f'echo "apt-get $*" >> {calls}\n[ "$1" = update ] || exit 1\n'),
+                       ("sudo", 'exec "$@"\n'),
+                       ("python3", f'echo "python3 $*" >> {calls}\nexit 1\n')):
+        p = bin_dir / name
+        p.write_text("#!/bin/sh\n" + body)
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
+
+
+def test_the_harnesses_are_make_benchs_alone(tmp_path):
+    def installs(target):
+        dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), target], capture_output=True, text=True,
+                             timeout=120).stdout
+        return [l.split()[1] for l in dry.splitlines() if l.startswith("scripts/install-deps.sh")]
+    assert installs("bench") == ["bench"]
+    assert installs("test") == ["all"]
+    env, calls = fake_apt(tmp_path)
+    # a copy in a tree with no build/: the Python sets' steps, which `all` reaches, touch only that tree
+    script = tmp_path / "tree" / "scripts" / "install-deps.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text((ROOT / "scripts" / "install-deps.sh").read_text())
+    subprocess.run(["bash", str(script), "all"], capture_output=True, text=True, env=env, timeout=60)
+    assert "libbenchmark-dev" not in (calls.read_text() if calls.exists() else "")
+    calls.unlink(missing_ok=True)
+    r = subprocess.run(["bash", str(script), "bench"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode != 0  # the fake apt-get refused
+    installed = [l for l in calls.read_text().splitlines() if l.startswith("apt-get install")]
+    assert installed and "libbenchmark-dev" in installed[0].split(), calls.read_text()
