@@ -2,20 +2,25 @@
 OpenSSH sshd servers on 127.0.0.2-5 (conftest.py's ssh_fleet, sshhosts.py; one fleet for the whole
 module), the bundle copied, run and fetched back by ansible-playbook.
 
-Three hosts and one where nothing listens: three OS runs stored under their
-inventory names, the unreachable one named, exit 1, and `fleet` a row for
-each. Then each fault alone beside a healthy host: a run its time bound
-stops mid-way, a host without Java (its sshd in a mount namespace where the
-JDK's folder is an empty tmpfs: the host really lacks it), a log that is
-garbage (the host runs the program under a wrapper, clockbench_os_wrapper,
-that prints something else), an inventory Ansible cannot parse (64) and a
---limit that matches no host (66), both one line with nothing run or
-stored. In each the healthy host is stored, and a run stored before is
-still there. The playbook alone (ansible-playbook -i ...) fetches a log and
+One fleet, one `clockbench hosts`: three healthy hosts, and beside them
+each fault a host can have, every one under its own inventory name: one
+where nothing listens (unreachable), a run its time bound stops mid-way
+(`bounded`, on b's sshd), a host without Java (its sshd in a mount
+namespace where the JDK's folder is an empty tmpfs: the host really lacks
+it), a log that is garbage (`garbled`, on c's sshd, which runs the program
+under a wrapper, clockbench_os_wrapper, that prints something else). The
+healthy hosts are stored under their names, each fault named in its recap
+line, exit 1, a run stored before still there, and `fleet` a row for each.
+(Each fault had a run of its own beside a healthy host: four runs of the
+fleet, 4 of the busy lane's minutes; one host's fault reaching no other is
+checked as well by one run.) Then an inventory Ansible cannot parse (64)
+and a --limit that matches no host (66), both one line with nothing run or
+stored. The playbook alone (ansible-playbook -i ...) fetches a log and
 a status per host and leaves no folder behind on the hosts.
 
-clockbench-os runs with --current-only --quick and few languages: a run
-takes 4-6 s here, a whole `clockbench hosts` about 20 s."""
+clockbench-os runs with --current-only --quick and few languages (Go,
+Python, and Java for the host that lacks it): a run takes 4-6 s here, a
+whole `clockbench hosts` about 20 s."""
 
 from __future__ import annotations
 
@@ -46,95 +51,92 @@ def _check_healthy(rows: dict, name: str, earlier: int) -> None:
     assert rows["earlier"]["id"] == earlier, "a run stored before was lost"
 
 
+# Go and Python as everywhere (sshhosts.OS_ARGS), and Java, which nojava lacks
+FLEET_ARGS = "--current-only --quick --lang go,python,java --lang-calls 500"
+HEALTHY = "abc"
+# what a host's broken wrapper (or a program that is not clockbench-os) leaves: its output, and exit 0
+GARBLE = "#!/bin/sh\nhead -c 4096 /dev/urandom | od -An -tx1\nexit 0\n"
+
+
 @pytest.fixture(scope="module")
-def three_and_one(ssh_fleet, tmp_path_factory):
-    """a, b and c, and gone where nothing listens: one `clockbench hosts`, read by the tests below."""
-    tmp = tmp_path_factory.mktemp("three-and-one")
+def whole_fleet(ssh_fleet, tmp_path_factory):
+    """a, b and c, and a host for each fault: one `clockbench hosts`, read by the tests below."""
+    tmp = tmp_path_factory.mktemp("whole-fleet")
     earlier = _store_with_an_earlier_run(tmp / "runs.db")
-    remote = {n: tmp / f"remote-{n}" for n in "abc"}
+    remote = {n: tmp / f"remote-{n}" for n in HEALTHY}
     for d in remote.values():
         d.mkdir()
-    inventory = ssh_fleet.inventory(["a", "b", "c", "gone"], **{n: {"clockbench_remote_tmp": d} for n, d in remote.items()})
-    r = run_hosts(ssh_fleet, tmp, inventory)
+    wrapper = tmp / "garble"
+    wrapper.write_text(GARBLE)
+    wrapper.chmod(0o755)
+    b, c = ssh_fleet.hosts["b"], ssh_fleet.hosts["c"]
+    # 1 s: the run is still in its first measurements (a whole one takes 4-6 s here)
+    ssh_fleet.add("bounded", b.address, b.port, clockbench_timeout_s=1)
+    ssh_fleet.add("garbled", c.address, c.port, clockbench_os_wrapper=wrapper)
+    inventory = ssh_fleet.inventory([*HEALTHY, "bounded", "nojava", "garbled", "gone"],
+                                    **{n: {"clockbench_remote_tmp": d} for n, d in remote.items()})
+    r = run_hosts(ssh_fleet, tmp, inventory, os_args=FLEET_ARGS)
     return r, tmp, earlier, remote
 
 
-def test_three_hosts_stored_and_the_unreachable_one_named(three_and_one):
-    r, tmp, earlier, remote = three_and_one
+def test_the_healthy_hosts_stored_and_the_unreachable_one_named(whole_fleet):
+    r, tmp, earlier, remote = whole_fleet
     assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
     rows = stored(tmp / "runs.db")
-    assert set(rows) == {"earlier", "a", "b", "c"}, r.stdout
-    for name in "abc":
+    assert set(rows) == {"earlier", *HEALTHY, "nojava"}, r.stdout
+    for name in HEALTHY:
         _check_healthy(rows, name, earlier)
         assert f"stored as run {rows[name]['id']} (passed)" in recap_line(r.stdout, name), r.stdout
+        assert "not measured" not in recap_line(r.stdout, name), r.stdout
         assert (tmp / "out" / name / "os.log").is_file()
         assert not any(remote[name].iterdir()), f"the playbook left {list(remote[name].iterdir())} on {name}"
     gone = recap_line(r.stdout, "gone")
     # ssh's "Connection refused"; with pipelining, Ansible's write to an ssh that has already ended may be said
     # first ("Broken pipe"): either way the host is named unreachable
     assert "unreachable: ssh: " in gone and ("Connection refused" in gone or "Broken pipe" in gone), r.stdout
-    assert r.stdout.splitlines()[-1].startswith("clockbench hosts: 3 of 4 hosts measured and stored; not measured: gone "
-                                                "(unreachable)"), r.stdout
+    last = r.stdout.splitlines()[-1]
+    assert last.startswith("clockbench hosts: 4 of 7 hosts measured and stored; not measured: bounded (stopped by its "
+                           "time bound), garbled (log garbage), gone (unreachable); a runtime missing on nojava"), r.stdout
     assert r.stderr == "", r.stderr
 
 
-def test_fleet_has_a_row_for_each_host(three_and_one):
-    r, tmp, earlier, remote = three_and_one
+def test_fleet_has_a_row_for_each_host(whole_fleet):
+    r, tmp, earlier, remote = whole_fleet
     rows = fleet_rows(tmp / "runs.db")
-    assert {"a", "b", "c"} <= set(rows), rows.keys()
-    for name in "abc":
+    assert {*HEALTHY, "nojava"} <= set(rows), rows.keys()
+    for name in HEALTHY:
         row = rows[name]
         assert row["clocksource"] and row["clocksource"] in row["clocksources"], row
-        # the languages OS_ARGS picks, each with its clock's cost and its system calls per call
-        assert {"go", "python"} <= set(row["languages"]), row["languages"]
-        for lang in ("go", "python"):
+        # the languages FLEET_ARGS picks, each with its clock's cost and its system calls per call
+        assert {"go", "python", "java"} <= set(row["languages"]), row["languages"]
+        for lang in ("go", "python", "java"):
             cell = row["languages"][lang]
             assert cell["p50_ns"] > 0 and cell["syscalls_per_call"] is not None, cell
+    assert "java" not in rows["nojava"]["languages"] and "go" in rows["nojava"]["languages"], rows["nojava"]
 
 
-def test_a_run_its_time_bound_stops_mid_way(ssh_fleet, tmp_path):
-    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
-    # 1 s: the run is still in its first measurements (a whole one takes 4-6 s here)
-    inventory = ssh_fleet.inventory(["a", "b"], b={"clockbench_timeout_s": 1})
-    r = run_hosts(ssh_fleet, tmp_path, inventory)
-    assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
-    rows = stored(tmp_path / "runs.db")
-    assert set(rows) == {"earlier", "a"}, r.stdout
-    _check_healthy(rows, "a", earlier)
-    assert "the run was stopped by its time bound (1 s)" in recap_line(r.stdout, "b"), r.stdout
-    assert "not measured: b (stopped by its time bound)" in r.stdout.splitlines()[-1]
+def test_a_run_its_time_bound_stops_mid_way(whole_fleet):
+    r, tmp, earlier, remote = whole_fleet
+    assert "the run was stopped by its time bound (1 s)" in recap_line(r.stdout, "bounded"), r.stdout
+    assert "bounded" not in stored(tmp / "runs.db"), r.stdout
 
 
-def test_a_host_without_java(ssh_fleet, tmp_path):
-    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
-    inventory = ssh_fleet.inventory(["a", "nojava"])
-    r = run_hosts(ssh_fleet, tmp_path, inventory, os_args="--current-only --quick --lang go,java --lang-calls 500")
-    # a runtime missing is said, and the host still counts as measured (fleet.md)
-    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
-    rows = stored(tmp_path / "runs.db")
-    assert set(rows) == {"earlier", "a", "nojava"}, r.stdout
-    _check_healthy(rows, "a", earlier)
+def test_a_host_without_java(whole_fleet):
+    # a runtime missing is said, and the host still counts as measured (fleet.md; the
+    # exit status's rule: tests/host/fleet/test_hosts_judge.py)
+    r, tmp, earlier, remote = whole_fleet
+    rows = stored(tmp / "runs.db")
     said = recap_line(r.stdout, "nojava")
     assert f"stored as run {rows['nojava']['id']}" in said and "Java not measured: no JDK" in said, r.stdout
-    assert "Java not measured" not in recap_line(r.stdout, "a"), r.stdout
-    assert "a runtime missing on nojava" in r.stdout.splitlines()[-1]
+    for name in HEALTHY:
+        assert "Java not measured" not in recap_line(r.stdout, name), r.stdout
 
 
-def test_a_log_that_is_garbage(ssh_fleet, tmp_path):
-    earlier = _store_with_an_earlier_run(tmp_path / "runs.db")
-    wrapper = tmp_path / "garble"
-    # what a host's broken wrapper (or a program that is not clockbench-os) leaves: its output, and exit 0
-    wrapper.write_text("#!/bin/sh\nhead -c 4096 /dev/urandom | od -An -tx1\nexit 0\n")
-    wrapper.chmod(0o755)
-    inventory = ssh_fleet.inventory(["a", "c"], c={"clockbench_os_wrapper": wrapper})
-    r = run_hosts(ssh_fleet, tmp_path, inventory)
-    assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
-    rows = stored(tmp_path / "runs.db")
-    assert set(rows) == {"earlier", "a"}, r.stdout
-    _check_healthy(rows, "a", earlier)
-    said = recap_line(r.stdout, "c")
-    assert "its log is garbage, not clockbench-os's (exit status 0)" in said and str(tmp_path / "out" / "c" / "os.log") in said
-    assert "not measured: c (log garbage)" in r.stdout.splitlines()[-1]
+def test_a_log_that_is_garbage(whole_fleet):
+    r, tmp, earlier, remote = whole_fleet
+    said = recap_line(r.stdout, "garbled")
+    assert "its log is garbage, not clockbench-os's (exit status 0)" in said and str(tmp / "out" / "garbled" / "os.log") in said
+    assert "garbled" not in stored(tmp / "runs.db"), r.stdout
 
 
 def test_an_inventory_that_does_not_parse(ssh_fleet, tmp_path):

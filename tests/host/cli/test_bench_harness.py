@@ -1,6 +1,6 @@
 """`make bench`'s harness agreement (tools/clockbench/cli/bench_harness.py,
 issue 44), its pure part: each harness's output read from a real capture
-(tests/fixtures/harness-*, taken on this project's host by the driver itself),
+(harness_samples/ beside this file, taken on this project's host by the driver itself; tests/fixtures holds only logs),
 the ratio to clockbench-os's p50 and the 1.5x goal, the line a person reads,
 and that the harnesses are installed by `make bench` alone. None of it needs
 a harness installed."""
@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -18,11 +19,11 @@ from helpers.paths import ROOT
 
 from clockbench.cli import bench_harness as bh
 
-FIXTURES = ROOT / "tests" / "fixtures"
+SAMPLES = Path(__file__).resolve().parent / "harness_samples"
 
 
 def fixture(name: str) -> str:
-    return (FIXTURES / f"harness-{name}").read_text()
+    return (SAMPLES / name).read_text()
 
 
 def test_google_benchmark_gives_the_median_repetition():
