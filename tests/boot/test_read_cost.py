@@ -95,7 +95,9 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
     QEMU: where the host's own TSC moves in coarse steps (seen by
     clockbench-os on the host), the image must see the same step; where the
     host counts every tick, the image must not invent a coarse step. The
-    host's step is the least of three runs: load only ever widens it."""
+    host's step is the median of three runs: load widens it, and one run in
+    three has come out at 1 tick on this AMD host whose TSC moves by 24
+    (seen: [24, 1, 24]; the least of the three was taken then)."""
     import os
     import subprocess
     from pathlib import Path
@@ -110,7 +112,7 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
         assert host.returncode in (0, 1) and records.of_type(records.parse(host.stdout), "summary"), host.stdout[-2000:]
         (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
         host_steps.append(host_step["step_ticks"])
-    host_ticks = min(host_steps)
+    host_ticks = sorted(host_steps)[1]
     b = boot(boot="direct", accel="tcg", append="only=read_cost", timeout=120)
     assert b.status == 0, b.explain()
     (step,) = records.of_type(b.records, "tsc_step")

@@ -32,7 +32,10 @@ from helpers.tool import tool_env
 
 # One worker runs them all (make test: pytest-xdist's loadgroup): the release
 # and its rebuild are module fixtures, built once, not once a worker.
-pytestmark = pytest.mark.xdist_group("release")
+# Started first (conftest.py, FIRST): the release and its rebuild take 49 s each
+# alone and 4-5 minutes each at the busy lane's priority; at the lane's end they
+# kept one worker busy while the other had nothing left.
+pytestmark = [pytest.mark.xdist_group("release"), pytest.mark.first]
 
 RELEASE_VENV = ROOT / "build" / "release-venv"
 PYDEPS = ROOT / "build" / "pydeps"
