@@ -2,29 +2,12 @@
    textgrid.h). */
 #include "textgrid.h"
 
-/* Rows move and blank 8 bytes at a time: under a hypervisor that emulates
-   every instruction (about a million a second, PLATFORM.md) a scroll by
-   bytes cost 60,000 instructions a line, and the screen took half of a
-   KVM run. A word through a may_alias type of alignment 1 is any row's
-   bytes, aligned or not. */
-typedef uint64_t __attribute__((may_alias, aligned(1))) row_word;
+#include "../lib/string.h"
 
-static void copy_up(uint8_t *dst, const uint8_t *src, uint32_t n) /* dst below src, or apart */
-{
-    for (; n >= 8; n -= 8, dst += 8, src += 8)
-        *(row_word *)dst = *(const row_word *)src;
-    while (n--)
-        *dst++ = *src++;
-}
-
-static void fill(uint8_t *dst, uint8_t c, uint32_t n)
-{
-    uint64_t w = c * 0x0101010101010101ull;
-    for (; n >= 8; n -= 8, dst += 8)
-        *(row_word *)dst = w;
-    while (n--)
-        *dst++ = c;
-}
+/* Rows move and blank through memmove and memset, which go 8 bytes a step
+   (lib/string.c): under a hypervisor that emulates every instruction (about
+   a million a second, PLATFORM.md) a scroll by bytes cost 60,000
+   instructions a line, and the screen took half of a KVM run. */
 
 void textgrid_init(struct textgrid *g, uint8_t *cells, uint32_t cols, uint32_t rows)
 {
@@ -52,8 +35,8 @@ static void keep_line(struct textgrid *g, uint32_t row)
     if (!g->history || !g->hist_cap)
         return;
     uint8_t *out = g->history + (uint64_t)g->hist_next * g->cols;
-    copy_up(out, g->cells + row * g->cols, g->width);
-    fill(out + g->width, ' ', g->cols - g->width);
+    memcpy(out, g->cells + row * g->cols, g->width);
+    memset(out + g->width, ' ', g->cols - g->width);
     g->hist_next = (g->hist_next + 1) % g->hist_cap;
     if (g->hist_count < g->hist_cap)
         g->hist_count++;
@@ -62,7 +45,7 @@ static void keep_line(struct textgrid *g, uint32_t row)
 static void blank(struct textgrid *g, uint32_t row, uint32_t from)
 {
     if (from < g->width)
-        fill(g->cells + row * g->cols + from, ' ', g->width - from);
+        memset(g->cells + row * g->cols + from, ' ', g->width - from);
 }
 
 static void new_line(struct textgrid *g)
@@ -72,10 +55,10 @@ static void new_line(struct textgrid *g)
         return;
     keep_line(g, 0);
     if (g->width == g->cols)
-        copy_up(g->cells, g->cells + g->cols, (g->rows - 1) * g->cols);
+        memmove(g->cells, g->cells + g->cols, (g->rows - 1) * g->cols);
     else
         for (uint32_t y = 0; y + 1 < g->rows; y++)
-            copy_up(g->cells + y * g->cols, g->cells + (y + 1) * g->cols, g->width);
+            memcpy(g->cells + y * g->cols, g->cells + (y + 1) * g->cols, g->width); /* rows apart: width <= cols */
     blank(g, g->rows - 1, 0);
     g->row = g->rows - 1;
 }
@@ -126,7 +109,7 @@ void textgrid_clear(struct textgrid *g, bool keep)
             keep_line(g, y);
     }
     g->width = g->cols;
-    fill(g->cells, ' ', g->cols * g->rows);
+    memset(g->cells, ' ', g->cols * g->rows);
     g->col = g->row = 0;
 }
 
