@@ -68,3 +68,24 @@ def test_a_place_it_cannot_acquire_stores_nothing(capsys, tmp_path, fake_labgrid
     assert "clockbench lab: 1 machine into" in out and "capture" not in out
     assert "labgrid place busy: cannot acquire place busy" in out and "went away" not in out
     assert not db.exists()
+
+
+def test_a_helper_that_will_not_end_is_killed_and_its_place_powered_off_and_released(tmp_path, fake_labgrid, monkeypatch, capsys):
+    """The flake of a loaded host (test_lab.py: place qemu-2 still acquired):
+    a helper that outlives its bound after SIGTERM is killed, and what it did
+    not do, powering the place off and releasing it, is done through
+    labgrid-client; a step that fails is said."""
+    calls = tmp_path / "calls"
+    script(fake_labgrid / "bin" / "labgrid-client",
+           f'echo "$*" >> {calls}\ntest "$3" = release && echo "Error: the coordinator went away" >&2 && exit 1\nexit 0\n')
+    # opens, then ignores SIGTERM (as one stuck in a slow power-off would)
+    script(fake_labgrid / "bin" / "python", 'trap "" TERM\necho "clockbench lab: qemu-1: powered on, console open" >&2\n'
+                                            'exec sleep 60\n')
+    monkeypatch.setattr(lab, "CLOSE_TIMEOUT_S", 0.5)
+    console = lab.open_console("qemu-1")
+    console.close()
+    assert console.proc.returncode is not None
+    assert calls.read_text().splitlines() == ["-p qemu-1 power off", "-p qemu-1 release"]
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["clockbench lab: qemu-1: the helper did not end within 0.5 s of SIGTERM and was killed",
+                   "clockbench lab: qemu-1: could not release: Error: the coordinator went away"], err

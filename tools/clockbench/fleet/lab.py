@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,8 @@ PYTHON = VENV / "bin" / "python"
 HELPER = paths.ROOT / "tools" / "labgrid" / "clockbench_lab.py"
 OPEN_TIMEOUT_S = 240.0  # the helper's acquire (60 s) and the machine's power-on
 PLACES_TIMEOUT_S = 60.0
+# the helper's power-off and release after SIGTERM; a loaded host's busy lane took over 30 s
+CLOSE_TIMEOUT_S = 90.0
 
 
 def available() -> tuple[bool, str]:
@@ -94,10 +97,31 @@ class PlaceConsole:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # the helper powers the machine off and releases the place
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=CLOSE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
+                # a helper killed mid-way leaves its place acquired and perhaps powered: undo both here, bounded
                 self.proc.kill()
                 self.proc.wait()
+                self._say(f"the helper did not end within {CLOSE_TIMEOUT_S:g} s of SIGTERM and was killed")
+                self._power_off_and_release()
+
+    def _power_off_and_release(self) -> None:
+        """What the killed helper did not do: the place powered off and released
+        through labgrid-client, each step bounded; a step that fails is said."""
+        for step in (["power", "off"], ["release"]):
+            try:
+                r = subprocess.run([str(VENV / "bin" / "labgrid-client"), "-p", self.place, *step], capture_output=True,
+                                   text=True, timeout=PLACES_TIMEOUT_S, env={**os.environ, "PYTHONPATH": ""})
+                ok, last = r.returncode == 0, ((r.stderr or r.stdout).strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+            except subprocess.TimeoutExpired:
+                ok, last = False, f"no answer within {PLACES_TIMEOUT_S:.0f} s"
+            if not ok:
+                self._say(f"could not {' '.join(step)}: {last}"[:400])
+
+    def _say(self, text: str) -> None:
+        line = f"clockbench lab: {self.place}: {text}"
+        self.err.append(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 def check_places(places: list[str]) -> None:
