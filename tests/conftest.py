@@ -5,6 +5,7 @@ lanes share them), and the `timed` marker."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 
@@ -23,6 +24,8 @@ TIMED = ("timed: times something or stops QEMU from outside, so it must not shar
          "`make test` runs these one at a time, with the rest beside them at the lowest priority")
 
 
+_CPU_AT_START = pytest.StashKey[float]()
+
 FIRST = ("first: a long test that shares no boot with the timed lane: started first, so that it does not run "
          "alone at the end of the busy lane while the other worker waits (os-vm with every language: 2-3 minutes)")
 
@@ -38,6 +41,31 @@ def pytest_configure(config):
     config.addinivalue_line("markers", FIRST)
     # pytest-xdist's own marker, named here too for the timed lane, which runs without xdist
     config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist keeps on one worker")
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds and its waited-for children's (QEMU, the
+    tools and builds a test ran), user and system."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_AT_START] = _cpu_s()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield
+    # each test's CPU (setup, call and teardown) beside its time in the lanes'
+    # JUnit XML: a lane's time is what the other lane left it, its CPU is its
+    # own work (scripts/test_times.py sums both). A child reaped later (a
+    # fixture's server) counts where it was reaped.
+    start = item.stash.get(_CPU_AT_START, None)
+    if start is not None:
+        item.user_properties.append(("cpu_s", f"{_cpu_s() - start:.2f}"))
 
 
 def pytest_collection_modifyitems(config, items):

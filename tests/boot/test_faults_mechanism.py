@@ -131,12 +131,16 @@ FIRST_LINE = r"clockbench \S+: time counters"
 def test_qemu_is_resumed_when_the_run_times_out_during_a_fault(boot, kind):
     # The bound (0.5 s, plus the fault's 3 s) runs out in the middle of the
     # fault whenever the fault starts after the 0.5 s and before the 3.5 s. A
-    # delay of the 0.5 s makes the first hold by construction; the second
-    # holds while the first line comes within 3 s of QEMU's start. It was
-    # placed 1 s after the drift window began, which a loaded host's boot and
-    # calibration (several rounds of windows, against two references) can
-    # push past 2.5 s: the bound then ran out before the fault, never injected.
-    fault = qemu.Fault(kind, FIRST_LINE, delay_s=0.5, duration_s=3.0)
+    # delay of 1 s makes the first hold by construction, and leaves the stop
+    # at most 2.5 s long before the bound cuts it (2.5 s less the first
+    # line's time): it was 0.5 s, and a first line 0.09 s after QEMU's start
+    # left a stop of 2.91 s, past the 2.9 s below though the bound had cut it
+    # as it should. The second holds while the first line comes within 2.5 s
+    # of QEMU's start. It was placed 1 s after the drift window began, which a
+    # loaded host's boot and calibration (several rounds of windows, against
+    # two references) can push past 2.5 s: the bound then ran out before the
+    # fault, never injected.
+    fault = qemu.Fault(kind, FIRST_LINE, delay_s=1.0, duration_s=3.0)
     b = tcg_boot(boot, faults=[fault], timeout=0.5)
     r = b.result
     assert r.timed_out and r.timeout_s == pytest.approx(3.5) and r.status is None, b.explain()
