@@ -9,7 +9,14 @@ read time through a system call while the others read it in the vDSO.
 
 Known answers: Linux 6.x has no vDSO mode for the HPET or the PM timer, so
 there every Go time.Now is two system calls (CLOCK_REALTIME, then
-CLOCK_MONOTONIC), and on this machine's tsc (the loopback hosts) none."""
+CLOCK_MONOTONIC), and on this machine's tsc (the loopback hosts) none.
+
+The guests themselves are held to what an os-vm host must be (these checks
+had a guest of their own in tests/boot/test_os_vm_guest.py, 40 s of the
+quiet lane): each reached by OpenSSH's client as root on the clocksource and
+hostname it was booted with; reached by Ansible, which copies the bundle in
+and fetches the log back (the playbook's run itself); `poweroff` over ssh
+ends the hpet guest and its tool with 0; no QEMU of either is left."""
 
 from __future__ import annotations
 
@@ -37,14 +44,40 @@ def fleet(db, *args) -> subprocess.CompletedProcess:
                           timeout=120, env=tool_env())
 
 
+def guest_is_booted_as_asked(g, key) -> None:
+    """Reached by OpenSSH's client as root, on the clocksource and hostname it was booted with."""
+    r = g.ssh(key, "cat /sys/devices/system/clocksource/clocksource0/current_clocksource; hostname; cat /proc/cmdline; id -u")
+    out = r.stdout.decode().split("\n")
+    assert r.returncode == 0, (r.stderr, g.explain())
+    assert out[0] == g.clocksource and out[1] == g.hostname and f"clocksource={g.clocksource}" in out[2] and out[3] == "0", out
+
+
+def poweroff_in_the_guest_ends_it(g, key) -> None:
+    """`poweroff` run over ssh (busybox's, which signals init) powers the
+    machine off, and the tool ends with 0 by itself."""
+    g.ssh(key, "poweroff", timeout=60)
+    try:
+        g.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the guest did not power off within 60 s of `poweroff`:\n{g.explain()}")
+    assert g.proc.returncode == 0, g.explain()
+    assert "the guest powered off (QEMU status 0)" in g.output.read_text(), g.explain()
+
+
 def test_the_guests_on_hpet_and_acpi_pm_are_said_in_words_as_the_hosts_that_read_time_by_a_system_call(ssh_fleet, tmp_path):
     began = time.monotonic()
     public = ssh_fleet.user_key.with_suffix(".pub")
     with running_guests([("hpet", free_port()), ("acpi_pm", free_port())], public, tmp_path / "guests") as (hpet, pm):
+        for g in (hpet, pm):
+            guest_is_booted_as_asked(g, ssh_fleet.user_key)
         ssh_fleet.add("vm-hpet", hpet.host, hpet.port, ansible_user="root")
         ssh_fleet.add("vm-acpi-pm", pm.host, pm.port, ansible_user="root")
         inventory = ssh_fleet.inventory(["a", "b", "c", "vm-hpet", "vm-acpi-pm"])
         r = run_hosts(ssh_fleet, tmp_path, inventory, os_args=OS_ARGS)
+        poweroff_in_the_guest_ends_it(hpet, ssh_fleet.user_key)
+    for g in (hpet, pm):
+        left = subprocess.run(["pgrep", "-f", f"hostfwd=tcp:127.0.0.1:{g.port}-"], capture_output=True, text=True)
+        assert left.stdout.strip() == "", f"a QEMU of {g.hostname} is left running: {left.stdout}"
     took = time.monotonic() - began
     print(f"the fleet of 3 loopback hosts and 2 os-vm guests, boots included: {took:.0f} s")
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"

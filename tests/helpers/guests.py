@@ -1,8 +1,8 @@
 """os-vm guests for the tests: Linux hosts reached over ssh on 127.0.0.1
 (`clockbench os-vm --ssh`, machines/guest.py), booted through the real
 command, for any test that needs a host whose kernel and clocksource
-differ from this machine's (tests/boot/test_os_vm_guest.py; a fleet's
-Ansible inventory).
+differ from this machine's (a fleet's Ansible inventory:
+tests/fleet/test_hosts_guests.py).
 
     private, public = ssh_keypair(tmp_path)
     g = start_guest("hpet", free_port(), public)     # returns once sshd answers

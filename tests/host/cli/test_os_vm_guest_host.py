@@ -3,8 +3,8 @@
 (loopback hostfwd, the NIC, fw_cfg files), the kernel modules' load order
 from their .modinfo, the guest's /init, and the archive of a guest: busybox
 with its links, dropbear, Python's standard library without its tests, no
-probes, /etc/passwd with root alone. The guest booted for real is
-tests/boot/test_os_vm_guest.py."""
+probes, /etc/passwd with root alone. The guests booted for real are
+tests/fleet/test_hosts_guests.py's."""
 
 from __future__ import annotations
 
