@@ -85,10 +85,16 @@ def test_criterion_gives_its_slope_else_its_mean():
 
 def test_tinybench_gives_its_latency_average_in_ns():
     fig = bh.parse_tinybench("some warning first\n" + fixture("tinybench.json"))
-    assert fig.ns == pytest.approx(43.5415, abs=1e-3)
-    assert fig.extra["median_ns"] == pytest.approx(21.0) and fig.extra["timer_overhead_ns"] == pytest.approx(70.0)
+    # figures per call: each sample a loop of 1000 calls, divided by 1000
+    assert fig.ns == pytest.approx(44.2526, abs=1e-3)
+    assert fig.extra["median_ns"] == pytest.approx(41.68) and fig.extra["calls_per_sample"] == 1000
+    assert fig.extra["samples"] == 45196 and "loop of 1000 calls" in fig.statistic
     with pytest.raises(ValueError):
         bh.parse_tinybench("no json here\n")
+    data = json.loads(fixture("tinybench.json"))
+    del data["calls_per_sample"]  # a line from the script of before, each call timed alone
+    with pytest.raises(ValueError, match="calls_per_sample"):
+        bh.parse_tinybench(json.dumps(data))
 
 
 def test_cargo_lock_version():

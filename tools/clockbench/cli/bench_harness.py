@@ -11,7 +11,7 @@ harness). The goal: the two within 1.5x either way.
 | Go | time.Now | testing.B (`go test -bench`) | the median of 5 runs' ns/op, each a mean |
 | Java | System.nanoTime | JMH | its score: the mean time per operation (avgt) over 5 iterations of 1 s after 3 of warm-up, one fork |
 | Python | perf_counter_ns | pyperf (Runner.timeit) | its `Mean +- std dev`: the mean of every value of its worker processes |
-| Node.js | process.hrtime.bigint | tinybench | its latency average, each call timed alone with its timer's calibrated cost taken off |
+| Node.js | process.hrtime.bigint | tinybench | its latency average per call, each sample a loop of 1000 calls |
 | .NET | Stopwatch.GetTimestamp | BenchmarkDotNet | not measured: it comes from NuGet, which these machines cannot reach |
 
 The harnesses' sources are bench/harness/; `scripts/install-deps.sh bench`
@@ -169,11 +169,12 @@ def parse_tinybench(text: str) -> Figure:
         raise ValueError("no JSON line from the tinybench script")
     d = json.loads(line[-1])
     scale = _UNIT_NS[d.get("unit", "ms")]
-    overhead = d.get("timer_overhead_ms")
+    calls = d.get("calls_per_sample")
+    if not isinstance(calls, int) or calls < 1:
+        raise ValueError("the tinybench script's line gives no calls_per_sample")
     extra = {"median_ns": round(d["p50"] * scale, 3), "samples": d.get("samples"), "rme_percent": d.get("rme"),
-             "timer_overhead_ns": round(overhead * scale, 3) if isinstance(overhead, (int, float)) else None,
-             "timestamp_provider": d.get("timestamp_provider"), "node": d.get("node")}
-    return Figure(d["mean"] * scale, "its latency average over every call, each timed alone, the timer's calibrated cost taken off",
+             "calls_per_sample": calls, "timestamp_provider": d.get("timestamp_provider"), "node": d.get("node")}
+    return Figure(d["mean"] * scale, f"its latency average over every sample, each a loop of {calls} calls, per call",
                   f"tinybench {d.get('version', '?')}", extra)
 
 
@@ -459,7 +460,7 @@ HARNESSES = (
     Harness("go", "Go", "time.Now", "testing.B", "median of 5 runs' ns/op", build_go, run_go),
     Harness("java", "Java", "System.nanoTime", "JMH", "avgt mean", build_java, run_java, "--java"),
     Harness("python", "Python", "perf_counter_ns", "pyperf", "mean", build_python, run_python, "--python"),
-    Harness("node", "Node.js", "process.hrtime.bigint", "tinybench", "latency mean", build_node, run_node, "--node"),
+    Harness("node", "Node.js", "process.hrtime.bigint", "tinybench", "latency mean of 1000-call loops", build_node, run_node, "--node"),
     Harness("dotnet", ".NET", "Stopwatch.GetTimestamp", "BenchmarkDotNet", "", build_dotnet, None),
 )
 
