@@ -57,6 +57,7 @@ def test_jmh_gives_its_score_in_ns():
     fig = bh.parse_jmh(fixture("jmh.json"))
     assert fig.ns == pytest.approx(29.30548, abs=1e-4)
     assert fig.version == "JMH 1.37" and fig.extra["mode"] == "avgt" and fig.extra["score_error_ns"] == pytest.approx(1.879)
+    assert fig.extra["iterations_ns"] == [29.383, 29.094, 29.22, 28.756, 30.075]  # each measured iteration's mean
     data = json.loads(fixture("jmh.json"))
     data[0]["primaryMetric"].update(score=0.0293, scoreUnit="us/op", scoreError="NaN")
     fig = bh.parse_jmh(json.dumps(data))

@@ -131,7 +131,8 @@ def parse_jmh(text: str) -> Figure:
     extra = {"score_error_ns": round(err * scale, 3) if isinstance(err, (int, float)) and not math.isnan(err) else None,
              "mode": b.get("mode"), "forks": b.get("forks"), "iterations": b.get("measurementIterations"),
              "iteration_time": b.get("measurementTime"), "warmup_iterations": b.get("warmupIterations"),
-             "jvm": b.get("jvm"), "vm_version": b.get("vmVersion")}
+             "jvm": b.get("jvm"), "vm_version": b.get("vmVersion"),
+             "iterations_ns": [round(v * scale, 3) for fork in metric.get("rawData") or [] for v in fork]}
     what = (f"its score ({b.get('mode')}): the mean time per operation over {b.get('measurementIterations')} iterations "
             f"of {b.get('measurementTime')}")
     return Figure(metric["score"] * scale, what, f"JMH {b.get('jmhVersion', '?')}", extra)
@@ -573,6 +574,7 @@ def one_language(h: Harness, w: Where, rounds: int = ROUNDS) -> dict:
         note = {"load_average_1min": round(os.getloadavg()[0], 2)}
         try:
             figs.append(h.run(w))
+            note["harness_extra"] = figs[-1].extra
         except (Unavailable, *_UNREADABLE) as e:
             why = str(e) if isinstance(e, Unavailable) else _unreadable(e)
             if i == 0:
