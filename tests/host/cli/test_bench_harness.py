@@ -162,6 +162,13 @@ def test_a_round_without_a_p50_has_no_ratio_and_is_left_out(harness, ladder, rat
     assert bh.median_of([None, None]) is None and bh.nearest([None, 3.0, 5.0, 4.0], 4.2) == 3
 
 
+def test_contention_is_cpu_time_and_pressure_over_the_wall_time():
+    c = bh.contention(8.0, 6.0, (1_000_000, 5_000_000))  # 4 s of PSI's `some` in 8 s
+    assert c == {"harness_s": 8.0, "harness_cpu_share": 0.75, "cpu_pressure": 0.5}
+    assert bh.contention(8.0, 8.0, (None, None))["cpu_pressure"] is None  # a Linux without PSI
+    assert bh.contention(0.0, 0.0, (1, 1))["harness_cpu_share"] is None
+
+
 def ladder_rec(p50, loop, ci):
     return {"p50_ns": p50, "p50_ci_ns": ci, "method": "batch", "threads_1_ns": loop, "threads_1_median_ns": loop + 1,
             "clocksource": "tsc", "runtime": "CPython 3.11.7", "runtime_exe": "/usr/bin/python3"}

@@ -39,6 +39,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -253,6 +254,20 @@ def agreement_rounds(harness_ns: list, ladder_p50_ns: list) -> tuple[list[dict],
                "ratio": round(r, 3) if r is not None else None}
               for h, a, b, r in zip(harness_ns, ladder_p50_ns, ladder_p50_ns[1:], ratios)]
     return rounds, median_of(ratios)
+
+
+def contention(wall_s: float, cpu_s: float, pressure_us: tuple[int | None, int | None]) -> dict:
+    """What else the host did during a harness run: the harness's CPU time over
+    its wall time (about 1 for a harness of one thread that had a CPU all along,
+    less for one that waited; JMH's and Go's run-time threads add to it), and the
+    share of that time in which some runnable task waited for a CPU (Linux's
+    PSI, /proc/pressure/cpu `some`; None without it). A harness's mean over
+    seconds takes in the time it waited; the ladder's p50 of short batches does
+    not."""
+    before, after = pressure_us
+    ok = wall_s > 0
+    return {"harness_s": round(wall_s, 2), "harness_cpu_share": round(cpu_s / wall_s, 3) if ok else None,
+            "cpu_pressure": round((after - before) / 1e6 / wall_s, 3) if ok and before is not None and after is not None else None}
 
 
 def summarise(rows: dict[str, dict]) -> dict:
@@ -555,6 +570,22 @@ def _unreadable(e: Exception) -> str:
 _UNREADABLE = (ValueError, KeyError, TypeError, json.JSONDecodeError)
 
 
+def cpu_pressure_us() -> int | None:
+    """/proc/pressure/cpu's `some` total: the microseconds in which some
+    runnable task waited for a CPU; None where Linux keeps no PSI."""
+    try:
+        some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return int(some.rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def children_cpu_s() -> float:
+    """The CPU time of every child that has ended (and theirs that they waited for)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def one_language(h: Harness, w: Where, rounds: int = ROUNDS) -> dict:
     """The ladder, then `rounds` times the harness and the ladder again: one
     row, its ratio the median of the rounds'. The first ladder run or harness
@@ -572,9 +603,11 @@ def one_language(h: Harness, w: Where, rounds: int = ROUNDS) -> dict:
     figs, notes = [], []
     for i in range(rounds):
         note = {"load_average_1min": round(os.getloadavg()[0], 2)}
+        t_run, cpu_run, psi_run = time.monotonic(), children_cpu_s(), cpu_pressure_us()
         try:
             figs.append(h.run(w))
             note["harness_extra"] = figs[-1].extra
+            note.update(contention(time.monotonic() - t_run, children_cpu_s() - cpu_run, (psi_run, cpu_pressure_us())))
         except (Unavailable, *_UNREADABLE) as e:
             why = str(e) if isinstance(e, Unavailable) else _unreadable(e)
             if i == 0:
