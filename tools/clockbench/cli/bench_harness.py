@@ -4,11 +4,11 @@ beside clockbench-os's lang_clock p50 for the same API on the same host and
 clocksource (`clockbench-os --current-only --lang X`). The goal: the two
 within 1.5x either way.
 
-This host's speed changes by up to 2x within seconds, and the ladder times a
-language for about a millisecond where a harness's figure spans seconds, so
-one of each a few seconds apart can differ by the host's speed, not the
-clock's cost. The two are interleaved: the ladder, then ROUNDS times the
-harness and the ladder again. Each harness run's ratio is against the mean of
+The ladder times a language for about a millisecond where a harness's
+figure spans seconds, and on a shared host what else runs changes within
+seconds, so one of each a few seconds apart can differ by what the host did,
+not by the clock's cost. The two are interleaved: the ladder, then ROUNDS
+times the harness and the ladder again. Each harness run's ratio is against the mean of
 the two ladder p50s that bracket it in time, and the language's ratio (and
 its goal) is the median of the rounds' ratios; every round is kept.
 
@@ -456,7 +456,7 @@ def run_python(w: Where) -> Figure:
     out = w.work / "pyperf-result.json"
     out.unlink(missing_ok=True)
     # --fast: 10 worker processes of 2 values each (max(20 // 2, 3), max(3 * 2 // 3, 2)), not 20 of 3, the
-    # same calibration and warm-up: 8-10 s here, not 25, three times a bench, and nearer the ladder runs either side
+    # same calibration and warm-up: 7-9 s a run here, not 25, three times a bench, and nearer the ladder runs either side
     bounded([w.python, HARNESS_DIR / "python" / "clock_bench.py", "--fast", "--quiet", "-o", out], "pyperf", RUN_TIMEOUT_S)
     return parse_pyperf(out.read_text())
 
@@ -665,7 +665,7 @@ def measure(build: Path, languages: list[str] | None = None, say=print, rounds: 
     out = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(), "goal_ratio": GOAL_RATIO,
            "rounds": rounds, "languages": rows, **summarise(rows)}
     judged = len(out["within"]) + len(out["beyond"])
-    say(f"bench: harness agreement: {len(out['within'])} of {judged} languages within {GOAL_RATIO:g}x (each the median of {rounds} rounds)"
+    say(f"bench: harness agreement: {len(out['within'])} of {judged} languages within {GOAL_RATIO:g}x, each the median of {rounds} rounds"
         f"{' (beyond: ' + ', '.join(out['beyond']) + ')' if out['beyond'] else ''}"
         f"{'; not measured: ' + ', '.join(out['not_measured']) if out['not_measured'] else ''}", flush=True)
     return out
