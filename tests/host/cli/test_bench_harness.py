@@ -1,7 +1,8 @@
 """`make bench`'s harness agreement (tools/clockbench/cli/bench_harness.py,
 issue 44), its pure part: each harness's output read from a real capture
 (harness_samples/ beside this file, taken on this project's host by the driver itself; tests/fixtures holds only logs),
-the ratio to clockbench-os's p50 and the 1.5x goal, the line a person reads,
+the ratio to clockbench-os's p50 and the 1.5x goal, the rounds that interleave
+the ladder and the harness and their median, the line a person reads,
 and that the harnesses are installed by `make bench` alone. None of it needs
 a harness installed."""
 
@@ -56,6 +57,7 @@ def test_jmh_gives_its_score_in_ns():
     fig = bh.parse_jmh(fixture("jmh.json"))
     assert fig.ns == pytest.approx(29.30548, abs=1e-4)
     assert fig.version == "JMH 1.37" and fig.extra["mode"] == "avgt" and fig.extra["score_error_ns"] == pytest.approx(1.879)
+    assert fig.extra["iterations_ns"] == [29.383, 29.094, 29.22, 28.756, 30.075]  # each measured iteration's mean
     data = json.loads(fixture("jmh.json"))
     data[0]["primaryMetric"].update(score=0.0293, scoreUnit="us/op", scoreError="NaN")
     fig = bh.parse_jmh(json.dumps(data))
@@ -85,10 +87,16 @@ def test_criterion_gives_its_slope_else_its_mean():
 
 def test_tinybench_gives_its_latency_average_in_ns():
     fig = bh.parse_tinybench("some warning first\n" + fixture("tinybench.json"))
-    assert fig.ns == pytest.approx(43.5415, abs=1e-3)
-    assert fig.extra["median_ns"] == pytest.approx(21.0) and fig.extra["timer_overhead_ns"] == pytest.approx(70.0)
+    # figures per call: each sample a loop of 1000 calls, divided by 1000
+    assert fig.ns == pytest.approx(44.2526, abs=1e-3)
+    assert fig.extra["median_ns"] == pytest.approx(41.68) and fig.extra["calls_per_sample"] == 1000
+    assert fig.extra["samples"] == 45196 and "loop of 1000 calls" in fig.statistic
     with pytest.raises(ValueError):
         bh.parse_tinybench("no json here\n")
+    data = json.loads(fixture("tinybench.json"))
+    del data["calls_per_sample"]  # a line from the script of before, each call timed alone
+    with pytest.raises(ValueError, match="calls_per_sample"):
+        bh.parse_tinybench(json.dumps(data))
 
 
 def test_cargo_lock_version():
@@ -128,14 +136,97 @@ def test_summary_judges_only_what_was_measured():
     assert bh.summarise({"dotnet": {"goal_met": None}})["goal_met"] is None
 
 
+def test_each_round_is_against_the_ladder_runs_either_side():
+    # ladder 40, harness 50, ladder 60, harness 45, ladder 50, harness 66, ladder 60
+    rounds, r = bh.agreement_rounds([50.0, 45.0, 66.0], [40.0, 60.0, 50.0, 60.0])
+    assert [x["ratio"] for x in rounds] == [1.0, pytest.approx(45 / 55, abs=1e-3), 1.2]
+    assert rounds[1] == {"harness_ns": 45.0, "ladder_before_p50_ns": 60.0, "ladder_after_p50_ns": 50.0, "ratio": 0.818}
+    assert r == pytest.approx(1.0)  # the median of the three
+    # an even count: the mean of the middle two
+    assert bh.agreement_rounds([50.0, 60.0], [50.0, 50.0, 50.0])[1] == pytest.approx(1.1)
+    with pytest.raises(ValueError):
+        bh.agreement_rounds([50.0, 60.0], [50.0, 50.0])
+
+
+@pytest.mark.parametrize("harness, ladder, ratios, median", [
+    # a zero p50 (under the timer's step) or a missing one leaves both rounds beside it without a ratio
+    ([30.0, 30.0, 45.0], [30.0, 30.0, 0.0, 30.0], [1.0, None, None], 1.0),
+    ([30.0, 30.0, 45.0], [None, 30.0, 30.0, 30.0], [None, 1.0, 1.5], 1.25),
+    ([None, 30.0, 60.0], [30.0, 30.0, 30.0, 30.0], [None, 1.0, 2.0], 1.5),  # a harness run that failed
+    ([30.0, 30.0, 30.0], [None, 0.0, None, 0.0], [None, None, None], None),  # no ratio at all
+])
+def test_a_round_without_a_p50_has_no_ratio_and_is_left_out(harness, ladder, ratios, median):
+    rounds, r = bh.agreement_rounds(harness, ladder)
+    assert [x["ratio"] for x in rounds] == ratios
+    assert (r is None and median is None) or r == pytest.approx(median)
+    assert bh.median_of([None, None]) is None and bh.nearest([None, 3.0, 5.0, 4.0], 4.2) == 3
+
+
+def test_contention_is_cpu_time_and_pressure_over_the_wall_time():
+    c = bh.contention(8.0, 6.0, (1_000_000, 5_000_000))  # 4 s of PSI's `some` in 8 s
+    assert c == {"harness_s": 8.0, "harness_cpu_share": 0.75, "cpu_pressure": 0.5}
+    assert bh.contention(8.0, 8.0, (None, None))["cpu_pressure"] is None  # a Linux without PSI
+    assert bh.contention(0.0, 0.0, (1, 1))["harness_cpu_share"] is None
+
+
+def ladder_rec(p50, loop, ci):
+    return {"p50_ns": p50, "p50_ci_ns": ci, "method": "batch", "threads_1_ns": loop, "threads_1_median_ns": loop + 1,
+            "clocksource": "tsc", "runtime": "CPython 3.11.7", "runtime_exe": "/usr/bin/python3"}
+
+
+def test_the_ladder_and_the_harness_interleave(tmp_path, monkeypatch):
+    said = []
+    ladders = iter([ladder_rec(40.0, 41.0, [39, 41]), ladder_rec(60.0, 61.0, [59, 61]), None,
+                    ladder_rec(50.0, 51.0, [49, 51])])
+
+    def fake_ladder(h, w, run=0):
+        said.append(f"ladder {run}")
+        rec = next(ladders)
+        if rec is None:
+            raise bh.Unavailable("clockbench-os: no end within 360 s (stopped)")
+        return rec
+    figures = iter([50.0, 66.0, 45.0])
+
+    def fake_run(w):
+        said.append("harness")
+        ns = next(figures)
+        return bh.Figure(ns, "its mean", "pyperf 2.10.0", {"ns": ns})
+    monkeypatch.setattr(bh, "ladder", fake_ladder)
+    h = bh.Harness("python", "Python", "perf_counter_ns", "pyperf", "mean", lambda w: None, fake_run)
+    row = bh.one_language(h, bh.Where(build=tmp_path, work=tmp_path / "harness"))
+    assert said == ["ladder 0", "harness", "ladder 1", "harness", "ladder 2", "harness", "ladder 3"]
+    assert [x["ratio"] for x in row["rounds"]] == [1.0, None, None]  # the third ladder run stopped
+    assert "no end within 360 s" in row["rounds"][1]["ladder_after_failed"]
+    assert row["ratio"] == 1.0 and row["goal_met"] is True
+    assert row["harness_ns"] == 50.0 and row["harness_extra"] == {"ns": 50.0}  # the median run's own extra
+    assert row["ladder_p50_runs_ns"] == [40.0, 60.0, None, 50.0] and row["ladder_p50_ns"] == 50.0
+    assert row["ladder_p50_ci_ns"] == [49, 51] and row["ladder_p50_ci_run"] == 3  # the run nearest the median
+    assert row["ladder_loop_ns"] == 51.0 and row["ratio_to_ladder_loop"] == pytest.approx(50 / 51, abs=1e-3)
+    assert bh.line_for("Python", row).startswith("bench: harness Python perf_counter_ns, the median of 1 of 3 rounds: ")
+
+
+def test_a_harness_that_fails_first_is_not_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(bh, "ladder", lambda h, w, run=0: ladder_rec(40.0, 41.0, [39, 41]))
+
+    def broken(w):
+        raise ValueError("no JSON line from the tinybench script")
+    h = bh.Harness("node", "Node.js", "process.hrtime.bigint", "tinybench", "mean", lambda w: None, broken)
+    row = bh.one_language(h, bh.Where(build=tmp_path, work=tmp_path / "harness"))
+    assert row["goal_met"] is None and row["not_measured"].startswith("its output could not be read: ValueError")
+
+
 def test_one_line_per_language():
+    rounds = [{"harness_ns": 59.5, "ladder_before_p50_ns": 60.5, "ladder_after_p50_ns": 60.5, "ratio": 0.983},
+              {"harness_ns": 59.77, "ladder_before_p50_ns": 60.5, "ladder_after_p50_ns": 60.5, "ratio": 0.988},
+              {"harness_ns": 61.0, "ladder_before_p50_ns": 60.5, "ladder_after_p50_ns": 60.5, "ratio": 1.008}]
     row = {"api": "time.Now", "harness_version": "testing.B (go1.26.8)", "harness_ns": 59.77,
            "harness_statistic_short": "median of 5 runs' ns/op", "ladder_p50_ns": 60.521, "ladder_p50_ci_ns": [50.707, 70.335],
            "ladder_method": "tsc", "clocksource": "tsc", "ratio": 0.988, "goal_met": True, "ladder_loop_ns": 61.62,
-           "ratio_to_ladder_loop": 0.97}
+           "ratio_to_ladder_loop": 0.97, "rounds": rounds}
     line = bh.line_for("Go", row)
-    assert line.startswith("bench: harness Go time.Now: testing.B (go1.26.8) 59.8 ns (median of 5 runs' ns/op); ")
-    assert "clockbench-os p50 60.5 ns (50.7-70.3, single calls) on tsc: 0.99x, within 1.5x" in line
+    assert line.startswith("bench: harness Go time.Now, the median of 3 rounds: testing.B (go1.26.8) 59.8 ns "
+                           "(median of 5 runs' ns/op); ")
+    assert "clockbench-os p50 60.5 ns (50.7-70.3, single calls) on tsc: 0.99x, within 1.5x (rounds 0.98, 0.99, 1.01)" in line
     assert line.endswith("; against its loop (1 thread, least chunk) 61.6 ns: 0.97x") and "\n" not in line
     skipped = bh.line_for(".NET", {"api": "Stopwatch.GetTimestamp", "harness": "BenchmarkDotNet",
                                    "not_measured": "BenchmarkDotNet comes from NuGet"})

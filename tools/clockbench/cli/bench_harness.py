@@ -1,8 +1,16 @@
 """`make bench`'s harness agreement (issue 44): each language's headline clock
 call measured on this host by that language's own benchmark harness, set
 beside clockbench-os's lang_clock p50 for the same API on the same host and
-clocksource (`clockbench-os --current-only --lang X`, run just before the
-harness). The goal: the two within 1.5x either way.
+clocksource (`clockbench-os --current-only --lang X`). The goal: the two
+within 1.5x either way.
+
+The ladder times a language for about a millisecond where a harness's
+figure spans seconds, and on a shared host what else runs changes within
+seconds, so one of each a few seconds apart can differ by what the host did,
+not by the clock's cost. The two are interleaved: the ladder, then ROUNDS
+times the harness and the ladder again. Each harness run's ratio is against the mean of
+the two ladder p50s that bracket it in time, and the language's ratio (and
+its goal) is the median of the rounds' ratios; every round is kept.
 
 | language | API | harness | its figure |
 | --- | --- | --- | --- |
@@ -10,7 +18,7 @@ harness). The goal: the two within 1.5x either way.
 | Rust | Instant::now | criterion | its `time`: the slope of time against iterations (the mean where it has no slope) |
 | Go | time.Now | testing.B (`go test -bench`) | the median of 5 runs' ns/op, each a mean |
 | Java | System.nanoTime | JMH | its score: the mean time per operation (avgt) over 5 iterations of 1 s after 3 of warm-up, one fork |
-| Python | perf_counter_ns | pyperf (Runner.timeit) | its `Mean +- std dev`: the mean of every value of its worker processes |
+| Python | perf_counter_ns | pyperf (Runner.timeit, --fast) | its `Mean +- std dev`: the mean of every value of its 10 worker processes |
 | Node.js | process.hrtime.bigint | tinybench | its latency average per call, each sample a loop of 1000 calls |
 | .NET | Stopwatch.GetTimestamp | BenchmarkDotNet | not measured: it comes from NuGet, which these machines cannot reach |
 
@@ -20,7 +28,7 @@ harness that cannot be built or run is one line with its reason, never the
 end of the bench; every build and run has a time bound. The figures go into
 build/bench.json under `harness_agreement` (docs/host-tool.md).
 
-    PYTHONPATH=tools python3 -m clockbench.cli.bench_harness [--lang go,python] [--out build/bench.json]
+    PYTHONPATH=tools python3 -m clockbench.cli.bench_harness [--lang go,python] [--rounds 3] [--out build/bench.json]
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -45,6 +54,7 @@ from clockbench import paths
 from clockbench.records import records
 
 GOAL_RATIO = 1.5
+ROUNDS = 3  # harness runs, each between two ladder runs
 BUILD_TIMEOUT_S = 900  # criterion's first build from nothing: 2.5 minutes on 2 shared cores
 RUN_TIMEOUT_S = 300
 LADDER_TIMEOUT_S = 300
@@ -122,7 +132,8 @@ def parse_jmh(text: str) -> Figure:
     extra = {"score_error_ns": round(err * scale, 3) if isinstance(err, (int, float)) and not math.isnan(err) else None,
              "mode": b.get("mode"), "forks": b.get("forks"), "iterations": b.get("measurementIterations"),
              "iteration_time": b.get("measurementTime"), "warmup_iterations": b.get("warmupIterations"),
-             "jvm": b.get("jvm"), "vm_version": b.get("vmVersion")}
+             "jvm": b.get("jvm"), "vm_version": b.get("vmVersion"),
+             "iterations_ns": [round(v * scale, 3) for fork in metric.get("rawData") or [] for v in fork]}
     what = (f"its score ({b.get('mode')}): the mean time per operation over {b.get('measurementIterations')} iterations "
             f"of {b.get('measurementTime')}")
     return Figure(metric["score"] * scale, what, f"JMH {b.get('jmhVersion', '?')}", extra)
@@ -207,6 +218,58 @@ def within(r: float | None, goal: float = GOAL_RATIO) -> bool | None:
     return 1 / goal <= r <= goal
 
 
+def _cost(ns) -> bool:
+    return isinstance(ns, (int, float)) and not isinstance(ns, bool) and ns > 0
+
+
+def bracketed_ratios(harness_ns: list, ladder_ns: list) -> list[float | None]:
+    """Round i's harness figure over the mean of the ladder's just before and
+    just after it (ladder_ns[i] and ladder_ns[i + 1]); None for a round where
+    any of the three is missing or not a positive cost."""
+    if len(ladder_ns) != len(harness_ns) + 1:
+        raise ValueError(f"{len(harness_ns)} harness runs need {len(harness_ns) + 1} ladder runs, not {len(ladder_ns)}")
+    return [ratio(h, (a + b) / 2) if _cost(a) and _cost(b) and _cost(h) else None
+            for h, a, b in zip(harness_ns, ladder_ns, ladder_ns[1:])]
+
+
+def median_of(values: list) -> float | None:
+    """The median of the figures there are; None when there is none."""
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def nearest(values: list, target: float | None) -> int | None:
+    """The index of the figure nearest target (the first of equals)."""
+    known = [(abs(v - target), i) for i, v in enumerate(values) if v is not None]
+    return min(known)[1] if known and target is not None else None
+
+
+def agreement_rounds(harness_ns: list, ladder_p50_ns: list) -> tuple[list[dict], float | None]:
+    """The interleaved runs (ladder, harness, ladder, ..., harness, ladder) as
+    rounds, each with its ratio against its two ladder p50s, and the median of
+    the rounds' ratios: rounds without one are left out of it; None when no
+    round has one."""
+    ratios = bracketed_ratios(harness_ns, ladder_p50_ns)
+    rounds = [{"harness_ns": round(h, 3) if h is not None else None, "ladder_before_p50_ns": a, "ladder_after_p50_ns": b,
+               "ratio": round(r, 3) if r is not None else None}
+              for h, a, b, r in zip(harness_ns, ladder_p50_ns, ladder_p50_ns[1:], ratios)]
+    return rounds, median_of(ratios)
+
+
+def contention(wall_s: float, cpu_s: float, pressure_us: tuple[int | None, int | None]) -> dict:
+    """What else the host did during a harness run: the harness's CPU time over
+    its wall time (about 1 for a harness of one thread that had a CPU all along,
+    less for one that waited; JMH's and Go's run-time threads add to it), and the
+    share of that time in which some runnable task waited for a CPU (Linux's
+    PSI, /proc/pressure/cpu `some`; None without it). A harness's mean over
+    seconds takes in the time it waited; the ladder's p50 of short batches does
+    not."""
+    before, after = pressure_us
+    ok = wall_s > 0
+    return {"harness_s": round(wall_s, 2), "harness_cpu_share": round(cpu_s / wall_s, 3) if ok else None,
+            "cpu_pressure": round((after - before) / 1e6 / wall_s, 3) if ok and before is not None and after is not None else None}
+
+
 def summarise(rows: dict[str, dict]) -> dict:
     """Every measured language within the goal (None when none was measured),
     which were, which were not, and which were not measured."""
@@ -232,11 +295,16 @@ def line_for(label: str, row: dict) -> str:
     ci_text = f" ({ci[0]:.1f}-{ci[1]:.1f}, {how})" if ci else f" ({how})"
     r = row.get("ratio")
     verdict = "no ratio" if r is None else f"{r:.2f}x, {'within' if row['goal_met'] else 'beyond'} {GOAL_RATIO:g}x"
+    rounds = row.get("rounds") or []
+    judged = sum(1 for x in rounds if x.get("ratio") is not None)
+    each = ", ".join("-" if x.get("ratio") is None else f"{x['ratio']:.2f}" for x in rounds)
+    of = f"{judged} of {len(rounds)}" if judged != len(rounds) else f"{len(rounds)}"
     loop = row.get("ladder_loop_ns")
     loop_text = (f"; against its loop (1 thread, least chunk) {fmt_ns(loop)}: {row['ratio_to_ladder_loop']:.2f}x"
                  if loop and row.get("ratio_to_ladder_loop") else "")
-    return (f"{head}: {row['harness_version']} {fmt_ns(row['harness_ns'])} ({row['harness_statistic_short']}); "
-            f"clockbench-os p50 {fmt_ns(row['ladder_p50_ns'])}{ci_text} on {row['clocksource']}: {verdict}{loop_text}")
+    return (f"{head}, the median of {of} rounds: {row['harness_version']} {fmt_ns(row['harness_ns'])} "
+            f"({row['harness_statistic_short']}); clockbench-os p50 {fmt_ns(row['ladder_p50_ns'])}{ci_text} on "
+            f"{row['clocksource']}: {verdict} (rounds {each}){loop_text}")
 
 
 # ---- running things, each with a bound ----
@@ -387,7 +455,9 @@ def build_python(w: Where) -> None:
 def run_python(w: Where) -> Figure:
     out = w.work / "pyperf-result.json"
     out.unlink(missing_ok=True)
-    bounded([w.python, HARNESS_DIR / "python" / "clock_bench.py", "--quiet", "-o", out], "pyperf", RUN_TIMEOUT_S)
+    # --fast: 10 worker processes of 2 values each (max(20 // 2, 3), max(3 * 2 // 3, 2)), not 20 of 3, the
+    # same calibration and warm-up: 7-9 s a run here, not 25, three times a bench, and nearer the ladder runs either side
+    bounded([w.python, HARNESS_DIR / "python" / "clock_bench.py", "--fast", "--quiet", "-o", out], "pyperf", RUN_TIMEOUT_S)
     return parse_pyperf(out.read_text())
 
 
@@ -474,8 +544,9 @@ def runtime_path(h: Harness, w: Where) -> str | None:
     return None
 
 
-def ladder(h: Harness, w: Where) -> dict:
-    """clockbench-os --current-only --lang X on this host: the API's lang_clock record."""
+def ladder(h: Harness, w: Where, run: int = 0) -> dict:
+    """clockbench-os --current-only --lang X on this host: the API's lang_clock
+    record; its log is build/harness/ladder-X-RUN.log."""
     if not w.program.exists():
         raise Unavailable(f"no {w.program} (make os)")
     cmd = [w.program, "--current-only", "--lang", h.language, "--lang-dir", w.lang_dir, "--timeout", str(LADDER_TIMEOUT_S)]
@@ -484,7 +555,7 @@ def ladder(h: Harness, w: Where) -> dict:
         cmd += [h.runtime_flag, exe]
     # its exit status is its checks' (1: one failed); the record is what is wanted here
     code, out, err = run_bounded(cmd, "clockbench-os", LADDER_TIMEOUT_S + 60)
-    (w.work / f"ladder-{h.language}.log").write_text(out + err)
+    (w.work / f"ladder-{h.language}-{run}.log").write_text(out + err)
     rec = ladder_record(out, h.language, h.api)
     if rec is None:
         said = [l.strip() for l in out.splitlines() if "not measured" in l]
@@ -492,42 +563,95 @@ def ladder(h: Harness, w: Where) -> dict:
     return rec
 
 
-def one_language(h: Harness, w: Where) -> dict:
+def _unreadable(e: Exception) -> str:
+    return f"its output could not be read: {type(e).__name__}: {e}"
+
+
+_UNREADABLE = (ValueError, KeyError, TypeError, json.JSONDecodeError)
+
+
+def cpu_pressure_us() -> int | None:
+    """/proc/pressure/cpu's `some` total: the microseconds in which some
+    runnable task waited for a CPU; None where Linux keeps no PSI."""
+    try:
+        some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return int(some.rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def children_cpu_s() -> float:
+    """The CPU time of every child that has ended (and theirs that they waited for)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def one_language(h: Harness, w: Where, rounds: int = ROUNDS) -> dict:
+    """The ladder, then `rounds` times the harness and the ladder again: one
+    row, its ratio the median of the rounds'. The first ladder run or harness
+    run failing is the row's reason not to be measured; a later one failing
+    is said in its round, which then has no ratio."""
     row = {"language": h.language, "api": h.api, "harness": h.harness}
     t0 = time.monotonic()
     load = os.getloadavg()[0]
     try:
-        # built first, so that the ladder and the harness run one after the other
-        h.build(w)
-        rec = ladder(h, w)
-        fig = h.run(w)
+        h.build(w)  # built first, so that the ladder and the harness runs follow each other
+        recs = [ladder(h, w, 0)]
     except Unavailable as e:
-        row["not_measured"] = str(e)
-        row["goal_met"] = None
+        row.update(not_measured=str(e), goal_met=None)
         return row
-    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
-        row["not_measured"] = f"its output could not be read: {type(e).__name__}: {e}"
-        row["goal_met"] = None
-        return row
-    r = ratio(fig.ns, rec.get("p50_ns"))
-    r_loop = ratio(fig.ns, rec.get("threads_1_ns"))
+    figs, notes = [], []
+    for i in range(rounds):
+        note = {"load_average_1min": round(os.getloadavg()[0], 2)}
+        t_run, cpu_run, psi_run = time.monotonic(), children_cpu_s(), cpu_pressure_us()
+        try:
+            figs.append(h.run(w))
+            note["harness_extra"] = figs[-1].extra
+            note.update(contention(time.monotonic() - t_run, children_cpu_s() - cpu_run, (psi_run, cpu_pressure_us())))
+        except (Unavailable, *_UNREADABLE) as e:
+            why = str(e) if isinstance(e, Unavailable) else _unreadable(e)
+            if i == 0:
+                row.update(not_measured=why, goal_met=None)
+                return row
+            figs.append(None)
+            note["harness_failed"] = why
+        try:
+            recs.append(ladder(h, w, i + 1))
+        except Unavailable as e:
+            recs.append(None)
+            note["ladder_after_failed"] = str(e)
+        notes.append(note)
+    harness_ns = [f.ns if f else None for f in figs]
+    p50s = [r.get("p50_ns") if r else None for r in recs]
+    loops = [r.get("threads_1_ns") if r else None for r in recs]
+    every, r = agreement_rounds(harness_ns, p50s)
+    for one, note in zip(every, notes):
+        one.update(note)
+    r_loop = median_of(bracketed_ratios(harness_ns, loops))
+    fig_ns, ladder_ns = median_of(harness_ns), median_of(p50s)
+    fig = figs[nearest(harness_ns, fig_ns)]
+    k = nearest(p50s, ladder_ns)
+    rec = recs[k if k is not None else 0]
     ci = rec.get("p50_ci_ns")
     row.update({
-        "harness_version": fig.version, "harness_ns": round(fig.ns, 3), "harness_statistic": fig.statistic,
-        "harness_statistic_short": h.short, "harness_extra": fig.extra,
-        "ladder_p50_ns": rec.get("p50_ns"), "ladder_p50_ci_ns": ci, "ladder_method": rec.get("method"),
+        "harness_version": fig.version, "harness_ns": round(fig_ns, 3), "harness_statistic": fig.statistic,
+        "harness_statistic_short": h.short, "harness_extra": fig.extra,  # the extra of the run nearest the median
+        "ladder_p50_ns": round(ladder_ns, 3) if ladder_ns is not None else None, "ladder_p50_runs_ns": p50s,
+        # the interval, method, clocksource and runtime of the ladder run whose p50 is nearest the median
+        "ladder_p50_ci_ns": ci, "ladder_p50_ci_run": k, "ladder_method": rec.get("method"),
         # the ladder's own loop figure beside its single-call p50: one thread's least chunk of calls
-        "ladder_loop_ns": rec.get("threads_1_ns"), "ladder_loop_median_ns": rec.get("threads_1_median_ns"),
+        "ladder_loop_ns": median_of(loops),
+        "ladder_loop_median_ns": median_of([x.get("threads_1_median_ns") if x else None for x in recs]),
         "ratio_to_ladder_loop": round(r_loop, 3) if r_loop is not None else None,
         "clocksource": rec.get("clocksource"), "runtime": rec.get("runtime"), "runtime_exe": rec.get("runtime_exe"),
-        "ratio": round(r, 3) if r is not None else None, "goal_met": within(r),
-        "harness_within_ladder_ci": bool(ci) and ci[0] <= fig.ns <= ci[1],
+        "ratio": round(r, 3) if r is not None else None, "goal_met": within(r), "rounds": every,
+        "harness_within_ladder_ci": bool(ci) and ci[0] <= fig_ns <= ci[1],
         "load_average_1min": [round(load, 2), round(os.getloadavg()[0], 2)], "seconds": round(time.monotonic() - t0, 1),
     })
     return row
 
 
-def measure(build: Path, languages: list[str] | None = None, say=print) -> dict:
+def measure(build: Path, languages: list[str] | None = None, say=print, rounds: int = ROUNDS) -> dict:
     """Every harness (or those of `languages`), one line each as it ends; the
     key bench.json keeps."""
     w = Where(build=build, work=build / "harness")
@@ -536,12 +660,12 @@ def measure(build: Path, languages: list[str] | None = None, say=print) -> dict:
     for h in HARNESSES:
         if languages and h.language not in languages:
             continue
-        rows[h.language] = one_language(h, w)
+        rows[h.language] = one_language(h, w, rounds)
         say(line_for(h.label, rows[h.language]), flush=True)
     out = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(), "goal_ratio": GOAL_RATIO,
-           "languages": rows, **summarise(rows)}
+           "rounds": rounds, "languages": rows, **summarise(rows)}
     judged = len(out["within"]) + len(out["beyond"])
-    say(f"bench: harness agreement: {len(out['within'])} of {judged} languages within {GOAL_RATIO:g}x"
+    say(f"bench: harness agreement: {len(out['within'])} of {judged} languages within {GOAL_RATIO:g}x, each the median of {rounds} rounds"
         f"{' (beyond: ' + ', '.join(out['beyond']) + ')' if out['beyond'] else ''}"
         f"{'; not measured: ' + ', '.join(out['not_measured']) if out['not_measured'] else ''}", flush=True)
     return out
@@ -554,12 +678,16 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(paths.BUILD / "bench.json"),
                    help="the bench's JSON: its harness_agreement key is set, the rest kept")
     p.add_argument("--lang", help="only these, comma-separated: " + ", ".join(h.language for h in HARNESSES))
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help=f"harness runs per language, each between two ladder runs (default {ROUNDS})")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error("--rounds must be 1 or more")
     langs = args.lang.split(",") if args.lang else None
     unknown = sorted(set(langs or ()) - {h.language for h in HARNESSES})
     if unknown:
         p.error(f"no harness for {', '.join(unknown)}")
-    result = measure(Path(args.build).resolve(), langs)
+    result = measure(Path(args.build).resolve(), langs, rounds=args.rounds)
     out = Path(args.out)
     try:
         whole = json.loads(out.read_text()) if out.exists() else {}
