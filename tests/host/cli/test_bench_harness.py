@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -140,7 +141,8 @@ def test_each_round_is_against_the_ladder_runs_either_side():
     # ladder 40, harness 50, ladder 60, harness 45, ladder 50, harness 66, ladder 60
     rounds, r = bh.agreement_rounds([50.0, 45.0, 66.0], [40.0, 60.0, 50.0, 60.0])
     assert [x["ratio"] for x in rounds] == [1.0, pytest.approx(45 / 55, abs=1e-3), 1.2]
-    assert rounds[1] == {"harness_ns": 45.0, "ladder_before_p50_ns": 60.0, "ladder_after_p50_ns": 50.0, "ratio": 0.818}
+    assert rounds[1] == {"harness_ns": 45.0, "ladder_before_p50_ns": 60.0, "ladder_after_p50_ns": 50.0, "ratio": 0.818,
+                         "waited": False}
     assert r == pytest.approx(1.0)  # the median of the three
     # an even count: the mean of the middle two
     assert bh.agreement_rounds([50.0, 60.0], [50.0, 50.0, 50.0])[1] == pytest.approx(1.1)
@@ -160,6 +162,33 @@ def test_a_round_without_a_p50_has_no_ratio_and_is_left_out(harness, ladder, rat
     assert [x["ratio"] for x in rounds] == ratios
     assert (r is None and median is None) or r == pytest.approx(median)
     assert bh.median_of([None, None]) is None and bh.nearest([None, 3.0, 5.0, 4.0], 4.2) == 3
+
+
+def test_a_round_whose_harness_waited_for_a_cpu_is_marked_and_left_out():
+    # run 3 of the seven here: Python's rounds 1.27x, 2.72x, 1.80x at CPU shares 0.75, 0.38, 0.58 (every one waited),
+    # and a run with one round that waited beside two that did not
+    ladder = [40.0, 40.0, 40.0, 40.0]
+    rounds, r = bh.agreement_rounds([50.8, 108.8, 72.0], ladder, [0.75, 0.38, 0.58])
+    assert [x["waited"] for x in rounds] == [True, True, True] and r == pytest.approx(1.8)  # all taken: none is clean
+    rounds, r = bh.agreement_rounds([41.6, 108.8, 42.4], ladder, [0.97, 0.38, 1.02])
+    assert [x["waited"] for x in rounds] == [False, True, False]
+    assert r == pytest.approx((1.04 + 1.06) / 2)  # the median of the two that had a CPU
+    # a share not known (no figure) is no sign of waiting; JMH's and Go's own threads take it past 1
+    assert bh.agreement_rounds([40.0, 44.0], [40.0, 40.0, 40.0], [None, 1.6])[1] == pytest.approx(1.05)
+    # a waited round with a ratio is still used when the clean ones have none
+    rounds, r = bh.agreement_rounds([None, 80.0], [40.0, 40.0, 40.0], [None, 0.5])
+    assert r == pytest.approx(2.0) and rounds[1]["waited"]
+    line = bh.line_for("Python", {**LINE_ROW, "rounds": [
+        {"ratio": 1.04, "waited": False}, {"ratio": 2.72, "waited": True}, {"ratio": 1.06, "waited": False}]})
+    assert "the median of 2 of 3 rounds (1 left out: the harness waited for a CPU, ~)" in line
+    assert "(rounds 1.04, 2.72~, 1.06)" in line
+    line = bh.line_for("Python", {**LINE_ROW, "rounds": [{"ratio": 1.27, "waited": True}, {"ratio": 2.72, "waited": True}]})
+    assert "the median of 2 rounds (every one waited for a CPU, ~: a busy host's figure)" in line
+
+
+LINE_ROW = {"api": "perf_counter_ns", "harness_version": "pyperf 2.9.0", "harness_ns": 42.0, "harness_statistic_short": "mean",
+            "ladder_p50_ns": 40.0, "ladder_p50_ci_ns": [39.0, 41.0], "ladder_method": "batch", "clocksource": "tsc",
+            "ratio": 1.05, "goal_met": True}
 
 
 def test_contention_is_cpu_time_and_pressure_over_the_wall_time():
@@ -192,6 +221,8 @@ def test_the_ladder_and_the_harness_interleave(tmp_path, monkeypatch):
         ns = next(figures)
         return bh.Figure(ns, "its mean", "pyperf 2.10.0", {"ns": ns})
     monkeypatch.setattr(bh, "ladder", fake_ladder)
+    # a harness that had a CPU all along: its children's CPU time advances with the wall clock
+    monkeypatch.setattr(bh, "children_cpu_s", time.monotonic)
     h = bh.Harness("python", "Python", "perf_counter_ns", "pyperf", "mean", lambda w: None, fake_run)
     row = bh.one_language(h, bh.Where(build=tmp_path, work=tmp_path / "harness"))
     assert said == ["ladder 0", "harness", "ladder 1", "harness", "ladder 2", "harness", "ladder 3"]
