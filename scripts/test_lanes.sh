@@ -3,7 +3,7 @@
 # at once.
 #  - The quiet lane: the tests marked `timed` (they time something, or stop
 #    QEMU from outside), one at a time, at normal priority.
-#  - The busy lane: every other test, on TEST_JOBS cores (pytest-xdist), at
+#  - The busy lane: every other test, in TEST_JOBS pytest-xdist workers, at
 #    the lowest priority (nice 19), so it takes only the CPU the quiet lane
 #    leaves: a quiet-lane QEMU is never made to wait for it. The timed tests
 #    used to run alone before the rest and leave a core idle for ten minutes.
@@ -19,7 +19,7 @@
 # The status: 0 when both lanes passed; status 5 (nothing collected in a
 # lane) is no failure.
 set -u
-: "${PYTEST:?the Makefile sets it}" "${TEST_JOBS:=2}" "${BUILD:=build}"
+: "${PYTEST:?the Makefile sets it}" "${TEST_JOBS:=3}" "${BUILD:=build}"
 
 folders=("$@")
 # The busy lane takes the host tests first and the boot tests last, so that
@@ -50,7 +50,7 @@ mkdir -p "$BUILD/test"
 busy_log="$BUILD/test/busy-lane.log"
 start=$(date +%s)
 
-echo "== the untimed tests, on $TEST_JOBS cores at the lowest priority, beside the timed ones (their output: $busy_log, shown when they end)"
+echo "== the untimed tests, $TEST_JOBS workers at the lowest priority, beside the timed ones (their output: $busy_log, shown when they end)"
 # shellcheck disable=SC2086  # PYTEST is a command line
 # In a session of its own (setsid), so that one signal ends the lane with its
 # workers and their QEMUs if this script is stopped. A new session is also a

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
         files = by_file(xml)
         total, cpu = sum(s for s, _, _ in files.values()), sum(c for _, _, c in files.values())
         print(f"== {lane} lane: {total:.0f} s of tests in {len(files)} files, {cpu:.0f} CPU s "
-              f"(a worker's time: with 2 workers the lane takes about half)")
+              f"(the busy lane's seconds are its workers' summed, each what the rest left it)")
         print("   seconds  CPU s tests  file")
         if per_test:
             rows = sorted(cases(xml), key=lambda c: -c[3])[:SHOWN]
