@@ -55,7 +55,13 @@ def main() -> int:
     args = p.parse_args()
     signal.signal(signal.SIGTERM, _stopped)
 
-    r = client("-p", args.place, "acquire")
+    try:
+        r = client("-p", args.place, "acquire")
+    except KeyboardInterrupt:  # a SIGTERM during the acquire: it may have been granted as the signal came
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        client("-p", args.place, "release")
+        say("stopped")
+        return 1
     if r.returncode != 0:
         say(f"cannot acquire place {args.place}: {(r.stderr or r.stdout).strip().splitlines()[-1:] or ['?']}"[:400])
         return 2
@@ -84,6 +90,10 @@ def main() -> int:
             except KeyboardInterrupt:
                 say("stopped")
             finally:
+                # From here on a SIGTERM (the capture has what it wants, often just as
+                # the run ends by itself) would cut the power-off or the release
+                # short and leave the place acquired: it is ignored.
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 try:
                     strategy.transition("off")
                 except Exception as e:  # noqa: BLE001
@@ -93,7 +103,13 @@ def main() -> int:
         say(f"{args.place}: {type(e).__name__}: {e}")
         code = 2
     finally:
-        client("-p", args.place, "release")
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as above, when the run failed before it began
+        try:
+            r = client("-p", args.place, "release")
+            if r.returncode != 0:
+                say(f"could not release place {args.place}: {(r.stderr or r.stdout).strip().splitlines()[-1:] or ['?']}"[:400])
+        except subprocess.TimeoutExpired:
+            say(f"could not release place {args.place}: no answer within 60 s")
     return code
 
 
