@@ -10,7 +10,9 @@ seconds, so one of each a few seconds apart can differ by what the host did,
 not by the clock's cost. The two are interleaved: the ladder, then ROUNDS
 times the harness and the ladder again. Each harness run's ratio is against the mean of
 the two ladder p50s that bracket it in time, and the language's ratio (and
-its goal) is the median of the rounds' ratios; every round is kept.
+its goal) is the median of the rounds' ratios; every round is kept. A
+round whose harness had a CPU for under WAITED_SHARE of its wall time is
+marked `waited` and left out of the median while a clean round has a ratio.
 
 | language | API | harness | its figure |
 | --- | --- | --- | --- |
@@ -267,8 +269,8 @@ def agreement_rounds(harness_ns: list, ladder_p50_ns: list,
     rounds = [{"harness_ns": round(h, 3) if h is not None else None, "ladder_before_p50_ns": a, "ladder_after_p50_ns": b,
                "ratio": round(r, 3) if r is not None else None, "waited": w}
               for h, a, b, r, w in zip(harness_ns, ladder_p50_ns, ladder_p50_ns[1:], ratios, waited)]
-    clean = [r for r, w in zip(ratios, waited) if not w]
-    return rounds, median_of(clean) if median_of(clean) is not None else median_of(ratios)
+    clean = median_of([r for r, w in zip(ratios, waited) if not w])
+    return rounds, clean if clean is not None else median_of(ratios)
 
 
 def contention(wall_s: float, cpu_s: float, pressure_us: tuple[int | None, int | None]) -> dict:
