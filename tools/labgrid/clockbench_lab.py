@@ -42,6 +42,11 @@ def client(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(CLIENT), *args], capture_output=True, text=True, timeout=60)
 
 
+def last_line(r: subprocess.CompletedProcess) -> str:
+    said = (r.stderr or r.stdout).strip().splitlines()
+    return said[-1] if said else f"exit status {r.returncode}"
+
+
 def _stopped(*_):
     """SIGTERM (the capture has what it wants, or gave up): power off and release as for Ctrl-C."""
     raise KeyboardInterrupt
@@ -63,7 +68,7 @@ def main() -> int:
         say("stopped")
         return 1
     if r.returncode != 0:
-        say(f"cannot acquire place {args.place}: {(r.stderr or r.stdout).strip().splitlines()[-1:] or ['?']}"[:400])
+        say(f"cannot acquire place {args.place}: {last_line(r)}"[:400])
         return 2
     code = 1
     try:
@@ -107,7 +112,7 @@ def main() -> int:
         try:
             r = client("-p", args.place, "release")
             if r.returncode != 0:
-                say(f"could not release place {args.place}: {(r.stderr or r.stdout).strip().splitlines()[-1:] or ['?']}"[:400])
+                say(f"could not release place {args.place}: {last_line(r)}"[:400])
         except subprocess.TimeoutExpired:
             say(f"could not release place {args.place}: no answer within 60 s")
     return code
