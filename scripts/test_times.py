@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where `make test`'s time went: each lane's JUnit XML (scripts/test_lanes.sh
-keeps them in build/test/) summed by test file, slowest first: the seconds a
+keeps them in build/test/) summed by test file, the dearest in CPU first: the seconds a
 test took (what the other lane and its own worker's neighbour left it) and
 the CPU seconds it used, its own and its waited-for children's (QEMU, the
 builds; tests/conftest.py records them). CPU is the figure to cut: the two

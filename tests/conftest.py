@@ -24,8 +24,6 @@ TIMED = ("timed: times something or stops QEMU from outside, so it must not shar
          "`make test` runs these one at a time, with the rest beside them at the lowest priority")
 
 
-_CPU_AT_START = pytest.StashKey[float]()
-
 FIRST = ("first: a long test that shares no boot with the timed lane: started first, so that it does not run "
          "alone at the end of the busy lane while the other worker waits (os-vm with every language: 2-3 minutes)")
 
@@ -41,6 +39,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", FIRST)
     # pytest-xdist's own marker, named here too for the timed lane, which runs without xdist
     config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist keeps on one worker")
+
+
+_CPU_AT_START = pytest.StashKey[float]()
 
 
 def _cpu_s() -> float:

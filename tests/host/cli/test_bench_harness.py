@@ -191,6 +191,24 @@ LINE_ROW = {"api": "perf_counter_ns", "harness_version": "pyperf 2.9.0", "harnes
             "ratio": 1.05, "goal_met": True}
 
 
+def test_the_rows_harness_figure_is_of_the_rounds_its_ratio_is(tmp_path, monkeypatch):
+    """A round that waited is out of the harness's figure as it is out of the ratio."""
+    monkeypatch.setattr(bh, "ladder", lambda h, w, run=0: ladder_rec(40.0, 40.0, [39, 41]))
+    figures, shares = iter([41.6, 108.8, 42.4]), iter([1.0, 0.38, 1.0])
+    clock = {"wall": 0.0, "cpu": 0.0}
+
+    def fake_run(w):  # one second of wall time, this share of it on the CPU
+        clock["wall"] += 1.0
+        clock["cpu"] += next(shares)
+        return bh.Figure(next(figures), "its mean", "pyperf 2.10.0", None)
+    monkeypatch.setattr(bh.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(bh, "children_cpu_s", lambda: clock["cpu"])
+    h = bh.Harness("python", "Python", "perf_counter_ns", "pyperf", "mean", lambda w: None, fake_run)
+    row = bh.one_language(h, bh.Where(build=tmp_path, work=tmp_path / "harness"))
+    assert [x["waited"] for x in row["rounds"]] == [False, True, False], row["rounds"]
+    assert row["harness_ns"] == pytest.approx(42.0) and row["ratio"] == pytest.approx(1.05)
+
+
 def test_contention_is_cpu_time_and_pressure_over_the_wall_time():
     c = bh.contention(8.0, 6.0, (1_000_000, 5_000_000))  # 4 s of PSI's `some` in 8 s
     assert c == {"harness_s": 8.0, "harness_cpu_share": 0.75, "cpu_pressure": 0.5}

@@ -647,21 +647,24 @@ def one_language(h: Harness, w: Where, rounds: int = ROUNDS) -> dict:
     harness_ns = [f.ns if f else None for f in figs]
     p50s = [r.get("p50_ns") if r else None for r in recs]
     loops = [r.get("threads_1_ns") if r else None for r in recs]
-    every, r = agreement_rounds(harness_ns, p50s, [n.get("harness_cpu_share") for n in notes])
+    shares = [n.get("harness_cpu_share") for n in notes]
+    every, r = agreement_rounds(harness_ns, p50s, shares)
     for one, note in zip(every, notes):
         one.update(note)
-    r_loop = median_of(bracketed_ratios(harness_ns, loops))
-    fig_ns, ladder_ns = median_of(harness_ns), median_of(p50s)
+    r_loop = agreement_rounds(harness_ns, loops, shares)[1]  # the same rounds left out
+    # the harness's figure over the rounds the ratio is taken from: the clean ones, while one has a figure
+    clean_ns = [ns for ns, one in zip(harness_ns, every) if not one["waited"]]
+    fig_ns = median_of(clean_ns) if median_of(clean_ns) is not None else median_of(harness_ns)
     fig = figs[nearest(harness_ns, fig_ns)]
-    k = nearest(p50s, ladder_ns)
-    rec = recs[k if k is not None else 0]
     # the p50 of the ladder run at the median (the nearer of an even count's middle two), not the
     # middle two's mean: its interval is then its own, and holds it (42.7 ns shown beside 42.8-44.0)
+    k = nearest(p50s, median_of(p50s))
+    rec = recs[k if k is not None else 0]
     ladder_ns = p50s[k] if k is not None else None
     ci = rec.get("p50_ci_ns")
     row.update({
         "harness_version": fig.version, "harness_ns": round(fig_ns, 3), "harness_statistic": fig.statistic,
-        "harness_statistic_short": h.short, "harness_extra": fig.extra,  # the extra of the run nearest the median
+        "harness_statistic_short": h.short, "harness_extra": fig.extra,  # the extra of the run nearest that median
         "ladder_p50_ns": round(ladder_ns, 3) if ladder_ns is not None else None, "ladder_p50_runs_ns": p50s,
         # the interval, method, clocksource and runtime of the ladder run whose p50 is nearest the median
         "ladder_p50_ci_ns": ci, "ladder_p50_ci_run": k, "ladder_method": rec.get("method"),
