@@ -365,7 +365,7 @@ $(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/
 # program so that it runs as a VM's init with nothing beside it. It shares
 # the pure logic (records, statistics, fits) and cpuinfo with the image.
 OS_BIN := $(BUILD)/os/clockbench-os
-OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_probe_run.c os/os_keep.c \
+OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_rounds.c os/os_probe_run.c os/os_keep.c \
 	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
 OS_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
 $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)
@@ -462,7 +462,7 @@ os-vm: deps $(OS_BIN) $(HOST_TOOL)
 # drivers/fbcon.c's drawing is pure too (its rdtsc runs on the host as well).
 # The host tool's own entry points (tools/native/: `clockbench acpi`, the host's TSC mark) beside
 # the tests' (tests/host/shim.c): one library, two owners.
-HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c os/os_lang_parse.c $(FONT_C)
+HOST_EXTRA := drivers/fbcon.c drivers/textgrid.c os/os_analysis.c os/os_lang_parse.c os/os_rounds.c $(FONT_C)
 TOOL_NATIVE := tools/native/acpi_view.c tools/native/host_tsc.c
 $(HOST_LIB): $(LOGIC_SRCS) $(HOST_EXTRA) $(TOOL_NATIVE) tests/host/shim.c $(wildcard lib/*.h) $(wildcard drivers/*.h) $(wildcard os/*.h)
 	@mkdir -p $(dir $@)

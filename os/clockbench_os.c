@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -431,6 +432,7 @@ static void report_tsc_step(void)
 }
 static int cs_done;
 static time_t started_at; /* the system's clock when it began */
+static uint64_t run_t0_ns;  /* CLOCK_MONOTONIC_RAW when it began: the run's wall time */
 
 static const char *cell(char *b, double v)
 {
@@ -639,6 +641,38 @@ static int os_ladder_rows(const struct cs_result *r, struct lang_row *rows, doub
     return n;
 }
 
+/* One round's reference (issue 48), on our CPU, just before a language
+   API's round of `cost`: a fixed loop of dependent multiply-adds (the
+   least of three, in ns: how fast this host runs at this moment, whatever
+   the language does) and the bare read's p50 (RDTSC, the ladder's base).
+   About 40 us in all on a 2 GHz core. */
+#define REF_LOOP_STEPS 10000
+#define REF_BARE_READS 201
+static void round_reference(double *ref_ns, double *bare_ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int rep = 0; rep < 3; rep++) {
+        uint64_t x = (uint64_t)rep + 1, a = rdtsc_begin();
+        for (int i = 0; i < REF_LOOP_STEPS; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull; /* Knuth's MMIX LCG: one dependent chain */
+            __asm__ volatile("" : "+r"(x));
+        }
+        uint64_t b = rdtsc_end();
+        if (b - a < best)
+            best = b - a;
+    }
+    *ref_ns = ticks_ns((double)best);
+    static uint64_t full[REF_BARE_READS], empty[REF_BARE_READS], scratch[REF_BARE_READS];
+    uint32_t got = 0;
+    OS_DISPATCH(CALL_RDTSC, COST_CALL, full, empty, REF_BARE_READS, (uint64_t)(tsc_hz > 0 ? tsc_hz / 100 : 1e7), &got);
+    struct summary f, e;
+    stats_summarise(full, got, scratch, &f);
+    stats_summarise(empty, got, scratch, &e);
+    /* under the TSC's step the p50 is the step's, as the ladder's base is */
+    double ticks = f.p50 > e.p50 ? (double)(f.p50 - e.p50) : (double)tsc_step;
+    *bare_ns = got ? ticks_ns(ticks) : 0;
+}
+
 static void measure_languages(const struct cs_result *r)
 {
     struct lang_row rows[12];
@@ -703,6 +737,25 @@ static void pin_and_prioritise(void)
     memory_locked = mlockall(MCL_CURRENT) == 0;
 }
 
+static int run_nice(void)
+{
+    errno = 0;
+    int n = getpriority(PRIO_PROCESS, 0);
+    return errno ? 0 : n;
+}
+
+static const char *policy_name(int policy)
+{
+    switch (policy) {
+    case SCHED_OTHER: return "SCHED_OTHER";
+    case SCHED_BATCH: return "SCHED_BATCH";
+    case SCHED_IDLE: return "SCHED_IDLE";
+    case SCHED_FIFO: return "SCHED_FIFO";
+    case SCHED_RR: return "SCHED_RR";
+    }
+    return "unknown";
+}
+
 static const char *rt_desc(void) { return memory_locked ? "SCHED_FIFO 50, memory locked" : "SCHED_FIFO 50 (memory not locked)"; }
 
 /* The host's identity for the store and the fleet: systemd's machine id
@@ -761,6 +814,7 @@ static void record_context(void)
         printf("  pinned to CPU %d of %ld; real-time: %s\n", pinned_cpu, sysconf(_SC_NPROCESSORS_ONLN), rt_why ? rt_why : rt_desc());
     else
         printf("  NOT pinned (%s); real-time: %s\n", pin_why, rt_why ? rt_why : rt_desc());
+    printf("  priority: nice %d, %s\n", run_nice(), rt_fifo ? "SCHED_FIFO 50" : policy_name(sched_getscheduler(0)));
     if (ignored_args[0])
         printf("  arguments ignored (as init there is no one to tell): %s\n", ignored_args);
     printf("  vDSO: %s\n", vdso_why ? vdso_why : "__vdso_clock_gettime found, also called directly");
@@ -800,6 +854,9 @@ static void record_context(void)
     record_u64(&r, "cpus_online", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
     record_bool(&r, "realtime", rt_fifo);
     record_str(&r, "realtime_reason", rt_why);
+    /* the priority it ran at: an SRE's `nice -n 19` on a busy host shows here */
+    record_i64(&r, "nice", run_nice());
+    record_str(&r, "sched_policy", rt_fifo ? "SCHED_FIFO" : policy_name(sched_getscheduler(0)));
     record_bool(&r, "memory_locked", memory_locked);
     record_str(&r, "ignored_args", ignored_args[0] ? ignored_args : 0);
     record_bool(&r, "vdso", os_vdso_clock_gettime != 0);
@@ -1122,6 +1179,7 @@ static void parse_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
     started_at = time(0);
+    run_t0_ns = raw_ns();
     is_init = getpid() == 1;
     setvbuf(stdout, 0, _IOLBF, 0);
     if (is_init) {
@@ -1156,6 +1214,7 @@ int main(int argc, char **argv)
                strcmp(cs.original, "tsc-early") ? "" : " (it had not, after 30 s)");
     read_klog();
     record_context();
+    lang_set_round_reference(round_reference);
     lang_setup();
 
     printf("\n== Through the OS: read cost, clock_getres, least step ==\n"
@@ -1219,12 +1278,27 @@ int main(int argc, char **argv)
     lang_judge(check);
     int status = n_fail ? 1 : 0;
     printf("SUMMARY: %u passed, %u failed, %u skipped\n", n_pass, n_fail, n_skip);
+    /* what the run cost the host: its wall time, and the CPU time of
+       clockbench-os and of every probe it ran (each waited for) */
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    double own_cpu_s = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) + (self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+    double probes_cpu_s =
+        (double)(children.ru_utime.tv_sec + children.ru_stime.tv_sec) + (children.ru_utime.tv_usec + children.ru_stime.tv_usec) / 1e6;
+    double wall_s = (double)(raw_ns() - run_t0_ns) / 1e9;
     record_begin(&r, "summary");
     record_u64(&r, "pass", n_pass);
     record_u64(&r, "fail", n_fail);
     record_u64(&r, "skip", n_skip);
     record_str(&r, "status", status ? "failed" : "passed");
+    rec_f(&r, "wall_s", wall_s, 2);
+    rec_f(&r, "cpu_s", own_cpu_s + probes_cpu_s, 2);
+    rec_f(&r, "own_cpu_s", own_cpu_s, 2);
+    rec_f(&r, "probes_cpu_s", probes_cpu_s, 2);
+    record_i64(&r, "nice", run_nice());
     emit(&r);
-    printf("clockbench-os: run ended: %s (status %d)\n", status ? "failed" : "passed", status);
+    printf("clockbench-os: run ended: %s (status %d); %.1f s wall, %.1f s CPU (clockbench-os %.1f s, its probes %.1f s), at nice %d\n",
+           status ? "failed" : "passed", status, wall_s, own_cpu_s + probes_cpu_s, own_cpu_s, probes_cpu_s, run_nice());
     finish(status);
 }

@@ -17,6 +17,7 @@
 #include "../lib/record.h"
 #include "os_clocksource.h"
 #include "os_probe_run.h"
+#include "os_rounds.h"
 
 struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
 
@@ -25,6 +26,17 @@ struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
 #define CROSS_PAIRS_MAX 4
 #define THREAD_COUNTS 3
 #define THREADS_CALLS_MAX 1000000
+/* Each API's cost in rounds (issue 48): COST_ROUNDS of them, interleaved
+   across the language's APIs, ROUND_GAP_MS apart, so that the rounds span
+   a stretch of the host's life rather than one millisecond of it. */
+#define COST_ROUNDS 9
+#define ROUND_GAP_MS 40
+/* A bound on the whole of each probe command (its budget_ms): a host too
+   busy to finish one in time gives what was done, marked, never a hang */
+#define COST_BUDGET_MS 2000    /* one round */
+#define STEPS_BUDGET_MS 3000
+#define CROSS_BUDGET_MS 3000   /* one pair of CPUs */
+#define THREADS_BUDGET_MS 3000 /* one thread count */
 
 static char lang_dir[512];
 static const char *unavailable[LANG_COUNT]; /* why a language cannot be run, or NULL */
@@ -34,10 +46,15 @@ static char runtime_exe[LANG_COUNT][512]; /* the executable that ran, links reso
 static struct lang_info infos[LANG_COUNT];
 static bool info_done[LANG_COUNT];
 
-/* what went wrong, over the whole run */
-static unsigned n_failed, n_missing, n_changed, n_picked, n_order_judged, n_order_bad;
+/* what went wrong, over the whole run; starved: a command the host was too
+   busy to let finish (a timeout spent waiting for a CPU), cut: one its
+   bound stopped early. Neither is a failure of the probe. */
+static unsigned n_failed, n_missing, n_changed, n_picked, n_order_judged, n_order_bad, n_starved, n_cut;
 static char order_bad_what[400];
-static char failed_what[512], missing_what[256], changed_what[256];
+static char failed_what[512], missing_what[256], changed_what[256], starved_what[400], cut_what[400];
+static lang_round_reference_fn round_reference;
+
+void lang_set_round_reference(lang_round_reference_fn fn) { round_reference = fn; }
 
 static void note(char *buf, size_t size, const char *text)
 {
@@ -239,12 +256,41 @@ struct api_result {
     unsigned ks[THREAD_COUNTS];
     int n_k;
     unsigned threads_calls; /* calls per thread in each `threads` */
+    /* the cost's rounds: each round's line, and the reference loop and
+       bare read clockbench-os timed beside it */
+    struct lang_cost round_cost[LANG_ROUNDS_MAX];
+    double round_ref_ns[LANG_ROUNDS_MAX], round_bare_ns[LANG_ROUNDS_MAX];
+    int n_rounds;
+    struct lang_rounds_summary rs;
+    bool rs_ok;
+    char cut[64];      /* the commands its bound stopped early: "cost steps cross threads" */
+    bool starved;      /* a command timed out waiting for a CPU */
     char failures[400];
 };
+
+/* The command the bound stopped early, said once per API and counted. */
+static void note_cut(int l, struct api_result *a, const char *what)
+{
+    if (strstr(a->cut, what))
+        return;
+    snprintf(a->cut + strlen(a->cut), sizeof a->cut - strlen(a->cut), "%s%s", a->cut[0] ? " " : "", what);
+    char text[160];
+    snprintf(text, sizeof text, "%s %s %s", lang_defs[l].key, a->info ? a->info->api : "", what);
+    n_cut++;
+    note(cut_what, sizeof cut_what, text);
+}
 
 static void fail(int l, struct api_result *a, const char *what, const char *why)
 {
     char line[400];
+    if (!strncmp(why, "starved", 7)) { /* os_probe_run.c: it waited for a CPU, it did not hang */
+        snprintf(line, sizeof line, "%s%s%s: %s: %s", lang_defs[l].title, a->info ? " " : "", a->info ? a->info->api : "", what, why);
+        printf("  NOT MEASURED (host busy): %s\n", line);
+        n_starved++;
+        note(starved_what, sizeof starved_what, line);
+        a->starved = true;
+        return;
+    }
     snprintf(line, sizeof line, "%s%s%s: %s: %s", lang_defs[l].title, a->info ? " " : "", a->info ? a->info->api : "", what, why);
     printf("  FAILED: %s\n", line);
     n_failed++;
@@ -260,8 +306,24 @@ void lang_note_tsc_step(double step_ticks) { tsc_step_ticks = step_ticks; }
 
 /* The p50's interval: widened by the TSC's step (single calls) or by the
    batch timer's least step, measured as one of the same language's APIs. */
+static double timer_step_ns(const struct api_result *a, const struct api_result *all, int n_all, double tsc_hz)
+{
+    double step = 0;
+    if (a->cost.tsc)
+        step = lang_ticks_ns(tsc_step_ticks, tsc_hz);
+    else
+        for (int i = 0; i < n_all; i++)
+            if (all[i].info && !strcmp(all[i].info->api, a->cost.timer) && all[i].steps_ok && all[i].steps.least_known)
+                step = all[i].steps.least_ns;
+    return step;
+}
+
 static bool p50_ci(const struct api_result *a, const struct api_result *all, int n_all, double tsc_hz, double *lo, double *hi)
 {
+    if (a->rs_ok && a->rs.n > 1) {
+        *lo = a->rs.lo_ns, *hi = a->rs.hi_ns;
+        return true;
+    }
     double step = 0;
     if (a->cost.tsc)
         step = lang_ticks_ns(tsc_step_ticks, tsc_hz);
@@ -331,6 +393,13 @@ static void lost(struct server *s, struct api_result *a, const char *what, bool 
     char why[200];
     server_down(s, timed_out, why, sizeof why);
     fail(s->l, a, what, why);
+}
+
+/* ` <budget_ms>` after a command's own arguments (the probes' contract) */
+static void cut_check(int l, struct api_result *a, const char *what, const struct lang_cut *b)
+{
+    if (b->bounded && b->cut)
+        note_cut(l, a, what);
 }
 
 static void garbage(struct server *s, struct api_result *a, const char *what, const char *line, const char *why)
@@ -516,34 +585,112 @@ static void cross_pair(struct server *s, struct api_result *a, unsigned cpu_a, u
     char cmdline[160], out[512];
     const char *why;
     int i = a->n_cross++;
-    snprintf(cmdline, sizeof cmdline, "cross %s %u %u %u\n", a->info->api, cpu_a, cpu_b, rounds);
+    snprintf(cmdline, sizeof cmdline, "cross %s %u %u %u %u\n", a->info->api, cpu_a, cpu_b, rounds, CROSS_BUDGET_MS);
     if (!ask_pinning(s, a, "cross", cmdline, out, sizeof out))
         return;
     if (!lang_parse_cross(out, a->info->api, &a->cross[i], &why))
         garbage(s, a, "cross", out, why);
-    else
+    else {
         a->cross_ok[i] = true;
+        cut_check(s->l, a, "cross", &a->cross[i].bound);
+    }
 }
 
-/* `cost` and `steps`, on the probe at our CPU and scheduling. */
-static void cost_and_steps(struct server *s, struct api_result *a)
+/* One round of `cost` for one API, the reference loop and the bare read
+   timed just before it. */
+static void cost_round(struct server *s, struct api_result *a)
 {
     const char *api = a->info->api, *line, *why;
     char cmdline[128], out[1024];
-    snprintf(cmdline, sizeof cmdline, "cost %s %u\n", api, lang_opt.calls);
-    if ((line = ask_line(s, a, "cost", cmdline, out, sizeof out))) {
-        if (lang_parse_cost(line, api, &a->cost, &why))
-            a->cost_ok = true;
-        else
-            garbage(s, a, "cost", line, why);
+    double ref = 0, bare = 0;
+    if (round_reference)
+        round_reference(&ref, &bare);
+    /* half the calls of a single burst a round: nine rounds hold 4.5 times as many */
+    unsigned n = lang_opt.calls / 2 ? lang_opt.calls / 2 : 1;
+    snprintf(cmdline, sizeof cmdline, "cost %s %u %u\n", api, n, COST_BUDGET_MS);
+    if (!(line = ask_line(s, a, "cost", cmdline, out, sizeof out)))
+        return;
+    struct lang_cost c;
+    if (!lang_parse_cost(line, api, &c, &why) || (a->n_rounds && c.tsc != a->round_cost[0].tsc)) {
+        garbage(s, a, "cost", line, why ? why : "its method changed between rounds");
+        return;
     }
-    snprintf(cmdline, sizeof cmdline, "steps %s %u\n", api, lang_opt.calls);
+    cut_check(s->l, a, "cost", &c.bound);
+    int r = a->n_rounds++;
+    a->round_cost[r] = c;
+    a->round_ref_ns[r] = ref;
+    a->round_bare_ns[r] = bare;
+}
+
+/* The rounds into one figure, once the steps (the batch timer's) are known:
+   the median round's line stands for the cost, its p50 the median over
+   the rounds, its min and max the rounds' extremes, n their sum. */
+static void cost_from_rounds(struct api_result *a, const struct api_result *all, int n_all, double tsc_hz)
+{
+    if (!a->n_rounds)
+        return;
+    struct lang_rounds r = {.n = a->n_rounds};
+    for (int i = 0; i < a->n_rounds; i++) {
+        struct api_result one = *a;
+        one.cost = a->round_cost[i];
+        one.rs_ok = false;
+        r.p50_ns[i] = cost_ns(&one, one.cost.p50, tsc_hz);
+        if (!lang_p50_ci_ns(&one.cost, tsc_hz, timer_step_ns(&one, all, n_all, tsc_hz), &r.lo_ns[i], &r.hi_ns[i]))
+            r.lo_ns[i] = r.hi_ns[i] = r.p50_ns[i];
+        r.ref_ns[i] = a->round_ref_ns[i];
+        r.bare_ns[i] = a->round_bare_ns[i];
+    }
+    a->rs_ok = lang_rounds_summarise(&r, &a->rs);
+    struct lang_cost c = a->round_cost[a->rs.median_round];
+    double mean = 0;
+    c.n = 0;
+    for (int i = 0; i < a->n_rounds; i++) {
+        const struct lang_cost *k = &a->round_cost[i];
+        c.min = fmin(c.min, k->min);
+        c.max = fmax(c.max, k->max);
+        c.n += k->n;
+        mean += k->mean * (double)k->n;
+    }
+    c.mean = c.n ? mean / (double)c.n : c.mean;
+    a->cost = c;
+    a->cost_ok = true;
+}
+
+/* `steps`, on the probe at our CPU and scheduling. */
+static void steps_of(struct server *s, struct api_result *a)
+{
+    const char *api = a->info->api, *line, *why;
+    char cmdline[128], out[1024];
+    snprintf(cmdline, sizeof cmdline, "steps %s %u %u\n", api, lang_opt.calls, STEPS_BUDGET_MS);
     if ((line = ask_line(s, a, "steps", cmdline, out, sizeof out))) {
-        if (lang_parse_steps(line, api, &a->steps, &why))
+        if (lang_parse_steps(line, api, &a->steps, &why)) {
             a->steps_ok = true;
-        else
+            cut_check(s->l, a, "steps", &a->steps.bound);
+        } else
             garbage(s, a, "steps", line, why);
     }
+}
+
+/* Every API's cost in rounds, the APIs interleaved and each round starting
+   at the next API (none always first, just after a command of another
+   kind), then every API's steps. */
+static void cost_and_steps(struct server *s, struct api_result *res, int n, double tsc_hz)
+{
+    for (int r = 0; r < COST_ROUNDS; r++) {
+        if (r)
+            nanosleep(&(struct timespec){0, ROUND_GAP_MS * 1000000L}, 0);
+        for (int j = 0; j < n; j++) {
+            struct api_result *a = &res[(r + j) % n];
+            /* an API whose round failed, or the host starved, is not asked again */
+            if (!a->info->absent && !a->failures[0] && !a->starved)
+                cost_round(s, a);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (!res[i].info->absent && !res[i].starved)
+            steps_of(s, &res[i]);
+    for (int i = 0; i < n; i++)
+        cost_from_rounds(&res[i], res, n, tsc_hz);
 }
 
 /* `path`, traced: every API's in one probe, then again with the vDSO
@@ -556,7 +703,7 @@ static void trace_paths(int l, struct api_result *res, int n)
         char input[LANG_API_MAX * 64] = "";
         int which[LANG_API_MAX], k = 0;
         for (int i = 0; i < n; i++)
-            if (h == 0 || (res[i].seen_ok && !res[i].seen.clock_calls)) {
+            if (!res[i].info->absent && !res[i].starved && (h == 0 || (res[i].seen_ok && !res[i].seen.clock_calls))) {
                 which[k++] = i;
                 snprintf(input + strlen(input), sizeof input - strlen(input), "path %s %u\n", res[i].info->api, PATH_CALLS);
             }
@@ -632,11 +779,12 @@ static void across_cpus(struct server *s, struct api_result *a, double tsc_hz)
         int at = a->n_k++;
         a->ks[at] = ks[i];
         why = 0;
-        snprintf(cmdline, sizeof cmdline, "threads %s %u %u %s\n", api, ks[i], a->threads_calls, cpus);
+        snprintf(cmdline, sizeof cmdline, "threads %s %u %u %s %u\n", api, ks[i], a->threads_calls, cpus, THREADS_BUDGET_MS);
         if (ask_pinning(s, a, "threads", cmdline, out, sizeof out)) {
-            if (lang_parse_threads(out, api, &a->thr[at], &why) && a->thr[at].k == ks[i])
+            if (lang_parse_threads(out, api, &a->thr[at], &why) && a->thr[at].k == ks[i]) {
                 a->thr_ok[at] = true;
-            else
+                cut_check(s->l, a, "threads", &a->thr[at].bound);
+            } else
                 garbage(s, a, "threads", out, why ? why : "k= is not the count asked for");
         }
     }
@@ -651,20 +799,47 @@ static void measure_language(struct server *s, struct api_result *res, int n, do
     for (int i = 0; i < n; i++)
         res[i] = (struct api_result){.info = &infos[l].apis[i]};
     for (int i = 0; i < n; i++)
-        cost_and_steps(s, &res[i]);
+        if (res[i].info->absent)
+            printf("    %s %s: not in this runtime: %s\n", lang_defs[l].title, res[i].info->api, res[i].info->absent_why);
+    cost_and_steps(s, res, n, tsc_hz);
     trace_paths(l, res, n);
     for (int i = 0; i < n; i++)
-        if (!res[i].info->private_origin)
+        if (!res[i].info->private_origin && !res[i].info->absent && !res[i].starved)
             bracket_api(s, &res[i]);
     s->cpus = PROBE_CPUS_ALL; /* a probe started from here on starts there */
     if (s->up)
         probe_talk_widen(&s->t);
     for (int i = 0; i < n; i++)
-        across_cpus(s, &res[i], tsc_hz);
+        if (!res[i].info->absent && !res[i].starved)
+            across_cpus(s, &res[i], tsc_hz);
     server_down(s, false, 0, 0);
 }
 
 /* ---- what it says ---- */
+
+/* Under a language's "measuring": its rounds, and how far the host's speed
+   moved over them (the reference loop's slowest round over its fastest). */
+static void rounds_line(const struct api_result *res, int n)
+{
+    int rounds = 0, slow = 0;
+    double moved = -1;
+    for (int i = 0; i < n; i++)
+        if (res[i].rs_ok) {
+            rounds = rounds > res[i].rs.n ? rounds : res[i].rs.n;
+            if (res[i].rs.speed_known) {
+                moved = fmax(moved, res[i].rs.speed_spread);
+                slow += res[i].rs.slow_rounds;
+            }
+        }
+    if (!rounds)
+        return;
+    printf("    cost in %d rounds an API, interleaved; ", rounds);
+    if (moved < 0)
+        printf("the host's speed not timed beside them\n");
+    else
+        printf("the host's speed moved by up to %.0f%% across them (a reference loop timed in each)%s\n", moved * 100,
+               slow ? "; the slow rounds widen the interval" : "");
+}
 
 /* The clock id the API reads: from the system calls (as it runs, else with
    the vDSO hidden), else by bracketing. */
@@ -788,6 +963,30 @@ static void emit_record(int l, const char *cs, const struct api_result *a, const
         record_array_end(&r);
     } else
         record_null(&r, "p50_ci_ns");
+    /* the rounds: each one's p50, how far the host's speed moved over them
+       (the reference loop), the figure against the same round's bare read */
+    record_u64(&r, "rounds", (uint64_t)a->n_rounds);
+    record_array_begin(&r, "rounds_p50_ns");
+    for (int i = 0; i < a->n_rounds; i++) {
+        struct api_result one = *a;
+        one.cost = a->round_cost[i];
+        record_array_fixed(&r, llround(cost_ns(&one, one.cost.p50, tsc_hz) * 1000), 3);
+    }
+    record_array_end(&r);
+    if (a->rs_ok && a->rs.n > 1)
+        rec_f(&r, "p50_ci_confidence", a->rs.confidence, true);
+    else
+        record_null(&r, "p50_ci_confidence");
+    rec_f(&r, "host_speed_moved", a->rs.speed_spread, a->rs_ok && a->rs.speed_known);
+    if (a->rs_ok && a->rs.speed_known)
+        record_u64(&r, "slow_rounds", (uint64_t)a->rs.slow_rounds);
+    else
+        record_null(&r, "slow_rounds");
+    rec_f(&r, "ratio_to_bare", a->rs.ratio_p50, a->rs_ok && a->rs.ratio_known);
+    record_str(&r, "cut_by_bound", a->cut[0] ? a->cut : 0);
+    record_bool(&r, "disturbed", a->cut[0] || a->starved);
+    record_bool(&r, "absent", a->info->absent);
+    record_str(&r, "absent_reason", a->info->absent ? a->info->absent_why : 0);
     rec_f(&r, "mean_ns", cost_ns(a, a->cost.mean, tsc_hz), a->cost_ok);
     rec_f(&r, "p99_ns", cost_ns(a, a->cost.p99, tsc_hz), a->cost_ok && a->cost.tsc);
     rec_f(&r, "p999_ns", cost_ns(a, a->cost.p999, tsc_hz), a->cost_ok && a->cost.tsc);
@@ -931,6 +1130,7 @@ static void api_row(const struct api_result *a, double tsc_hz, struct lang_row *
     row->path_known = a->seen_ok;
     row->syscalls_per_1000 = lang_per_1000(a->seen.syscalls, PATH_CALLS);
     row->via_syscall = a->seen.clock_calls * 2 >= PATH_CALLS;
+    row->disturbed = a->cut[0] || a->starved;
     clock_text(a, true, row->clock, sizeof row->clock);
 }
 
@@ -1094,9 +1294,10 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
                 real[got] = 0;
                 snprintf(runtime_exe[l], sizeof runtime_exe[l], "%s", real);
             }
-            if (n_failed != before) {
+            if (n_failed != before || none.starved) {
                 printf("    (%s is not measured)\n", d->title);
-                snprintf(unavailable_text[l], sizeof unavailable_text[l], "its probe failed");
+                snprintf(unavailable_text[l], sizeof unavailable_text[l], "%s",
+                         none.starved ? "the host was too busy for its probe to start" : "its probe failed");
                 unavailable[l] = unavailable_text[l];
                 server_down(&ours, true, 0, 0);
                 if (n < ROWS_MAX) {
@@ -1114,6 +1315,7 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
         }
         static struct api_result res[LANG_API_MAX];
         measure_language(&ours, res, infos[l].n, tsc_hz);
+        rounds_line(res, infos[l].n);
         snprintf(order[n_order++], sizeof order[0], "  %.60s", d->title);
         for (int i = 0; i < infos[l].n; i++)
             order_row(l, &res[i], order[n_order++], sizeof order[0]);
@@ -1327,6 +1529,14 @@ void lang_judge(lang_check_fn check)
         check("SKIP", "languages", "--no-lang");
         return;
     }
+    /* a busy host is said, never failed: what it starved is not measured,
+       what a bound cut short is measured on fewer calls and marked */
+    if (n_starved)
+        check("SKIP", "languages the host was too busy for", "%u command%s timed out waiting for a CPU (not measured): %s", n_starved,
+              n_starved == 1 ? "" : "s", starved_what);
+    if (n_cut)
+        check("SKIP", "figures cut short by their bound", "%u figure%s taken on fewer calls than asked (the host is busy; marked disturbed): %s",
+              n_cut, n_cut == 1 ? "" : "s", cut_what);
     if (n_failed)
         check("FAIL", "language probes", "%u probe run%s failed: %s", n_failed, n_failed == 1 ? "" : "s", failed_what);
     else if (n_missing >= n_picked) /* nothing ran: no PASS for it */

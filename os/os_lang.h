@@ -50,6 +50,11 @@ void lang_summarise(const struct os_clocksources *cs);
 /* The TSC's own step in ticks: single calls' p50 intervals are widened by it. */
 void lang_note_tsc_step(double step_ticks);
 
+/* Times, now, on clockbench-os's CPU, a fixed reference loop and the bare
+   read (ns): set by clockbench_os.c, called before each round of `cost`. */
+typedef void (*lang_round_reference_fn)(double *ref_ns, double *bare_ns);
+void lang_set_round_reference(lang_round_reference_fn fn);
+
 typedef void (*lang_check_fn)(const char *result, const char *name, const char *fmt, ...);
 /* The checks over every run: probes that failed, languages not measured,
    clocksources that changed under a language. */

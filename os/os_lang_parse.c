@@ -145,6 +145,25 @@ static bool head(const char *line, const char *word, const char *api, const char
     return true;
 }
 
+/* ` budget_ms=B cut=0|1`: both or neither (a command given no bound says neither). */
+static bool cut_fields(const char *line, struct lang_cut *b, const char **why)
+{
+    size_t len;
+    bool has_budget = field(line, "budget_ms", &len) != 0;
+    const char *c = field(line, "cut", &len);
+    if (!has_budget && !c)
+        return true;
+    if (!has_budget || !c || len != 1 || (*c != '0' && *c != '1')) {
+        *why = "budget_ms= and cut=0|1 must come together";
+        return false;
+    }
+    if (!u64_field(line, "budget_ms", &b->budget_ms, why))
+        return false;
+    b->bounded = true;
+    b->cut = *c == '1';
+    return true;
+}
+
 static void copy_word(char *dst, size_t size, const char *s, size_t len)
 {
     if (len >= size)
@@ -184,6 +203,14 @@ bool lang_parse_info(int l, const char *text, struct lang_info *out, const char 
                 return false;
             }
             size_t vl;
+            const char *absent = strstr(buf, " absent=");
+            if (absent && absent[8]) {
+                a->absent = true;
+                copy_word(a->absent_why, sizeof a->absent_why, absent + 8, strlen(absent + 8));
+                out->n++;
+                line = nl ? nl + 1 : 0;
+                continue;
+            }
             const char *v = field(buf, "claim_ns", &vl);
             if (!v) {
                 *why = "an api line has no claim_ns=";
@@ -240,6 +267,8 @@ bool lang_parse_cost(const char *line, const char *api, struct lang_cost *c, con
         *why = "method=/unit= is neither tsc/ticks nor batch/ns";
         return false;
     }
+    if (!cut_fields(line, &c->bound, why))
+        return false;
     if (!u64_field(line, "n", &c->n, why) || !num_field(line, "min", &c->min, why) || !num_field(line, "p50", &c->p50, why) ||
         !num_field(line, "mean", &c->mean, why) || !num_field(line, "max", &c->max, why))
         return false;
@@ -289,7 +318,7 @@ bool lang_p50_ci_ns(const struct lang_cost *c, double tsc_hz, double timer_step_
 bool lang_parse_steps(const char *line, const char *api, struct lang_steps *s, const char **why)
 {
     *s = (struct lang_steps){0};
-    if (!head(line, "steps", api, why) || !u64_field(line, "n", &s->n, why) || !u64_field(line, "zero", &s->zero, why) ||
+    if (!head(line, "steps", api, why) || !cut_fields(line, &s->bound, why) || !u64_field(line, "n", &s->n, why) || !u64_field(line, "zero", &s->zero, why) ||
         !u64_field(line, "backward", &s->backward, why) || !num_field(line, "max_backward_ns", &s->max_backward_ns, why))
         return false;
     size_t len;
@@ -329,7 +358,7 @@ bool lang_parse_cross(const char *line, const char *api, struct lang_cross *x, c
 {
     *x = (struct lang_cross){0};
     uint64_t a, b;
-    if (!head(line, "cross", api, why) || !u64_field(line, "a", &a, why) || !u64_field(line, "b", &b, why) ||
+    if (!head(line, "cross", api, why) || !cut_fields(line, &x->bound, why) || !u64_field(line, "a", &a, why) || !u64_field(line, "b", &b, why) ||
         !u64_field(line, "rounds", &x->rounds, why) || !u64_field(line, "violations", &x->violations, why) ||
         !num_field(line, "max_violation_ns", &x->max_violation_ns, why) || !u64_field(line, "lost", &x->lost, why))
         return false;
@@ -392,7 +421,7 @@ bool lang_parse_threads(const char *line, const char *api, struct lang_threads *
 {
     *t = (struct lang_threads){0};
     uint64_t k;
-    if (!head(line, "threads", api, why) || !u64_field(line, "k", &k, why) || !u64_field(line, "n", &t->n, why) ||
+    if (!head(line, "threads", api, why) || !cut_fields(line, &t->bound, why) || !u64_field(line, "k", &k, why) || !u64_field(line, "n", &t->n, why) ||
         !num_field(line, "per_call_ns", &t->per_call_ns, why) || !num_field(line, "max_per_call_ns", &t->max_per_call_ns, why))
         return false;
     t->k = (unsigned)k;
@@ -449,6 +478,20 @@ bool lang_parse_threads(const char *line, const char *api, struct lang_threads *
     }
     if (!t->share_known)
         t->cpu_share = 0;
+    if (t->bound.bounded) {
+        static double done[LANG_THREADS_MAX];
+        if (!list_field(line, "done", t->k, false, done, why))
+            return false;
+        t->least_done = (uint64_t)-1;
+        for (unsigned i = 0; i < t->k; i++) {
+            if (done[i] > (double)t->n) {
+                *why = "done= counts more calls than n= asked";
+                return false;
+            }
+            if ((uint64_t)done[i] < t->least_done)
+                t->least_done = (uint64_t)done[i];
+        }
+    }
     return true;
 }
 
@@ -713,6 +756,8 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
             if (r->method == 'b')
                 strcat(c, "b");
         }
+        if (r->disturbed)
+            strcat(c, "~");
         if (r->cost_known && bare_ns > 0)
             snprintf(x, sizeof x, "%.1f", r->p50_ns / bare_ns);
         else
@@ -737,6 +782,7 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
        says the same at length) */
     PUT("  b: batches timed by the runtime, not single calls; <: under 3 of the TSC's\n"
         "    steps: the p50 is the step's, not a cost\n"
+        "  ~: the host was busy: cut short by its bound, or not measured (see above)\n"
         "  xbare: p50 over the bare read's (at least this where the bare read has <)\n"
         "  step: the least non-zero step seen; -: not measured, not seen or not traced\n"
         "  claim: the resolution the API states; !: a claim finer than half the least\n"

@@ -43,6 +43,8 @@ struct lang_api_info {
     double claim_ns;
     bool private_origin;
     char claim_source[LANG_TEXT_MAX];
+    bool absent;                      /* `api <name> absent=<why>`: this runtime lacks it (Python 3.6's *_ns) */
+    char absent_why[LANG_TEXT_MAX];
 };
 struct lang_info {
     char runtime[LANG_TEXT_MAX];
@@ -52,7 +54,15 @@ struct lang_info {
 /* The whole output of `info` (several lines) for language l; false with why. */
 bool lang_parse_info(int l, const char *text, struct lang_info *out, const char **why);
 
+/* A command given a bound on the whole (its budget_ms argument) says
+   whether the bound stopped it before the count asked: ` budget_ms=B cut=0|1`
+   at the end of its line (absent: no bound was given). */
+struct lang_cut {
+    bool bounded, cut;
+    uint64_t budget_ms;
+};
 struct lang_cost {
+    struct lang_cut bound;
     bool tsc;        /* method=tsc (ticks, single calls) or method=batch (ns per call, batches) */
     uint64_t n, batch;
     double min, p50, mean, p99, p999, max, bracket; /* in the line's unit; p99, p999, bracket: tsc only */
@@ -61,6 +71,7 @@ struct lang_cost {
     double p50_lo, p50_hi; /* in the line's unit, before any widening by the timer's step */
 };
 struct lang_steps {
+    struct lang_cut bound;
     uint64_t n, zero, backward;
     bool least_known;
     double least_ns, max_backward_ns;
@@ -69,6 +80,7 @@ struct lang_steps {
     uint64_t bin_count[LANG_HIST_MAX];
 };
 struct lang_cross {
+    struct lang_cut bound;
     unsigned a, b;
     uint64_t rounds, violations, lost;
     double max_violation_ns;
@@ -83,6 +95,8 @@ struct lang_cross {
 #define LANG_THREAD_SHARE_MIN 0.9
 #define LANG_THREADS_CPUS_KEPT 16
 struct lang_threads {
+    struct lang_cut bound;
+    uint64_t least_done;                 /* bounded: the fewest calls any thread made (its done= list) */
     unsigned k;
     uint64_t n;
     double per_call_ns, max_per_call_ns; /* the whole loop's mean per call: over the threads, and the slowest's */
@@ -186,6 +200,7 @@ struct lang_row {
     double syscalls_per_1000;
     bool via_syscall;     /* the clock is read by a system call (else the vDSO, or no clock call) */
     char clock[24];       /* "MONO", "REAL+MONO", "MONO|BOOT", "private", "-" */
+    bool disturbed;       /* the host was busy: cut short by its bound, or starved */
 };
 /* Whether a claimed resolution is finer than the least step seen (the
    claim cannot be right: Python's 1 ns). */

@@ -155,7 +155,54 @@ bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_
     return true;
 }
 
-void probe_talk_rearm(struct probe_talk *t) { t->deadline = now_ns() + (uint64_t)t->timeout_s * 1000000000u; }
+bool probe_sched_times(pid_t pid, uint64_t *run_ns, uint64_t *wait_ns)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    bool any = false;
+    *run_ns = *wait_ns = 0;
+    if (!d)
+        return false;
+    for (struct dirent *e; (e = readdir(d));) {
+        char file[96];
+        unsigned long long run, wait;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue;
+        if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+            *run_ns += run, *wait_ns += wait;
+            any = true;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return any;
+}
+
+void probe_talk_rearm(struct probe_talk *t)
+{
+    t->armed_ns = now_ns();
+    t->deadline = t->armed_ns + (uint64_t)t->timeout_s * 1000000000u;
+    if (!probe_sched_times(t->pid, &t->run0_ns, &t->wait0_ns))
+        t->run0_ns = t->wait0_ns = UINT64_MAX;
+}
+
+/* At its deadline: whether it waited for a CPU rather than hung. */
+static void judge_starved(struct probe_talk *t)
+{
+    uint64_t run, wait;
+    t->starved = false;
+    if (t->run0_ns == UINT64_MAX || !probe_sched_times(t->pid, &run, &wait) || run < t->run0_ns || wait < t->wait0_ns)
+        return;
+    double wall = (double)(now_ns() - t->armed_ns);
+    t->ran_s = (double)(run - t->run0_ns) / 1e9;
+    t->waited_s = (double)(wait - t->wait0_ns) / 1e9;
+    t->starved = t->waited_s >= t->ran_s && t->waited_s * 1e9 >= 0.25 * wall;
+}
 
 /* Every thread of the probe to every CPU at the default scheduling, as
    PROBE_CPUS_ALL starts one: the threads it makes from now on inherit it
@@ -214,6 +261,7 @@ const char *probe_talk_line(struct probe_talk *t, char *line, size_t size, bool 
         uint64_t now = now_ns();
         if (now >= t->deadline) {
             *timed_out = true;
+            judge_starved(t);
             return 0;
         }
         struct pollfd p = {.fd = t->from, .events = POLLIN};
@@ -258,7 +306,11 @@ void probe_talk_end(struct probe_talk *t, struct probe_outcome *o, bool timed_ou
         o->err = slurp(t->err);
         close(t->err);
     }
+    o->starved = o->timed_out && t->starved;
     describe_end(o, o->err, t->timeout_s);
+    if (o->starved)
+        snprintf(o->why, sizeof o->why, "starved, not hung: in its %u s it waited %.1f s for a CPU and ran %.1f s (the host is busy); stopped",
+                 t->timeout_s, t->waited_s, t->ran_s);
 }
 
 /* ---- the path under ptrace ---- */

@@ -20,6 +20,7 @@ enum probe_cpus { PROBE_CPUS_OURS, PROBE_CPUS_ALL };
 struct probe_outcome {
     bool ok;           /* exited 0 */
     bool timed_out;
+    bool starved;      /* timed out while waiting for a CPU, not hung (probe_talk's starved) */
     int status;
     char *out, *err;   /* what it wrote (NUL-terminated, malloc'd) */
     char why[200];     /* one line when not ok */
@@ -38,11 +39,21 @@ struct probe_talk {
     size_t have;
     uint64_t deadline;
     unsigned timeout_s;
+    /* since the last rearm, from /proc/<pid>/task/<tid>/schedstat (Linux's
+       sched_info: time on a CPU, time runnable waiting for one): a probe
+       that timed out having waited for a CPU longer than it ran, and for a
+       quarter of the time at least, was starved by a busy host, not hung */
+    uint64_t armed_ns, run0_ns, wait0_ns;
+    bool starved;
+    double waited_s, ran_s; /* at the timeout */
 };
 
 bool probe_talk_start(const char **argv, enum probe_cpus cpus, unsigned timeout_s, struct probe_talk *t, char *why, size_t why_size);
 /* A new deadline, timeout_s from now: one for each command served. */
 void probe_talk_rearm(struct probe_talk *t);
+/* Its threads' CPU time and run-queue wait, summed (ns); false when Linux
+   keeps no schedstat (CONFIG_SCHED_INFO off) or the probe is gone. */
+bool probe_sched_times(pid_t pid, uint64_t *run_ns, uint64_t *wait_ns);
 /* Its every thread to every CPU at the default scheduling (PROBE_CPUS_ALL). */
 void probe_talk_widen(struct probe_talk *t);
 bool probe_talk_send(struct probe_talk *t, const char *text);

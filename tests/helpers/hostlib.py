@@ -126,6 +126,11 @@ def load() -> ctypes.CDLL:
     lib.shim_lang_parse.argtypes = [cp, cp, cp]
     lib.shim_lang_info.restype = cp
     lib.shim_lang_info.argtypes = [ctypes.c_int, cp]
+    dp = ctypes.POINTER(ctypes.c_double)
+    lib.shim_lang_rounds.restype = cp
+    lib.shim_lang_rounds.argtypes = [dp, dp, dp, dp, dp, ctypes.c_int]
+    lib.shim_lang_rounds_rank.restype = cp
+    lib.shim_lang_rounds_rank.argtypes = [ctypes.c_int]
     lib.shim_lang_trace.restype = cp
     lib.shim_lang_trace.argtypes = [ctypes.POINTER(ctypes.c_long), ctypes.POINTER(u64), ctypes.c_size_t,
                                     ctypes.POINTER(ctypes.c_long), ctypes.POINTER(u64), ctypes.c_size_t,

@@ -1346,6 +1346,7 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         rec_milli("min", c.min), rec_milli("p50", c.p50), rec_milli("mean", c.mean), rec_milli("p99", c.p99);
         rec_milli("p999", c.p999), rec_milli("max", c.max), rec_milli("bracket", c.bracket);
         record_str(&rec, "timer", c.timer);
+        record_bool(&rec, "bounded", c.bound.bounded), record_bool(&rec, "cut", c.bound.cut), record_u64(&rec, "budget_ms", c.bound.budget_ms);
         /* the p50's interval, at a 2.5 GHz TSC whose step is 25 ticks (10 ns), or a batch timer stepping by 40 ns */
         double lo = 0, hi = 0;
         bool ci = ok && lang_p50_ci_ns(&c, 2.5e9, c.tsc ? 10.0 : 40.0, &lo, &hi);
@@ -1357,6 +1358,7 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         record_u64(&rec, "n", s.n);
         record_u64(&rec, "zero", s.zero);
         record_u64(&rec, "backward", s.backward);
+        record_bool(&rec, "cut", s.bound.cut);
         record_bool(&rec, "least_known", s.least_known);
         rec_milli("least_ns", s.least_ns), rec_milli("max_backward_ns", s.max_backward_ns);
         record_array_begin(&rec, "hist");
@@ -1372,6 +1374,7 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         record_u64(&rec, "violations", x.violations), record_u64(&rec, "lost", x.lost);
         rec_milli("max_violation_ns", x.max_violation_ns);
         record_str(&rec, "pinned", x.pinned);
+        record_bool(&rec, "bounded", x.bound.bounded), record_bool(&rec, "cut", x.bound.cut), record_u64(&rec, "budget_ms", x.bound.budget_ms);
     } else if (!strcmp(kind, "threads")) {
         struct lang_threads t;
         ok = lang_parse_threads(line, api, &t, &why);
@@ -1389,6 +1392,7 @@ const char *shim_lang_parse(const char *kind, const char *line, const char *api)
         record_u64(&rec, "switches", t.switches);
         record_bool(&rec, "share_known", t.share_known);
         rec_milli("cpu_share", t.cpu_share);
+        record_bool(&rec, "cut", t.bound.cut), record_u64(&rec, "least_done", t.least_done);
     } else if (!strcmp(kind, "stamp")) {
         uint64_t ns = 0;
         ok = lang_parse_stamp(line, &ns);
@@ -1418,6 +1422,43 @@ const char *shim_lang_info(int l, const char *text)
         record_array_u64(&rec, li.apis[i].private_origin);
     record_array_end(&rec);
     record_str(&rec, "claim_source_0", li.n ? li.apis[0].claim_source : 0);
+    char absent[LANG_API_MAX * (LANG_TEXT_MAX + 1)] = ""; /* each API's absent= reason, "" when present, joined by | */
+    for (int i = 0; i < li.n; i++) {
+        if (i)
+            strcat(absent, "|");
+        if (li.apis[i].absent)
+            strcat(absent, li.apis[i].absent_why);
+    }
+    record_str(&rec, "absent", absent);
+    return finish();
+}
+
+/* os/os_rounds.c: rounds given as p50, lo, hi, ref and bare arrays (ns). */
+#include "../../os/os_rounds.h"
+const char *shim_lang_rounds(const double *p50, const double *lo, const double *hi, const double *ref, const double *bare, int n)
+{
+    struct lang_rounds r = {.n = n};
+    for (int i = 0; i < n && i < LANG_ROUNDS_MAX; i++)
+        r.p50_ns[i] = p50[i], r.lo_ns[i] = lo[i], r.hi_ns[i] = hi[i], r.ref_ns[i] = ref[i], r.bare_ns[i] = bare[i];
+    struct lang_rounds_summary s;
+    bool ok = lang_rounds_summarise(&r, &s);
+    record_begin(&rec, "lang_rounds");
+    record_bool(&rec, "ok", ok);
+    record_u64(&rec, "median_round", (uint64_t)s.median_round);
+    rec_milli("p50_ns", s.p50_ns), rec_milli("lo_ns", s.lo_ns), rec_milli("hi_ns", s.hi_ns), rec_milli("confidence", s.confidence);
+    record_bool(&rec, "ratio_known", s.ratio_known), rec_milli("ratio_p50", s.ratio_p50);
+    record_bool(&rec, "speed_known", s.speed_known), rec_milli("speed_spread", s.speed_spread);
+    record_u64(&rec, "slow_rounds", (uint64_t)s.slow_rounds);
+    return finish();
+}
+
+const char *shim_lang_rounds_rank(int n)
+{
+    double coverage = 0;
+    int k = lang_rounds_rank(n, &coverage);
+    record_begin(&rec, "lang_rounds_rank");
+    record_u64(&rec, "k", (uint64_t)k);
+    record_fixed(&rec, "coverage", (int64_t)(coverage * 1e6 + 0.5), 6);
     return finish();
 }
 

@@ -310,3 +310,87 @@ def test_ticks_become_ns_at_the_measured_rate(lib):
     assert lib.lang_ticks_ns(2600.0, 2.6e9) == pytest.approx(1000.0)
     assert lib.lang_ticks_ns(52.0, 2.6e9) == pytest.approx(20.0)
     assert lib.lang_ticks_ns(52.0, 0.0) == 0  # no rate: no figure
+
+
+# ---- issue 48: a bound on the whole of each command, APIs a runtime lacks, cost in rounds ----
+
+def test_a_bounded_command_says_whether_its_bound_cut_it(lib):
+    cost = ("cost steady_clock method=tsc unit=ticks n=812 min=40 p50=52 mean=55.5 p99=80 p999=200 max=9000 bracket=36 "
+            "p50_lo=50 p50_hi=54")
+    r = parse(lib, "cost", cost + " budget_ms=2000 cut=1", "steady_clock")
+    assert r["ok"] and r["bounded"] and r["cut"] and r["budget_ms"] == 2000 and r["n"] == 812, r
+    r = parse(lib, "cost", cost + " budget_ms=2000 cut=0", "steady_clock")
+    assert r["ok"] and r["bounded"] and not r["cut"], r
+    r = parse(lib, "cost", cost, "steady_clock")  # no bound given: neither field, as before
+    assert r["ok"] and not r["bounded"] and not r["cut"], r
+    for bad in (" cut=1", " budget_ms=2000", " budget_ms=2000 cut=yes", " budget_ms=x cut=1"):
+        r = parse(lib, "cost", cost + bad, "steady_clock")
+        assert not r["ok"] and ("budget_ms" in r["why"] or "cut" in r["why"]), (bad, r)
+    cross = "cross time.Now a=0 b=1 rounds=37 violations=0 max_violation_ns=0 lost=1 pinned=self budget_ms=3000 cut=1"
+    r = parse(lib, "cross", cross, "time.Now")
+    assert r["ok"] and r["cut"] and r["rounds"] == 37 and r["lost"] == 1, r
+    steps = "steps time.Now n=900 least_ns=20 zero=0 backward=0 max_backward_ns=0 hist=32:899 budget_ms=3000 cut=1"
+    assert parse(lib, "steps", steps, "time.Now")["cut"]
+
+
+def test_a_bounded_threads_line_counts_what_each_thread_did(lib):
+    line = THREADS.format(run1=1039000, sw1=0) + " done=20000,7000 budget_ms=3000 cut=1"
+    r = parse(lib, "threads", line, "steady_clock")
+    assert r["ok"] and r["cut"] and r["least_done"] == 7000, r
+    r = parse(lib, "threads", THREADS.format(run1=1039000, sw1=0) + " budget_ms=3000 cut=1", "steady_clock")
+    assert not r["ok"] and "done=" in r["why"], r
+    r = parse(lib, "threads", THREADS.format(run1=1039000, sw1=0) + " done=20000,90000 budget_ms=3000 cut=0", "steady_clock")
+    assert not r["ok"] and "more calls than n=" in r["why"], r
+
+
+def test_an_api_the_runtime_lacks_is_one_line_and_the_rest_is_read(lib):
+    text = ("runtime CPython 3.6.9\n"
+            "api perf_counter_ns absent=time.perf_counter_ns needs Python 3.7; this is 3.6.9\n"
+            "api monotonic_ns absent=time.monotonic_ns needs Python 3.7; this is 3.6.9\n"
+            "api time_ns absent=time.time_ns needs Python 3.7; this is 3.6.9\n"
+            "api process_time_ns absent=time.process_time_ns needs Python 3.7; this is 3.6.9\n"
+            "api perf_counter claim_ns=none origin=clock claim_source=none stated\n")
+    r = as_json(lib.shim_lang_info(PY, text.encode()))
+    assert r["ok"], r
+    absent = r["absent"].split("|")
+    assert absent[0] == "time.perf_counter_ns needs Python 3.7; this is 3.6.9" and absent[4] == "", r
+    # an absent API still holds its place in the contract's order
+    assert "expected 'perf_counter_ns'" in as_json(lib.shim_lang_info(PY, text.replace("api perf_counter_ns", "api monotonic").encode()))["why"]
+
+
+def rounds(lib, p50, lo=None, hi=None, ref=None, bare=None):
+    n = len(p50)
+    arr = lambda v: (ctypes.c_double * n)(*v)
+    return as_json(lib.shim_lang_rounds(arr(p50), arr(lo or p50), arr(hi or p50), arr(ref or [0] * n), arr(bare or [0] * n), n))
+
+
+@pytest.mark.parametrize("n, k, coverage", [(1, 1, 0), (2, 1, 0.5), (5, 1, 0.9375), (6, 1, 0.96875), (8, 1, 0.992188),
+                                            (9, 2, 0.960938), (12, 3, 0.961426), (15, 4, 0.964844)])
+def test_the_rounds_interval_takes_the_order_statistics_that_hold_the_median_with_95_percent(lib, n, k, coverage):
+    # 1 - 2 P(Bin(n, 1/2) <= k-1): for 9 rounds the 2nd lowest and 2nd highest, 96.1 %
+    r = as_json(lib.shim_lang_rounds_rank(n))
+    assert r["k"] == k and abs(r["coverage"] - coverage) < 2e-6, r
+
+
+def test_rounds_give_the_median_and_an_interval_that_spans_the_rounds(lib):
+    # nine rounds of a clock read at 30 ns, two of them caught in a slow moment of the host (60 ns):
+    # the median is the quiet figure and the interval spans the second-lowest low to the second-highest high
+    p50 = [30, 31, 60, 30.5, 29.8, 30.2, 58, 30.1, 30.4]
+    lo = [v - 0.5 for v in p50]
+    hi = [v + 0.5 for v in p50]
+    ref = [10000, 10100, 19000, 10050, 9990, 10000, 18500, 10020, 10010]
+    bare = [10, 10, 20, 10, 10, 10, 19, 10, 10]
+    r = rounds(lib, p50, lo, hi, ref, bare)
+    assert r["ok"] and r["p50_ns"] == 30.4 and r["median_round"] == 8, r
+    assert r["lo_ns"] == 29.5 and r["hi_ns"] == 58.5 and r["confidence"] == 0.961, r  # 2nd lowest low, 2nd highest high
+    assert r["ratio_known"] and r["ratio_p50"] == 3.02, r  # the per-round ratios' median: the slow moment cancels
+    assert r["speed_known"] and r["speed_spread"] == 0.902 and r["slow_rounds"] == 2, r  # 19000 / 9990 - 1
+    # one round: its own interval; no reference timed: the speed not known
+    r = rounds(lib, [42.0], [41.0], [43.5])
+    assert r["ok"] and (r["p50_ns"], r["lo_ns"], r["hi_ns"], r["confidence"]) == (42, 41, 43.5, 0), r
+    assert not r["speed_known"] and not r["ratio_known"], r
+
+
+def test_no_rounds_is_no_figure(lib):
+    arr = (ctypes.c_double * 1)(0)
+    assert not as_json(lib.shim_lang_rounds(arr, arr, arr, arr, arr, 0))["ok"]
