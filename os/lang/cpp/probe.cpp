@@ -49,6 +49,10 @@ namespace chr = std::chrono;
 static const uint64_t MAX_N = 10000000;   // 160 MB of samples at most
 static const uint64_t MAX_THREADS = 1024;
 static const uint64_t MAX_ROUNDS = 10000000;
+static const uint64_t MAX_BUDGET_MS = 3600000; // an hour
+// A unit that is one call (a cost sample, a steps read) is checked against the
+// budget once every CHECK_EVERY units, never inside a measured bracket.
+static const uint64_t CHECK_EVERY = 1024;
 // Longer than any command (the longest is cross's, about 50 bytes): a line
 // beyond it is refused rather than gathered without bound.
 static const size_t MAX_LINE = 1024;
@@ -122,6 +126,23 @@ static uint64_t percentile(const std::vector<uint64_t> &sorted, unsigned per_mil
 
 static uint64_t minus(uint64_t v, uint64_t bracket) { return v > bracket ? v - bracket : 0; }
 
+// The optional bound on the whole of a command (cost, steps, cross, threads:
+// docs/output.md, "Language probes: the contract"): its deadline is ms after
+// the command starts, on steady_clock. Without one (ms 0) the command runs as
+// it always did and its line has no budget fields.
+struct Budget {
+    uint64_t ms = 0;
+    chr::steady_clock::time_point end;
+    explicit Budget(uint64_t ms_) : ms(ms_), end(chr::steady_clock::now() + chr::milliseconds(ms_)) {}
+    bool over() const { return ms && chr::steady_clock::now() >= end; }
+    bool over_at(chr::steady_clock::time_point t) const { return ms && t >= end; }
+    // what the line ends with: nothing, or " budget_ms=B cut=0|1"
+    std::string suffix(bool cut) const
+    {
+        return ms ? " budget_ms=" + std::to_string(ms) + " cut=" + (cut ? "1" : "0") : "";
+    }
+};
+
 // One line of stdin without its '\n' (a last line may lack it). stdio
 // gathers it across as many read(2)s as the pipe hands over. A line beyond
 // MAX_LINE is too_long, its rest left unread.
@@ -173,9 +194,10 @@ static void cmd_info()
     cmd_info_line<chr::high_resolution_clock>("high_resolution_clock");
 }
 
-template <class Clock> static void cmd_cost(const char *api, uint64_t n)
+template <class Clock> static void cmd_cost(const char *api, uint64_t n, const Budget &budget)
 {
     std::vector<uint64_t> full(n), empty(n);
+    uint64_t done = n;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t e0 = tsc_begin();
         keep(0);
@@ -186,6 +208,12 @@ template <class Clock> static void cmd_cost(const char *api, uint64_t n)
         keep(t.time_since_epoch().count());
         empty[i] = e1 - e0;
         full[i] = b - a;
+        if (budget.ms && i % CHECK_EVERY == CHECK_EVERY - 1 && i + 1 < n && budget.over()) {
+            done = i + 1;
+            full.resize(done);
+            empty.resize(done);
+            break;
+        }
     }
     long double sum = 0;
     for (uint64_t v : full)
@@ -193,22 +221,39 @@ template <class Clock> static void cmd_cost(const char *api, uint64_t n)
     std::sort(full.begin(), full.end());
     std::sort(empty.begin(), empty.end());
     uint64_t br = percentile(empty, 500);
-    long double mean = sum / n - br;
+    long double mean = sum / done - br;
     std::printf("cost %s method=tsc unit=ticks n=%" PRIu64 " min=%" PRIu64 " p50=%" PRIu64 " mean=%.1Lf p99=%" PRIu64
-                " p999=%" PRIu64 " max=%" PRIu64 " bracket=%" PRIu64 " p50_lo=%" PRIu64 " p50_hi=%" PRIu64 "\n",
-                api, n, minus(full.front(), br), minus(percentile(full, 500), br), mean > 0 ? mean : 0.0L,
+                " p999=%" PRIu64 " max=%" PRIu64 " bracket=%" PRIu64 " p50_lo=%" PRIu64 " p50_hi=%" PRIu64 "%s\n",
+                api, done, minus(full.front(), br), minus(percentile(full, 500), br), mean > 0 ? mean : 0.0L,
                 minus(percentile(full, 990), br), minus(percentile(full, 999), br), minus(full.back(), br), br,
-                minus(full[ci_lo(full.size())], br), minus(full[ci_hi(full.size())], br));
+                minus(full[ci_lo(full.size())], br), minus(full[ci_hi(full.size())], br),
+                budget.suffix(done < n).c_str());
 }
 
-template <class Clock> static void cmd_steps(const char *api, uint64_t n)
+// With a budget, the deadline is looked at after every CHECK_EVERY-th read;
+// the step across that look (read i-1 to i, i a multiple of CHECK_EVERY) holds
+// it, and is not counted.
+template <class Clock> static void cmd_steps(const char *api, uint64_t n, const Budget &budget)
 {
     std::vector<typename Clock::time_point> v(n);
-    for (uint64_t i = 0; i < n; i++)
-        v[i] = Clock::now();
+    uint64_t done = n;
+    if (!budget.ms) {
+        for (uint64_t i = 0; i < n; i++)
+            v[i] = Clock::now();
+    } else {
+        for (uint64_t i = 0; i < n; i++) {
+            v[i] = Clock::now();
+            if (i % CHECK_EVERY == CHECK_EVERY - 1 && i + 1 < n && budget.over()) {
+                done = i + 1;
+                break;
+            }
+        }
+    }
     std::map<uint64_t, uint64_t> hist; // upper edge in ns -> count; 0: zero steps
     uint64_t least = 0, zero = 0, backward = 0, max_back = 0;
-    for (uint64_t i = 1; i < n; i++) {
+    for (uint64_t i = 1; i < done; i++) {
+        if (budget.ms && i % CHECK_EVERY == 0)
+            continue; // the deadline's look sits in this step
         int64_t d = chr::duration_cast<chr::nanoseconds>(v[i] - v[i - 1]).count();
         if (d < 0) {
             backward++;
@@ -231,8 +276,9 @@ template <class Clock> static void cmd_steps(const char *api, uint64_t n)
     for (auto &b : hist)
         h += (h.empty() ? "" : ",") + std::to_string(b.first) + ":" + std::to_string(b.second);
     std::printf("steps %s n=%" PRIu64 " least_ns=%s zero=%" PRIu64 " backward=%" PRIu64 " max_backward_ns=%" PRIu64
-                " hist=%s\n",
-                api, n, least ? std::to_string(least).c_str() : "none", zero, backward, max_back, h.c_str());
+                " hist=%s%s\n",
+                api, done, least ? std::to_string(least).c_str() : "none", zero, backward, max_back, h.c_str(),
+                budget.suffix(done < n).c_str());
 }
 
 static void marker(const char *s)
@@ -273,13 +319,17 @@ static bool pin_self(unsigned cpu)
     return sched_setaffinity(0, sizeof set, &set) == 0; // 0: the calling thread
 }
 
-template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, unsigned cpu_b, uint64_t rounds)
+// With a budget, a round's wait is bounded by the time left as well as by 1 s, and
+// no round starts past the deadline: the rounds done are those whose reader saw the
+// value or gave it up after 1 s (lost); the rest are not done, and not lost.
+template <class Clock>
+static void cmd_cross(const char *api, unsigned cpu_a, unsigned cpu_b, uint64_t rounds, const Budget &budget)
 {
     std::atomic<uint64_t> seq{0};
     std::atomic<int64_t> t1{0};
     std::atomic<int> ready{0};
     std::atomic<bool> pin_failed{false};
-    uint64_t violations[2] = {0, 0}, lost[2] = {0, 0};
+    uint64_t violations[2] = {0, 0}, lost[2] = {0, 0}, done[2] = {0, 0};
     int64_t max_violation[2] = {0, 0};
     auto body = [&](int me, unsigned cpu) {
         if (!pin_self(cpu))
@@ -293,7 +343,12 @@ template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, un
                 seq.store(r + 1, std::memory_order_release);
                 continue;
             }
-            auto deadline = chr::steady_clock::now() + chr::seconds(1);
+            auto start = chr::steady_clock::now();
+            if (budget.over_at(start))
+                break;
+            auto deadline = start + chr::seconds(1);
+            if (budget.ms && budget.end < deadline)
+                deadline = budget.end;
             bool seen = true;
             for (uint64_t spin = 1; seq.load(std::memory_order_acquire) < r + 1; spin++) {
                 if (spin % 1024 == 0) {
@@ -304,6 +359,9 @@ template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, un
                     std::this_thread::yield(); // lets a writer on the same CPU run
                 }
             }
+            if (!seen && budget.over())
+                break; // the budget's end, not the round's second
+            done[me]++;
             if (!seen) {
                 lost[me]++;
                 continue;
@@ -321,10 +379,12 @@ template <class Clock> static void cmd_cross(const char *api, unsigned cpu_a, un
     b.join();
     if (pin_failed)
         fail("cannot pin a thread to cpu %u or %u (sched_setaffinity refused it)", cpu_a, cpu_b);
+    uint64_t rounds_done = budget.ms ? done[0] + done[1] : rounds;
     std::printf("cross %s a=%u b=%u rounds=%" PRIu64 " violations=%" PRIu64 " max_violation_ns=%" PRId64
-                " lost=%" PRIu64 " pinned=self\n",
-                api, cpu_a, cpu_b, rounds, violations[0] + violations[1], std::max(max_violation[0], max_violation[1]),
-                lost[0] + lost[1]);
+                " lost=%" PRIu64 " pinned=self%s\n",
+                api, cpu_a, cpu_b, rounds_done, violations[0] + violations[1],
+                std::max(max_violation[0], max_violation[1]), lost[0] + lost[1],
+                budget.suffix(rounds_done < rounds).c_str());
 }
 
 // Linux's CPU list format ("0-3,8"), or exit 64.
@@ -351,6 +411,7 @@ struct ThreadRun {
     double least = 0, median = 0;
     int64_t wall_ns = 0, run_ns = -1;
     long nivcsw = -1;
+    uint64_t done = 0;      // the calls it made
 };
 
 static int64_t thread_cpu_ns()
@@ -365,7 +426,10 @@ static long involuntary_switches()
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : -1;
 }
 
-template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint64_t n, const std::vector<unsigned> &cpus)
+// With a budget, each thread looks at the deadline after each chunk (the chunk's own
+// end, read anyway) and stops there when it has passed: at least one chunk each.
+template <class Clock>
+static void cmd_threads(const char *api, uint64_t k, uint64_t n, const std::vector<unsigned> &cpus, const Budget &budget)
 {
     // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
     const uint64_t chunk = std::min<uint64_t>(1000, std::max<uint64_t>(1, n / 20)), chunks = n / chunk, rest = n % chunk;
@@ -390,21 +454,29 @@ template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint
             long sw0 = involuntary_switches();
             int64_t cpu0 = thread_cpu_ns();
             auto t0 = chr::steady_clock::now(), prev = t0;
-            for (uint64_t c = 0; c < chunks; c++) {
+            uint64_t c = 0;
+            while (c < chunks) {
                 for (uint64_t i = 0; i < chunk; i++)
                     keep(Clock::now().time_since_epoch().count());
                 auto now = chr::steady_clock::now();
-                d[c] = chr::duration_cast<chr::nanoseconds>(now - prev).count();
+                d[c++] = chr::duration_cast<chr::nanoseconds>(now - prev).count();
                 prev = now;
+                if (c < chunks && budget.over_at(now))
+                    break;
             }
-            for (uint64_t i = 0; i < rest; i++)
-                keep(Clock::now().time_since_epoch().count());
+            me.done = c * chunk;
+            if (c == chunks) {
+                for (uint64_t i = 0; i < rest; i++)
+                    keep(Clock::now().time_since_epoch().count());
+                me.done = n;
+            }
             auto t1 = chr::steady_clock::now();
             int64_t cpu1 = thread_cpu_ns();
             long sw1 = involuntary_switches();
+            d.resize(c);
             std::sort(d.begin(), d.end());
             me.least = (double)d[0] / (double)chunk;
-            me.median = (double)d[chunks / 2] / (double)chunk;
+            me.median = (double)d[c / 2] / (double)chunk;
             me.wall_ns = chr::duration_cast<chr::nanoseconds>(t1 - t0).count();
             me.run_ns = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
             me.nivcsw = sw0 >= 0 && sw1 >= 0 ? sw1 - sw0 : -1;
@@ -412,12 +484,14 @@ template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint
     for (auto &th : pool)
         th.join();
     double sum = 0, worst = 0;
+    bool cut = false;
     for (const ThreadRun &r : runs) {
-        double v = (double)r.wall_ns / (double)n;
+        double v = (double)r.wall_ns / (double)r.done;
+        cut |= r.done < n;
         sum += v;
         worst = std::max(worst, v);
     }
-    std::string cpu, least, median, wall, run, sw;
+    std::string cpu, least, median, wall, run, sw, done;
     char b[64];
     for (uint64_t t = 0; t < k; t++) {
         const ThreadRun &r = runs[t];
@@ -428,11 +502,13 @@ template <class Clock> static void cmd_threads(const char *api, uint64_t k, uint
         std::snprintf(b, sizeof b, "%s%" PRId64, sep, r.wall_ns), wall += b;
         std::snprintf(b, sizeof b, r.run_ns < 0 ? "%s-" : "%s%" PRId64, sep, r.run_ns), run += b;
         std::snprintf(b, sizeof b, r.nivcsw < 0 ? "%s-" : "%s%ld", sep, r.nivcsw), sw += b;
+        std::snprintf(b, sizeof b, "%s%" PRIu64, sep, r.done), done += b;
     }
     std::printf("threads %s k=%" PRIu64 " n=%" PRIu64 " per_call_ns=%.2f max_per_call_ns=%.2f chunk=%" PRIu64
-                " pinned=%s cpu=%s least_ns=%s median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s\n",
+                " pinned=%s cpu=%s least_ns=%s median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s%s%s\n",
                 api, k, n, sum / (double)k, worst, chunk, unpinned ? "no" : "self", cpu.c_str(), least.c_str(), median.c_str(),
-                wall.c_str(), run.c_str(), sw.c_str());
+                wall.c_str(), run.c_str(), sw.c_str(), budget.ms ? (" done=" + done).c_str() : "",
+                budget.suffix(cut).c_str());
 }
 
 using Words = std::vector<std::string>;
@@ -447,12 +523,20 @@ template <class Clock> static void run(const char *api, const Words &w, bool ser
     auto num = [&](size_t i, const char *what, uint64_t lo, uint64_t hi) {
         return parse_u64(w[i].c_str(), what, lo, hi);
     };
+    // cost, steps, cross and threads take budget_ms as an optional last word
+    auto need_budgeted = [&](size_t args, const char *usage) {
+        if (w.size() != 2 + args && w.size() != 3 + args)
+            fail("usage: %s %s %s [<budget_ms>]", PROG, cmd.c_str(), usage);
+    };
+    auto budget_at = [&](size_t i) { return w.size() > i ? num(i, "budget_ms", 1, MAX_BUDGET_MS) : 0; };
     if (cmd == "cost") {
-        need(1, "<api> <n>");
-        cmd_cost<Clock>(api, num(2, "n", 1, MAX_N));
+        need_budgeted(1, "<api> <n>");
+        uint64_t n = num(2, "n", 1, MAX_N);
+        cmd_cost<Clock>(api, n, Budget(budget_at(3)));
     } else if (cmd == "steps") {
-        need(1, "<api> <n>");
-        cmd_steps<Clock>(api, num(2, "n", 2, MAX_N));
+        need_budgeted(1, "<api> <n>");
+        uint64_t n = num(2, "n", 2, MAX_N);
+        cmd_steps<Clock>(api, n, Budget(budget_at(3)));
     } else if (cmd == "path") {
         need(1, "<api> <n>");
         cmd_path<Clock>(api, num(2, "n", 1, MAX_N));
@@ -460,14 +544,17 @@ template <class Clock> static void run(const char *api, const Words &w, bool ser
         need(0, "<api>");
         cmd_stamp<Clock>(serving);
     } else if (cmd == "cross") {
-        need(3, "<api> <cpu_a> <cpu_b> <rounds>");
-        cmd_cross<Clock>(api, (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1),
-                         (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1), num(4, "rounds", 1, MAX_ROUNDS));
+        need_budgeted(3, "<api> <cpu_a> <cpu_b> <rounds>");
+        unsigned a = (unsigned)num(2, "cpu_a", 0, CPU_SETSIZE - 1), b = (unsigned)num(3, "cpu_b", 0, CPU_SETSIZE - 1);
+        uint64_t rounds = num(4, "rounds", 1, MAX_ROUNDS);
+        cmd_cross<Clock>(api, a, b, rounds, Budget(budget_at(5)));
     } else if (cmd == "threads") {
-        if (w.size() != 4 && w.size() != 5)
-            fail("usage: %s threads <api> <k> <n> [<cpus>]", PROG);
+        // the CPU list may be left out, but not before a budget
+        if (w.size() < 4 || w.size() > 6)
+            fail("usage: %s threads <api> <k> <n> [<cpus> [<budget_ms>]]", PROG);
         uint64_t k = num(2, "k", 1, MAX_THREADS), n = num(3, "n", 1, MAX_N);
-        cmd_threads<Clock>(api, k, n, w.size() == 5 ? parse_cpus(w[4]) : std::vector<unsigned>());
+        std::vector<unsigned> cpus = w.size() >= 5 ? parse_cpus(w[4]) : std::vector<unsigned>();
+        cmd_threads<Clock>(api, k, n, cpus, Budget(budget_at(5)));
     }
 }
 
@@ -478,8 +565,8 @@ static void serve();
 static void dispatch(const Words &w, bool serving)
 {
     if (w.empty())
-        fail("usage: %s info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | "
-             "threads <api> <k> <n> [<cpus>] | serve",
+        fail("usage: %s info | cost|steps <api> <n> [<budget_ms>] | path <api> <n> | stamp <api> | "
+             "cross <api> <cpu_a> <cpu_b> <rounds> [<budget_ms>] | threads <api> <k> <n> [<cpus> [<budget_ms>]] | serve",
              PROG);
     const std::string &cmd = w[0];
     if (cmd == "info") {

@@ -42,11 +42,16 @@ const (
 	maxN       = 10000000 // 160 MB of samples at most
 	maxThreads = 1024
 	maxRounds  = 10000000
+	// budget_ms's largest: an hour
+	maxBudgetMs = 3600000
+	// A unit that is one call (a cost sample, a steps read) is checked against
+	// the budget once every checkEvery units, never inside a measured bracket.
+	checkEvery = 1024
 	cpuSetSize = 1024
 	apis       = "time.Now, time.Since"
 	commands   = "info, cost, steps, path, stamp, cross, threads, serve"
-	usage      = "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | " +
-		"threads <api> <k> <n> [<cpus>] | serve"
+	usage      = "info | cost|steps <api> <n> [<budget_ms>] | path <api> <n> | stamp <api> | " +
+		"cross <api> <cpu_a> <cpu_b> <rounds> [<budget_ms>] | threads <api> <k> <n> [<cpus> [<budget_ms>]] | serve"
 	// Longer than any command (the longest is cross's, about 50 bytes): a
 	// line beyond it is refused rather than gathered without bound.
 	maxLine = 1024
@@ -104,6 +109,35 @@ func info() {
 	fmt.Println("api time.Since claim_ns=none origin=private claim_source=none stated")
 }
 
+// The optional bound on the whole of a command (cost, steps, cross, threads:
+// docs/output.md, "Language probes: the contract"): its deadline is ms after
+// the command starts, on Go's monotonic clock. Without one (ms 0) the command
+// runs as it always did and its line has no budget fields.
+type budget struct {
+	ms  uint64
+	end time.Time
+}
+
+func newBudget(ms uint64) budget {
+	return budget{ms: ms, end: time.Now().Add(time.Duration(ms) * time.Millisecond)}
+}
+
+func (b budget) over() bool { return b.ms > 0 && !time.Now().Before(b.end) }
+
+func (b budget) overAt(t time.Time) bool { return b.ms > 0 && !t.Before(b.end) }
+
+// What the line ends with: nothing, or " budget_ms=B cut=0|1".
+func (b budget) suffix(cut bool) string {
+	if b.ms == 0 {
+		return ""
+	}
+	c := 0
+	if cut {
+		c = 1
+	}
+	return fmt.Sprintf(" budget_ms=%d cut=%d", b.ms, c)
+}
+
 // Nearest rank, rank = ceil(p * n), as lib/stats.c does.
 // ciRanks: the median's 95% interval by order statistics (docs/output.md, "cost"): the sorted
 // samples at ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped.
@@ -128,9 +162,19 @@ func percentile(sorted []uint64, perMille uint64) uint64 {
 	return sorted[rank-1]
 }
 
-func cost(api int, n uint64) {
+func cost(api int, n uint64, bud budget) {
 	full := make([]uint64, n)
 	empty := make([]uint64, n)
+	done := n
+	// with a budget, after every checkEvery-th sample: true when it has run out
+	stop := func(i int) bool {
+		at := uint64(i) + 1
+		if bud.ms > 0 && at%checkEvery == 0 && at < n && bud.over() {
+			done = at
+			return true
+		}
+		return false
+	}
 	switch api {
 	case apiNow:
 		for i := range full {
@@ -141,6 +185,9 @@ func cost(api int, n uint64) {
 			b := tscEnd()
 			sinkTime = t
 			empty[i], full[i] = e1-e0, b-a
+			if stop(i) {
+				break
+			}
 		}
 	case apiSince:
 		for i := range full {
@@ -151,8 +198,12 @@ func cost(api int, n uint64) {
 			b := tscEnd()
 			sinkDuration = d
 			empty[i], full[i] = e1-e0, b-a
+			if stop(i) {
+				break
+			}
 		}
 	}
+	full, empty = full[:done], empty[:done]
 	sum := 0.0
 	for _, v := range full {
 		sum += float64(v)
@@ -166,35 +217,69 @@ func cost(api int, n uint64) {
 		}
 		return 0
 	}
-	mean := sum/float64(n) - float64(br)
+	mean := sum/float64(done) - float64(br)
 	if mean < 0 {
 		mean = 0
 	}
 	lo, hi := ciRanks(len(full))
-	fmt.Printf("cost %s method=tsc unit=ticks n=%d min=%d p50=%d mean=%.1f p99=%d p999=%d max=%d bracket=%d p50_lo=%d p50_hi=%d\n",
-		apiNames[api], n, minus(full[0]), minus(percentile(full, 500)), mean, minus(percentile(full, 990)),
-		minus(percentile(full, 999)), minus(full[n-1]), br, minus(full[lo]), minus(full[hi]))
+	fmt.Printf("cost %s method=tsc unit=ticks n=%d min=%d p50=%d mean=%.1f p99=%d p999=%d max=%d bracket=%d p50_lo=%d p50_hi=%d%s\n",
+		apiNames[api], done, minus(full[0]), minus(percentile(full, 500)), mean, minus(percentile(full, 990)),
+		minus(percentile(full, 999)), minus(full[done-1]), br, minus(full[lo]), minus(full[hi]), bud.suffix(done < n))
 }
 
-func steps(api int, n uint64) {
+// With a budget, the deadline is looked at after every checkEvery-th read; the
+// step across that look (read i-1 to i, i a multiple of checkEvery) holds it,
+// and is not counted.
+func steps(api int, n uint64, bud budget) {
 	v := make([]int64, n)
+	done := n
+	stop := func(i int) bool {
+		at := uint64(i) + 1
+		if bud.ms > 0 && at%checkEvery == 0 && at < n && bud.over() {
+			done = at
+			return true
+		}
+		return false
+	}
 	switch api {
 	case apiNow:
 		ts := make([]time.Time, n)
-		for i := range ts {
-			ts[i] = time.Now()
+		if bud.ms == 0 {
+			for i := range ts {
+				ts[i] = time.Now()
+			}
+		} else {
+			for i := range ts {
+				ts[i] = time.Now()
+				if stop(i) {
+					break
+				}
+			}
 		}
-		for i, t := range ts {
+		for i, t := range ts[:done] {
 			v[i] = t.UnixNano()
 		}
 	case apiSince:
-		for i := range v {
-			v[i] = int64(time.Since(base))
+		if bud.ms == 0 {
+			for i := range v {
+				v[i] = int64(time.Since(base))
+			}
+		} else {
+			for i := range v {
+				v[i] = int64(time.Since(base))
+				if stop(i) {
+					break
+				}
+			}
 		}
 	}
+	v = v[:done]
 	hist := map[uint64]uint64{} // upper edge in ns -> count; 0: zero steps
 	var least, zero, backward, maxBack uint64
 	for i := 1; i < len(v); i++ {
+		if bud.ms > 0 && i%checkEvery == 0 {
+			continue // the deadline's look sits in this step
+		}
 		d := v[i] - v[i-1]
 		switch {
 		case d < 0:
@@ -229,8 +314,8 @@ func steps(api int, n uint64) {
 	if least > 0 {
 		leastText = strconv.FormatUint(least, 10)
 	}
-	fmt.Printf("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s\n",
-		apiNames[api], n, leastText, zero, backward, maxBack, strings.Join(bins, ","))
+	fmt.Printf("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s%s\n",
+		apiNames[api], done, leastText, zero, backward, maxBack, strings.Join(bins, ","), bud.suffix(done < n))
 }
 
 // One write(2). Raw: the runtime is not told of the system call, so it does
@@ -333,11 +418,14 @@ func pinSelf(cpu uint64) bool {
 	return setAffinity(&mask)
 }
 
-func cross(api int, cpuA, cpuB, rounds uint64) {
+// With a budget, a round's wait is bounded by the time left as well as by 1 s,
+// and no round starts past the deadline: the rounds done are those whose reader
+// saw the value or gave it up after 1 s (lost); the rest are not done, and not lost.
+func cross(api int, cpuA, cpuB, rounds uint64, bud budget) {
 	var seq uint64
 	var t1 int64
 	var ready, pinFailed int32
-	var violations, lost [2]uint64
+	var violations, lost, done [2]uint64
 	var worst [2]int64
 	var wg sync.WaitGroup
 	side := func(me uint64, cpu uint64) {
@@ -368,7 +456,14 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 				atomic.StoreUint64(&seq, r+1) // Go's atomics are sequentially consistent: a release store
 				continue
 			}
-			deadline := time.Now().Add(time.Second)
+			start := time.Now()
+			if bud.overAt(start) {
+				break
+			}
+			deadline := start.Add(time.Second)
+			if bud.ms > 0 && bud.end.Before(deadline) {
+				deadline = bud.end
+			}
 			seen := true
 			for spin := 1; atomic.LoadUint64(&seq) < r+1; spin++ {
 				if spin%1024 == 0 {
@@ -379,6 +474,10 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 					runtime.Gosched() // lets a writer waiting for this P run (GOMAXPROCS=1)
 				}
 			}
+			if !seen && bud.over() {
+				break // the budget's end, not the round's second
+			}
+			done[me]++
 			if !seen {
 				lost[me]++
 				continue
@@ -403,8 +502,13 @@ func cross(api int, cpuA, cpuB, rounds uint64) {
 	if worst[1] > w {
 		w = worst[1]
 	}
-	fmt.Printf("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self\n",
-		apiNames[api], cpuA, cpuB, rounds, violations[0]+violations[1], w, lost[0]+lost[1])
+	roundsDone := rounds
+	if bud.ms > 0 {
+		roundsDone = done[0] + done[1]
+	}
+	fmt.Printf("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self%s\n",
+		apiNames[api], cpuA, cpuB, roundsDone, violations[0]+violations[1], w, lost[0]+lost[1],
+		bud.suffix(roundsDone < rounds))
 }
 
 // Linux's CPU list format ("0-3,8"), or exit 64.
@@ -445,6 +549,7 @@ func involuntarySwitches() int64 {
 type threadRun struct {
 	cpu, wallNs, runNs, nivcsw int64
 	least, median              float64
+	done                       uint64 // the calls it made
 }
 
 func known(v int64) string {
@@ -457,8 +562,10 @@ func known(v int64) string {
 // k goroutines, each locked to an OS thread pinned to a CPU of the list, with
 // GOMAXPROCS raised to k so that all k run at once as the other languages'
 // threads do; each times its calls in chunks (the least is what an idle CPU
-// shows) and reads its thread's CPU time and involuntary switches.
-func threads(api int, k, n uint64, cpus []uint64) {
+// shows) and reads its thread's CPU time and involuntary switches. With a
+// budget, each looks at the deadline after each chunk (the chunk's own end,
+// read anyway) and stops there when it has passed: at least one chunk each.
+func threads(api int, k, n uint64, cpus []uint64, bud budget) {
 	if was := runtime.GOMAXPROCS(0); uint64(was) < k {
 		runtime.GOMAXPROCS(int(k))
 		defer runtime.GOMAXPROCS(was) // serve's next command runs as it would alone
@@ -509,37 +616,55 @@ func threads(api int, k, n uint64, cpus []uint64) {
 			sw0, cpu0 := involuntarySwitches(), threadCPUNs()
 			t0 := time.Now()
 			prev := t0
+			c := 0
+			// after chunk c-1: its time, and whether the budget stops the loop there
+			endChunk := func() bool {
+				now := time.Now()
+				d[c] = int64(now.Sub(prev))
+				c++
+				prev = now
+				return c < len(d) && bud.overAt(now)
+			}
 			switch api {
 			case apiNow:
 				var last time.Time
-				for c := range d {
+				for c < len(d) {
 					for i := uint64(0); i < chunk; i++ {
 						last = time.Now()
 					}
-					now := time.Now()
-					d[c] = int64(now.Sub(prev))
-					prev = now
+					if endChunk() {
+						break
+					}
 				}
-				for i := uint64(0); i < rest; i++ {
-					last = time.Now()
+				if c == len(d) {
+					for i := uint64(0); i < rest; i++ {
+						last = time.Now()
+					}
 				}
 				sinkTime = last
 			case apiSince:
 				var last time.Duration
-				for c := range d {
+				for c < len(d) {
 					for i := uint64(0); i < chunk; i++ {
 						last = time.Since(base)
 					}
-					now := time.Now()
-					d[c] = int64(now.Sub(prev))
-					prev = now
+					if endChunk() {
+						break
+					}
 				}
-				for i := uint64(0); i < rest; i++ {
-					last = time.Since(base)
+				if c == len(d) {
+					for i := uint64(0); i < rest; i++ {
+						last = time.Since(base)
+					}
 				}
 				sinkDuration = last
 			}
 			me.wallNs = int64(time.Since(t0))
+			me.done = uint64(c) * chunk
+			if c == len(d) {
+				me.done = n
+			}
+			d = d[:c]
 			cpu1, sw1 := threadCPUNs(), involuntarySwitches()
 			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 			me.least = float64(d[0]) / float64(chunk)
@@ -557,9 +682,12 @@ func threads(api int, k, n uint64, cpus []uint64) {
 	close(start)
 	done.Wait()
 	sum, worst := 0.0, 0.0
-	var cpu, least, median, wall, run, sw []string
+	cut := false
+	var cpu, least, median, wall, run, sw, doneList []string
 	for _, r := range runs {
-		v := float64(r.wallNs) / float64(n)
+		v := float64(r.wallNs) / float64(r.done)
+		cut = cut || r.done < n
+		doneList = append(doneList, strconv.FormatUint(r.done, 10))
 		sum += v
 		if v > worst {
 			worst = v
@@ -575,10 +703,14 @@ func threads(api int, k, n uint64, cpus []uint64) {
 	if unpinned != 0 {
 		pinned = "no"
 	}
+	doneText := ""
+	if bud.ms > 0 {
+		doneText = " done=" + strings.Join(doneList, ",")
+	}
 	fmt.Printf("threads %s k=%d n=%d per_call_ns=%.2f max_per_call_ns=%.2f chunk=%d pinned=%s cpu=%s least_ns=%s "+
-		"median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s\n", apiNames[api], k, n, sum/float64(k), worst, chunk, pinned,
+		"median_ns=%s wall_ns=%s run_ns=%s nivcsw=%s%s%s\n", apiNames[api], k, n, sum/float64(k), worst, chunk, pinned,
 		strings.Join(cpu, ","), strings.Join(least, ","), strings.Join(median, ","), strings.Join(wall, ","),
-		strings.Join(run, ","), strings.Join(sw, ","))
+		strings.Join(run, ","), strings.Join(sw, ","), doneText, bud.suffix(cut))
 }
 
 // One command, its words as on the command line (os.Args[1:]); serving: read
@@ -626,13 +758,27 @@ func dispatch(args []string, serving bool) {
 			fail("usage: %s %s %s", prog, cmd, usage)
 		}
 	}
+	// cost, steps, cross and threads take budget_ms as an optional last word
+	needBudgeted := func(count int, usage string) {
+		if len(rest) != count && len(rest) != count+1 {
+			fail("usage: %s %s %s [<budget_ms>]", prog, cmd, usage)
+		}
+	}
+	budgetAt := func(i int) budget {
+		if i < len(rest) {
+			return newBudget(parseU64(rest[i], "budget_ms", 1, maxBudgetMs))
+		}
+		return budget{}
+	}
 	switch cmd {
 	case "cost":
-		need(1, "<api> <n>")
-		cost(api, parseU64(rest[0], "n", 1, maxN))
+		needBudgeted(1, "<api> <n>")
+		n := parseU64(rest[0], "n", 1, maxN)
+		cost(api, n, budgetAt(1))
 	case "steps":
-		need(1, "<api> <n>")
-		steps(api, parseU64(rest[0], "n", 2, maxN))
+		needBudgeted(1, "<api> <n>")
+		n := parseU64(rest[0], "n", 2, maxN)
+		steps(api, n, budgetAt(1))
 	case "path":
 		need(1, "<api> <n>")
 		path(api, parseU64(rest[0], "n", 1, maxN))
@@ -640,19 +786,21 @@ func dispatch(args []string, serving bool) {
 		need(0, "<api>")
 		stamp(api, serving)
 	case "cross":
-		need(3, "<api> <cpu_a> <cpu_b> <rounds>")
-		cross(api, parseU64(rest[0], "cpu_a", 0, cpuSetSize-1), parseU64(rest[1], "cpu_b", 0, cpuSetSize-1),
-			parseU64(rest[2], "rounds", 1, maxRounds))
+		needBudgeted(3, "<api> <cpu_a> <cpu_b> <rounds>")
+		a, b := parseU64(rest[0], "cpu_a", 0, cpuSetSize-1), parseU64(rest[1], "cpu_b", 0, cpuSetSize-1)
+		rounds := parseU64(rest[2], "rounds", 1, maxRounds)
+		cross(api, a, b, rounds, budgetAt(3))
 	case "threads":
-		if len(rest) != 2 && len(rest) != 3 {
-			fail("usage: %s threads <api> <k> <n> [<cpus>]", prog)
+		// the CPU list may be left out, but not before a budget
+		if len(rest) < 2 || len(rest) > 4 {
+			fail("usage: %s threads <api> <k> <n> [<cpus> [<budget_ms>]]", prog)
 		}
 		k, n := parseU64(rest[0], "k", 1, maxThreads), parseU64(rest[1], "n", 1, maxN)
 		var cpus []uint64
-		if len(rest) == 3 {
+		if len(rest) >= 3 {
 			cpus = parseCPUs(rest[2])
 		}
-		threads(api, k, n, cpus)
+		threads(api, k, n, cpus, budgetAt(3))
 	}
 }
 

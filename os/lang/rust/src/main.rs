@@ -31,14 +31,18 @@ const PROG: &str = "probe-rust";
 const MAX_N: u64 = 10_000_000; // 160 MB of samples at most
 const MAX_THREADS: u64 = 1024;
 const MAX_ROUNDS: u64 = 10_000_000;
+const MAX_BUDGET_MS: u64 = 3_600_000; // an hour
+/// A unit that is one call (a cost sample, a steps read) is checked against the
+/// budget once every CHECK_EVERY units, never inside a measured bracket.
+const CHECK_EVERY: u64 = 1024;
 const CPU_SETSIZE: u64 = 1024;
 const APIS: &str = "Instant::now, SystemTime::now";
 const COMMANDS: &str = "info, cost, steps, path, stamp, cross, threads, serve";
 // Longer than any command (the longest is cross's, about 50 bytes): a line
 // beyond it is refused rather than gathered without bound.
 const MAX_LINE: usize = 1024;
-const USAGE: &str =
-    "info | cost|steps|path <api> <n> | stamp <api> | cross <api> <cpu_a> <cpu_b> <rounds> | threads <api> <k> <n> [<cpus>] | serve";
+const USAGE: &str = "info | cost|steps <api> <n> [<budget_ms>] | path <api> <n> | stamp <api> | \
+     cross <api> <cpu_a> <cpu_b> <rounds> [<budget_ms>] | threads <api> <k> <n> [<cpus> [<budget_ms>]] | serve";
 
 extern "C" {
     // glibc; pid 0 is the calling thread
@@ -163,15 +167,45 @@ fn ci_ranks(n: usize) -> (usize, usize) {
     ((half - w).floor().max(0.0) as usize, ((half + w).ceil() as usize).min(n - 1))
 }
 
+/// The optional bound on the whole of a command (cost, steps, cross, threads:
+/// docs/output.md, "Language probes: the contract"): its deadline is ms after the
+/// command starts, on Instant. Without one (ms 0) the command runs as it always
+/// did and its line has no budget fields.
+#[derive(Clone, Copy)]
+struct Budget {
+    ms: u64,
+    end: Instant,
+}
+
+impl Budget {
+    fn new(ms: u64) -> Budget {
+        Budget { ms, end: Instant::now() + Duration::from_millis(ms) }
+    }
+    fn over(&self) -> bool {
+        self.ms > 0 && Instant::now() >= self.end
+    }
+    fn over_at(&self, t: Instant) -> bool {
+        self.ms > 0 && t >= self.end
+    }
+    /// What the line ends with: nothing, or " budget_ms=B cut=0|1".
+    fn suffix(&self, cut: bool) -> String {
+        if self.ms == 0 {
+            return String::new();
+        }
+        format!(" budget_ms={} cut={}", self.ms, cut as u8)
+    }
+}
+
 fn percentile(sorted: &[u64], per_mille: u64) -> u64 {
     let n = sorted.len() as u64;
     let rank = ((per_mille * n + 999) / 1000).clamp(1, n);
     sorted[(rank - 1) as usize]
 }
 
-fn cost<C: Clock>(n: u64) {
+fn cost<C: Clock>(n: u64, budget: Budget) {
     let mut full = vec![0u64; n as usize];
     let mut empty = vec![0u64; n as usize];
+    let mut done = n;
     for i in 0..n as usize {
         let e0 = tsc_begin();
         keep(&0u64);
@@ -182,17 +216,24 @@ fn cost<C: Clock>(n: u64) {
         keep(&t);
         empty[i] = e1.wrapping_sub(e0);
         full[i] = b.wrapping_sub(a);
+        let at = i as u64 + 1;
+        if budget.ms > 0 && at % CHECK_EVERY == 0 && at < n && budget.over() {
+            done = at;
+            full.truncate(at as usize);
+            empty.truncate(at as usize);
+            break;
+        }
     }
     let sum: f64 = full.iter().map(|&v| v as f64).sum();
     full.sort_unstable();
     empty.sort_unstable();
     let br = percentile(&empty, 500);
     let minus = |v: u64| v.saturating_sub(br);
-    let mean = (sum / n as f64 - br as f64).max(0.0);
+    let mean = (sum / done as f64 - br as f64).max(0.0);
     println!(
-        "cost {} method=tsc unit=ticks n={} min={} p50={} mean={:.1} p99={} p999={} max={} bracket={} p50_lo={} p50_hi={}",
+        "cost {} method=tsc unit=ticks n={} min={} p50={} mean={:.1} p99={} p999={} max={} bracket={} p50_lo={} p50_hi={}{}",
         C::NAME,
-        n,
+        done,
         minus(full[0]),
         minus(percentile(&full, 500)),
         mean,
@@ -201,19 +242,36 @@ fn cost<C: Clock>(n: u64) {
         minus(full[full.len() - 1]),
         br,
         minus(full[ci_ranks(full.len()).0]),
-        minus(full[ci_ranks(full.len()).1])
+        minus(full[ci_ranks(full.len()).1]),
+        budget.suffix(done < n)
     );
 }
 
-fn steps<C: Clock>(n: u64) {
+/// With a budget, the deadline is looked at after every CHECK_EVERY-th read; the
+/// step across that look (read i-1 to i, i a multiple of CHECK_EVERY) holds it,
+/// and is not counted.
+fn steps<C: Clock>(n: u64, budget: Budget) {
     let first = C::now();
     let mut v = vec![first; n as usize];
-    for slot in v.iter_mut() {
-        *slot = C::now();
+    if budget.ms == 0 {
+        for slot in v.iter_mut() {
+            *slot = C::now();
+        }
+    } else {
+        for i in 0..n {
+            v[i as usize] = C::now();
+            if (i + 1) % CHECK_EVERY == 0 && i + 1 < n && budget.over() {
+                v.truncate(i as usize + 1);
+                break;
+            }
+        }
     }
     let mut hist: BTreeMap<u64, u64> = BTreeMap::new(); // upper edge in ns -> count; 0: zero steps
     let (mut least, mut zero, mut backward, mut max_back) = (0u64, 0u64, 0u64, 0u64);
-    for w in v.windows(2) {
+    for (i, w) in v.windows(2).enumerate() {
+        if budget.ms > 0 && (i as u64 + 1) % CHECK_EVERY == 0 {
+            continue; // the deadline's look sits in this step
+        }
         let d = C::diff_ns(w[0], w[1]);
         if d < 0 {
             backward += 1;
@@ -231,14 +289,15 @@ fn steps<C: Clock>(n: u64) {
     }
     let h: Vec<String> = hist.iter().map(|(k, c)| format!("{}:{}", k, c)).collect();
     println!(
-        "steps {} n={} least_ns={} zero={} backward={} max_backward_ns={} hist={}",
+        "steps {} n={} least_ns={} zero={} backward={} max_backward_ns={} hist={}{}",
         C::NAME,
-        n,
+        v.len(),
         if least > 0 { least.to_string() } else { "none".to_string() },
         zero,
         backward,
         max_back,
-        h.join(",")
+        h.join(","),
+        budget.suffix((v.len() as u64) < n)
     );
 }
 
@@ -344,8 +403,11 @@ struct Shared {
     pin_failed: AtomicBool,
 }
 
-/// (violations, largest violation in ns, lost rounds) of one thread's rounds as reader.
-fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) -> (u64, i64, u64) {
+/// (violations, largest violation in ns, lost rounds, rounds done) of one thread's rounds as
+/// reader. With a budget, a round's wait is bounded by the time left as well as by 1 s, and no
+/// round starts past the deadline: the rounds done are those whose reader saw the value or gave
+/// it up after 1 s (lost); the rest are not done, and not lost.
+fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared, budget: Budget) -> (u64, i64, u64, u64) {
     if !pin_self(cpu) {
         s.pin_failed.store(true, Ordering::SeqCst);
     }
@@ -353,7 +415,7 @@ fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) 
     while s.ready.load(Ordering::SeqCst) < 2 {
         std::thread::yield_now();
     }
-    let (mut violations, mut worst, mut lost) = (0u64, 0i64, 0u64);
+    let (mut violations, mut worst, mut lost, mut done) = (0u64, 0i64, 0u64, 0u64);
     for r in 0..rounds {
         if s.pin_failed.load(Ordering::Relaxed) {
             break;
@@ -365,7 +427,14 @@ fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) 
             s.seq.store(r + 1, Ordering::Release);
             continue;
         }
-        let deadline = Instant::now() + Duration::from_secs(1);
+        let start = Instant::now();
+        if budget.over_at(start) {
+            break;
+        }
+        let mut deadline = start + Duration::from_secs(1);
+        if budget.ms > 0 && budget.end < deadline {
+            deadline = budget.end;
+        }
         let mut seen = true;
         let mut spin = 0u64;
         while s.seq.load(Ordering::Acquire) < r + 1 {
@@ -378,6 +447,10 @@ fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) 
                 std::thread::yield_now(); // lets a writer on the same CPU run
             }
         }
+        if !seen && budget.over() {
+            break; // the budget's end, not the round's second
+        }
+        done += 1;
         if !seen {
             lost += 1;
             continue;
@@ -389,30 +462,42 @@ fn cross_side<C: Clock>(me: u64, cpu: u64, rounds: u64, base: C::T, s: &Shared) 
             worst = worst.max(d);
         }
     }
-    (violations, worst, lost)
+    (violations, worst, lost, done)
 }
 
-fn cross<C: Clock>(cpu_a: u64, cpu_b: u64, rounds: u64) {
+fn cross<C: Clock>(cpu_a: u64, cpu_b: u64, rounds: u64, budget: Budget) {
     let s = Arc::new(Shared { seq: AtomicU64::new(0), t1: AtomicI64::new(0), ready: AtomicUsize::new(0), pin_failed: AtomicBool::new(false) });
     let base = C::now();
     let sides: Vec<_> = [(0u64, cpu_a), (1u64, cpu_b)]
         .iter()
         .map(|&(me, cpu)| {
             let s = Arc::clone(&s);
-            std::thread::spawn(move || cross_side::<C>(me, cpu, rounds, base, &s))
+            std::thread::spawn(move || cross_side::<C>(me, cpu, rounds, base, &s, budget))
         })
         .collect();
-    let (mut v, mut worst, mut lost) = (0u64, 0i64, 0u64);
+    let (mut v, mut worst, mut lost, mut done) = (0u64, 0i64, 0u64, 0u64);
     for h in sides {
-        let (a, b, c) = h.join().expect("a cross thread panicked");
+        let (a, b, c, d) = h.join().expect("a cross thread panicked");
         v += a;
         worst = worst.max(b);
         lost += c;
+        done += d;
     }
     if s.pin_failed.load(Ordering::SeqCst) {
         fail(format!("cannot pin a thread to cpu {} or {} (sched_setaffinity refused it)", cpu_a, cpu_b));
     }
-    println!("cross {} a={} b={} rounds={} violations={} max_violation_ns={} lost={} pinned=self", C::NAME, cpu_a, cpu_b, rounds, v, worst, lost);
+    let rounds_done = if budget.ms > 0 { done } else { rounds };
+    println!(
+        "cross {} a={} b={} rounds={} violations={} max_violation_ns={} lost={} pinned=self{}",
+        C::NAME,
+        cpu_a,
+        cpu_b,
+        rounds_done,
+        v,
+        worst,
+        lost,
+        budget.suffix(rounds_done < rounds)
+    );
 }
 
 /// Linux's CPU list format ("0-3,8"), or exit 64.
@@ -460,9 +545,12 @@ struct ThreadRun {
     wall_ns: i64,
     run_ns: i64,
     nivcsw: i64,
+    done: u64, // the calls it made
 }
 
-fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>) {
+/// With a budget, each thread looks at the deadline after each chunk (the chunk's own end,
+/// read anyway) and stops there when it has passed: at least one chunk each.
+fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>, budget: Budget) {
     // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
     let chunk = (n / 20).clamp(1, 1000);
     let (chunks, rest) = (n / chunk, n % chunk);
@@ -490,19 +578,29 @@ fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>) {
                 let cpu0 = thread_cpu_ns();
                 let t0 = Instant::now();
                 let mut prev = t0;
-                for slot in d.iter_mut() {
+                let mut c = 0usize;
+                while c < d.len() {
                     for _ in 0..chunk {
                         let t = C::now();
                         keep(&t);
                     }
                     let now = Instant::now();
-                    *slot = now.duration_since(prev).as_nanos() as u64;
+                    d[c] = now.duration_since(prev).as_nanos() as u64;
+                    c += 1;
                     prev = now;
+                    if c < d.len() && budget.over_at(now) {
+                        break;
+                    }
                 }
-                for _ in 0..rest {
-                    let t = C::now();
-                    keep(&t);
+                let mut done = c as u64 * chunk;
+                if c == d.len() {
+                    for _ in 0..rest {
+                        let t = C::now();
+                        keep(&t);
+                    }
+                    done = n;
                 }
+                d.truncate(c);
                 let wall_ns = t0.elapsed().as_nanos() as i64;
                 let cpu1 = thread_cpu_ns();
                 let sw1 = involuntary_switches();
@@ -514,18 +612,20 @@ fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>) {
                     wall_ns,
                     run_ns: if cpu0 >= 0 && cpu1 >= 0 { cpu1 - cpu0 } else { -1 },
                     nivcsw: if sw0 >= 0 && sw1 >= 0 { sw1 - sw0 } else { -1 },
+                    done,
                 }
             })
         })
         .collect();
     let runs: Vec<ThreadRun> = pool.into_iter().map(|h| h.join().expect("a thread panicked")).collect();
-    let per_call: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64 / n as f64).collect();
+    let per_call: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64 / r.done as f64).collect();
     let mean = per_call.iter().sum::<f64>() / k as f64;
     let worst = per_call.iter().cloned().fold(0.0, f64::max);
     let known = |v: i64| if v < 0 { "-".to_string() } else { v.to_string() };
     let list = |f: &dyn Fn(&ThreadRun) -> String| runs.iter().map(f).collect::<Vec<_>>().join(",");
+    let done = if budget.ms > 0 { format!(" done={}", list(&|r| r.done.to_string())) } else { String::new() };
     println!(
-        "threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2} chunk={} pinned={} cpu={} least_ns={} median_ns={} wall_ns={} run_ns={} nivcsw={}",
+        "threads {} k={} n={} per_call_ns={:.2} max_per_call_ns={:.2} chunk={} pinned={} cpu={} least_ns={} median_ns={} wall_ns={} run_ns={} nivcsw={}{}{}",
         C::NAME,
         k,
         n,
@@ -538,7 +638,9 @@ fn threads<C: Clock>(k: u64, n: u64, cpus: Vec<u64>) {
         list(&|r| format!("{:.2}", r.median)),
         list(&|r| r.wall_ns.to_string()),
         list(&|r| known(r.run_ns)),
-        list(&|r| known(r.nivcsw))
+        list(&|r| known(r.nivcsw)),
+        done,
+        budget.suffix(runs.iter().any(|r| r.done < n))
     );
 }
 
@@ -548,14 +650,23 @@ fn run<C: Clock>(cmd: &str, args: &[String], serving: bool) {
             fail(format!("usage: {} {} {}", PROG, cmd, usage));
         }
     };
+    // cost, steps, cross and threads take budget_ms as an optional last word
+    let need_budgeted = |count: usize, usage: &str| {
+        if args.len() != count && args.len() != count + 1 {
+            fail(format!("usage: {} {} {} [<budget_ms>]", PROG, cmd, usage));
+        }
+    };
+    let budget_at = |i: usize| Budget::new(args.get(i).map(|b| parse_u64(b, "budget_ms", 1, MAX_BUDGET_MS)).unwrap_or(0));
     match cmd {
         "cost" => {
-            need(1, "<api> <n>");
-            cost::<C>(parse_u64(&args[0], "n", 1, MAX_N))
+            need_budgeted(1, "<api> <n>");
+            let n = parse_u64(&args[0], "n", 1, MAX_N);
+            cost::<C>(n, budget_at(1))
         }
         "steps" => {
-            need(1, "<api> <n>");
-            steps::<C>(parse_u64(&args[0], "n", 2, MAX_N))
+            need_budgeted(1, "<api> <n>");
+            let n = parse_u64(&args[0], "n", 2, MAX_N);
+            steps::<C>(n, budget_at(1))
         }
         "path" => {
             need(1, "<api> <n>");
@@ -566,19 +677,20 @@ fn run<C: Clock>(cmd: &str, args: &[String], serving: bool) {
             stamp::<C>(serving)
         }
         "cross" => {
-            need(3, "<api> <cpu_a> <cpu_b> <rounds>");
-            cross::<C>(
-                parse_u64(&args[0], "cpu_a", 0, CPU_SETSIZE - 1),
-                parse_u64(&args[1], "cpu_b", 0, CPU_SETSIZE - 1),
-                parse_u64(&args[2], "rounds", 1, MAX_ROUNDS),
-            )
+            need_budgeted(3, "<api> <cpu_a> <cpu_b> <rounds>");
+            let a = parse_u64(&args[0], "cpu_a", 0, CPU_SETSIZE - 1);
+            let b = parse_u64(&args[1], "cpu_b", 0, CPU_SETSIZE - 1);
+            let rounds = parse_u64(&args[2], "rounds", 1, MAX_ROUNDS);
+            cross::<C>(a, b, rounds, budget_at(3))
         }
         "threads" => {
-            if args.len() != 2 && args.len() != 3 {
-                fail(format!("usage: {} threads <api> <k> <n> [<cpus>]", PROG));
+            // the CPU list may be left out, but not before a budget
+            if args.len() < 2 || args.len() > 4 {
+                fail(format!("usage: {} threads <api> <k> <n> [<cpus> [<budget_ms>]]", PROG));
             }
             let (k, n) = (parse_u64(&args[0], "k", 1, MAX_THREADS), parse_u64(&args[1], "n", 1, MAX_N));
-            threads::<C>(k, n, args.get(2).map(|c| parse_cpus(c)).unwrap_or_default())
+            let cpus = args.get(2).map(|c| parse_cpus(c)).unwrap_or_default();
+            threads::<C>(k, n, cpus, budget_at(3))
         }
         _ => unreachable!(),
     }
