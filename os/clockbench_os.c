@@ -40,6 +40,7 @@
 #include "os_clocksource.h"
 #include "os_keep.h"
 #include "os_lang.h"
+#include "os_probe_run.h" /* probe_sched_times: our own wait for a CPU */
 
 #ifndef CLOCKBENCH_VERSION
 #define CLOCKBENCH_VERSION "unknown"
@@ -243,7 +244,12 @@ struct call_result {
     uint64_t res_ns;    /* clock_getres */
     struct os_sequence seq;
     double seq_ms;      /* how long the back-to-back reads ran */
+    bool waited_known;
+    double waited_share; /* of the cost loop's wall time, spent runnable waiting for a CPU (a busy host) */
 };
+/* a cost loop that waited for a CPU this share of its time was the busy
+   host's figure as much as the call's: said, beside it (issue 48) */
+#define WAITED_SHARE_DISTURBED 0.1
 
 static inline __attribute__((always_inline)) uint32_t cost_loop(enum os_call k, uint64_t *full, uint64_t *empty, uint32_t n,
                                                                 uint64_t budget)
@@ -372,7 +378,14 @@ static void measure_call(enum os_call k, struct call_result *c)
         goto out;
     }
     uint32_t got = 0;
+    uint64_t run0, wait0, run1, wait1, t0 = raw_ns();
+    bool sched0 = probe_sched_times(getpid(), &run0, &wait0);
     OS_DISPATCH(k, COST_CALL, full, empty, n, (uint64_t)(tsc_hz * opt.cost_ms / 1000), &got);
+    uint64_t t1 = raw_ns();
+    if (sched0 && probe_sched_times(getpid(), &run1, &wait1) && wait1 >= wait0 && t1 > t0) {
+        c->waited_known = true;
+        c->waited_share = (double)(wait1 - wait0) / (double)(t1 - t0);
+    }
     struct summary se;
     stats_summarise(full, got, scratch, &c->lat);
     stats_summarise(empty, got, scratch, &se);
@@ -485,6 +498,8 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
         printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)),
                cell(b[1], ticks_ns(s->p50)), cell(b[2], ticks_ns(xd(s->mean))), cell(b[3], ticks_ns(s->p99)),
                c->res_known ? cell(b[4], (double)c->res_ns) : "-", c->seq.min_step ? cell(b[5], step_ns) : "none");
+    if (c->waited_known && c->waited_share >= WAITED_SHARE_DISTURBED)
+        printf("  %-40s %-8s ~ disturbed: it waited for a CPU %.0f%% of its time (the host is busy)\n", "", "", c->waited_share * 100);
     struct record r;
     record_begin(&r, "os_latency");
     record_str(&r, "clocksource", cs);
@@ -503,6 +518,11 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
     record_u64(&r, "max_ticks", s->max);
     record_u64(&r, "bracket_overhead_ticks", c->overhead);
     record_bool(&r, "below_step", below);
+    if (c->waited_known)
+        rec_f(&r, "waited_for_cpu", c->waited_share, 3);
+    else
+        record_null(&r, "waited_for_cpu");
+    record_bool(&r, "disturbed", c->waited_known && c->waited_share >= WAITED_SHARE_DISTURBED);
     emit(&r);
     static const char *const units[] = {"ns", "us", "s", "clock_t", "tsc"};
     record_begin(&r, "os_resolution");
@@ -612,6 +632,7 @@ static void os_row(struct lang_row *row, const char *name, enum os_call k, const
     row->path_known = path >= 0;
     row->syscalls_per_1000 = path;
     row->via_syscall = path >= 500;
+    row->disturbed = c->waited_known && c->waited_share >= WAITED_SHARE_DISTURBED;
     snprintf(row->clock, sizeof row->clock, "%s", clock);
 }
 

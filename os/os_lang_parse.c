@@ -758,8 +758,10 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
         }
         if (r->disturbed)
             strcat(c, "~");
-        if (r->cost_known && bare_ns > 0)
+        if (r->cost_known && bare_ns > 0 && r->p50_ns / bare_ns < 1000)
             snprintf(x, sizeof x, "%.1f", r->p50_ns / bare_ns);
+        else if (r->cost_known && bare_ns > 0) /* a busy host's 2e7: within the column */
+            lang_fig(x, sizeof x, r->p50_ns / bare_ns);
         else
             snprintf(x, sizeof x, "-");
         if (r->step_known)
