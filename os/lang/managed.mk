@@ -9,11 +9,14 @@ LANG_MANAGED := $(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/pr
 	$(LANG_DIR)/Probe.runtimeconfig.json
 LANG_PROBES += $(LANG_MANAGED)
 
-# --release 17: the class runs on the JDK 17 that os-vm's jlink runtime is made from
+# --release 8 (class file version 52, issue 48): the class runs on Java 8 and every later JVM,
+# os-vm's jlink'd JDK 17 among them. -Xlint:-options: a javac from 21 on warns that 8 is obsolete.
+# The probe is the one class (no nested or anonymous classes), so Probe.class is all there is.
 $(LANG_DIR)/java/Probe.class: os/lang/java/Probe.java
 	@command -v $(JAVAC) >/dev/null || { echo "error: $(JAVAC) not found: install 'openjdk-17-jdk-headless' (or run 'make deps')"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(call say,JAVAC,$@)$(JAVAC) --release 17 -Xlint:all -Werror -d $(dir $@) $<
+	$(call say,JAVAC,$@)$(JAVAC) --release 8 -Xlint:all,-options -Werror -d $(dir $@) $<
+	@set -- $(dir $@)*.class; [ "$$*" = "$@" ] || { echo "error: javac made more than Probe.class ($$*): the bundle carries that one file"; rm -f "$$@"; exit 1; }
 
 # Python and JavaScript run from source: the copy is checked by its own runtime's parser first
 $(LANG_DIR)/probe.py: os/lang/python/probe.py

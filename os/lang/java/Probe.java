@@ -15,6 +15,11 @@
 // thread reading one BufferedReader into a queue, from which serve's commands, stamp's lines and
 // cross's pin answers are all taken (a second reader would buffer what the first one needs; the
 // thread lets a wait for a pin answer be bounded).
+//
+// Built for Java 8 (javac --release 8, class file version 52; issue 48): nothing Java 9 added is
+// used (cross's reader spins with a Thread.yield every 1024 turns, as the native probes' do, not
+// Thread.onSpinWait; seq is a volatile, not setRelease/getAcquire). Before Java 9,
+// Instant.now reads System.currentTimeMillis: it is measured all the same, and its claim says so.
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -23,10 +28,11 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.time.Instant;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
@@ -44,9 +50,44 @@ public final class Probe {
     static final int MAX_N = 10_000_000;
     static final long ROUND_TIMEOUT_NS = 1_000_000_000L;
     static final long WAIT_S = 60;
-    static final String USAGE = "usage: java Probe info | cost API N | steps API N | path API N | stamp API"
-            + " | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve";
+    static final int MAX_BUDGET_MS = 3_600_000; // an hour
+    static final int CHECK_EVERY = 1024; // a steps read is one call: the budget is looked at once every CHECK_EVERY
+    static final String USAGE = "usage: java Probe info | cost API N [BUDGET_MS] | steps API N [BUDGET_MS] | path API N"
+            + " | stamp API | cross API CPU_A CPU_B ROUNDS [BUDGET_MS] | threads API K N [CPUS [BUDGET_MS]] | serve";
     static volatile long sink; // where measured values go, so that no read is optimised away
+
+    // Java 8 (java.specification.version "1.8"): Instant.now is Clock.systemUTC's, which reads
+    // System.currentTimeMillis; from Java 9 it reads the clock finer (JDK-8068730)
+    static boolean instantInMillis() {
+        return System.getProperty("java.specification.version", "").startsWith("1.");
+    }
+
+    // The optional bound on the whole of a command (cost, steps, cross, threads: docs/output.md,
+    // "Language probes: the contract"): its deadline is ms after the command starts, on
+    // System.nanoTime. Without one (ms 0) the command runs as it always did and its line has no
+    // budget fields. Three longs, {ms, start, end}, not a class of its own: the probe stays the
+    // one file Probe.class that the bundle and os-vm carry.
+    static final int B_MS = 0, B_START = 1, B_END = 2;
+
+    static long[] budget(int ms) {
+        long start = System.nanoTime();
+        return new long[] {ms, start, start + ms * 1_000_000L};
+    }
+
+    static boolean over(long[] budget) {
+        return budget[B_MS] > 0 && System.nanoTime() - budget[B_END] >= 0;
+    }
+
+    static boolean overAt(long[] budget, long t) {
+        return budget[B_MS] > 0 && t - budget[B_END] >= 0;
+    }
+
+    // what the line ends with: nothing, or " budget_ms=B cut=0|1"
+    static String suffix(long[] budget, boolean cut) {
+        return budget[B_MS] > 0 ? " budget_ms=" + budget[B_MS] + " cut=" + (cut ? 1 : 0) : "";
+    }
+
+    static final long[] NO_BUDGET = budget(0);
 
     static void fail(String message, int status) {
         System.err.println("probe-java: " + message);
@@ -116,22 +157,27 @@ public final class Probe {
         }
     }
 
-    // at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
-    static boolean warming(int done, int calls, long start) {
-        return done < calls || (done < MIN_WARMUP_CALLS && System.nanoTime() - start < MAX_WARMUP_NS);
+    // at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS;
+    // with a budget, never past half of it (once some calls are made)
+    static boolean warming(int done, int calls, long start, long[] budget) {
+        long now = System.nanoTime();
+        if (budget[B_MS] > 0 && done > 0 && now - (budget[B_START] + budget[B_MS] * 500_000L) >= 0)
+            return false;
+        return done < calls || (done < MIN_WARMUP_CALLS && now - start < MAX_WARMUP_NS);
     }
 
-    static void warmUp(int api, int calls) {
+    static void warmUp(int api, int calls, long[] budget) {
         long start = System.nanoTime();
-        for (int done = 0; warming(done, calls, start); done += BATCH_CALLS)
+        for (int done = 0; warming(done, calls, start, budget); done += BATCH_CALLS)
             sink += batch(api, BATCH_CALLS);
     }
 
-    static void cost(int api, int n) {
+    static void cost(int api, int n, long[] budget) {
         int batch = Math.min(n, BATCH_CALLS), batches = n / batch;
-        warmUp(api, n);
+        warmUp(api, n, budget);
         double[] perCall = new double[batches];
         double total = 0;
+        int done = batches;
         for (int b = 0; b < batches; b++) {
             long t0 = System.nanoTime();
             long acc = batch(api, batch);
@@ -139,7 +185,14 @@ public final class Probe {
             sink += acc;
             perCall[b] = (double) (t1 - t0) / batch;
             total += perCall[b];
+            if (budget[B_MS] > 0 && b + 1 < batches && overAt(budget, t1)) {
+                done = b + 1;
+                perCall = Arrays.copyOf(perCall, done);
+                break;
+            }
         }
+        boolean cut = done < batches;
+        batches = done;
         Arrays.sort(perCall);
         int mid = batches / 2;
         double p50 = batches % 2 == 1 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
@@ -148,20 +201,41 @@ public final class Probe {
         int lo = (int) Math.max(0, Math.floor(batches / 2.0 - w)), hi = (int) Math.min(batches - 1, Math.ceil(batches / 2.0 + w));
         say("cost " + APIS[api] + " method=batch unit=ns n=" + (long) batches * batch + " batch=" + batch
                 + " min=" + fmt(perCall[0]) + " p50=" + fmt(p50) + " mean=" + fmt(total / batches)
-                + " max=" + fmt(perCall[batches - 1]) + " timer=System.nanoTime p50_lo=" + fmt(perCall[lo]) + " p50_hi=" + fmt(perCall[hi]));
+                + " max=" + fmt(perCall[batches - 1]) + " timer=System.nanoTime p50_lo=" + fmt(perCall[lo]) + " p50_hi=" + fmt(perCall[hi])
+                + suffix(budget, cut));
     }
 
-    static void steps(int api, int n) {
+    // With a budget, the reads are made CHECK_EVERY at a time and the deadline looked at between
+    // them; the step across a look (read i-1 to i, i a multiple of CHECK_EVERY) is not counted.
+    static void steps(int api, int n, long[] budget) {
         if (n < 2)
             fail("bad n '" + n + "': steps needs at least 2 reads", 64);
-        long[] v = new long[n];
+        long[] v = new long[budget[B_MS] > 0 ? Math.min(n, CHECK_EVERY) : n];
         long start = System.nanoTime();
-        for (int done = 0; warming(done, n, start); done += n)
+        for (int done = 0; warming(done, n, start, budget); done += v.length)
             fill(api, v); // warm-up: the JIT compiles the loop before the reads that count
-        fill(api, v);
+        int done = n;
+        if (budget[B_MS] == 0) {
+            fill(api, v);
+        } else {
+            long[] block = v;
+            v = new long[n];
+            for (int at = 0; at < n; at += CHECK_EVERY) {
+                if (block.length != Math.min(CHECK_EVERY, n - at))
+                    block = new long[n - at];
+                fill(api, block);
+                System.arraycopy(block, 0, v, at, block.length);
+                if (at + block.length < n && over(budget)) {
+                    done = at + block.length;
+                    break;
+                }
+            }
+        }
         long zero = 0, backward = 0, maxBack = 0, least = -1;
         TreeMap<Long, Long> bins = new TreeMap<>();
-        for (int i = 1; i < n; i++) {
+        for (int i = 1; i < done; i++) {
+            if (budget[B_MS] > 0 && i % CHECK_EVERY == 0)
+                continue; // the deadline's look sits in this step
             long s = (v[i] - v[i - 1]) * UNIT_NS[api];
             if (s < 0) {
                 backward++;
@@ -179,10 +253,11 @@ public final class Probe {
             bins.merge(upper, 1L, Long::sum);
         }
         StringBuilder hist = new StringBuilder();
-        for (var e : bins.entrySet())
+        for (Map.Entry<Long, Long> e : bins.entrySet())
             hist.append(hist.length() > 0 ? "," : "").append(e.getKey()).append(':').append(e.getValue());
-        say("steps " + APIS[api] + " n=" + n + " least_ns=" + (least < 0 ? "none" : Long.toString(least))
-                + " zero=" + zero + " backward=" + backward + " max_backward_ns=" + maxBack + " hist=" + hist);
+        say("steps " + APIS[api] + " n=" + done + " least_ns=" + (least < 0 ? "none" : Long.toString(least))
+                + " zero=" + zero + " backward=" + backward + " max_backward_ns=" + maxBack + " hist=" + hist
+                + suffix(budget, done < n));
     }
 
     // raw writes: FileOutputStream has no buffer, so each marker is one write(2)
@@ -191,7 +266,7 @@ public final class Probe {
     static final byte[] END = "cb-path-end\n".getBytes(StandardCharsets.US_ASCII);
 
     static void path(int api, int n) throws IOException {
-        warmUp(api, n); // compiled before the window: no class loading or compile requests inside it
+        warmUp(api, n, NO_BUDGET); // compiled before the window: no class loading or compile requests inside it
         ERR.write(BEGIN);
         long acc = batch(api, n);
         ERR.write(END);
@@ -208,7 +283,7 @@ public final class Probe {
 
     static String threadId() {
         try {
-            return Files.readString(Path.of("/proc/thread-self/stat")).split(" ", 2)[0];
+            return new String(Files.readAllBytes(Paths.get("/proc/thread-self/stat")), StandardCharsets.US_ASCII).split(" ", 2)[0];
         } catch (IOException e) {
             return null;
         }
@@ -272,14 +347,17 @@ public final class Probe {
         return "ok".equals(reply);
     }
 
-    static void cross(int api, int cpuA, int cpuB, int rounds) throws Exception {
+    // With a budget, a round's wait is bounded by the time left as well as by 1 s, and no round
+    // starts past the deadline: the rounds done are those whose reader saw the value or gave it up
+    // after 1 s (lost); the rest are not done, and not lost.
+    static void cross(int api, int cpuA, int cpuB, int rounds, long[] budget) throws Exception {
         AtomicLong seq = new AtomicLong();
-        long[] t1 = new long[1];         // written before seq's release store, read after its acquire load
-        long[] lost = new long[2], violations = new long[2], maxViolation = new long[2];
+        long[] t1 = new long[1];         // written before seq's volatile store, read after its volatile load
+        long[] lost = new long[2], violations = new long[2], maxViolation = new long[2], done = new long[2];
         String[] tids = new String[2];
         CountDownLatch started = new CountDownLatch(2), go = new CountDownLatch(1);
         Thread[] sides = new Thread[2];
-        warmUp(api, rounds);
+        warmUp(api, rounds, budget);
         for (int side = 0; side < 2; side++) {
             final int me = side;
             sides[me] = new Thread(() -> {
@@ -294,18 +372,28 @@ public final class Probe {
                 for (int r = 0; r < rounds; r++) {
                     if (r % 2 == me) { // writer: a->b on even rounds, b->a on odd
                         t1[0] = read(api);
-                        seq.setRelease(r + 1);
+                        seq.set(r + 1); // volatile: a release store, as Java 9's setRelease
                         continue;
                     }
-                    long deadline = System.nanoTime() + ROUND_TIMEOUT_NS;
+                    long begin = System.nanoTime();
+                    if (overAt(budget, begin))
+                        break;
+                    long deadline = begin + ROUND_TIMEOUT_NS;
+                    if (budget[B_MS] > 0 && budget[B_END] - deadline < 0)
+                        deadline = budget[B_END];
                     boolean seen = true;
-                    while (seq.getAcquire() < r + 1) {
-                        Thread.onSpinWait();
-                        if (System.nanoTime() > deadline) {
-                            seen = false;
-                            break;
+                    for (int spin = 1; seq.get() < r + 1; spin++) {
+                        if (spin % 1024 == 0) {
+                            if (System.nanoTime() - deadline > 0) {
+                                seen = false;
+                                break;
+                            }
+                            Thread.yield(); // lets a writer on the same CPU run
                         }
                     }
+                    if (!seen && over(budget))
+                        break; // the budget's end, not the round's second
+                    done[me]++;
                     if (!seen) {
                         lost[me]++;
                         continue;
@@ -324,15 +412,18 @@ public final class Probe {
         boolean pinned = requestPin(tids[0], cpuA);
         pinned &= requestPin(tids[1], cpuB);
         go.countDown();
+        long bound = budget[B_MS] > 0 ? Math.min(rounds * 1000L, budget[B_MS]) : rounds * 1000L;
         for (Thread t : sides) {
-            t.join(rounds * 1000L + WAIT_S * 1000L);
+            t.join(bound + WAIT_S * 1000L);
             if (t.isAlive())
                 fail("cross: a thread did not finish in time", 1);
         }
-        say("cross " + APIS[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + rounds
+        long roundsDone = budget[B_MS] > 0 ? done[0] + done[1] : rounds;
+        say("cross " + APIS[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + roundsDone
                 + " violations=" + (violations[0] + violations[1])
                 + " max_violation_ns=" + Math.max(maxViolation[0], maxViolation[1])
-                + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
+                + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no")
+                + suffix(budget, roundsDone < rounds));
     }
 
     // Linux's CPU list format ("0-3,8"), or exit 64.
@@ -351,7 +442,7 @@ public final class Probe {
     // This thread's involuntary context switches, -1 where /proc cannot say.
     static long involuntarySwitches() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/thread-self/status")))
+            for (String line : Files.readAllLines(Paths.get("/proc/thread-self/status"), StandardCharsets.US_ASCII))
                 if (line.startsWith("nonvoluntary_ctxt_switches:"))
                     return Long.parseLong(line.substring(27).trim());
         } catch (IOException | NumberFormatException e) {
@@ -364,11 +455,13 @@ public final class Probe {
         return v < 0 ? "-" : Long.toString(v);
     }
 
-    static void threads(int api, int k, int n, int[] cpus) throws Exception {
+    // With a budget, each thread looks at the deadline after each chunk (the chunk's own end, read
+    // anyway) and stops there when it has passed: at least one chunk each.
+    static void threads(int api, int k, int n, int[] cpus, long[] budget) throws Exception {
         // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
         int chunk = Math.max(1, Math.min(1000, n / 20)), chunks = n / chunk, rest = n % chunk;
         CountDownLatch ready = new CountDownLatch(k), go = new CountDownLatch(1);
-        long[] elapsed = new long[k], switches = new long[k];
+        long[] elapsed = new long[k], switches = new long[k], calls = new long[k];
         double[] least = new double[k], median = new double[k];
         String[] tids = new String[k];
         Thread[] workers = new Thread[k];
@@ -376,7 +469,7 @@ public final class Probe {
             final int me = w;
             workers[me] = new Thread(() -> {
                 tids[me] = threadId();
-                warmUp(api, n);
+                warmUp(api, n, budget);
                 long[] d = new long[chunks];
                 ready.countDown();
                 try {
@@ -387,19 +480,27 @@ public final class Probe {
                 }
                 long sw0 = involuntarySwitches();
                 long t0 = System.nanoTime(), prev = t0, acc = 0;
-                for (int c = 0; c < chunks; c++) {
+                int c = 0;
+                while (c < chunks) {
                     acc += batch(api, chunk);
                     long now = System.nanoTime();
-                    d[c] = now - prev;
+                    d[c++] = now - prev;
                     prev = now;
+                    if (c < chunks && overAt(budget, now))
+                        break;
                 }
-                acc += batch(api, rest);
+                calls[me] = (long) c * chunk;
+                if (c == chunks) {
+                    acc += batch(api, rest);
+                    calls[me] = n;
+                }
                 long t1 = System.nanoTime();
                 long sw1 = involuntarySwitches();
                 sink += acc;
+                d = Arrays.copyOf(d, c);
                 Arrays.sort(d);
                 least[me] = (double) d[0] / chunk;
-                median[me] = (double) d[chunks / 2] / chunk;
+                median[me] = (double) d[c / 2] / chunk;
                 switches[me] = sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0;
                 elapsed[me] = Math.max(1, t1 - t0);
             });
@@ -418,13 +519,15 @@ public final class Probe {
         }
         go.countDown(); // the common start
         double sum = 0, max = 0;
+        boolean cut = false;
         StringBuilder cpu = new StringBuilder(), lo = new StringBuilder(), mid = new StringBuilder(),
-            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder();
+            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder(), made = new StringBuilder();
         for (int w = 0; w < k; w++) {
-            workers[w].join(2 * WAIT_S * 1000L);
+            workers[w].join(2 * WAIT_S * 1000L + budget[B_MS]);
             if (workers[w].isAlive() || elapsed[w] <= 0)
                 fail("threads: a worker did not finish in time", 1);
-            double perCall = (double) elapsed[w] / n;
+            double perCall = (double) elapsed[w] / calls[w];
+            cut |= calls[w] < n;
             sum += perCall;
             max = Math.max(max, perCall);
             String sep = w > 0 ? "," : "";
@@ -434,11 +537,12 @@ public final class Probe {
             wall.append(sep).append(elapsed[w]);
             run.append(sep).append("-");
             sw.append(sep).append(known(switches[w]));
+            made.append(sep).append(calls[w]);
         }
         say("threads " + APIS[api] + " k=" + k + " n=" + n + " per_call_ns=" + fmt(sum / k)
                 + " max_per_call_ns=" + fmt(max) + " chunk=" + chunk + " pinned=" + (pinned ? "requested" : "no")
                 + " cpu=" + cpu + " least_ns=" + lo + " median_ns=" + mid + " wall_ns=" + wall + " run_ns=" + run
-                + " nivcsw=" + sw);
+                + " nivcsw=" + sw + (budget[B_MS] > 0 ? " done=" + made : "") + suffix(budget, cut));
     }
 
     // Each line of stdin one command, run as alone, its answer followed by cb-served.
@@ -465,8 +569,10 @@ public final class Probe {
         case "cross": want = 4; break;
         default: fail("unknown command '" + cmd + "'; " + USAGE, 64); return;
         }
-        // threads' CPU list may be left out: then its threads are not pinned
-        if (argv.length - 1 != want && !(cmd.equals("threads") && argv.length - 1 == want + 1))
+        // words beyond: budget_ms on cost, steps and cross; threads' CPU list (without it its
+        // threads are not pinned), then budget_ms
+        int optional = cmd.equals("threads") ? 2 : cmd.equals("cost") || cmd.equals("steps") || cmd.equals("cross") ? 1 : 0;
+        if (argv.length - 1 < want || argv.length - 1 > want + optional)
             fail(cmd + " takes " + want + " arguments; " + USAGE, 64);
         if (cmd.equals("serve")) {
             if (serving)
@@ -480,21 +586,47 @@ public final class Probe {
             // the VM's name and vendor: two JDKs of one version (Temurin, Debian's) are told apart
             say("runtime " + name + " " + System.getProperty("java.runtime.version") + " (" + vm + ", "
                 + System.getProperty("java.vm.vendor", "unknown vendor") + ")");
-            for (String a : APIS)
-                say("api " + a + " claim_ns=none origin=clock claim_source=none stated");
+            for (String a : APIS) {
+                if (a.equals("Instant.now") && instantInMillis())
+                    say("api " + a + " claim_ns=1000000 origin=clock claim_source=Java "
+                        + System.getProperty("java.specification.version")
+                        + ": Instant.now is Clock.systemUTC's System.currentTimeMillis, whole milliseconds (finer from Java 9)");
+                else
+                    say("api " + a + " claim_ns=none origin=clock claim_source=none stated");
+            }
             return;
         }
         int api = api(argv[1]);
         switch (cmd) {
-        case "cost": cost(api, number(argv[2], "n", 1, MAX_N)); break;
-        case "steps": steps(api, number(argv[2], "n", 1, MAX_N)); break;
+        case "cost": {
+            int n = number(argv[2], "n", 1, MAX_N);
+            cost(api, n, budgetAt(argv, 3));
+            break;
+        }
+        case "steps": {
+            int n = number(argv[2], "n", 1, MAX_N);
+            steps(api, n, budgetAt(argv, 3));
+            break;
+        }
         case "path": path(api, number(argv[2], "n", 1, MAX_N)); break;
         case "stamp": stamp(api, serving); break;
-        case "threads": threads(api, number(argv[2], "k", 1, 1024), number(argv[3], "n", 1, MAX_N),
-                                argv.length == 5 ? parseCpus(argv[4]) : new int[0]); break;
-        default: cross(api, number(argv[2], "cpu_a", 0, 4095), number(argv[3], "cpu_b", 0, 4095),
-                       number(argv[4], "rounds", 1, MAX_N));
+        case "threads": {
+            int k = number(argv[2], "k", 1, 1024), n = number(argv[3], "n", 1, MAX_N);
+            int[] cpus = argv.length >= 5 ? parseCpus(argv[4]) : new int[0];
+            threads(api, k, n, cpus, budgetAt(argv, 5));
+            break;
         }
+        default: {
+            int a = number(argv[2], "cpu_a", 0, 4095), b = number(argv[3], "cpu_b", 0, 4095);
+            int rounds = number(argv[4], "rounds", 1, MAX_N);
+            cross(api, a, b, rounds, budgetAt(argv, 5));
+        }
+        }
+    }
+
+    // budget_ms where the command has it (argv[i]), else none
+    static long[] budgetAt(String[] argv, int i) {
+        return argv.length > i ? budget(number(argv[i], "budget_ms", 1, MAX_BUDGET_MS)) : NO_BUDGET;
     }
 
     public static void main(String[] argv) throws Exception {

@@ -18,6 +18,9 @@
 // line of stdin goes through the same run() as the command line. stdin has one reader, one
 // readline interface (it reads ahead, so a second reader would miss what it took), whose lines
 // wait in one queue for serve's commands, stamp's lines and cross's pin answers alike.
+//
+// Node.js 12 and later (issue 48): nothing newer than ES2019 and Node 12's library (no ?., ??,
+// numeric separators, Array.prototype.at, the global performance).
 'use strict';
 
 const fs = require('fs');
@@ -35,8 +38,10 @@ const MAX_WARMUP_NS = 500000000n; // ...unless that takes longer (a syscall a ca
 const MAX_N = 10000000;
 const ROUND_TIMEOUT_NS = 1000000000n;
 const WAIT_MS = 60000;
-const USAGE = 'usage: node probe.js info | cost API N | steps API N | path API N | stamp API' +
-  ' | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve';
+const MAX_BUDGET_MS = 3600000; // an hour
+const CHECK_EVERY = 1024; // a steps read is one call: the budget is looked at once every CHECK_EVERY
+const USAGE = 'usage: node probe.js info | cost API N [BUDGET_MS] | steps API N [BUDGET_MS] | path API N | stamp API' +
+  ' | cross API CPU_A CPU_B ROUNDS [BUDGET_MS] | threads API K N [CPUS [BUDGET_MS]] | serve';
 
 function fail(message, status = 64) {
   fs.writeSync(2, `probe-node: ${message}\n`);
@@ -64,6 +69,26 @@ function number(text, what, lo, hi) {
   return v;
 }
 
+// The optional bound on the whole of a command (cost, steps, cross, threads: docs/output.md,
+// "Language probes: the contract"): its deadline is ms after the command starts, on
+// process.hrtime.bigint (CLOCK_MONOTONIC, one scale for every thread). Without one (ms 0) the
+// command runs as it always did and its line has no budget fields. A worker gets {ms, start, end}
+// as they are: a plain object, cloned.
+function budgetOf(ms) {
+  const start = process.hrtime.bigint();
+  return { ms, start, end: start + BigInt(ms) * 1000000n };
+}
+const NO_BUDGET = budgetOf(0);
+
+function over(budget, t) {
+  return budget.ms > 0 && (t === undefined ? process.hrtime.bigint() : t) >= budget.end;
+}
+
+// what the line ends with: nothing, or " budget_ms=B cut=0|1"
+function suffix(budget, cut) {
+  return budget.ms > 0 ? ` budget_ms=${budget.ms} cut=${cut ? 1 : 0}` : '';
+}
+
 // count back-to-back calls; one loop per API so that nothing but the call sits in the loop
 function batch(api, count) {
   let acc = 0;
@@ -80,29 +105,34 @@ function batch(api, count) {
   return acc;
 }
 
-// at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS
-function warming(done, calls, start) {
-  return done < calls || (done < MIN_WARMUP_CALLS && process.hrtime.bigint() - start < MAX_WARMUP_NS);
+// at least `calls` calls, then on to MIN_WARMUP_CALLS for the JIT while within MAX_WARMUP_NS;
+// with a budget, never past half of it (once some calls are made)
+function warming(done, calls, start, budget) {
+  const now = process.hrtime.bigint();
+  if (budget.ms > 0 && done > 0 && now >= budget.start + BigInt(budget.ms) * 500000n) return false;
+  return done < calls || (done < MIN_WARMUP_CALLS && now - start < MAX_WARMUP_NS);
 }
 
-function warmUp(api, calls) {
+function warmUp(api, calls, budget) {
   let sink = 0;
   const start = process.hrtime.bigint();
-  for (let done = 0; warming(done, calls, start); done += BATCH_CALLS) sink += batch(api, BATCH_CALLS);
+  for (let done = 0; warming(done, calls, start, budget); done += BATCH_CALLS) sink += batch(api, BATCH_CALLS);
   return sink;
 }
 
-function cost(api, n) {
-  const size = Math.min(n, BATCH_CALLS), batches = Math.floor(n / size);
-  let sink = warmUp(api, n);
+function cost(api, n, budget) {
+  const size = Math.min(n, BATCH_CALLS), asked = Math.floor(n / size);
+  let sink = warmUp(api, n, budget);
   const perCall = [];
-  for (let b = 0; b < batches; b++) {
+  for (let b = 0; b < asked; b++) {
     const t0 = process.hrtime.bigint();
     const acc = batch(api, size);
     const t1 = process.hrtime.bigint();
     sink += acc;
     perCall.push(Number(t1 - t0) / size);
+    if (b + 1 < asked && over(budget, t1)) break;
   }
+  const batches = perCall.length;
   perCall.sort((a, b) => a - b);
   const mid = batches >> 1;
   const p50 = batches % 2 ? perCall[mid] : (perCall[mid - 1] + perCall[mid]) / 2;
@@ -112,7 +142,7 @@ function cost(api, n) {
   const lo = Math.max(0, Math.floor(batches / 2 - w)), hi = Math.min(batches - 1, Math.ceil(batches / 2 + w));
   say(`cost ${APIS[api]} method=batch unit=ns n=${batches * size} batch=${size} min=${fmt(perCall[0])} ` +
     `p50=${fmt(p50)} mean=${fmt(mean)} max=${fmt(perCall[batches - 1])} timer=process.hrtime.bigint ` +
-    `p50_lo=${fmt(perCall[lo])} p50_hi=${fmt(perCall[hi])}`);
+    `p50_lo=${fmt(perCall[lo])} p50_hi=${fmt(perCall[hi])}${suffix(budget, batches < asked)}`);
   return sink;
 }
 
@@ -132,11 +162,28 @@ function stepsNs(api, n) {
   return out;
 }
 
-function steps(api, n) {
+// With a budget, the reads are made CHECK_EVERY at a time and the deadline looked at between them;
+// the step across a look is not counted.
+function steps(api, n, budget) {
   if (n < 2) fail(`bad n '${n}': steps needs at least 2 reads`);
   const start = process.hrtime.bigint();
-  for (let done = 0; warming(done, n, start); done += n) stepsNs(api, n); // warm-up for the JIT
-  const s = stepsNs(api, n);
+  let s, done = n;
+  if (budget.ms === 0) {
+    for (let w = 0; warming(w, n, start, budget); w += n) stepsNs(api, n); // warm-up for the JIT
+    s = stepsNs(api, n);
+  } else {
+    const size = Math.min(n, CHECK_EVERY);
+    for (let w = 0; warming(w, n, start, budget); w += size) stepsNs(api, size);
+    const blocks = [];
+    for (done = 0; done < n;) {
+      const block = stepsNs(api, Math.min(CHECK_EVERY, n - done));
+      blocks.push(block);
+      done += block.length + 1;
+      if (done < n && over(budget)) break;
+    }
+    s = [];
+    for (const block of blocks) for (const step of block) s.push(step);
+  }
   let zero = 0, backward = 0, maxBack = 0, least = null;
   const bins = new Map();
   for (const step of s) {
@@ -155,12 +202,12 @@ function steps(api, n) {
     bins.set(upper, (bins.get(upper) || 0) + 1);
   }
   const hist = [...bins.keys()].sort((a, b) => a - b).map((u) => `${u}:${bins.get(u)}`).join(',');
-  say(`steps ${APIS[api]} n=${n} least_ns=${least === null ? 'none' : fmt(least)} zero=${zero} ` +
-    `backward=${backward} max_backward_ns=${fmt(maxBack)} hist=${hist}`);
+  say(`steps ${APIS[api]} n=${done} least_ns=${least === null ? 'none' : fmt(least)} zero=${zero} ` +
+    `backward=${backward} max_backward_ns=${fmt(maxBack)} hist=${hist}${suffix(budget, done < n)}`);
 }
 
 function path(api, n) {
-  warmUp(api, n); // optimised before the window: no compiling or heap growth inside it
+  warmUp(api, n, NO_BUDGET); // optimised before the window: no compiling or heap growth inside it
   fs.writeSync(2, 'cb-path-begin\n'); // one write(2) each: fs.writeSync has no buffer
   const acc = batch(api, n);
   fs.writeSync(2, 'cb-path-end\n');
@@ -264,12 +311,15 @@ function inbox(worker, what) {
 // shared words of cross and threads
 const SEQ = 0, GO = 1;
 
-async function cross(api, cpuA, cpuB, rounds) {
+// With a budget, a round's wait is bounded by the time left as well as by 1 s, and no round starts
+// past the deadline: the rounds done are those whose reader saw the value or gave it up after 1 s
+// (lost); the rest are not done, and not lost.
+async function cross(api, cpuA, cpuB, rounds, budget) {
   const sab = new SharedArrayBuffer(64);
   const ctl = new Int32Array(sab, 0, 4);
   const base = process.hrtime.bigint();
   const workers = [0, 1].map((me) => new Worker(__filename,
-    { workerData: { kind: 'cross', me, api, rounds, sab, base } }));
+    { workerData: { kind: 'cross', me, api, rounds, sab, base, budget } }));
   const next = workers.map((w) => inbox(w, 'cross'));
   const gone = workers.map((w) => ended(w, 'cross'));
   const hello = await Promise.all(next.map((n) => n()));
@@ -286,14 +336,17 @@ async function cross(api, cpuA, cpuB, rounds) {
   }
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
-  const done = await Promise.all(next.map((n) => n(rounds * 1000 + WAIT_MS))); // each round may take 1 s
+  // each round may take 1 s, the budget's rounds no more than it
+  const done = await Promise.all(next.map((n) => n((budget.ms > 0 ? Math.min(rounds * 1000, budget.ms) : rounds * 1000) + WAIT_MS)));
   await Promise.all(gone.map((g) => g())); // the pinned threads end with the command
   const violations = done[0].violations + done[1].violations;
   const maxViolation = Math.max(done[0].maxViolation, done[1].maxViolation);
   const lost = done[0].lost + done[1].lost;
+  const roundsDone = budget.ms > 0 ? done[0].done + done[1].done : rounds;
   const originErr = api === PERF_NOW ? ` origin_err_ns=${fmt(hello[0].originErr + hello[1].originErr)}` : '';
-  say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=${rounds} violations=${violations} ` +
-    `max_violation_ns=${fmt(maxViolation)} lost=${lost} pinned=${pinned ? 'requested' : 'no'}${originErr}`);
+  say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=${roundsDone} violations=${violations} ` +
+    `max_violation_ns=${fmt(maxViolation)} lost=${lost} pinned=${pinned ? 'requested' : 'no'}${originErr}` +
+    suffix(budget, roundsDone < rounds));
 }
 
 function threadId() {
@@ -318,16 +371,16 @@ function perfOrigin(base) {
   return best;
 }
 
-function crossWorker({ me, api, rounds, sab, base }) {
+function crossWorker({ me, api, rounds, sab, base, budget }) {
   const ctl = new Int32Array(sab, 0, 4);
   const t1Big = new BigInt64Array(sab, 16, 1); // hrtime.bigint's t1
   const t1Num = new Float64Array(sab, 24, 1);  // performance.now's (on the common scale) or Date.now's
-  warmUp(api, rounds);
+  warmUp(api, rounds, budget);
   perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
   const { origin, err } = api === PERF_NOW ? perfOrigin(base) : { origin: 0, err: 0 };
   parentPort.postMessage({ tid: threadId(), originErr: err });
   if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
-  let lost = 0, violations = 0, maxViolation = 0;
+  let lost = 0, violations = 0, maxViolation = 0, done = 0;
   for (let r = 0; r < rounds; r++) {
     if (r % 2 === me) { // writer: a->b on even rounds, b->a on odd
       if (api === HRTIME) t1Big[0] = process.hrtime.bigint();
@@ -335,7 +388,10 @@ function crossWorker({ me, api, rounds, sab, base }) {
       Atomics.store(ctl, SEQ, r + 1);
       continue;
     }
-    const deadline = process.hrtime.bigint() + ROUND_TIMEOUT_NS;
+    const begin = process.hrtime.bigint();
+    if (over(budget, begin)) break;
+    let deadline = begin + ROUND_TIMEOUT_NS;
+    if (budget.ms > 0 && budget.end < deadline) deadline = budget.end;
     let seen = true;
     while (Atomics.load(ctl, SEQ) < r + 1) {
       if (process.hrtime.bigint() > deadline) {
@@ -343,6 +399,8 @@ function crossWorker({ me, api, rounds, sab, base }) {
         break;
       }
     }
+    if (!seen && over(budget)) break; // the budget's end, not the round's second
+    done++;
     if (!seen) {
       lost++;
       continue;
@@ -363,7 +421,7 @@ function crossWorker({ me, api, rounds, sab, base }) {
       maxViolation = Math.max(maxViolation, behindNs);
     }
   }
-  parentPort.postMessage({ lost, violations, maxViolation });
+  parentPort.postMessage({ lost, violations, maxViolation, done });
 }
 
 // Linux's CPU list format ("0-3,8"), or exit 64.
@@ -388,12 +446,16 @@ function involuntarySwitches() {
   }
 }
 
-async function threads(api, k, n, cpus) {
+// With a budget, each worker looks at the deadline after each chunk (the chunk's own end, read
+// anyway) and stops there when it has passed: at least one chunk each.
+async function threads(api, k, n, cpus, budget) {
   const chunk = Math.max(1, Math.min(1000, Math.floor(n / 20))); // about 1000 calls, at least 20 chunks
   const sab = new SharedArrayBuffer(16);
   const ctl = new Int32Array(sab);
   const workers = [];
-  for (let w = 0; w < k; w++) workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, chunk, sab } }));
+  for (let w = 0; w < k; w++) {
+    workers.push(new Worker(__filename, { workerData: { kind: 'threads', api, n, chunk, sab, budget } }));
+  }
   const next = workers.map((w) => inbox(w, 'threads'));
   const gone = workers.map((w) => ended(w, 'threads'));
   const hello = await Promise.all(next.map((m) => m())); // every worker warmed up and waiting
@@ -415,40 +477,46 @@ async function threads(api, k, n, cpus) {
   }
   Atomics.store(ctl, GO, 1);
   Atomics.notify(ctl, GO);
-  const done = await Promise.all(next.map((m) => m()));
+  const done = await Promise.all(next.map((m) => m(WAIT_MS + budget.ms)));
   await Promise.all(gone.map((g) => g()));
-  const perCall = done.map((m) => m.elapsedNs / n);
+  const perCall = done.map((m) => m.elapsedNs / m.calls);
   const list = (f) => done.map(f).join(',');
   say(`threads ${APIS[api]} k=${k} n=${n} per_call_ns=${fmt(perCall.reduce((a, b) => a + b, 0) / k)} ` +
     `max_per_call_ns=${fmt(Math.max(...perCall))} chunk=${chunk} pinned=${pinned ? 'requested' : 'no'} ` +
     `cpu=${on.join(',')} least_ns=${list((m) => fmt(m.least))} median_ns=${list((m) => fmt(m.median))} ` +
     `wall_ns=${list((m) => m.elapsedNs)} run_ns=${list(() => '-')} ` +
-    `nivcsw=${list((m) => (m.switches < 0 ? '-' : m.switches))}`);
+    `nivcsw=${list((m) => (m.switches < 0 ? '-' : m.switches))}` +
+    `${budget.ms > 0 ? ` done=${list((m) => m.calls)}` : ''}${suffix(budget, done.some((m) => m.calls < n))}`);
 }
 
-function threadsWorker({ api, n, chunk, sab }) {
+function threadsWorker({ api, n, chunk, sab, budget }) {
   const ctl = new Int32Array(sab);
-  warmUp(api, n);
+  warmUp(api, n, budget);
   const chunks = Math.floor(n / chunk), rest = n % chunk;
   const d = new Float64Array(chunks);
   parentPort.postMessage({ tid: threadId() });
   if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
   const sw0 = involuntarySwitches();
   const t0 = process.hrtime.bigint();
-  let prev = t0, acc = 0;
-  for (let c = 0; c < chunks; c++) {
+  let prev = t0, acc = 0, c = 0;
+  while (c < chunks) {
     acc += batch(api, chunk);
     const now = process.hrtime.bigint();
-    d[c] = Number(now - prev);
+    d[c++] = Number(now - prev);
     prev = now;
+    if (c < chunks && over(budget, now)) break;
   }
-  acc += batch(api, rest);
+  let calls = c * chunk;
+  if (c === chunks) {
+    acc += batch(api, rest);
+    calls = n;
+  }
   const t1 = process.hrtime.bigint();
   const sw1 = involuntarySwitches();
-  d.sort();
+  const made = d.subarray(0, c).sort();
   parentPort.postMessage({
-    elapsedNs: Number(t1 - t0), acc, least: d[0] / chunk, median: d[chunks >> 1] / chunk,
-    switches: sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0,
+    elapsedNs: Number(t1 - t0), acc, least: made[0] / chunk, median: made[c >> 1] / chunk,
+    switches: sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0, calls,
   });
 }
 
@@ -467,8 +535,10 @@ async function run(argv, serving) {
   const [cmd, ...args] = argv;
   const shapes = { info: 0, cost: 2, steps: 2, path: 2, stamp: 1, cross: 4, threads: 3, serve: 0 };
   if (!Object.prototype.hasOwnProperty.call(shapes, cmd)) fail(`unknown command '${cmd}'; ${USAGE}`);
-  // threads' CPU list may be left out: then its workers are not pinned
-  if (args.length !== shapes[cmd] && !(cmd === 'threads' && args.length === shapes[cmd] + 1)) {
+  // words beyond: budget_ms on cost, steps and cross; threads' CPU list (without it its workers
+  // are not pinned), then budget_ms
+  const optional = { cost: 1, steps: 1, cross: 1, threads: 2 }[cmd] || 0;
+  if (args.length < shapes[cmd] || args.length > shapes[cmd] + optional) {
     fail(`${cmd} takes ${shapes[cmd]} arguments; ${USAGE}`);
   }
   if (cmd === 'serve') {
@@ -483,16 +553,24 @@ async function run(argv, serving) {
     return;
   }
   const api = apiOf(args[0]);
-  if (cmd === 'cost') cost(api, number(args[1], 'n', 1, MAX_N));
-  else if (cmd === 'steps') steps(api, number(args[1], 'n', 1, MAX_N));
-  else if (cmd === 'path') path(api, number(args[1], 'n', 1, MAX_N));
+  // budget_ms where the command has it (args[i]), else none
+  const budgetAt = (i) => (args.length > i ? budgetOf(number(args[i], 'budget_ms', 1, MAX_BUDGET_MS)) : NO_BUDGET);
+  if (cmd === 'cost') {
+    const n = number(args[1], 'n', 1, MAX_N);
+    cost(api, n, budgetAt(2));
+  } else if (cmd === 'steps') {
+    const n = number(args[1], 'n', 1, MAX_N);
+    steps(api, n, budgetAt(2));
+  } else if (cmd === 'path') path(api, number(args[1], 'n', 1, MAX_N));
   else if (cmd === 'stamp') await stamp(api, serving);
   else if (cmd === 'cross') {
-    await cross(api, number(args[1], 'cpu_a', 0, 4095), number(args[2], 'cpu_b', 0, 4095),
-      number(args[3], 'rounds', 1, MAX_N));
+    const a = number(args[1], 'cpu_a', 0, 4095), b = number(args[2], 'cpu_b', 0, 4095);
+    const rounds = number(args[3], 'rounds', 1, MAX_N);
+    await cross(api, a, b, rounds, budgetAt(4));
   } else {
-    await threads(api, number(args[1], 'k', 1, 1024), number(args[2], 'n', 1, MAX_N),
-      args.length === 4 ? parseCpus(args[3]) : []);
+    const k = number(args[1], 'k', 1, 1024), n = number(args[2], 'n', 1, MAX_N);
+    const cpus = args.length >= 4 ? parseCpus(args[3]) : [];
+    await threads(api, k, n, cpus, budgetAt(4));
   }
 }
 
