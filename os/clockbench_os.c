@@ -663,20 +663,34 @@ static int os_ladder_rows(const struct cs_result *r, struct lang_row *rows, doub
 }
 
 /* One round's reference (issue 48), on our CPU, just before a language
-   API's round of `cost`: a fixed loop of dependent multiply-adds (the
-   least of three, in ns: how fast this host runs at this moment, whatever
-   the language does) and the bare read's p50 (RDTSC, the ladder's base).
-   About 40 us in all on a 2 GHz core. */
-#define REF_LOOP_STEPS 10000
+   API's round of `cost`: a fixed loop (the least of three, in ns: how fast
+   this host runs at this moment, whatever the language does) and the bare
+   read's p50 (RDTSC, the ladder's base). The loop is a runtime's kind of
+   work, not one dependent chain: four multiply chains at once and loads
+   from a table the size of an L1 cache, indexed by their values, so that
+   a busy SMT sibling, a neighbour's cache traffic or a slower vCPU slows
+   it as they slow an interpreter (a single chain of multiplies, latency
+   bound, barely moved while CPython's calls went from 61 to 103 ns).
+   About 50 us in all on a 2 GHz core. */
+#define REF_LOOP_STEPS 4000
+#define REF_TABLE_WORDS 4096 /* 32 KiB */
 #define REF_BARE_READS 201
 static void round_reference(double *ref_ns, double *bare_ns)
 {
+    static uint64_t table[REF_TABLE_WORDS];
+    if (!table[1])
+        for (int i = 0; i < REF_TABLE_WORDS; i++)
+            table[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing's constant: spread values */
     uint64_t best = UINT64_MAX;
     for (int rep = 0; rep < 3; rep++) {
-        uint64_t x = (uint64_t)rep + 1, a = rdtsc_begin();
+        uint64_t x0 = 1, x1 = 2, x2 = 3, x3 = 4, a = rdtsc_begin();
         for (int i = 0; i < REF_LOOP_STEPS; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull; /* Knuth's MMIX LCG: one dependent chain */
-            __asm__ volatile("" : "+r"(x));
+            /* Knuth's MMIX LCG, four chains; each adds a word the other picks */
+            x0 = x0 * 6364136223846793005ull + table[x1 >> 52];
+            x1 = x1 * 6364136223846793005ull + table[x2 >> 52];
+            x2 = x2 * 6364136223846793005ull + table[x3 >> 52];
+            x3 = x3 * 6364136223846793005ull + table[x0 >> 52];
+            __asm__ volatile("" : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3));
         }
         uint64_t b = rdtsc_end();
         if (b - a < best)

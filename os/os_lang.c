@@ -31,6 +31,7 @@ struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
    a stretch of the host's life rather than one millisecond of it. */
 #define COST_ROUNDS 9
 #define ROUND_GAP_MS 40
+#define COST_PROCESSES 3
 /* A bound on the whole of each probe command (its budget_ms): a host too
    busy to finish one in time gives what was done, marked, never a hang */
 #define COST_BUDGET_MS 2000    /* one round */
@@ -54,7 +55,26 @@ static char order_bad_what[400];
 static char failed_what[512], missing_what[256], changed_what[256], starved_what[400], cut_what[400];
 static lang_round_reference_fn round_reference;
 
+static double fastest_ref_ns; /* the run's fastest reference loop: the host at full speed */
+
 void lang_set_round_reference(lang_round_reference_fn fn) { round_reference = fn; }
+
+/* The host's full speed, before the first language: the fastest of 25
+   reference loops 10 ms apart (a quarter of a second), then any faster
+   one a round times. */
+static void find_full_speed(void)
+{
+    if (!round_reference || fastest_ref_ns > 0)
+        return;
+    for (int i = 0; i < 25; i++) {
+        double ref = 0, bare = 0;
+        if (i)
+            nanosleep(&(struct timespec){0, 10000000L}, 0);
+        round_reference(&ref, &bare);
+        if (ref > 0 && (fastest_ref_ns <= 0 || ref < fastest_ref_ns))
+            fastest_ref_ns = ref;
+    }
+}
 
 static void note(char *buf, size_t size, const char *text)
 {
@@ -605,6 +625,8 @@ static void cost_round(struct server *s, struct api_result *a)
     double ref = 0, bare = 0;
     if (round_reference)
         round_reference(&ref, &bare);
+    if (ref > 0 && (fastest_ref_ns <= 0 || ref < fastest_ref_ns))
+        fastest_ref_ns = ref;
     /* half the calls of a single burst a round: nine rounds hold 4.5 times as many */
     unsigned n = lang_opt.calls / 2 ? lang_opt.calls / 2 : 1;
     snprintf(cmdline, sizeof cmdline, "cost %s %u %u\n", api, n, COST_BUDGET_MS);
@@ -629,14 +651,17 @@ static void cost_from_rounds(struct api_result *a, const struct api_result *all,
 {
     if (!a->n_rounds)
         return;
-    struct lang_rounds r = {.n = a->n_rounds};
+    struct lang_rounds r = {.n = a->n_rounds, .fastest_ref_ns = fastest_ref_ns};
     for (int i = 0; i < a->n_rounds; i++) {
         struct api_result one = *a;
         one.cost = a->round_cost[i];
         one.rs_ok = false;
+        double step = timer_step_ns(&one, all, n_all, tsc_hz);
         r.p50_ns[i] = cost_ns(&one, one.cost.p50, tsc_hz);
-        if (!lang_p50_ci_ns(&one.cost, tsc_hz, timer_step_ns(&one, all, n_all, tsc_hz), &r.lo_ns[i], &r.hi_ns[i]))
+        if (!lang_p50_ci_ns(&one.cost, tsc_hz, step, &r.lo_ns[i], &r.hi_ns[i]))
             r.lo_ns[i] = r.hi_ns[i] = r.p50_ns[i];
+        /* per call: a single call's TSC step, or the batch timer's over the batch */
+        r.step_ns = one.cost.tsc ? step : one.cost.batch ? step / (double)one.cost.batch : 0;
         r.ref_ns[i] = a->round_ref_ns[i];
         r.bare_ns[i] = a->round_bare_ns[i];
     }
@@ -679,6 +704,12 @@ static void cost_and_steps(struct server *s, struct api_result *res, int n, doub
     for (int r = 0; r < COST_ROUNDS; r++) {
         if (r)
             nanosleep(&(struct timespec){0, ROUND_GAP_MS * 1000000L}, 0);
+        /* a new probe process for each third of the rounds: a process has a
+           speed of its own (here CPython's was 61 ns in one and 103 ns in the
+           next, every round alike, the reference loop unmoved: where its
+           stack and heap fell, its JIT's choices), which the interval must hold */
+        if (r && r % (COST_ROUNDS / COST_PROCESSES) == 0)
+            server_down(s, false, 0, 0);
         for (int j = 0; j < n; j++) {
             struct api_result *a = &res[(r + j) % n];
             /* an API whose round failed, or the host starved, is not asked again */
@@ -821,11 +852,13 @@ static void measure_language(struct server *s, struct api_result *res, int n, do
    moved over them (the reference loop's slowest round over its fastest). */
 static void rounds_line(const struct api_result *res, int n)
 {
-    int rounds = 0, slow = 0;
+    int rounds = 0, slow = 0, all = 0, throughout = 0;
     double moved = -1;
     for (int i = 0; i < n; i++)
         if (res[i].rs_ok) {
             rounds = rounds > res[i].rs.n ? rounds : res[i].rs.n;
+            all += res[i].rs.n;
+            throughout += res[i].rs.slow_throughout;
             if (res[i].rs.speed_known) {
                 moved = fmax(moved, res[i].rs.speed_spread);
                 slow += res[i].rs.slow_rounds;
@@ -833,12 +866,16 @@ static void rounds_line(const struct api_result *res, int n)
         }
     if (!rounds)
         return;
-    printf("    cost in %d rounds an API, interleaved; ", rounds);
-    if (moved < 0)
+    printf("    cost in %d rounds an API, interleaved, over %d processes; ", rounds, COST_PROCESSES);
+    if (moved < 0) {
         printf("the host's speed not timed beside them\n");
-    else
-        printf("the host's speed moved by up to %.0f%% across them (a reference loop timed in each)%s\n", moved * 100,
-               slow ? "; the slow rounds widen the interval" : "");
+        return;
+    }
+    printf("the host's speed moved by up to %.0f%% (a reference loop timed in each)", moved * 100);
+    if (slow)
+        printf("; %d of %d rounds ran slower than %.2fx its full speed and are left out%s", slow, all, LANG_ROUND_SLOW,
+               throughout ? ", except where too few were left (~)" : "");
+    printf("\n");
 }
 
 /* The clock id the API reads: from the system calls (as it runs, else with
@@ -973,6 +1010,10 @@ static void emit_record(int l, const char *cs, const struct api_result *a, const
         record_array_fixed(&r, llround(cost_ns(&one, one.cost.p50, tsc_hz) * 1000), 3);
     }
     record_array_end(&r);
+    record_array_begin(&r, "rounds_ref_ns");
+    for (int i = 0; i < a->n_rounds; i++)
+        record_array_fixed(&r, llround(a->round_ref_ns[i] * 1000), 3);
+    record_array_end(&r);
     if (a->rs_ok && a->rs.n > 1)
         rec_f(&r, "p50_ci_confidence", a->rs.confidence, true);
     else
@@ -982,9 +1023,19 @@ static void emit_record(int l, const char *cs, const struct api_result *a, const
         record_u64(&r, "slow_rounds", (uint64_t)a->rs.slow_rounds);
     else
         record_null(&r, "slow_rounds");
+    rec_f(&r, "full_speed_ref_ns", fastest_ref_ns, a->rs_ok && fastest_ref_ns > 0);
+    if (a->rs_ok)
+        record_u64(&r, "rounds_kept", (uint64_t)a->rs.kept);
+    else
+        record_null(&r, "rounds_kept");
+    if (a->rs_ok)
+        record_bool(&r, "slow_throughout", a->rs.slow_throughout);
+    else
+        record_null(&r, "slow_throughout");
+    rec_f(&r, "p50_all_rounds_ns", a->rs.p50_all_ns, a->rs_ok);
     rec_f(&r, "ratio_to_bare", a->rs.ratio_p50, a->rs_ok && a->rs.ratio_known);
     record_str(&r, "cut_by_bound", a->cut[0] ? a->cut : 0);
-    record_bool(&r, "disturbed", a->cut[0] || a->starved);
+    record_bool(&r, "disturbed", a->cut[0] || a->starved || (a->rs_ok && a->rs.slow_throughout));
     record_bool(&r, "absent", a->info->absent);
     record_str(&r, "absent_reason", a->info->absent ? a->info->absent_why : 0);
     rec_f(&r, "mean_ns", cost_ns(a, a->cost.mean, tsc_hz), a->cost_ok);
@@ -1130,7 +1181,7 @@ static void api_row(const struct api_result *a, double tsc_hz, struct lang_row *
     row->path_known = a->seen_ok;
     row->syscalls_per_1000 = lang_per_1000(a->seen.syscalls, PATH_CALLS);
     row->via_syscall = a->seen.clock_calls * 2 >= PATH_CALLS;
-    row->disturbed = a->cut[0] || a->starved;
+    row->disturbed = a->cut[0] || a->starved || (a->rs_ok && a->rs.slow_throughout);
     clock_text(a, true, row->clock, sizeof row->clock);
 }
 
@@ -1314,6 +1365,7 @@ void lang_measure_clocksource(const char *clocksource, const struct lang_row *os
             snprintf(rows[n++].name, sizeof rows[0].name, "%.39s", d->title);
         }
         static struct api_result res[LANG_API_MAX];
+        find_full_speed();
         measure_language(&ours, res, infos[l].n, tsc_hz);
         rounds_line(res, infos[l].n);
         snprintf(order[n_order++], sizeof order[0], "  %.60s", d->title);

@@ -784,7 +784,8 @@ size_t lang_ladder_format(const struct lang_row *rows, int n, double bare_ns, ch
        says the same at length) */
     PUT("  b: batches timed by the runtime, not single calls; <: under 3 of the TSC's\n"
         "    steps: the p50 is the step's, not a cost\n"
-        "  ~: the host was busy: cut short by its bound, or not measured (see above)\n"
+        "  ~: the host was busy: cut short by its bound, slow in every round, or not\n"
+        "    measured (see above)\n"
         "  xbare: p50 over the bare read's (at least this where the bare read has <)\n"
         "  step: the least non-zero step seen; -: not measured, not seen or not traced\n"
         "  claim: the resolution the API states; !: a claim finer than half the least\n"

@@ -128,7 +128,7 @@ def load() -> ctypes.CDLL:
     lib.shim_lang_info.argtypes = [ctypes.c_int, cp]
     dp = ctypes.POINTER(ctypes.c_double)
     lib.shim_lang_rounds.restype = cp
-    lib.shim_lang_rounds.argtypes = [dp, dp, dp, dp, dp, ctypes.c_int]
+    lib.shim_lang_rounds.argtypes = [dp, dp, dp, dp, dp, ctypes.c_int, ctypes.c_double, ctypes.c_double]
     lib.shim_lang_rounds_rank.restype = cp
     lib.shim_lang_rounds_rank.argtypes = [ctypes.c_int]
     lib.shim_lang_trace.restype = cp

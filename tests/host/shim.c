@@ -1435,9 +1435,10 @@ const char *shim_lang_info(int l, const char *text)
 
 /* os/os_rounds.c: rounds given as p50, lo, hi, ref and bare arrays (ns). */
 #include "../../os/os_rounds.h"
-const char *shim_lang_rounds(const double *p50, const double *lo, const double *hi, const double *ref, const double *bare, int n)
+const char *shim_lang_rounds(const double *p50, const double *lo, const double *hi, const double *ref, const double *bare, int n, double step_ns,
+                             double fastest_ref_ns)
 {
-    struct lang_rounds r = {.n = n};
+    struct lang_rounds r = {.n = n, .step_ns = step_ns, .fastest_ref_ns = fastest_ref_ns};
     for (int i = 0; i < n && i < LANG_ROUNDS_MAX; i++)
         r.p50_ns[i] = p50[i], r.lo_ns[i] = lo[i], r.hi_ns[i] = hi[i], r.ref_ns[i] = ref[i], r.bare_ns[i] = bare[i];
     struct lang_rounds_summary s;
@@ -1449,6 +1450,9 @@ const char *shim_lang_rounds(const double *p50, const double *lo, const double *
     record_bool(&rec, "ratio_known", s.ratio_known), rec_milli("ratio_p50", s.ratio_p50);
     record_bool(&rec, "speed_known", s.speed_known), rec_milli("speed_spread", s.speed_spread);
     record_u64(&rec, "slow_rounds", (uint64_t)s.slow_rounds);
+    record_u64(&rec, "kept", (uint64_t)s.kept);
+    record_bool(&rec, "slow_throughout", s.slow_throughout);
+    rec_milli("p50_all_ns", s.p50_all_ns);
     return finish();
 }
 

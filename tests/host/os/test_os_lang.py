@@ -358,39 +358,64 @@ def test_an_api_the_runtime_lacks_is_one_line_and_the_rest_is_read(lib):
     assert "expected 'perf_counter_ns'" in as_json(lib.shim_lang_info(PY, text.replace("api perf_counter_ns", "api monotonic").encode()))["why"]
 
 
-def rounds(lib, p50, lo=None, hi=None, ref=None, bare=None):
+def rounds(lib, p50, lo=None, hi=None, ref=None, bare=None, step=0.0, fastest=0.0):
     n = len(p50)
     arr = lambda v: (ctypes.c_double * n)(*v)
-    return as_json(lib.shim_lang_rounds(arr(p50), arr(lo or p50), arr(hi or p50), arr(ref or [0] * n), arr(bare or [0] * n), n))
+    return as_json(lib.shim_lang_rounds(arr(p50), arr(lo or p50), arr(hi or p50), arr(ref or [0] * n), arr(bare or [0] * n), n,
+                                        step, fastest))
 
 
-@pytest.mark.parametrize("n, k, coverage", [(1, 1, 0), (2, 1, 0.5), (5, 1, 0.9375), (6, 1, 0.96875), (8, 1, 0.992188),
-                                            (9, 2, 0.960938), (12, 3, 0.961426), (15, 4, 0.964844)])
+@pytest.mark.parametrize("n, k, coverage", [(1, 1, 0), (2, 1, 0.5), (5, 1, 0.9375), (6, 1, 0.96875), (7, 1, 0.984375),
+                                            (8, 1, 0.992188), (9, 2, 0.960938), (12, 3, 0.961426), (15, 4, 0.964844)])
 def test_the_rounds_interval_takes_the_order_statistics_that_hold_the_median_with_95_percent(lib, n, k, coverage):
     # 1 - 2 P(Bin(n, 1/2) <= k-1): for 9 rounds the 2nd lowest and 2nd highest, 96.1 %
     r = as_json(lib.shim_lang_rounds_rank(n))
     assert r["k"] == k and abs(r["coverage"] - coverage) < 2e-6, r
 
 
-def test_rounds_give_the_median_and_an_interval_that_spans_the_rounds(lib):
-    # nine rounds of a clock read at 30 ns, two of them caught in a slow moment of the host (60 ns):
-    # the median is the quiet figure and the interval spans the second-lowest low to the second-highest high
-    p50 = [30, 31, 60, 30.5, 29.8, 30.2, 58, 30.1, 30.4]
-    lo = [v - 0.5 for v in p50]
-    hi = [v + 0.5 for v in p50]
-    ref = [10000, 10100, 19000, 10050, 9990, 10000, 18500, 10020, 10010]
-    bare = [10, 10, 20, 10, 10, 10, 19, 10, 10]
-    r = rounds(lib, p50, lo, hi, ref, bare)
-    assert r["ok"] and r["p50_ns"] == 30.4 and r["median_round"] == 8, r
-    assert r["lo_ns"] == 29.5 and r["hi_ns"] == 58.5 and r["confidence"] == 0.961, r  # 2nd lowest low, 2nd highest high
-    assert r["ratio_known"] and r["ratio_p50"] == 3.02, r  # the per-round ratios' median: the slow moment cancels
-    assert r["speed_known"] and r["speed_spread"] == 0.902 and r["slow_rounds"] == 2, r  # 19000 / 9990 - 1
-    # one round: its own interval; no reference timed: the speed not known
-    r = rounds(lib, [42.0], [41.0], [43.5])
-    assert r["ok"] and (r["p50_ns"], r["lo_ns"], r["hi_ns"], r["confidence"]) == (42, 41, 43.5, 0), r
+NINE = [30, 31, 60, 30.5, 29.8, 30.2, 58, 30.1, 30.4]
+NINE_REF = [10000, 10100, 19000, 10050, 9990, 10000, 18500, 10020, 10010]
+NINE_BARE = [10, 10, 20, 10, 10, 10, 19, 10, 10]
+
+
+def test_rounds_give_the_hosts_full_speed_figure_and_an_interval_over_those_rounds(lib):
+    # nine rounds of a clock read at 30 ns, two of them while the host ran slower (its reference loop
+    # 1.9x the fastest, the call 60 ns): those two are left out, the median is the full-speed figure,
+    # and the interval is the order statistics of the seven kept (k=1 for 7: 98.4 %), widened by the
+    # timer's step (0.5 ns here); the rounds' own intervals do not widen it
+    lo = [v - 5 for v in NINE]
+    hi = [v + 5 for v in NINE]
+    r = rounds(lib, NINE, lo, hi, NINE_REF, NINE_BARE, step=0.5)
+    assert r["ok"] and r["kept"] == 7 and r["slow_rounds"] == 2 and not r["slow_throughout"], r
+    assert r["p50_ns"] == 30.2 and r["median_round"] == 5 and r["p50_all_ns"] == 30.4, r
+    assert r["lo_ns"] == 29.3 and r["hi_ns"] == 31.5 and r["confidence"] == 0.984, r  # 29.8 - 0.5, 31 + 0.5
+    assert r["ratio_known"] and r["ratio_p50"] == 3.02, r  # the kept rounds' own ratios to the bare read
+    assert r["speed_known"] and r["speed_spread"] == 0.902, r  # 19000 / 9990 - 1, over every round
+    # no reference loop timed: every round kept, the interval over all nine (2nd lowest, 2nd highest)
+    r = rounds(lib, NINE, step=0.5)
+    assert r["kept"] == 9 and (r["p50_ns"], r["lo_ns"], r["hi_ns"], r["confidence"]) == (30.4, 29.5, 58.5, 0.961), r
     assert not r["speed_known"] and not r["ratio_known"], r
+
+
+def test_a_host_slow_throughout_gives_every_rounds_figure_and_says_so(lib):
+    # the run's fastest loop (8000 ns, timed earlier) is far below every round's: none at full speed,
+    # so every round counts, and the figure is marked a slow host's
+    r = rounds(lib, NINE, ref=NINE_REF, bare=NINE_BARE, fastest=8000)
+    assert r["slow_throughout"] and r["kept"] == 9 and r["slow_rounds"] == 9 and r["p50_ns"] == 30.4, r
+    # two rounds at full speed are not enough to stand for the host (LANG_ROUNDS_FULL_MIN is 3)
+    ref = [9000, 9100] + [20000] * 7
+    r = rounds(lib, NINE, ref=ref, fastest=9000)
+    assert r["slow_throughout"] and r["kept"] == 9, r
+    ref = [9000, 9100, 9200] + [20000] * 6
+    r = rounds(lib, NINE, ref=ref, fastest=9000)
+    assert not r["slow_throughout"] and r["kept"] == 3 and r["p50_ns"] == 31 and r["confidence"] == 0.75, r
+
+
+def test_one_round_is_its_own_interval(lib):
+    r = rounds(lib, [42.0], [41.0], [43.5])
+    assert r["ok"] and (r["p50_ns"], r["lo_ns"], r["hi_ns"], r["confidence"], r["kept"]) == (42, 41, 43.5, 0, 1), r
 
 
 def test_no_rounds_is_no_figure(lib):
     arr = (ctypes.c_double * 1)(0)
-    assert not as_json(lib.shim_lang_rounds(arr, arr, arr, arr, arr, 0))["ok"]
+    assert not as_json(lib.shim_lang_rounds(arr, arr, arr, arr, arr, 0, 0.0, 0.0))["ok"]
