@@ -54,7 +54,11 @@ from clockbench.records import records
 
 GOALS = {"stderr_ppm_1s": 1.0, "stderr_ppm_10s": 0.05, "p50_spread_percent": 3.0, "known_answers_within_3u": 1.0,
          "lang_ladder_host_s": 60.0, "os_vm_every_language_tcg_s": 180.0, "fleet_500_os_hosts_s": 10.0,
-         "harness_agreement_ratio": bench_harness.GOAL_RATIO}
+         "harness_agreement_ratio": bench_harness.GOAL_RATIO,
+         # issue 48: five back-to-back runs of the ladder; of every pair of runs, per API, the share
+         # whose p50 intervals overlap; and the ladder's own time on one clocksource, every language
+         "ladder_repeat_overlap": 0.9, "ladder_one_clocksource_s": 15.0}
+LADDER_REPEAT_LANGS = "go,java,python,node,cpp-libstdc++"
 FLEET_HOSTS = 500
 
 PIT_NOMINAL_HZ = Fraction(14_318_180, 12)
@@ -200,9 +204,59 @@ def timed_languages(cmd: list[str], timeout: float, log: Path | None = None) -> 
         code, out = None, (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
     seconds = time.monotonic() - start
     text = log.read_text() if log is not None and log.is_file() else out
-    lang = [r for r in records.parse_log(text).records if r.get("type") == "lang_clock"]
-    return {"seconds": round(seconds, 1), "exit": code, "lang_clock_records": len(lang),
+    recs = records.parse_log(text).records
+    lang = [r for r in recs if r.get("type") == "lang_clock"]
+    ladder = [r.get("seconds") for r in recs if r.get("type") == "lang_ladder"]
+    return {"seconds": round(seconds, 1), "exit": code, "lang_clock_records": len(lang), "ladder_s": ladder[0] if ladder else None,
             "languages": sorted({r["language"] for r in lang}), "clocksources": sorted({r["clocksource"] for r in lang})}
+
+
+def interval_overlap(runs: list[list[dict]]) -> dict:
+    """Of every pair of runs, per (language, API, clocksource): whether the
+    two p50 intervals (lang_clock's p50_ci_ns) overlap. runs: each run's
+    lang_clock records. Pairs where either run has no interval are counted
+    apart, not as agreeing."""
+    import itertools
+
+    by_key: dict[tuple, list] = {}
+    for i, recs in enumerate(runs):
+        for r in recs:
+            by_key.setdefault((r.get("language"), r.get("api"), r.get("clocksource")), [None] * len(runs))[i] = r.get("p50_ci_ns")
+    pairs = overlapping = no_interval = 0
+    apart = []
+    for key, cis in sorted(by_key.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+        for a, b in itertools.combinations(range(len(runs)), 2):
+            ca, cb = cis[a], cis[b]
+            if not (isinstance(ca, list) and isinstance(cb, list) and len(ca) == 2 and len(cb) == 2):
+                no_interval += 1
+                continue
+            pairs += 1
+            if ca[0] <= cb[1] and cb[0] <= ca[1]:
+                overlapping += 1
+            else:
+                apart.append({"language": key[0], "api": key[1], "clocksource": key[2], "runs": [a + 1, b + 1], "intervals": [ca, cb]})
+    return {"pairs": pairs, "overlapping": overlapping, "share": round(overlapping / pairs, 4) if pairs else None,
+            "pairs_without_interval": no_interval, "apart": apart}
+
+
+def ladder_repeatability(program: Path, runs: int = 5, langs: str = LADDER_REPEAT_LANGS) -> dict:
+    """Issue 48: the same answer run after run. `runs` back-to-back
+    `clockbench-os --current-only --lang LANGS`, their intervals compared
+    pair by pair; and each run's wall time and its ladder's own time."""
+    import subprocess
+
+    logs, out = [], {"runs": [], "langs": langs}
+    for _ in range(runs):
+        start = time.monotonic()
+        p = subprocess.run([str(program), "--current-only", "--lang", langs], capture_output=True, text=True, timeout=1800)
+        recs = records.parse_log(p.stdout).records
+        logs.append([r for r in recs if r.get("type") == "lang_clock"])
+        ladder = [r for r in recs if r.get("type") == "lang_ladder"]
+        out["runs"].append({"exit": p.returncode, "seconds": round(time.monotonic() - start, 1),
+                            "ladder_s": ladder[0].get("seconds") if ladder else None})
+    out["overlap"] = interval_overlap(logs)
+    out["goal_met"] = out["overlap"]["share"] is not None and out["overlap"]["share"] >= GOALS["ladder_repeat_overlap"]
+    return out
 
 
 def languages(build: Path, os_vm: bool) -> dict:
@@ -211,7 +265,12 @@ def languages(build: Path, os_vm: bool) -> dict:
     program = build / "os" / "clockbench-os"
     out = {"host_ladder": timed_languages([str(program), "--current-only"], timeout=1800)}
     print(f"bench: the languages' ladder on this host's clocksource: {out['host_ladder']['seconds']} s "
-          f"(goal {GOALS['lang_ladder_host_s']:g} s)", flush=True)
+          f"(goal {GOALS['lang_ladder_host_s']:g} s; the ladder itself {out['host_ladder'].get('ladder_s')} s, "
+          f"goal {GOALS['ladder_one_clocksource_s']:g} s)", flush=True)
+    out["repeat"] = ladder_repeatability(program)
+    o = out["repeat"]["overlap"]
+    print(f"bench: {len(out['repeat']['runs'])} back-to-back ladders ({LADDER_REPEAT_LANGS}): p50 intervals overlap in "
+          f"{o['overlapping']} of {o['pairs']} pairs (goal {GOALS['ladder_repeat_overlap']:.0%})", flush=True)
     if os_vm:
         log = build / "bench-os-vm.log"
         out["os_vm_tcg"] = timed_languages([sys.executable, "-m", "clockbench", "os-vm", "--accel", "tcg", "--program",
@@ -219,8 +278,11 @@ def languages(build: Path, os_vm: bool) -> dict:
                                            timeout=3600, log=log)
         print(f"bench: os-vm with every language under TCG: {out['os_vm_tcg']['seconds']} s "
               f"(goal {GOALS['os_vm_every_language_tcg_s']:g} s)", flush=True)
+    ladder_s = out["host_ladder"].get("ladder_s")
     out["goal_met"] = {"lang_ladder_host_s": out["host_ladder"]["exit"] == 0 and
-                       out["host_ladder"]["seconds"] <= GOALS["lang_ladder_host_s"]}
+                       out["host_ladder"]["seconds"] <= GOALS["lang_ladder_host_s"],
+                       "ladder_one_clocksource_s": ladder_s is not None and ladder_s <= GOALS["ladder_one_clocksource_s"],
+                       "ladder_repeat_overlap": out["repeat"]["goal_met"]}
     if os_vm:
         out["goal_met"]["os_vm_every_language_tcg_s"] = (out["os_vm_tcg"]["exit"] is not None and out["os_vm_tcg"]["exit"] < 64
                                                          and out["os_vm_tcg"]["seconds"] <= GOALS["os_vm_every_language_tcg_s"])
