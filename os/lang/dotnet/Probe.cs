@@ -450,8 +450,10 @@ static class Probe
         }
         if (!started.Wait(WaitMs))
             Fail("cross: the threads did not start within " + WaitMs / 1000 + " s", 1);
-        bool pinned = RequestPin(tids[0], cpuA);
-        pinned &= RequestPin(tids[1], cpuB);
+        // a budget gone before the threads are up (a starved CPU at nice 19): no pins asked for, and
+        // the threads, let go, find it gone at their first round
+        bool pinned = !budget.Over() && RequestPin(tids[0], cpuA);
+        pinned &= !budget.Over() && RequestPin(tids[1], cpuB);
         go.Set();
         long bound = budget.Ms > 0 ? Math.Min(rounds * 1000L, budget.Ms) : rounds * 1000L;
         foreach (Thread t in sides)

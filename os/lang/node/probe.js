@@ -293,11 +293,15 @@ function ended(worker, what) {
   });
 }
 
-// A worker's messages as a queue; a worker that fails ends the probe with one line.
+// A worker's messages as a queue; a worker that fails ends the probe with one line. A worker
+// ended on purpose (terminate) answers null to whoever still waits for it.
 function inbox(worker, what) {
   const queue = [], waiters = [];
   worker.on('message', (m) => (waiters.length ? waiters.shift()(m) : queue.push(m)));
   worker.on('error', (e) => fail(`${what}: a worker failed: ${String(e.message || e).split('\n')[0]}`, 1));
+  worker.on('exit', () => {
+    while (waiters.length) waiters.shift()(null);
+  });
   return (timeoutMs = WAIT_MS) => new Promise((resolve) => {
     if (queue.length) return resolve(queue.shift());
     const timer = setTimeout(() => fail(`${what}: a worker did not answer within ${timeoutMs / 1000} s`, 1), timeoutMs);
@@ -306,6 +310,11 @@ function inbox(worker, what) {
       resolve(m);
     });
   });
+}
+
+// Resolves to null after ms (at least 0): a deadline to race a wait against.
+function after(ms) {
+  return new Promise((resolve) => setTimeout(() => resolve(null), Math.max(0, ms)));
 }
 
 // shared words of cross and threads
@@ -322,7 +331,18 @@ async function cross(api, cpuA, cpuB, rounds, budget) {
     { workerData: { kind: 'cross', me, api, rounds, sab, base, budget } }));
   const next = workers.map((w) => inbox(w, 'cross'));
   const gone = workers.map((w) => ended(w, 'cross'));
-  const hello = await Promise.all(next.map((n) => n()));
+  const ready = Promise.all(next.map((n) => n(WAIT_MS + budget.ms)));
+  // A budget that runs out before both workers are up (a V8 each: seconds of a starved CPU at
+  // nice 19) ends the command there: the workers are ended, no round was done.
+  const hello = budget.ms > 0 ? await Promise.race([ready, after(Number(budget.end - process.hrtime.bigint()) / 1e6)])
+    : await ready;
+  if (hello === null || hello.includes(null)) {
+    await Promise.all(workers.map((w) => w.terminate()));
+    await Promise.all(gone.map((g) => g()));
+    say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=0 violations=0 max_violation_ns=0 lost=0 pinned=no` +
+      suffix(budget, true));
+    return;
+  }
   let pinned = true;
   for (const [me, cpu] of [[0, cpuA], [1, cpuB]]) {
     if (!hello[me].tid) {
@@ -376,7 +396,7 @@ function crossWorker({ me, api, rounds, sab, base, budget }) {
   const t1Big = new BigInt64Array(sab, 16, 1); // hrtime.bigint's t1
   const t1Num = new Float64Array(sab, 24, 1);  // performance.now's (on the common scale) or Date.now's
   warmUp(api, rounds, budget);
-  perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
+  if (api === PERF_NOW) perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
   const { origin, err } = api === PERF_NOW ? perfOrigin(base) : { origin: 0, err: 0 };
   parentPort.postMessage({ tid: threadId(), originErr: err });
   if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);
