@@ -78,7 +78,7 @@ if [ ! -f "$ready" ] || [ "$(cat "$ready")" != "${packages[*]}" ]; then
   if [ ! -x "$root/usr/bin/apt-get" ]; then
     command -v debootstrap >/dev/null || { say "installing debootstrap"; apt-get install -y -qq debootstrap >/dev/null; }
     say "debootstrap --variant=minbase $dist into $root (once; kept for later trials)"
-    rm -rf "$root"
+    rm -rf "$root" "$root.tmp"
     mkdir -p "$(dirname "$root")"
     if ! debootstrap --variant=minbase "$dist" "$root.tmp" "$mirror" > "$build/distros/$dist.debootstrap.log" 2>&1; then
       echo "error: debootstrap $dist failed; its log: $build/distros/$dist.debootstrap.log (last lines below)" >&2
@@ -134,8 +134,8 @@ cp "$root$trial/run.txt" "$build/distros/$dist.run.txt"
 log="$(find "$root$trial/out" -name os.log | head -n 1)"
 [ -n "$log" ] && cp "$log" "$build/distros/$dist.os.log"
 say "status $status after $took s (the whole output: $build/distros/$dist.run.txt)"
-# each language's lines: its runtime, what it measured, what failed or was left out
-grep -E '^(Language|Languages|  (cpp|rust|go|java|python|node|dotnet)|FAILED|SKIP|FAIL|[A-Za-z ]*: (PASS|FAIL|SKIP))' \
-  "$root$trial/run.txt" | grep -v '^@cb ' || true
-grep -E 'not measured|FAILED|hung|killed' "$root$trial/run.txt" | grep -v '^@cb ' | sort -u || true
+# each language's runtime as the run found it, each API's figure, what failed, and the checks
+grep -v '^@cb ' "$root$trial/run.txt" | sed -n -e '/^== Languages/,/^$/p' -e '/^-- languages on clocksource/,/^$/p' \
+  -e '/^== Each language/,/^$/p' -e '/^== Checks/,$p' || true
+grep -v '^@cb ' "$root$trial/run.txt" | grep -E 'FAILED|hung|killed' | sort -u || true
 exit "$status"
