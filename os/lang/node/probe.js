@@ -20,8 +20,16 @@
 // wait in one queue for serve's commands, stamp's lines and cross's pin answers alike.
 //
 // Node.js 12 and later (issue 48): nothing newer than ES2019 and Node 12's library (no ?., ??,
-// numeric separators, Array.prototype.at, the global performance).
+// numeric separators, Array.prototype.at, the global performance). An older Node.js is told so in
+// one line (exit 69), not by a stack trace: the check comes before anything it may lack, and the
+// file parses on Node.js 8 (no BigInt literal: BigInt(...) calls, made after the check).
 'use strict';
+
+const NEED_NODE = 12;
+if (Number(process.versions.node.split('.')[0]) < NEED_NODE) {
+  require('fs').writeSync(2, 'probe-node: needs Node.js ' + NEED_NODE + ' or later; this is ' + process.version + '\n');
+  process.exit(69);
+}
 
 const fs = require('fs');
 const readline = require('readline');
@@ -34,11 +42,12 @@ const APIS = ['process.hrtime.bigint', 'performance.now', 'Date.now'];
 const HRTIME = 0, PERF_NOW = 1, DATE_NOW = 2;
 const BATCH_CALLS = 1000;
 const MIN_WARMUP_CALLS = 200000; // enough for V8's optimising compiler to take the loops...
-const MAX_WARMUP_NS = 500000000n; // ...unless that takes longer (a syscall a call under TCG)
+const MAX_WARMUP_NS = BigInt(500000000); // ...unless that takes longer (a syscall a call under TCG)
 const MAX_N = 10000000;
-const ROUND_TIMEOUT_NS = 1000000000n;
+const ROUND_TIMEOUT_NS = BigInt(1000000000);
 const WAIT_MS = 60000;
 const MAX_BUDGET_MS = 3600000; // an hour
+const NS_PER_MS = BigInt(1000000);
 const CHECK_EVERY = 1024; // a steps read is one call: the budget is looked at once every CHECK_EVERY
 const USAGE = 'usage: node probe.js info | cost API N [BUDGET_MS] | steps API N [BUDGET_MS] | path API N | stamp API' +
   ' | cross API CPU_A CPU_B ROUNDS [BUDGET_MS] | threads API K N [CPUS [BUDGET_MS]] | serve';
@@ -76,7 +85,7 @@ function number(text, what, lo, hi) {
 // as they are: a plain object, cloned.
 function budgetOf(ms) {
   const start = process.hrtime.bigint();
-  return { ms, start, end: start + BigInt(ms) * 1000000n };
+  return { ms, start, end: start + BigInt(ms) * NS_PER_MS };
 }
 const NO_BUDGET = budgetOf(0);
 
@@ -93,9 +102,9 @@ function suffix(budget, cut) {
 function batch(api, count) {
   let acc = 0;
   if (api === HRTIME) {
-    let v = 0n;
+    let v = BigInt(0);
     for (let i = 0; i < count; i++) v = process.hrtime.bigint();
-    return Number(v & 1n);
+    return Number(v & BigInt(1));
   }
   if (api === PERF_NOW) {
     for (let i = 0; i < count; i++) acc += performance.now();
@@ -109,7 +118,7 @@ function batch(api, count) {
 // with a budget, never past half of it (once some calls are made)
 function warming(done, calls, start, budget) {
   const now = process.hrtime.bigint();
-  if (budget.ms > 0 && done > 0 && now >= budget.start + BigInt(budget.ms) * 500000n) return false;
+  if (budget.ms > 0 && done > 0 && now >= budget.start + BigInt(budget.ms) * NS_PER_MS / BigInt(2)) return false;
   return done < calls || (done < MIN_WARMUP_CALLS && now - start < MAX_WARMUP_NS);
 }
 
@@ -218,7 +227,7 @@ function path(api, n) {
 function stampValue(api) {
   if (api === HRTIME) return String(process.hrtime.bigint());
   if (api === PERF_NOW) return String(Math.round(performance.now() * 1e6));
-  return String(BigInt(Date.now()) * 1000000n);
+  return String(BigInt(Date.now()) * NS_PER_MS);
 }
 
 // The one reader of stdin, made on first use: take(timeoutMs) resolves to the next line, null at

@@ -228,11 +228,22 @@ def test_python_probe_on_a_real_python_3_6_and_2_7():
 
 
 # Syntax and library newer than ES2019 and Node.js 12 (a first look; Debian 11's Node.js 12 in
-# `make test-distros` is the real check): optional chaining, nullish coalescing and the logical
+# `make test-distros` is the real check): a BigInt literal (Node.js 10.4: the file must parse on an
+# older one, to say it is too old), optional chaining, nullish coalescing and the logical
 # assignments, numeric separators, class private members and static blocks, and Node 15+'s calls
-NEWER_THAN_NODE_12 = [r"\?\.[A-Za-z_$(\[]", r"\?\?", r"\|\|=|&&=", r"\d_\d", r"#[A-Za-z_]\w*\s*[(=;]",
+NEWER_THAN_NODE_12 = [r"\d+n\b", r"\?\.[A-Za-z_$(\[]", r"\?\?", r"\|\|=|&&=", r"\d_\d", r"#[A-Za-z_]\w*\s*[(=;]",
                       r"static\s*\{", r"\.at\(", r"\.replaceAll\(", r"Object\.hasOwn\(", r"structuredClone\(",
                       r"AbortController", r"require\('node:"]
+
+
+def test_node_too_old_is_one_line_not_a_stack_trace(build_output):
+    """Node.js 10 stood in for by its version string: the probe's first check says so in one line."""
+    argv = probe("node", build_output)
+    code = ("Object.defineProperty(process.versions, 'node', {value: '10.24.1'});"
+            f"process.argv = ['node', 'probe.js', 'info']; require({argv[1]!r});")
+    r = subprocess.run([argv[0], "-e", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (r.returncode, r.stdout) == (69, ""), r
+    assert re.fullmatch(r"probe-node: needs Node\.js 12 or later; this is v\d+\.\d+\.\d+\n", r.stderr), r.stderr
 
 
 def test_node_probe_has_nothing_newer_than_node_12():
