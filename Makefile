@@ -127,7 +127,7 @@ KERNEL_OBJS := $(ASM_SRCS:%.asm=$(BUILD)/%.o) $(KERNEL_SRCS:%.c=$(BUILD)/%.o) $(
 
 NETBOOT_CONFIG ?= netboot/machines.toml
 
-.PHONY: bundle release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
+.PHONY: test-distros bundle release rebuild-check img efi netboot test-fleet os os-bench os-vm lang all kernel iso usb tool fixtures run run-direct test test-host test-boot test-matrix bench fuzz fuzz-seeds fuzz-harness deps check-build-tools clean help
 
 all: kernel
 
@@ -150,6 +150,7 @@ help:
 	@echo "make test-host  the host tests only (tests/host)"
 	@echo "make test-boot  the QEMU boot tests only (tests/boot)"
 	@echo "make test-matrix every row of the robustness matrix; writes docs/robustness.md"
+	@echo "make test-distros the bundle as nobody in Debian 11 and 13 chroots with their own runtimes (as root; downloads about 1 GB once, kept in $(BUILD)/distros)"
 	@echo "make fuzz       the ACPI parser under libFuzzer for FUZZ_SECONDS (300)"
 	@echo "make fuzz-harness build the fuzzer ($(FUZZ_BIN)); make fuzz-seeds writes its seeds from real boots (tests/fuzz/seeds)"
 	@echo "make tool       the host tool in a virtual environment ($(HOST_TOOL)) and its host library"
@@ -577,6 +578,13 @@ test-fleet: deps $(KERNEL)
 # Every row of the robustness matrix (tests/boot/matrix.py); writes docs/robustness.md.
 test-matrix: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO)
 	CLOCKBENCH_MATRIX=all PYTHONPATH=tools $(PYTHON) -m pytest -q tests/boot/test_matrix.py
+
+# The bundle as nobody in a debootstrap chroot of Debian 11 and of Debian 13, each with that
+# release's own Java, Python, Node.js and Mono (issue 48; docs/os-side.md, "Runtimes and
+# distributions"). Not part of `make test`: the roots download about 1 GB, once (BUILD/distros).
+# Both are run; the target fails when either run does.
+test-distros: bundle
+	@s=0; for d in bullseye trixie; do BUILD=$(BUILD) scripts/distro_trial.sh $$d $(BUNDLE) || s=1; done; exit $$s
 
 test-host: $(HOST_LIB)
 	$(call test_phases,tests/host)

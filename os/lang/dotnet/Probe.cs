@@ -17,6 +17,8 @@
 // background thread reading one TextReader into a queue, from which serve's commands, stamp's
 // lines and cross's pin answers are all taken (a second reader would buffer what the first one
 // needs; the thread lets a wait for a pin answer be bounded).
+//
+// Mono 5 and later, .NET 6 and later (issue 48): C# 6 and the .NET Framework 4.5 library only.
 
 using System;
 using System.Collections.Generic;
@@ -36,8 +38,10 @@ static class Probe
     const int MaxN = 10000000;
     const int WaitMs = 60000;
     const long UnixEpochTicks = 621355968000000000; // DateTime(1970, 1, 1).Ticks
-    const string Usage = "usage: mono Probe.exe info | cost API N | steps API N | path API N | stamp API"
-        + " | cross API CPU_A CPU_B ROUNDS | threads API K N [CPUS] | serve";
+    const int MaxBudgetMs = 3600000; // an hour
+    const int CheckEvery = 1024;     // a steps read is one call: the budget is looked at once every CheckEvery
+    const string Usage = "usage: mono Probe.exe info | cost API N [BUDGET_MS] | steps API N [BUDGET_MS] | path API N"
+        + " | stamp API | cross API CPU_A CPU_B ROUNDS [BUDGET_MS] | threads API K N [CPUS [BUDGET_MS]] | serve";
     static readonly TextWriter Out = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(false));
     static long sink; // where measured values go, so that no read is optimised away
 
@@ -81,6 +85,38 @@ static class Probe
         return (int)v;
     }
 
+    // The optional bound on the whole of a command (cost, steps, cross, threads: docs/output.md,
+    // "Language probes: the contract"): its deadline is ms after the command starts, on
+    // Stopwatch.GetTimestamp. Without one (Ms 0) the command runs as it always did and its line
+    // has no budget fields.
+    sealed class Budget
+    {
+        public readonly int Ms;
+        public readonly long Start, End;
+
+        public Budget(int ms)
+        {
+            Ms = ms;
+            Start = Stopwatch.GetTimestamp();
+            End = Start + ms * Stopwatch.Frequency / 1000;
+        }
+
+        public bool Over() { return Ms > 0 && Stopwatch.GetTimestamp() >= End; }
+
+        public bool OverAt(long t) { return Ms > 0 && t >= End; }
+
+        // the warm-up's share: until half the budget has gone
+        public long Half { get { return Start + (End - Start) / 2; } }
+
+        // what the line ends with: nothing, or " budget_ms=B cut=0|1"
+        public string Suffix(bool cut)
+        {
+            return Ms > 0 ? " budget_ms=" + Ms + " cut=" + (cut ? 1 : 0) : "";
+        }
+    }
+
+    static readonly Budget NoBudget = new Budget(0);
+
     // ns per unit of Read()'s value
     static double UnitNs(int api)
     {
@@ -112,17 +148,20 @@ static class Probe
             for (int i = 0; i < v.Length; i++) v[i] = DateTime.UtcNow.Ticks;
     }
 
-    // at least `calls` calls, then on to MinWarmupCalls for the JIT while within MaxWarmupMs
-    static bool Warming(int done, int calls, long start)
+    // at least `calls` calls, then on to MinWarmupCalls for the JIT while within MaxWarmupMs;
+    // with a budget, never past half of it (once some calls are made)
+    static bool Warming(int done, int calls, long start, Budget budget)
     {
-        long limit = MaxWarmupMs * Stopwatch.Frequency / 1000;
-        return done < calls || (done < MinWarmupCalls && Stopwatch.GetTimestamp() - start < limit);
+        long limit = MaxWarmupMs * Stopwatch.Frequency / 1000, now = Stopwatch.GetTimestamp();
+        if (budget.Ms > 0 && done > 0 && now >= budget.Half)
+            return false;
+        return done < calls || (done < MinWarmupCalls && now - start < limit);
     }
 
-    static void WarmUp(int api, int calls)
+    static void WarmUp(int api, int calls, Budget budget)
     {
         long acc = 0, start = Stopwatch.GetTimestamp();
-        for (int done = 0; Warming(done, calls, start); done += BatchCalls)
+        for (int done = 0; Warming(done, calls, start, budget); done += BatchCalls)
             acc += Batch(api, BatchCalls);
         Interlocked.Add(ref sink, acc);
     }
@@ -132,19 +171,24 @@ static class Probe
         return ticks * 1e9 / Stopwatch.Frequency;
     }
 
-    static void Cost(int api, int n)
+    static void Cost(int api, int n, Budget budget)
     {
-        int size = Math.Min(n, BatchCalls), batches = n / size;
-        WarmUp(api, n);
+        int size = Math.Min(n, BatchCalls), asked = n / size, batches = asked;
+        WarmUp(api, n, budget);
         double[] perCall = new double[batches];
         double total = 0;
-        for (int b = 0; b < batches; b++) {
+        for (int b = 0; b < asked; b++) {
             long t0 = Stopwatch.GetTimestamp();
             long acc = Batch(api, size);
             long t1 = Stopwatch.GetTimestamp();
             sink += acc;
             perCall[b] = TicksToNs(t1 - t0) / size;
             total += perCall[b];
+            if (b + 1 < asked && budget.OverAt(t1)) {
+                batches = b + 1;
+                Array.Resize(ref perCall, batches);
+                break;
+            }
         }
         Array.Sort(perCall);
         int mid = batches / 2;
@@ -154,22 +198,43 @@ static class Probe
         int lo = (int)Math.Max(0, Math.Floor(batches / 2.0 - w)), hi = (int)Math.Min(batches - 1, Math.Ceiling(batches / 2.0 + w));
         Say("cost " + Apis[api] + " method=batch unit=ns n=" + (long)batches * size + " batch=" + size
             + " min=" + Fmt(perCall[0]) + " p50=" + Fmt(p50) + " mean=" + Fmt(total / batches)
-            + " max=" + Fmt(perCall[batches - 1]) + " timer=Stopwatch.GetTimestamp p50_lo=" + Fmt(perCall[lo]) + " p50_hi=" + Fmt(perCall[hi]));
+            + " max=" + Fmt(perCall[batches - 1]) + " timer=Stopwatch.GetTimestamp p50_lo=" + Fmt(perCall[lo]) + " p50_hi=" + Fmt(perCall[hi])
+            + budget.Suffix(batches < asked));
     }
 
-    static void Steps(int api, int n)
+    // With a budget, the reads are made CheckEvery at a time and the deadline looked at between
+    // them; the step across a look (read i-1 to i, i a multiple of CheckEvery) is not counted.
+    static void Steps(int api, int n, Budget budget)
     {
         if (n < 2)
             Fail("bad n '" + n + "': steps needs at least 2 reads", 64);
-        long[] v = new long[n];
+        long[] v = new long[budget.Ms > 0 ? Math.Min(n, CheckEvery) : n];
         long start = Stopwatch.GetTimestamp();
-        for (int done = 0; Warming(done, n, start); done += n)
+        for (int warmed = 0; Warming(warmed, n, start, budget); warmed += v.Length)
             Fill(api, v); // warm-up: the JIT's final tier compiles the loop before the reads that count
-        Fill(api, v);
+        int done = n;
+        if (budget.Ms == 0) {
+            Fill(api, v);
+        } else {
+            long[] block = v;
+            v = new long[n];
+            for (int at = 0; at < n; at += CheckEvery) {
+                if (block.Length != Math.Min(CheckEvery, n - at))
+                    block = new long[n - at];
+                Fill(api, block);
+                Array.Copy(block, 0, v, at, block.Length);
+                if (at + block.Length < n && budget.Over()) {
+                    done = at + block.Length;
+                    break;
+                }
+            }
+        }
         double unit = UnitNs(api), maxBack = 0, least = -1;
         long zero = 0, backward = 0;
         SortedDictionary<double, long> bins = new SortedDictionary<double, long>();
-        for (int i = 1; i < n; i++) {
+        for (int i = 1; i < done; i++) {
+            if (budget.Ms > 0 && i % CheckEvery == 0)
+                continue; // the deadline's look sits in this step
             double s = (v[i] - v[i - 1]) * unit;
             if (s < 0) {
                 backward++;
@@ -191,8 +256,8 @@ static class Probe
         StringBuilder hist = new StringBuilder();
         foreach (KeyValuePair<double, long> e in bins)
             hist.Append(hist.Length > 0 ? "," : "").Append(Fmt(e.Key)).Append(':').Append(e.Value);
-        Say("steps " + Apis[api] + " n=" + n + " least_ns=" + (least < 0 ? "none" : Fmt(least)) + " zero=" + zero
-            + " backward=" + backward + " max_backward_ns=" + Fmt(maxBack) + " hist=" + hist);
+        Say("steps " + Apis[api] + " n=" + done + " least_ns=" + (least < 0 ? "none" : Fmt(least)) + " zero=" + zero
+            + " backward=" + backward + " max_backward_ns=" + Fmt(maxBack) + " hist=" + hist + budget.Suffix(done < n));
     }
 
     // a raw stream, written once and flushed: each marker is one write(2)
@@ -206,7 +271,7 @@ static class Probe
         byte[] begin = Encoding.ASCII.GetBytes("cb-path-begin\n"), end = Encoding.ASCII.GetBytes("cb-path-end\n");
         // compiled and loaded before the window (Stopwatch's System.dll, the stream's Flush):
         // the window then holds the calls' own system calls only
-        WarmUp(api, n);
+        WarmUp(api, n, NoBudget);
         err.Flush();
         err.Write(begin, 0, begin.Length);
         err.Flush();
@@ -327,9 +392,12 @@ static class Probe
     static long seq;      // release-stored by the writer after t1, acquire-loaded by the reader
     static long sharedT1;
 
-    static void Cross(int api, int cpuA, int cpuB, int rounds)
+    // With a budget, a round's wait is bounded by the time left as well as by 1 s, and no round
+    // starts past the deadline: the rounds done are those whose reader saw the value or gave it up
+    // after 1 s (lost); the rest are not done, and not lost.
+    static void Cross(int api, int cpuA, int cpuB, int rounds, Budget budget)
     {
-        long[] lost = new long[2], violations = new long[2];
+        long[] lost = new long[2], violations = new long[2], done = new long[2];
         double[] maxViolation = new double[2];
         string[] tids = new string[2];
         double unit = UnitNs(api);
@@ -337,7 +405,7 @@ static class Probe
         CountdownEvent started = new CountdownEvent(2);
         ManualResetEvent go = new ManualResetEvent(false);
         Thread[] sides = new Thread[2];
-        WarmUp(api, rounds);
+        WarmUp(api, rounds, budget);
         for (int side = 0; side < 2; side++) {
             int me = side;
             sides[me] = new Thread(() => {
@@ -351,7 +419,12 @@ static class Probe
                         Volatile.Write(ref seq, r + 1);
                         continue;
                     }
-                    long deadline = Stopwatch.GetTimestamp() + roundTicks;
+                    long begin = Stopwatch.GetTimestamp();
+                    if (budget.OverAt(begin))
+                        break;
+                    long deadline = begin + roundTicks;
+                    if (budget.Ms > 0 && budget.End < deadline)
+                        deadline = budget.End;
                     bool seen = true;
                     while (Volatile.Read(ref seq) < r + 1) {
                         if (Stopwatch.GetTimestamp() > deadline) {
@@ -359,6 +432,9 @@ static class Probe
                             break;
                         }
                     }
+                    if (!seen && budget.Over())
+                        break; // the budget's end, not the round's second
+                    done[me]++;
                     if (!seen) {
                         lost[me]++;
                         continue;
@@ -374,16 +450,21 @@ static class Probe
         }
         if (!started.Wait(WaitMs))
             Fail("cross: the threads did not start within " + WaitMs / 1000 + " s", 1);
-        bool pinned = RequestPin(tids[0], cpuA);
-        pinned &= RequestPin(tids[1], cpuB);
+        // a budget gone before the threads are up (a starved CPU at nice 19): no pins asked for, and
+        // the threads, let go, find it gone at their first round
+        bool pinned = !budget.Over() && RequestPin(tids[0], cpuA);
+        pinned &= !budget.Over() && RequestPin(tids[1], cpuB);
         go.Set();
+        long bound = budget.Ms > 0 ? Math.Min(rounds * 1000L, budget.Ms) : rounds * 1000L;
         foreach (Thread t in sides)
-            if (!t.Join((int)Math.Min(int.MaxValue, rounds * 1000L + WaitMs)))
+            if (!t.Join((int)Math.Min(int.MaxValue, bound + WaitMs)))
                 Fail("cross: a thread did not finish in time", 1);
-        Say("cross " + Apis[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + rounds
+        long roundsDone = budget.Ms > 0 ? done[0] + done[1] : rounds;
+        Say("cross " + Apis[api] + " a=" + cpuA + " b=" + cpuB + " rounds=" + roundsDone
             + " violations=" + (violations[0] + violations[1])
             + " max_violation_ns=" + Fmt(Math.Max(maxViolation[0], maxViolation[1]))
-            + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no"));
+            + " lost=" + (lost[0] + lost[1]) + " pinned=" + (pinned ? "requested" : "no")
+            + budget.Suffix(roundsDone < rounds));
     }
 
     // Linux's CPU list format ("0-3,8"), or exit 64.
@@ -418,11 +499,13 @@ static class Probe
         return v < 0 ? "-" : v.ToString(CultureInfo.InvariantCulture);
     }
 
-    static void Threads(int api, int k, int n, int[] cpus)
+    // With a budget, each thread looks at the deadline after each chunk (the chunk's own end, read
+    // anyway) and stops there when it has passed: at least one chunk each.
+    static void Threads(int api, int k, int n, int[] cpus, Budget budget)
     {
         // chunks of about 1000 calls, at least 20 of them: the least is what an idle CPU shows
         int chunk = Math.Max(1, Math.Min(1000, n / 20)), chunks = n / chunk, rest = n % chunk;
-        long[] elapsed = new long[k], switches = new long[k];
+        long[] elapsed = new long[k], switches = new long[k], calls = new long[k];
         double[] least = new double[k], median = new double[k];
         string[] tids = new string[k];
         CountdownEvent ready = new CountdownEvent(k);
@@ -432,26 +515,34 @@ static class Probe
             int me = w;
             workers[me] = new Thread(() => {
                 tids[me] = ThreadId();
-                WarmUp(api, n);
+                WarmUp(api, n, budget);
                 long[] d = new long[chunks];
                 ready.Signal();
                 if (!go.WaitOne(WaitMs))
                     return;
                 long sw0 = InvoluntarySwitches();
                 long t0 = Stopwatch.GetTimestamp(), prev = t0, acc = 0;
-                for (int c = 0; c < chunks; c++) {
+                int c = 0;
+                while (c < chunks) {
                     acc += Batch(api, chunk);
                     long now = Stopwatch.GetTimestamp();
-                    d[c] = now - prev;
+                    d[c++] = now - prev;
                     prev = now;
+                    if (c < chunks && budget.OverAt(now))
+                        break;
                 }
-                acc += Batch(api, rest);
+                calls[me] = (long)c * chunk;
+                if (c == chunks) {
+                    acc += Batch(api, rest);
+                    calls[me] = n;
+                }
                 long t1 = Stopwatch.GetTimestamp();
                 long sw1 = InvoluntarySwitches();
                 Interlocked.Add(ref sink, acc);
+                Array.Resize(ref d, c);
                 Array.Sort(d);
                 least[me] = TicksToNs(d[0]) / chunk;
-                median[me] = TicksToNs(d[chunks / 2]) / chunk;
+                median[me] = TicksToNs(d[c / 2]) / chunk;
                 switches[me] = sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0;
                 elapsed[me] = Math.Max(1, t1 - t0);
             });
@@ -470,12 +561,14 @@ static class Probe
         }
         go.Set(); // the common start
         double sum = 0, max = 0;
+        bool cut = false;
         StringBuilder cpu = new StringBuilder(), lo = new StringBuilder(), mid = new StringBuilder(),
-            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder();
+            wall = new StringBuilder(), run = new StringBuilder(), sw = new StringBuilder(), made = new StringBuilder();
         for (int w = 0; w < k; w++) {
-            if (!workers[w].Join(2 * WaitMs) || elapsed[w] == 0)
+            if (!workers[w].Join(2 * WaitMs + budget.Ms) || elapsed[w] == 0)
                 Fail("threads: a worker did not finish in time", 1);
-            double perCall = TicksToNs(elapsed[w]) / n;
+            double perCall = TicksToNs(elapsed[w]) / calls[w];
+            cut |= calls[w] < n;
             sum += perCall;
             max = Math.Max(max, perCall);
             string sep = w > 0 ? "," : "";
@@ -485,11 +578,12 @@ static class Probe
             wall.Append(sep).Append(Known((long)Math.Round(TicksToNs(elapsed[w]))));
             run.Append(sep).Append("-");
             sw.Append(sep).Append(Known(switches[w]));
+            made.Append(sep).Append(calls[w].ToString(CultureInfo.InvariantCulture));
         }
         Say("threads " + Apis[api] + " k=" + k + " n=" + n + " per_call_ns=" + Fmt(sum / k)
             + " max_per_call_ns=" + Fmt(max) + " chunk=" + chunk + " pinned=" + (pinned ? "requested" : "no")
             + " cpu=" + cpu + " least_ns=" + lo + " median_ns=" + mid + " wall_ns=" + wall + " run_ns=" + run
-            + " nivcsw=" + sw);
+            + " nivcsw=" + sw + (budget.Ms > 0 ? " done=" + made : "") + budget.Suffix(cut));
     }
 
     // Mono names itself through Mono.Runtime.GetDisplayName (internal: reflection); CoreCLR
@@ -545,8 +639,10 @@ static class Probe
         int want;
         if (!Shapes.TryGetValue(cmd, out want))
             Fail("unknown command '" + cmd + "'; " + Usage, 64);
-        // threads' CPU list may be left out: then its threads are not pinned
-        if (argv.Length - 1 != want && !(cmd == "threads" && argv.Length - 1 == want + 1))
+        // words beyond: budget_ms on cost, steps and cross; threads' CPU list (without it its
+        // threads are not pinned), then budget_ms
+        int optional = cmd == "threads" ? 2 : cmd == "cost" || cmd == "steps" || cmd == "cross" ? 1 : 0;
+        if (argv.Length - 1 < want || argv.Length - 1 > want + optional)
             Fail(cmd + " takes " + want + " arguments; " + Usage, 64);
         if (cmd == "serve") {
             if (serving)
@@ -560,19 +656,37 @@ static class Probe
         }
         int api = ApiOf(argv[1]);
         switch (cmd) {
-        case "cost": Cost(api, Number(argv[2], "n", 1, MaxN)); break;
-        case "steps": Steps(api, Number(argv[2], "n", 1, MaxN)); break;
-        case "path": PathMarked(api, Number(argv[2], "n", 1, MaxN)); break;
-        case "stamp": Stamp(api, serving); break;
-        case "threads":
-            Threads(api, Number(argv[2], "k", 1, 1024), Number(argv[3], "n", 1, MaxN),
-                    argv.Length == 5 ? ParseCpus(argv[4]) : new int[0]);
-            break;
-        default:
-            Cross(api, Number(argv[2], "cpu_a", 0, 4095), Number(argv[3], "cpu_b", 0, 4095),
-                  Number(argv[4], "rounds", 1, MaxN));
+        case "cost": {
+            int n = Number(argv[2], "n", 1, MaxN);
+            Cost(api, n, BudgetAt(argv, 3));
             break;
         }
+        case "steps": {
+            int n = Number(argv[2], "n", 1, MaxN);
+            Steps(api, n, BudgetAt(argv, 3));
+            break;
+        }
+        case "path": PathMarked(api, Number(argv[2], "n", 1, MaxN)); break;
+        case "stamp": Stamp(api, serving); break;
+        case "threads": {
+            int k = Number(argv[2], "k", 1, 1024), n = Number(argv[3], "n", 1, MaxN);
+            int[] cpus = argv.Length >= 5 ? ParseCpus(argv[4]) : new int[0];
+            Threads(api, k, n, cpus, BudgetAt(argv, 5));
+            break;
+        }
+        default: {
+            int a = Number(argv[2], "cpu_a", 0, 4095), b = Number(argv[3], "cpu_b", 0, 4095);
+            int rounds = Number(argv[4], "rounds", 1, MaxN);
+            Cross(api, a, b, rounds, BudgetAt(argv, 5));
+            break;
+        }
+        }
+    }
+
+    // budget_ms where the command has it (argv[i]), else none
+    static Budget BudgetAt(string[] argv, int i)
+    {
+        return argv.Length > i ? new Budget(Number(argv[i], "budget_ms", 1, MaxBudgetMs)) : NoBudget;
     }
 
     static int Main(string[] argv)

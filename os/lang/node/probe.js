@@ -20,8 +20,16 @@
 // wait in one queue for serve's commands, stamp's lines and cross's pin answers alike.
 //
 // Node.js 12 and later (issue 48): nothing newer than ES2019 and Node 12's library (no ?., ??,
-// numeric separators, Array.prototype.at, the global performance).
+// numeric separators, Array.prototype.at, the global performance). An older Node.js is told so in
+// one line (exit 69), not by a stack trace: the check comes before anything it may lack, and the
+// file parses on Node.js 8 (no BigInt literal: BigInt(...) calls, made after the check).
 'use strict';
+
+const NEED_NODE = 12;
+if (Number(process.versions.node.split('.')[0]) < NEED_NODE) {
+  require('fs').writeSync(2, 'probe-node: needs Node.js ' + NEED_NODE + ' or later; this is ' + process.version + '\n');
+  process.exit(69);
+}
 
 const fs = require('fs');
 const readline = require('readline');
@@ -34,11 +42,12 @@ const APIS = ['process.hrtime.bigint', 'performance.now', 'Date.now'];
 const HRTIME = 0, PERF_NOW = 1, DATE_NOW = 2;
 const BATCH_CALLS = 1000;
 const MIN_WARMUP_CALLS = 200000; // enough for V8's optimising compiler to take the loops...
-const MAX_WARMUP_NS = 500000000n; // ...unless that takes longer (a syscall a call under TCG)
+const MAX_WARMUP_NS = BigInt(500000000); // ...unless that takes longer (a syscall a call under TCG)
 const MAX_N = 10000000;
-const ROUND_TIMEOUT_NS = 1000000000n;
+const ROUND_TIMEOUT_NS = BigInt(1000000000);
 const WAIT_MS = 60000;
 const MAX_BUDGET_MS = 3600000; // an hour
+const NS_PER_MS = BigInt(1000000);
 const CHECK_EVERY = 1024; // a steps read is one call: the budget is looked at once every CHECK_EVERY
 const USAGE = 'usage: node probe.js info | cost API N [BUDGET_MS] | steps API N [BUDGET_MS] | path API N | stamp API' +
   ' | cross API CPU_A CPU_B ROUNDS [BUDGET_MS] | threads API K N [CPUS [BUDGET_MS]] | serve';
@@ -76,7 +85,7 @@ function number(text, what, lo, hi) {
 // as they are: a plain object, cloned.
 function budgetOf(ms) {
   const start = process.hrtime.bigint();
-  return { ms, start, end: start + BigInt(ms) * 1000000n };
+  return { ms, start, end: start + BigInt(ms) * NS_PER_MS };
 }
 const NO_BUDGET = budgetOf(0);
 
@@ -93,9 +102,9 @@ function suffix(budget, cut) {
 function batch(api, count) {
   let acc = 0;
   if (api === HRTIME) {
-    let v = 0n;
+    let v = BigInt(0);
     for (let i = 0; i < count; i++) v = process.hrtime.bigint();
-    return Number(v & 1n);
+    return Number(v & BigInt(1));
   }
   if (api === PERF_NOW) {
     for (let i = 0; i < count; i++) acc += performance.now();
@@ -109,7 +118,7 @@ function batch(api, count) {
 // with a budget, never past half of it (once some calls are made)
 function warming(done, calls, start, budget) {
   const now = process.hrtime.bigint();
-  if (budget.ms > 0 && done > 0 && now >= budget.start + BigInt(budget.ms) * 500000n) return false;
+  if (budget.ms > 0 && done > 0 && now >= budget.start + BigInt(budget.ms) * NS_PER_MS / BigInt(2)) return false;
   return done < calls || (done < MIN_WARMUP_CALLS && now - start < MAX_WARMUP_NS);
 }
 
@@ -218,7 +227,7 @@ function path(api, n) {
 function stampValue(api) {
   if (api === HRTIME) return String(process.hrtime.bigint());
   if (api === PERF_NOW) return String(Math.round(performance.now() * 1e6));
-  return String(BigInt(Date.now()) * 1000000n);
+  return String(BigInt(Date.now()) * NS_PER_MS);
 }
 
 // The one reader of stdin, made on first use: take(timeoutMs) resolves to the next line, null at
@@ -293,11 +302,15 @@ function ended(worker, what) {
   });
 }
 
-// A worker's messages as a queue; a worker that fails ends the probe with one line.
+// A worker's messages as a queue; a worker that fails ends the probe with one line. A worker
+// ended on purpose (terminate) answers null to whoever still waits for it.
 function inbox(worker, what) {
   const queue = [], waiters = [];
   worker.on('message', (m) => (waiters.length ? waiters.shift()(m) : queue.push(m)));
   worker.on('error', (e) => fail(`${what}: a worker failed: ${String(e.message || e).split('\n')[0]}`, 1));
+  worker.on('exit', () => {
+    while (waiters.length) waiters.shift()(null);
+  });
   return (timeoutMs = WAIT_MS) => new Promise((resolve) => {
     if (queue.length) return resolve(queue.shift());
     const timer = setTimeout(() => fail(`${what}: a worker did not answer within ${timeoutMs / 1000} s`, 1), timeoutMs);
@@ -306,6 +319,11 @@ function inbox(worker, what) {
       resolve(m);
     });
   });
+}
+
+// Resolves to null after ms (at least 0): a deadline to race a wait against.
+function after(ms) {
+  return new Promise((resolve) => setTimeout(() => resolve(null), Math.max(0, ms)));
 }
 
 // shared words of cross and threads
@@ -322,7 +340,18 @@ async function cross(api, cpuA, cpuB, rounds, budget) {
     { workerData: { kind: 'cross', me, api, rounds, sab, base, budget } }));
   const next = workers.map((w) => inbox(w, 'cross'));
   const gone = workers.map((w) => ended(w, 'cross'));
-  const hello = await Promise.all(next.map((n) => n()));
+  const ready = Promise.all(next.map((n) => n(WAIT_MS + budget.ms)));
+  // A budget that runs out before both workers are up (a V8 each: seconds of a starved CPU at
+  // nice 19) ends the command there: the workers are ended, no round was done.
+  const hello = budget.ms > 0 ? await Promise.race([ready, after(Number(budget.end - process.hrtime.bigint()) / 1e6)])
+    : await ready;
+  if (hello === null || hello.includes(null)) {
+    await Promise.all(workers.map((w) => w.terminate()));
+    await Promise.all(gone.map((g) => g()));
+    say(`cross ${APIS[api]} a=${cpuA} b=${cpuB} rounds=0 violations=0 max_violation_ns=0 lost=0 pinned=no` +
+      suffix(budget, true));
+    return;
+  }
   let pinned = true;
   for (const [me, cpu] of [[0, cpuA], [1, cpuB]]) {
     if (!hello[me].tid) {
@@ -376,7 +405,7 @@ function crossWorker({ me, api, rounds, sab, base, budget }) {
   const t1Big = new BigInt64Array(sab, 16, 1); // hrtime.bigint's t1
   const t1Num = new Float64Array(sab, 24, 1);  // performance.now's (on the common scale) or Date.now's
   warmUp(api, rounds, budget);
-  perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
+  if (api === PERF_NOW) perfOrigin(base); // warm-up: the brackets are narrowest once V8 has optimised them
   const { origin, err } = api === PERF_NOW ? perfOrigin(base) : { origin: 0, err: 0 };
   parentPort.postMessage({ tid: threadId(), originErr: err });
   if (Atomics.wait(ctl, GO, 0, WAIT_MS) === 'timed-out') process.exit(1);

@@ -40,8 +40,9 @@ NEED = (3, 6)
 
 def too_old():
     """One line and exit 69 (EX_UNAVAILABLE) where this Python cannot run the probe at all."""
-    sys.stderr.write("probe-%s: needs Python %d.%d or later; this is %s %s\n" % (
-        LANG, NEED[0], NEED[1], platform.python_implementation(), platform.python_version()))
+    sys.stderr.write("probe-%s: needs Python %d.%d or later; this is %s %d.%d.%d\n" % (
+        LANG, NEED[0], NEED[1], platform.python_implementation(), sys.version_info[0], sys.version_info[1],
+        sys.version_info[2]))
     sys.stderr.flush()
     os._exit(69)
 
@@ -237,10 +238,10 @@ def hist_line(steps_ns):
             zero += 1
             upper = 0
         else:
-            least = s if least is None else min(least, s)
-            upper = 1
-            while upper < s:
-                upper *= 2
+            if least is None or s < least:
+                least = s
+            # the least power of two at or above s: that of its ceiling, a whole number
+            upper = 1 << (int(math.ceil(s)) - 1).bit_length()
         bins[upper] = bins.get(upper, 0) + 1
     hist = ",".join("%d:%d" % (u, c) for u, c in sorted(bins.items()))
     return ("least_ns=%s zero=%d backward=%d max_backward_ns=%s hist=%s"

@@ -6,8 +6,11 @@ folder of the test's own (--lang-dir) it stands in for the Python probe
 so that the runner is tested before, and apart from, the real probes; and
 it serves its commands on stdin (`serve`) as the real ones do; and
 it can be told to fail (CB_TEST_FAULT=how:command[:api],... with how one of
-crash, hang, garbage, nomarker, closein, demote, backward, disturbed) to test that one failure
-is one line and the rest go on. Not part of the product."""
+crash, hang, garbage, nomarker, closein, demote, backward, disturbed, cut) to test that one failure
+is one line and the rest go on. cost, steps, cross and threads take the contract's optional
+budget_ms (issue 48) and end their line `budget_ms=B cut=0` (threads: `done=... budget_ms=B
+cut=0`); the fault `cut` answers as a budget that ran out would: half the count done, `cut=1`.
+Not part of the product."""
 
 import os
 import sys
@@ -89,8 +92,15 @@ def command(argv, serving):
         bad("unknown API")
     f = APIS[args[0]]
     nums = [int(a) for a in args[1:] if a.isdigit()]  # threads' CPU list ("0-3") is read apart
+    # budget_ms: the word after the command's own (cost, steps: 2; cross, threads: 4)
+    at = {"cost": 2, "steps": 2, "cross": 4, "threads": 4}.get(cmd)
+    budget = int(args[at]) if at is not None and len(args) > at else 0
+    cut = budget > 0 and how == "cut"
+
+    def tail(extra=""):
+        return "%s budget_ms=%d cut=%d" % (extra, budget, cut) if budget else ""
     if cmd == "cost":
-        n = nums[0]
+        n = nums[0] // 2 if cut else nums[0]
         per = []
         for _ in range(max(1, n // 1000)):
             t0 = time.perf_counter_ns()
@@ -98,10 +108,10 @@ def command(argv, serving):
                 f()
             per.append((time.perf_counter_ns() - t0) / 1000)
         per.sort()
-        print("cost %s method=batch unit=ns n=%d batch=1000 min=%.1f p50=%.1f mean=%.1f max=%.1f timer=perf_counter_ns"
-              % (args[0], len(per) * 1000, per[0], per[len(per) // 2], sum(per) / len(per), per[-1]))
+        print("cost %s method=batch unit=ns n=%d batch=1000 min=%.1f p50=%.1f mean=%.1f max=%.1f timer=perf_counter_ns%s"
+              % (args[0], len(per) * 1000, per[0], per[len(per) // 2], sum(per) / len(per), per[-1], tail()))
     elif cmd == "steps":
-        v = [f() for _ in range(nums[0])]
+        v = [f() for _ in range(nums[0] // 2 if cut else nums[0])]
         d = [b - a for a, b in zip(v, v[1:])]
         pos = [x for x in d if x > 0]
         back = [a - b for a, b in zip(v, v[1:]) if b < a]
@@ -111,9 +121,9 @@ def command(argv, serving):
                 continue
             up = 0 if x == 0 else 1 << (x - 1).bit_length()
             hist[up] = hist.get(up, 0) + 1
-        print("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s"
+        print("steps %s n=%d least_ns=%s zero=%d backward=%d max_backward_ns=%d hist=%s%s"
               % (args[0], len(v), min(pos) if pos else "none", d.count(0), len(back), max(back, default=0),
-                 ",".join("%d:%d" % kv for kv in sorted(hist.items()))))
+                 ",".join("%d:%d" % kv for kv in sorted(hist.items())), tail()))
     elif cmd == "path":
         os.write(2, b"cb-path-begin\n")
         keep = [f() for _ in range(nums[0])]
@@ -127,7 +137,9 @@ def command(argv, serving):
             sys.stdout.write("%d\n" % f())
             sys.stdout.flush()
     elif cmd == "cross":
-        a, b, rounds = nums
+        a, b, rounds = (int(w) for w in args[1:4])
+        if cut:
+            rounds //= 2
         shared = {"seq": 0, "t1": 0}
         lock = threading.Lock()
         result = {"v": 0, "worst": 0, "lost": 0}
@@ -167,8 +179,8 @@ def command(argv, serving):
             t.join()
         if how == "backward":  # a clock that went back across CPUs, as a faulty one would
             result["v"], result["worst"] = 3, 500
-        print("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self"
-              % (args[0], a, b, rounds, result["v"], result["worst"], result["lost"]))
+        print("cross %s a=%d b=%d rounds=%d violations=%d max_violation_ns=%d lost=%d pinned=self%s"
+              % (args[0], a, b, rounds, result["v"], result["worst"], result["lost"], tail()))
     elif cmd == "threads":  # threads <api> <k> <n> [<cpus>]: each pinned to a CPU of the list, timed in chunks
         k, n = nums[:2]
         cpus = []
@@ -176,6 +188,9 @@ def command(argv, serving):
             lo, _, hi = part.partition("-")
             cpus.extend(range(int(lo), int(hi or lo) + 1))
         chunk = max(1, min(1000, n // 20))
+        # cut: each thread stops after half its chunks (one at least), as at a budget's end
+        chunks = max(1, n // chunk // 2) if cut else n // chunk
+        made = chunks * chunk if cut else n
         go = threading.Barrier(k)
         runs = [None] * k
 
@@ -187,13 +202,13 @@ def command(argv, serving):
             go.wait()
             d = []
             t0 = prev = time.perf_counter_ns()
-            for _ in range(n // chunk):
+            for _ in range(chunks):
                 for _ in range(chunk):
                     f()
                 now = time.perf_counter_ns()
                 d.append(now - prev)
                 prev = now
-            for _ in range(n % chunk):
+            for _ in range(made - chunks * chunk):
                 f()
             d.sort()
             runs[i] = (cpu, d[0] / chunk, d[len(d) // 2] / chunk, time.perf_counter_ns() - t0)
@@ -203,14 +218,15 @@ def command(argv, serving):
             t.start()
         for t in ts:
             t.join()
-        per = [r[3] / n for r in runs]
+        per = [r[3] / made for r in runs]
         # CB_TEST_FAULT=disturbed:threads: every thread says it was preempted twice
         sw = "2" if how == "disturbed" else "0"
         print("threads %s k=%d n=%d per_call_ns=%.1f max_per_call_ns=%.1f chunk=%d pinned=%s cpu=%s least_ns=%s median_ns=%s "
-              "wall_ns=%s run_ns=%s nivcsw=%s" % (args[0], k, n, sum(per) / k, max(per), chunk, "self" if cpus else "no",
-                                                   ",".join(r[0] for r in runs), ",".join("%.1f" % r[1] for r in runs),
-                                                   ",".join("%.1f" % r[2] for r in runs), ",".join(str(r[3]) for r in runs),
-                                                   ",".join("-" for _ in runs), ",".join(sw for _ in runs)), flush=True)
+              "wall_ns=%s run_ns=%s nivcsw=%s%s" % (args[0], k, n, sum(per) / k, max(per), chunk, "self" if cpus else "no",
+                                                     ",".join(r[0] for r in runs), ",".join("%.1f" % r[1] for r in runs),
+                                                     ",".join("%.1f" % r[2] for r in runs), ",".join(str(r[3]) for r in runs),
+                                                     ",".join("-" for _ in runs), ",".join(sw for _ in runs),
+                                                     tail(" done=" + ",".join(str(made) for _ in runs))), flush=True)
     else:
         bad("unknown command %s" % cmd)
 

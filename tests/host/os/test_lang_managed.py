@@ -8,10 +8,14 @@ under CI=true a missing one fails; elsewhere it skips with the reason."""
 
 from __future__ import annotations
 
+import ast
+import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -129,6 +133,125 @@ def test_mono_stopwatch_frequency_is_10_mhz(build_output):
         pytest.skip(f"runs under {runtime}, not Mono")
     assert apis["Stopwatch.GetTimestamp"] == {"claim_ns": "100", "origin": "clock",
                                               "claim_source": "Stopwatch.Frequency = 10000000"}
+
+
+# ---- the oldest runtimes each probe runs on (issue 48): Java 8, Python 3.6, Node.js 12 ----
+
+def test_java_class_is_built_for_java_8(build_output):
+    """Class file major version 52 (JVMS 4.1: Java SE 8), and the one class the bundle carries."""
+    probe("java", build_output)
+    data = (LANG_DIR / "java" / "Probe.class").read_bytes()
+    magic, minor, major = struct.unpack(">IHH", data[:8])
+    assert (magic, minor, major) == (0xCAFEBABE, 0, 52), (hex(magic), minor, major)
+    assert sorted(p.name for p in (LANG_DIR / "java").iterdir()) == ["Probe.class"]
+
+
+PY_PROBE = ROOT / "os" / "lang" / "python" / "probe.py"
+
+
+def test_python_probe_is_python_3_6_syntax_and_older_pythons_parse_it():
+    """It parses as Python 3.4's grammar (ast's feature_version: no f-string, no numeric
+    underscore, no newer syntax), so that a Python too old is told so in one line."""
+    ast.parse(PY_PROBE.read_text(), str(PY_PROBE), feature_version=(3, 4))
+    with pytest.raises(SyntaxError):  # the check can fail: an f-string is refused at 3.4
+        ast.parse("x = f'{1}'\n", feature_version=(3, 4))
+
+
+def python_with(code: str, *args: str) -> subprocess.CompletedProcess:
+    """The probe source run by runpy in this Python, after code (a stand-in for an older runtime)."""
+    prelude = f"import runpy, sys, time\n{code}\nsys.argv = ['probe.py', *{list(args)!r}]\n" \
+              f"runpy.run_path({str(PY_PROBE)!r}, run_name='__main__')\n"
+    return subprocess.run([sys.executable, "-c", prelude], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+NS_FUNCTIONS = ("perf_counter_ns", "monotonic_ns", "time_ns", "process_time_ns", "thread_time_ns")
+WITHOUT_NS = "\n".join(f"del time.{f}" for f in NS_FUNCTIONS)  # Python 3.6's time module has none of them
+
+
+def test_python_without_the_ns_functions_says_each_absent_and_measures_the_rest():
+    r = python_with(WITHOUT_NS, "info")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("runtime CPython "), lines
+    absent = {m[1]: m[2] for m in (re.fullmatch(r"api (\S+) absent=(.+)", l) for l in lines[1:]) if m}
+    assert list(absent) == ["perf_counter_ns", "monotonic_ns", "time_ns", "process_time_ns"], lines
+    for name, why in absent.items():
+        assert why.startswith(f"time.{name} is absent (it came in Python 3.7); this is CPython "), why
+    assert lines[-1].startswith("api perf_counter claim_ns=1 origin=clock "), lines
+    # a command on an absent API: the probe's one-line refusal, exit 64
+    r = python_with(WITHOUT_NS, "cost", "perf_counter_ns", "10")
+    assert r.returncode == 64 and r.stdout == "", r
+    assert re.fullmatch(r"probe-python: API 'perf_counter_ns' is absent here: [^\n]+\n", r.stderr), r.stderr
+    # the rest measured, timed by perf_counter (the float) where perf_counter_ns is absent
+    f = fields(python_with(WITHOUT_NS, "cost", "perf_counter", "3000").stdout)
+    assert (f["n"], f["timer"]) == ("3000", "perf_counter") and 0 < float(f["p50"]) < 100_000, f
+    r = python_with(WITHOUT_NS, "threads", "perf_counter", "2", "2000", f"{CPUS[0]},{CPUS[1]}", "60000")
+    f = fields(r.stdout)
+    assert r.returncode == 0 and f["done"] == "2000,2000" and f["cut"] == "0", (r.stdout, r.stderr)
+    assert all(x.isdigit() for x in f["run_ns"].split(",")), f  # the thread's CPU time without thread_time_ns
+
+
+def test_python_too_old_is_one_line_not_a_traceback():
+    r = python_with("sys.version_info = (3, 5, 9, 'final', 0)", "info")
+    assert (r.returncode, r.stdout) == (69, ""), r
+    assert r.stderr == "probe-python: needs Python 3.6 or later; this is CPython 3.5.9\n", r.stderr
+
+
+def pyenv_python(version: str) -> str | None:
+    """A Python of that version installed beside this one (pyenv's), or None."""
+    for folder in sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin"))):
+        for name in ("python3", "python"):
+            if os.access(os.path.join(folder, name), os.X_OK):
+                return os.path.join(folder, name)
+    return shutil.which(f"python{version}")
+
+
+def test_python_probe_on_a_real_python_3_6_and_2_7():
+    """Where pyenv's 3.6 and 2.7 are installed (not by `make deps`: skipped elsewhere)."""
+    py36, py27 = pyenv_python("3.6"), pyenv_python("2.7")
+    if not py36 and not py27:
+        pytest.skip("no Python 3.6 or 2.7 here (pyenv's ~/.pyenv/versions)")
+    if py36:
+        r = subprocess.run([py36, str(PY_PROBE), "info"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert r.stdout.splitlines()[0].startswith("runtime CPython 3.6."), r.stdout
+        assert sum(l.startswith("api ") and " absent=" in l for l in r.stdout.splitlines()) == 4, r.stdout
+        for words in (["cost", "perf_counter", "3000"], ["steps", "perf_counter", "3000", "60000"],
+                      ["cross", "perf_counter", str(CPUS[0]), str(CPUS[1]), "20", "60000"]):
+            r = subprocess.run([py36, str(PY_PROBE), *words], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0 and r.stderr == "" and r.stdout.startswith(f"{words[0]} perf_counter "), r
+    if py27:
+        r = subprocess.run([py27, str(PY_PROBE), "info"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 69 and r.stdout == "", r
+        assert re.fullmatch(r"probe-python: needs Python 3\.6 or later; this is CPython 2\.7\.\d+\n", r.stderr), r.stderr
+
+
+# Syntax and library newer than ES2019 and Node.js 12 (a first look; Debian 11's Node.js 12 in
+# `make test-distros` is the real check): a BigInt literal (Node.js 10.4: the file must parse on an
+# older one, to say it is too old), optional chaining, nullish coalescing and the logical
+# assignments, numeric separators, class private members and static blocks, and Node 15+'s calls
+NEWER_THAN_NODE_12 = [r"\d+n\b", r"\?\.[A-Za-z_$(\[]", r"\?\?", r"\|\|=|&&=", r"\d_\d", r"#[A-Za-z_]\w*\s*[(=;]",
+                      r"static\s*\{", r"\.at\(", r"\.replaceAll\(", r"Object\.hasOwn\(", r"structuredClone\(",
+                      r"AbortController", r"require\('node:"]
+
+
+def test_node_too_old_is_one_line_not_a_stack_trace(build_output):
+    """Node.js 10 stood in for by its version string: the probe's first check says so in one line."""
+    argv = probe("node", build_output)
+    code = ("Object.defineProperty(process.versions, 'node', {value: '10.24.1'});"
+            f"process.argv = ['node', 'probe.js', 'info']; require({argv[1]!r});")
+    r = subprocess.run([argv[0], "-e", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (r.returncode, r.stdout) == (69, ""), r
+    assert re.fullmatch(r"probe-node: needs Node\.js 12 or later; this is v\d+\.\d+\.\d+\n", r.stderr), r.stderr
+
+
+def test_node_probe_has_nothing_newer_than_node_12():
+    text = (ROOT / "os" / "lang" / "node" / "probe.js").read_text()
+    code = "\n".join(l.split("//", 1)[0] for l in text.splitlines())  # comments left out (the probe has no '//' in a string)
+    found = [(p, m.group(0)) for p in NEWER_THAN_NODE_12 for m in re.finditer(p, code)]
+    assert found == [], found
+    assert re.search(r"\?\?", "a ?? b") and re.search(r"\d_\d", "1_000")  # the patterns do match what they look for
 
 
 @pytest.mark.parametrize("lang,api", ALL_APIS)
@@ -328,7 +451,10 @@ BAD = [[], ["bogus"], ["info", "extra"], ["cost", "no.such.api", "10"], ["cost",
        ["cost", "API", "1x"], ["cost", "API", "+5"], ["cost", "API", "99999999999"], ["steps", "API"],
        ["steps", "API", "1"], ["path", "API", "1", "2"], ["stamp"], ["cross", "API", "0", "1", "0"],
        ["cross", "API", "x", "1", "5"], ["threads", "API", "0", "10"], ["threads", "API", "2", "0"],
-       ["threads", "API", "2", "10", "0-x"], ["threads", "API", "2", "10", "3-1"], ["threads", "API", "2", "10", "0", "extra"]]
+       ["threads", "API", "2", "10", "0-x"], ["threads", "API", "2", "10", "3-1"], ["threads", "API", "2", "10", "0", "extra"],
+       # budget_ms (issue 48): 1..3600000, the last word of cost, steps, cross and threads
+       ["cost", "API", "10", "0"], ["cost", "API", "10", "3600001"], ["steps", "API", "10", "x"],
+       ["cross", "API", "0", "1", "10", "-1"], ["threads", "API", "1", "10", "0", "1e3"], ["cost", "API", "10", "5", "6"]]
 
 
 @pytest.mark.parametrize("lang", PROBES)

@@ -508,6 +508,13 @@ BAD = [
     ("threads", "{api}", "2", "10", ""),
     ("threads", "{api}", "2", "10", "0", "extra"),
     ("info", "extra"),
+    # budget_ms (issue 48): 1..3600000, the last word of cost, steps, cross and threads
+    ("cost", "{api}", "10", "0"),
+    ("cost", "{api}", "10", "3600001"),
+    ("steps", "{api}", "10", "x"),
+    ("cross", "{api}", "0", "1", "10", "-1"),
+    ("threads", "{api}", "1", "10", "0", "1e3"),
+    ("cost", "{api}", "10", "5", "6"),
 ]
 
 
