@@ -191,7 +191,7 @@ def test_without_a_glibc_loader_it_runs_under_musls(tmp_path):
     for a musl host (Alpine: no /lib64/ld-linux-x86-64.so.2): clockbench-os
     runs it under musl's loader, which gives it musl as libc.so.6."""
     if not MUSL_LOADER.exists():
-        pytest.skip(f"no {MUSL_LOADER} here (apt install musl)")
+        pytest.skip(f"no {MUSL_LOADER} here (apt install musl; make deps installs it)")
     built()
     data = HELPER.read_bytes()
     old, new = b"/lib64/ld-linux-x86-64.so.2\0", b"/lib64/ld-nolib-x86-64.so.2\0"
