@@ -29,7 +29,7 @@ done
 # host's own C library): it must load on every glibc from 2.17, so it may name
 # no symbol version above GLIBC_2.17 (os/hostlibc/glibc_baseline.h).
 newer=$(objdump -T "$dir/clockbench-os-libc" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -u -V |
-  awk -F'[_.]' '$2 > 2 || ($2 == 2 && $3 > 17)' | tr '\n' ' ')
+  awk -F'[_.]' '$2 > 2 || ($2 == 2 && $3 > 17)' | paste -sd ' ')
 if [ -n "$newer" ]; then
   echo "error: clockbench-os-libc needs $newer: it would not load on an older glibc (os/hostlibc/glibc_baseline.h)" >&2; rm -rf "$dir"; exit 1
 fi

@@ -210,3 +210,26 @@ def test_without_a_glibc_loader_it_runs_under_musls(tmp_path):
         assert r["libc"]["name"] == "musl" and r["libc"]["version"] == version and "musl" in r["libc"]["file"], r
     assert of(recs, "os_libc")[0]["loader"] == str(MUSL_LOADER)
     assert "run by musl's loader: no glibc loader here" in p.stdout
+
+
+def test_the_bundle_refuses_a_helper_that_needs_a_newer_glibc(tmp_path):
+    """scripts/bundle.sh with a helper built plainly here (its crt1.o names __libc_start_main@GLIBC_2.34):
+    one line naming the version, status 1, and no bundle left."""
+    built()
+    src = tmp_path / "plain.c"
+    src.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-O0", "-o", str(tmp_path / "plain"), str(src)], check=True, timeout=60)
+    if max(map(version_tuple, glibc_versions_needed(tmp_path / "plain"))) <= (2, 17):
+        pytest.skip("this host's glibc links a plain program at GLIBC_2.17 or below: nothing newer to refuse")
+    lang = tmp_path / "lang"
+    for f in ("probe-cpp-libstdcxx", "probe-cpp-libcxx", "probe-rust", "probe-go", "java/Probe.class", "probe.py", "probe.js",
+              "Probe.exe", "Probe.runtimeconfig.json"):
+        (lang / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PROGRAM, lang / f)  # a static program stands in for each probe
+    out = tmp_path / "bundle" / "clockbench-os-test-x86_64-linux"
+    p = subprocess.run([str(ROOT / "scripts" / "bundle.sh"), str(out), "test", str(PROGRAM), str(lang), "1700000000",
+                        str(tmp_path / "plain")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert re.fullmatch(r"error: clockbench-os-libc needs GLIBC_2\.3\d+( GLIBC_\S+)*: it would not load on an older glibc "
+                        r"\(os/hostlibc/glibc_baseline\.h\)\n", p.stderr), p.stderr
+    assert not out.exists() and not (tmp_path / "bundle" / "clockbench-os-test-x86_64-linux.tar.gz").exists()
