@@ -155,7 +155,7 @@ help:
 	@echo "make tool       the host tool in a virtual environment ($(HOST_TOOL)) and its host library"
 	@echo "make fixtures   rewrite the log fixtures in tests/fixtures/ from real QEMU runs (TCG, and KVM when usable)"
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
-	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
+	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program) and its host-libc helper beside it"
 	@echo "make bundle     $(BUILD)/bundle/clockbench-os-VERSION-x86_64-linux.tar.gz: clockbench-os and every language's probe, to run on any Linux host as any user"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--current-only --lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
