@@ -156,7 +156,7 @@ help:
 	@echo "make tool       the host tool in a virtual environment ($(HOST_TOOL)) and its host library"
 	@echo "make fixtures   rewrite the log fixtures in tests/fixtures/ from real QEMU runs (TCG, and KVM when usable)"
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
-	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program)"
+	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program) and its host-libc helper beside it"
 	@echo "make bundle     $(BUILD)/bundle/clockbench-os-VERSION-x86_64-linux.tar.gz: clockbench-os and every language's probe, to run on any Linux host as any user"
 	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--current-only --lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
@@ -366,7 +366,7 @@ $(TEST_IMG): $(KERNEL) $(EFI) $(GRUB_EFI) iso/grub.cfg tools/clockbench/release/
 # program so that it runs as a VM's init with nothing beside it. It shares
 # the pure logic (records, statistics, fits) and cpuinfo with the image.
 OS_BIN := $(BUILD)/os/clockbench-os
-OS_SRCS := os/clockbench_os.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_rounds.c os/os_probe_run.c os/os_keep.c \
+OS_SRCS := os/clockbench_os.c os/os_calls.c os/os_hostlibc.c os/os_vdso.c os/os_clocksource.c os/os_analysis.c os/os_lang.c os/os_lang_parse.c os/os_rounds.c os/os_probe_run.c os/os_keep.c \
 	drivers/cpuinfo.c lib/cpuid_decode.c lib/record.c lib/format.c lib/stats.c lib/xf.c lib/segfit.c lib/uncertainty.c
 OS_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) -static $(WARNINGS) -Wno-format-truncation -DCLOCKBENCH_VERSION='"$(VERSION)"'
 $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildcard lib/*.h) $(VERSION_FILE)
@@ -374,7 +374,22 @@ $(OS_BIN): $(OS_SRCS) $(wildcard os/*.h) drivers/cpu.h drivers/cpuinfo.h $(wildc
 	@mkdir -p $(dir $@)
 	$(call say,HOSTCC,$@)$(HOSTCC) $(OS_CFLAGS) -o $@ $(OS_SRCS) -lm
 
-os: $(OS_BIN)
+# Its helper for the host's own C library (os/hostlibc/; docs/os-side.md, "The
+# host's own C library"), beside it: dynamically linked, so that its calls go
+# through the host's libc.so.6 as a host program's do, and bound to an old
+# symbol baseline (glibc_baseline.h, forced into each object), so that it loads
+# on every glibc from 2.17. -nostartfiles: glibc 2.34's crt1.o would name
+# __libc_start_main@GLIBC_2.34; hostlibc.c has its own _start. No libm:
+# -fno-math-errno keeps sqrt an instruction. Reproducible as clockbench-os is
+# (-ffile-prefix-map; the build id is a hash of the contents).
+HOSTLIBC_BIN := $(BUILD)/os/clockbench-os-libc
+HOSTLIBC_SRCS := os/hostlibc/hostlibc.c os/os_calls.c lib/stats.c lib/xf.c
+HOSTLIBC_CFLAGS := -std=gnu11 -O2 -g $(PREFIX_MAP) $(WARNINGS) -fno-math-errno -include os/hostlibc/glibc_baseline.h -nostartfiles
+$(HOSTLIBC_BIN): $(HOSTLIBC_SRCS) os/hostlibc/glibc_baseline.h os/os_calls.h drivers/cpu.h lib/stats.h lib/xf.h
+	@mkdir -p $(dir $@)
+	$(call say,HOSTCC,$@)$(HOSTCC) $(HOSTLIBC_CFLAGS) -o $@ $(HOSTLIBC_SRCS)
+
+os: $(OS_BIN) $(HOSTLIBC_BIN)
 
 # The OS side on the machine you are on: as root every clocksource in turn
 # (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
@@ -391,7 +406,7 @@ OS_RUNS = $(BUILD)/os-runs
 OS_VM_RUNS = $(BUILD)/os-vm-runs
 OS_STORE ?= $(or $(CLOCKBENCH_STORE),$(BUILD)/clockbench.db)
 os-bench: DEPS = os
-os-bench: deps $(OS_BIN)
+os-bench: deps $(OS_BIN) $(HOSTLIBC_BIN)
 	@# bad options: clockbench-os's one line and its 64, before any run folder is made
 	@# (it reads its options in order, so --help after them exits 0 only when all are good)
 	@$(OS_BIN) $(OS_ARGS) --help > /dev/null
@@ -435,8 +450,8 @@ BUNDLE_DIR := $(BUILD)/bundle/$(BUNDLE_NAME)
 BUNDLE := $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
 BUNDLE_LANG := $(LANG_DIR)/probe-cpp-libstdcxx $(LANG_DIR)/probe-cpp-libcxx $(LANG_DIR)/probe-rust $(LANG_DIR)/probe-go \
 	$(LANG_DIR)/java/Probe.class $(LANG_DIR)/probe.py $(LANG_DIR)/probe.js $(LANG_DIR)/Probe.exe $(LANG_DIR)/Probe.runtimeconfig.json
-$(BUNDLE): $(OS_BIN) $(BUNDLE_LANG) os/bundle/README scripts/bundle.sh
-	$(call say,BUNDLE,$@)scripts/bundle.sh '$(BUNDLE_DIR)' '$(VERSION)' $(OS_BIN) $(LANG_DIR) $(SOURCE_DATE_EPOCH)
+$(BUNDLE): $(OS_BIN) $(HOSTLIBC_BIN) $(BUNDLE_LANG) os/bundle/README scripts/bundle.sh
+	$(call say,BUNDLE,$@)scripts/bundle.sh '$(BUNDLE_DIR)' '$(VERSION)' $(OS_BIN) $(LANG_DIR) $(SOURCE_DATE_EPOCH) $(HOSTLIBC_BIN)
 
 bundle: $(BUNDLE)
 
@@ -536,7 +551,7 @@ run-direct: deps $(KERNEL) $(HOST_TOOL) $(HOST_LIB)
 # `make bench` installs the `all` set and the languages' own benchmark harnesses
 # (scripts/install-deps.sh bench: bench/harness/, set beside clockbench-os in bench.json)
 bench: DEPS = bench
-bench: deps $(KERNEL) $(OS_BIN)
+bench: deps $(KERNEL) $(OS_BIN) $(HOSTLIBC_BIN)
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their languages are not measured"; [ "$$CI" != true ]; }
 	PYTHONPATH=tools $(PYTHON) -m clockbench.cli.bench --kernel $(KERNEL) --out $(BUILD)/bench.json
 
@@ -561,7 +576,7 @@ define test_phases
 	status=$$?; rm -rf $(BOOT_CACHE); exit $$status
 endef
 
-test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) fuzz-harness
+test: deps $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(HOST_LIB) $(HOST_TOOL) $(OS_BIN) $(HOSTLIBC_BIN) fuzz-harness
 	@$(MAKE) --no-print-directory -k lang || { echo "note: some language probes could not be built (above); their tests say why"; [ "$$CI" != true ]; }
 	@# the bundle, made once here: the tests that unpack it never run make themselves (two at once would rewrite it under each other)
 	@$(MAKE) --no-print-directory bundle || { echo "note: the bundle could not be built (above); its tests fail"; [ "$$CI" != true ]; }
@@ -589,7 +604,7 @@ test-distros: bundle
 test-host: $(HOST_LIB)
 	$(call test_phases,tests/host)
 
-test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN)
+test-boot: $(KERNEL) $(PVH_KERNEL) $(TEST_ISO) $(TEST_IMG) $(OS_BIN) $(HOSTLIBC_BIN)
 	$(call test_phases,tests/boot)
 
 # The files a person downloads (tools/clockbench/release/release.py; docs/real-hardware.md,

@@ -12,6 +12,7 @@
    the image does, then powers off. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -38,6 +39,7 @@
 #include "os_analysis.h"
 #include "os_calls.h"
 #include "os_clocksource.h"
+#include "os_hostlibc.h"
 #include "os_keep.h"
 #include "os_lang.h"
 #include "os_probe_run.h" /* probe_sched_times: our own wait for a CPU */
@@ -52,26 +54,6 @@ int ioperm(unsigned long from, unsigned long num, int turn_on);
 
 #define CHECK_EVERY 64       /* a time check after every 64th back-to-back read */
 #define RATE_SAMPLES_MAX 8192
-
-const struct os_call_info os_calls[CALL_COUNT] = {
-    [CALL_NONE] = {"(empty bracket)", "none", -1, UNIT_NS, false, false, false},
-    [CALL_REALTIME] = {"clock_gettime(CLOCK_REALTIME)", "libc", CLOCK_REALTIME, UNIT_NS, true, false, false},
-    [CALL_MONOTONIC] = {"clock_gettime(CLOCK_MONOTONIC)", "libc", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
-    [CALL_MONOTONIC_RAW] = {"clock_gettime(CLOCK_MONOTONIC_RAW)", "libc", CLOCK_MONOTONIC_RAW, UNIT_NS, true, true, false},
-    [CALL_REALTIME_COARSE] = {"clock_gettime(CLOCK_REALTIME_COARSE)", "libc", CLOCK_REALTIME_COARSE, UNIT_NS, false, false, true},
-    [CALL_MONOTONIC_COARSE] = {"clock_gettime(CLOCK_MONOTONIC_COARSE)", "libc", CLOCK_MONOTONIC_COARSE, UNIT_NS, false, true, true},
-    [CALL_BOOTTIME] = {"clock_gettime(CLOCK_BOOTTIME)", "libc", CLOCK_BOOTTIME, UNIT_NS, true, true, false},
-    [CALL_TAI] = {"clock_gettime(CLOCK_TAI)", "libc", CLOCK_TAI, UNIT_NS, true, false, false},
-    [CALL_PROCESS_CPUTIME] = {"clock_gettime(CLOCK_PROCESS_CPUTIME_ID)", "libc", CLOCK_PROCESS_CPUTIME_ID, UNIT_NS, false, true, false},
-    [CALL_THREAD_CPUTIME] = {"clock_gettime(CLOCK_THREAD_CPUTIME_ID)", "libc", CLOCK_THREAD_CPUTIME_ID, UNIT_NS, false, true, false},
-    [CALL_MONOTONIC_VDSO] = {"clock_gettime(CLOCK_MONOTONIC)", "vdso", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
-    [CALL_MONOTONIC_SYSCALL] = {"clock_gettime(CLOCK_MONOTONIC)", "syscall", CLOCK_MONOTONIC, UNIT_NS, true, true, false},
-    [CALL_GETTIMEOFDAY] = {"gettimeofday", "libc", -1, UNIT_US, true, false, false},
-    [CALL_TIME] = {"time", "libc", -1, UNIT_S, false, false, false},
-    [CALL_CLOCK] = {"clock", "libc", -1, UNIT_CLOCK_T, false, true, false},
-    [CALL_RDTSC] = {"rdtsc", "instruction", -1, UNIT_TSC, false, false, false},
-    [CALL_RDTSCP] = {"rdtscp", "instruction", -1, UNIT_TSC, false, false, false},
-};
 
 /* ---- options ---- */
 static struct {
@@ -251,27 +233,7 @@ struct call_result {
    host's figure as much as the call's: said, beside it (issue 48) */
 #define WAITED_SHARE_DISTURBED 0.1
 
-static inline __attribute__((always_inline)) uint32_t cost_loop(enum os_call k, uint64_t *full, uint64_t *empty, uint32_t n,
-                                                                uint64_t budget)
-{
-    vdso_clock_gettime_fn vdso = os_vdso_clock_gettime;
-    uint64_t start = rdtsc_begin();
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t e0 = rdtsc_begin();
-        __asm__ volatile("" ::"r"(os_read(CALL_NONE, vdso)));
-        uint64_t e1 = rdtsc_end();
-        uint64_t a = rdtsc_begin();
-        uint64_t v = os_read(k, vdso);
-        uint64_t b = rdtsc_end();
-        __asm__ volatile("" ::"r"(v));
-        empty[i] = e1 - e0;
-        full[i] = b - a;
-        if (b - start > budget)
-            return i + 1;
-    }
-    return n;
-}
-#define COST_CALL(K, full, empty, n, budget, got) (*(got) = cost_loop(K, full, empty, n, budget))
+#define COST_CALL(K, full, empty, n, budget, got) (*(got) = os_cost_loop(K, os_vdso_clock_gettime, full, empty, n, budget))
 
 /* Back to back, nothing between the reads but the store; the time is
    checked after every CHECK_EVERY reads (those deltas are not tabled). */
@@ -416,6 +378,7 @@ struct cs_result {
     char changed_to[CS_NAME_MAX]; /* the clocksource in use when its measurement ended, when not this one */
     struct rate rate;
     struct call_result calls[CALL_COUNT];
+    struct hostlibc_cost host[CALL_COUNT]; /* the calls of path libc-static, through the host's own C library */
 };
 static struct cs_result cs_results[CS_MAX];
 static uint64_t tsc_step; /* the TSC's own step, ticks (lib/stats.h): a p50 within STEP_FEW of them is not a figure */
@@ -480,31 +443,86 @@ static void report_rate(const char *cs, const struct rate *r)
     emit(&rec);
 }
 
+/* ---- the C library: the host's own (the helper, path "libc") beside the bundle's copy (path "libc-static") ---- */
+static void measure_host_libc(bool all_calls, struct cs_result *r)
+{
+    enum os_call calls[CALL_COUNT];
+    int n = 0;
+    for (int k = 1; k < CALL_COUNT; k++)
+        if ((all_calls || os_calls[k].per_clocksource) && !strcmp(os_calls[k].path, "libc-static"))
+            calls[n++] = (enum os_call)k;
+    /* its whole run: each call's cost budget twice over, and 10 s to start (a loaded host) */
+    unsigned bound_s = 10 + (unsigned)((uint64_t)n * opt.cost_ms * 2 / 1000);
+    hostlibc_measure(calls, n, opt.reads, (uint64_t)(tsc_hz * opt.cost_ms / 1000), bound_s, r->host);
+}
+
+/* Which C library a call went through (os_latency's `libc`): the host's, as
+   the helper found it, or the glibc linked into clockbench-os, whose file is
+   clockbench-os itself. */
+static void record_libc(struct record *r, const char *key, bool host)
+{
+    static char self[600];
+    if (!host && !self[0] && !realpath("/proc/self/exe", self))
+        snprintf(self, sizeof self, "clockbench-os");
+    record_object_begin(r, key);
+    record_str(r, "name", host ? hostlibc.name : "glibc");
+    record_str(r, "version", host ? (hostlibc.version[0] && strcmp(hostlibc.version, "unknown") ? hostlibc.version : 0) : gnu_get_libc_version());
+    record_str(r, "file", host ? hostlibc.file : self);
+    record_str(r, "linked", host ? "dynamic" : "static");
+    record_object_end(r);
+}
+
+/* What the libc rows are: said once, with the first clocksource. */
+static void report_libc_heading(void)
+{
+    printf("  libc-static: the glibc %s linked into clockbench-os (the bundle's copy, not the host's)\n", gnu_get_libc_version());
+    if (hostlibc.measured)
+        printf("  libc: the host's own C library, %s %s (%s), through a dynamically linked helper%s\n", hostlibc.name,
+               hostlibc.version[0] ? hostlibc.version : "of unknown version", hostlibc.file,
+               hostlibc.loader[0] ? " run by musl's loader: no glibc loader here" : "");
+    else
+        printf("  libc: the host's own C library not measured: %s\n", hostlibc.why);
+    struct record rec;
+    record_begin(&rec, "os_libc");
+    record_bool(&rec, "measured", hostlibc.measured);
+    record_str(&rec, "reason", hostlibc.measured ? 0 : hostlibc.why);
+    record_str(&rec, "helper", hostlibc.path[0] ? hostlibc.path : 0);
+    record_str(&rec, "loader", hostlibc.loader[0] ? hostlibc.loader : 0);
+    if (hostlibc.measured)
+        record_libc(&rec, "libc", true);
+    else
+        record_null(&rec, "libc");
+    record_libc(&rec, "static_libc", false);
+    emit(&rec);
+}
+
 static void report_call(const char *cs, enum os_call k, const struct call_result *c)
 {
     const struct os_call_info *ci = &os_calls[k];
     char b[8][16];
     if (!c->measured) {
-        printf("  %-40s %-8s not measured: %s\n", ci->name, ci->path, c->why);
+        printf("  %-40s %-11s not measured: %s\n", ci->name, ci->path, c->why);
         return;
     }
     const struct summary *s = &c->lat;
     double step_ns = (double)c->seq.min_step * unit_ns(k);
     bool below = stats_below_step(s->p50, tsc_step);
     if (below)
-        printf("  %-40s %-8s below the TSC's step (%.1f ns)   %8s %10s\n", ci->name, ci->path, ticks_ns(tsc_step),
+        printf("  %-40s %-11s below the TSC's step (%.1f ns)   %8s %10s\n", ci->name, ci->path, ticks_ns(tsc_step),
                c->res_known ? cell(b[4], (double)c->res_ns) : "-", c->seq.min_step ? cell(b[5], step_ns) : "none");
     else
-        printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)),
+        printf("  %-40s %-11s %7s %7s %7s %7s %8s %10s\n", ci->name, ci->path, cell(b[0], ticks_ns(s->min)),
                cell(b[1], ticks_ns(s->p50)), cell(b[2], ticks_ns(xd(s->mean))), cell(b[3], ticks_ns(s->p99)),
                c->res_known ? cell(b[4], (double)c->res_ns) : "-", c->seq.min_step ? cell(b[5], step_ns) : "none");
     if (c->waited_known && c->waited_share >= WAITED_SHARE_DISTURBED)
-        printf("  %-40s %-8s ~ disturbed: it waited for a CPU %.0f%% of its time (the host is busy)\n", "", "", c->waited_share * 100);
+        printf("  %-40s %-11s ~ disturbed: it waited for a CPU %.0f%% of its time (the host is busy)\n", "", "", c->waited_share * 100);
     struct record r;
     record_begin(&r, "os_latency");
     record_str(&r, "clocksource", cs);
     record_str(&r, "call", ci->name);
     record_str(&r, "path", ci->path);
+    if (!strcmp(ci->path, "libc-static"))
+        record_libc(&r, "libc", false);
     record_u64(&r, "n", s->n);
     rec_f(&r, "min_ns", ticks_ns(s->min), 3);
     rec_f(&r, "p50_ns", ticks_ns(s->p50), 3);
@@ -566,6 +584,54 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
     }
 }
 
+/* A call through the host's own C library (the helper's cost line): the
+   row and its os_latency record, path "libc". clock_getres is the kernel's
+   and the same whatever library asks, so the row shows the one measured. */
+static void report_host_call(const char *cs, enum os_call k, const struct call_result *own, const struct hostlibc_cost *h)
+{
+    const struct os_call_info *ci = &os_calls[k];
+    const struct lang_cost *c = &h->cost;
+    char b[8][16];
+    bool below = stats_below_step((uint64_t)c->p50, tsc_step);
+    const char *getres = own->res_known ? cell(b[4], (double)own->res_ns) : "-";
+    if (below)
+        printf("  %-40s %-11s below the TSC's step (%.1f ns)   %8s %10s\n", ci->name, "libc", ticks_ns(tsc_step), getres, "-");
+    else
+        printf("  %-40s %-11s %7s %7s %7s %7s %8s %10s\n", ci->name, "libc", cell(b[0], ticks_ns(c->min)), cell(b[1], ticks_ns(c->p50)),
+               cell(b[2], ticks_ns(c->mean)), cell(b[3], ticks_ns(c->p99)), getres, "-");
+    struct record r;
+    record_begin(&r, "os_latency");
+    record_str(&r, "clocksource", cs);
+    record_str(&r, "call", ci->name);
+    record_str(&r, "path", "libc");
+    record_libc(&r, "libc", true);
+    record_u64(&r, "n", c->n);
+    rec_f(&r, "min_ns", ticks_ns(c->min), 3);
+    rec_f(&r, "p50_ns", ticks_ns(c->p50), 3);
+    rec_f(&r, "mean_ns", ticks_ns(c->mean), 3);
+    rec_f(&r, "p99_ns", ticks_ns(c->p99), 3);
+    rec_f(&r, "p999_ns", ticks_ns(c->p999), 3);
+    rec_f(&r, "max_ns", ticks_ns(c->max), 3);
+    if (h->stddev_ticks >= 0)
+        rec_f(&r, "stddev_ns", ticks_ns(h->stddev_ticks), 3);
+    else
+        record_null(&r, "stddev_ns");
+    record_u64(&r, "min_ticks", (uint64_t)c->min);
+    record_u64(&r, "p50_ticks", (uint64_t)c->p50);
+    record_u64(&r, "max_ticks", (uint64_t)c->max);
+    record_u64(&r, "bracket_overhead_ticks", (uint64_t)c->bracket);
+    double lo, hi;
+    if (lang_p50_ci_ns(c, tsc_hz, ticks_ns(tsc_step), &lo, &hi)) {
+        record_array_begin(&r, "p50_ci_ns");
+        record_array_fixed(&r, llround(lo * 1000), 3);
+        record_array_fixed(&r, llround(hi * 1000), 3);
+        record_array_end(&r);
+    } else
+        record_null(&r, "p50_ci_ns");
+    record_bool(&r, "below_step", below);
+    emit(&r);
+}
+
 static void measure_clocksource(const char *name, bool all_calls, struct cs_result *r)
 {
     snprintf(r->name, sizeof r->name, "%s", name);
@@ -585,6 +651,8 @@ static void measure_clocksource(const char *name, bool all_calls, struct cs_resu
             else
                 r->calls[k] = (struct call_result){.why = "no TSC rate to turn ticks into ns: CLOCK_MONOTONIC_RAW did not advance"};
         }
+    if (tsc_hz > 0)
+        measure_host_libc(all_calls, r);
     /* the kernel may change clocksource by itself (its watchdog marking one unstable) */
     char now[CS_NAME_MAX] = "unreadable";
     if (os_cs_current(now) && strcmp(now, name) != 0)
@@ -598,10 +666,17 @@ static void report_clocksource(const struct cs_result *r)
     if (r->changed_to[0])
         printf("  WARNING: the kernel was on %s by the end of this clocksource's measurement: the figures may mix the two\n", r->changed_to);
     report_rate(r->name, &r->rate);
-    printf("  %-40s %-8s %7s %7s %7s %7s %8s %10s\n", "call (ns)", "path", "min", "p50", "mean", "p99", "getres", "least step");
+    if (r->all_calls)
+        report_libc_heading();
+    printf("  %-40s %-11s %7s %7s %7s %7s %8s %10s\n", "call (ns)", "path", "min", "p50", "mean", "p99", "getres", "least step");
     for (int k = 1; k < CALL_COUNT; k++)
-        if (r->all_calls || os_calls[k].per_clocksource)
+        if (r->all_calls || os_calls[k].per_clocksource) {
             report_call(r->name, (enum os_call)k, &r->calls[k]);
+            if (r->host[k].measured)
+                report_host_call(r->name, (enum os_call)k, &r->calls[k], &r->host[k]);
+        }
+    if (!r->all_calls && hostlibc.failed && hostlibc.measured)
+        printf("  libc: the host's own C library not measured on this clocksource: %s\n", hostlibc.why);
     /* The step above is the staircase's (reads spaced by work); a back-to-back
        pair can land less than a step apart, so the two figures differ: say why. */
     for (int k = 1; k < CALL_COUNT; k++) {
@@ -636,6 +711,23 @@ static void os_row(struct lang_row *row, const char *name, enum os_call k, const
     snprintf(row->clock, sizeof row->clock, "%s", clock);
 }
 
+/* A libc row: the host's own C library where the helper measured it (its
+   least step and claim are the clock's, from the static copy's reads of the
+   same clock: a C library passes the kernel's value on), else the static
+   copy's, named so. */
+static void os_libc_row(struct lang_row *row, enum os_call k, const struct call_result *own,
+                        const struct hostlibc_cost *h, const char *clock)
+{
+    char name[64];
+    snprintf(name, sizeof name, "  %s clock_gettime", h->measured ? "libc" : "libc-static");
+    os_row(row, name, k, own, -1, clock);
+    if (!h->measured)
+        return;
+    row->cost_known = true;
+    row->p50_ns = ticks_ns(h->cost.p50);
+    row->below_step = stats_below_step((uint64_t)h->cost.p50, tsc_step);
+}
+
 /* Rows for clocksource r; the calls not measured again on each
    clocksource (the bare reads, the CPU-time clock) from the first. */
 static int os_ladder_rows(const struct cs_result *r, struct lang_row *rows, double *bare_ns)
@@ -643,17 +735,17 @@ static int os_ladder_rows(const struct cs_result *r, struct lang_row *rows, doub
     const struct cs_result *first = &cs_results[0];
     int n = 0;
     rows[n] = (struct lang_row){.heading = true};
-    snprintf(rows[n++].name, sizeof rows[0].name, "clockbench-os (C, glibc)");
+    snprintf(rows[n++].name, sizeof rows[0].name, "clockbench-os (C)");
     os_row(&rows[n++], "  rdtsc (the bare read)", CALL_RDTSC, &first->calls[CALL_RDTSC], -1, "TSC");
     os_row(&rows[n++], "  rdtscp", CALL_RDTSCP, &first->calls[CALL_RDTSCP], -1, "TSC");
     /* the vDSO's entry, called directly, is not traced: on a clocksource
        with no vDSO mode (hpet, acpi_pm) it makes the system call itself,
        so its row claims no count ("-") rather than a "0 vdso" it has not seen */
     os_row(&rows[n++], "  vDSO clock_gettime", CALL_MONOTONIC_VDSO, &r->calls[CALL_MONOTONIC_VDSO], -1, "MONO");
-    os_row(&rows[n++], "  libc clock_gettime", CALL_MONOTONIC, &r->calls[CALL_MONOTONIC], -1, "MONO");
-    os_row(&rows[n++], "  libc clock_gettime", CALL_REALTIME, &r->calls[CALL_REALTIME], -1, "REAL");
-    os_row(&rows[n++], "  libc clock_gettime", CALL_MONOTONIC_RAW, &r->calls[CALL_MONOTONIC_RAW], -1, "RAW");
-    os_row(&rows[n++], "  libc clock_gettime", CALL_PROCESS_CPUTIME, &first->calls[CALL_PROCESS_CPUTIME], -1, "PCPU");
+    os_libc_row(&rows[n++], CALL_MONOTONIC, &r->calls[CALL_MONOTONIC], &r->host[CALL_MONOTONIC], "MONO");
+    os_libc_row(&rows[n++], CALL_REALTIME, &r->calls[CALL_REALTIME], &r->host[CALL_REALTIME], "REAL");
+    os_libc_row(&rows[n++], CALL_MONOTONIC_RAW, &r->calls[CALL_MONOTONIC_RAW], &r->host[CALL_MONOTONIC_RAW], "RAW");
+    os_libc_row(&rows[n++], CALL_PROCESS_CPUTIME, &first->calls[CALL_PROCESS_CPUTIME], &first->host[CALL_PROCESS_CPUTIME], "PCPU");
     os_row(&rows[n++], "  syscall clock_gettime", CALL_MONOTONIC_SYSCALL, &r->calls[CALL_MONOTONIC_SYSCALL], 1000, "MONO");
     const struct call_result *bare = &first->calls[CALL_RDTSC];
     /* under the TSC's step the p50 is the step's (lib/stats.h): the ratios
@@ -1251,6 +1343,7 @@ int main(int argc, char **argv)
     record_context();
     lang_set_round_reference(round_reference);
     lang_setup();
+    hostlibc_setup();
 
     printf("\n== Through the OS: read cost, clock_getres, least step ==\n"
            "  ns; each call alone between serialised TSC reads, the empty bracket's median subtracted;\n"

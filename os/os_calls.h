@@ -40,8 +40,9 @@ enum os_unit { UNIT_NS, UNIT_US, UNIT_S, UNIT_CLOCK_T, UNIT_TSC };
 
 struct os_call_info {
     const char *name;   /* as a user writes it */
-    const char *path;   /* "libc" (what glibc does: the vDSO where the clocksource has one, else a syscall),
-                           "vdso", "syscall", "instruction" */
+    const char *path;   /* "libc-static" (the glibc linked into clockbench-os, the bundle's copy: the vDSO
+                           where the clocksource has one, else a syscall; the host's own C library is
+                           measured by os/hostlibc/, as path "libc"), "vdso", "syscall", "instruction" */
     clockid_t clock;    /* for clock_getres; -1 when the call has no clock id */
     enum os_unit unit;
     bool per_clocksource; /* its cost depends on the clocksource: measured on each */
@@ -49,7 +50,11 @@ struct os_call_info {
     bool coarse;          /* advances once a tick: clock_getres gives the tick */
 };
 
-extern const struct os_call_info os_calls[CALL_COUNT];
+extern const struct os_call_info os_calls[CALL_COUNT]; /* os_calls.c */
+
+/* The call of path "libc-static" of that name ("clock_gettime(CLOCK_MONOTONIC)"),
+   CALL_NONE when there is none: what the host-libc helper is asked to measure. */
+enum os_call os_call_find(const char *name);
 
 /* __vdso_clock_gettime, found in the vDSO's symbol table (os_vdso.c); NULL without one. */
 typedef int (*vdso_clock_gettime_fn)(clockid_t, struct timespec *);
@@ -122,5 +127,30 @@ static inline __attribute__((always_inline)) uint64_t os_read(enum os_call k, vd
         case CALL_COUNT: break;                                                                                                  \
         }                                                                                                                        \
     } while (0)
+
+/* Read cost: up to n calls, each alone between serialised TSC reads
+   (drivers/cpu.h's pair) after an empty bracket of the same code without
+   the call, until budget ticks have passed; full[] and empty[] get the
+   ticks, the count is returned. Instantiate it through OS_DISPATCH, so that
+   k is a constant and nothing but the call sits between the brackets. */
+static inline __attribute__((always_inline)) uint32_t os_cost_loop(enum os_call k, vdso_clock_gettime_fn vdso, uint64_t *full,
+                                                                   uint64_t *empty, uint32_t n, uint64_t budget)
+{
+    uint64_t start = rdtsc_begin();
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e0 = rdtsc_begin();
+        __asm__ volatile("" ::"r"(os_read(CALL_NONE, vdso)));
+        uint64_t e1 = rdtsc_end();
+        uint64_t a = rdtsc_begin();
+        uint64_t v = os_read(k, vdso);
+        uint64_t b = rdtsc_end();
+        __asm__ volatile("" ::"r"(v));
+        empty[i] = e1 - e0;
+        full[i] = b - a;
+        if (b - start > budget)
+            return i + 1;
+    }
+    return n;
+}
 
 #endif

@@ -51,6 +51,7 @@ test_packages=(
   zbar-tools                                             # decoding the QR code (tests, clockbench decode)
   libc6-dev util-linux cpio                              # clockbench-os: linked static; setpriv (its non-root test); cpio (checks os-vm's initramfs)
   strace gdb                                             # the language probes' test: the path markers' write(2)s; the vDSO reads between them
+  musl                                                   # clockbench-os's host-libc helper on a host with no glibc loader (test_hostlibc.py)
   clang libclang-rt-14-dev                               # the fuzzer (libFuzzer, ASan, UBSan)
   shellcheck                                             # the CI jobs' shell (docs/ci/): through actionlint, and directly
   python3-yaml                                           # the CI jobs' tests read them (tests/host/layout/test_ci_docs.py); virt-firmware

@@ -66,12 +66,15 @@ def test_the_tarball_is_one_folder_of_static_programs_and_every_probe(tarball, u
     bundle = (unpacked / "BUNDLE").read_text().splitlines()
     assert bundle[0].startswith("clockbench-os ") and bundle[0].endswith(" x86_64-linux"), bundle[0]
     listed = {line.split()[1] for line in bundle[1:]}
-    for f in ("clockbench-os", "README", "lang/probe-cpp-libstdcxx", "lang/probe-cpp-libcxx", "lang/probe-rust", "lang/probe-go",
+    for f in ("clockbench-os", "clockbench-os-libc", "README", "lang/probe-cpp-libstdcxx", "lang/probe-cpp-libcxx", "lang/probe-rust", "lang/probe-go",
               "lang/java/Probe.class", "lang/probe.py", "lang/probe.js", "lang/Probe.exe"):
         assert f in listed and (unpacked / f).is_file(), f
     for f in ("clockbench-os", "lang/probe-cpp-libstdcxx", "lang/probe-cpp-libcxx", "lang/probe-rust", "lang/probe-go"):
         head = subprocess.run(["readelf", "-lW", str(unpacked / f)], capture_output=True, text=True, timeout=30).stdout
         assert "Requesting program interpreter" not in head, f"{f} is not static"
+    # the one dynamic program, on purpose: the host's own C library (tests/host/os/test_hostlibc.py)
+    head = subprocess.run(["readelf", "-lW", str(unpacked / "clockbench-os-libc")], capture_output=True, text=True, timeout=30).stdout
+    assert "Requesting program interpreter: /lib64/ld-linux-x86-64.so.2" in head
 
 
 def test_as_nobody_with_a_bare_environment_every_language_is_measured_and_the_log_kept(unpacked):
@@ -89,8 +92,12 @@ def test_as_nobody_with_a_bare_environment_every_language_is_measured_and_the_lo
     measured = {r["language"] for r in recs if r["type"] == "lang_clock"}
     assert measured == LANGUAGES, LANGUAGES - measured
     assert ": not measured:" not in p.stdout
-    # the libc and syscall rows are this host's own C library and kernel
+    # the libc and syscall rows are this host's own C library and kernel; libc-static is the bundle's copy
     assert any(r["type"] == "os_latency" and r.get("path") == "syscall" for r in recs)
+    host_libc = [r for r in recs if r["type"] == "os_latency" and r.get("path") == "libc"]
+    assert host_libc and {r["libc"]["version"] for r in host_libc} == {os.confstr("CS_GNU_LIBC_VERSION").split()[-1]}
+    assert {r["libc"]["file"] for r in recs if r["type"] == "os_latency" and r.get("path") == "libc-static"} == {
+        str(unpacked / "clockbench-os")}
     # the log: a new folder named by host and time, holding everything printed
     made = set(run_in.iterdir()) - before
     assert len(made) == 1, made

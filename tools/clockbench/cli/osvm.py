@@ -339,6 +339,9 @@ def last_lines(output: str, n: int = LAST_LINES) -> str:
     return "\n".join("  " + l for l in lines[-n:]) if lines else "  (none)"
 
 
+HOSTLIBC = "clockbench-os-libc"  # beside clockbench-os in build/os/ and in the bundle
+
+
 def cmd_os_vm(args: argparse.Namespace) -> int:
     if args.ssh is not None:
         return cmd_guest(args)
@@ -368,6 +371,18 @@ def cmd_os_vm(args: argparse.Namespace) -> int:
         for lang, why in got.left_out.items():
             _say(f"{lang}: not put into the VM: {why}")
         _say(f"languages in the VM: {', '.join(got.measured) or 'none'} ({tree.size() / 1e6:.0f} MB of probes and runtimes)")
+    # clockbench-os's host-libc helper beside /init, where it looks, with the loader and libc.so.6 it loads
+    # (docs/os-side.md, "The host's own C library"): the VM's C library is then this host's
+    helper = program.parent / HOSTLIBC
+    if helper.is_file():
+        tree = tree or runtimes.Tree()
+        tree.add_as(HOSTLIBC, helper)
+        try:
+            for lib in runtimes.shared_libraries([helper]):
+                tree.add_host(lib)
+        except runtimes.Missing as e:
+            _say(f"the host-libc helper: not put into the VM: {e}")
+            del tree.files[HOSTLIBC]
     try:
         initramfs.write(program, cpio, tree)
     except OSError as e:

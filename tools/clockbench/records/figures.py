@@ -258,7 +258,10 @@ def interval(lo, hi) -> str:
 
 
 OS_CALL = "clock_gettime(CLOCK_MONOTONIC)"
-OS_PATHS = {"vdso": "the vDSO called directly", "libc": "libc", "syscall": "the raw syscall"}
+# "libc": the host's own C library (clockbench-os's helper; a log from before it: the static copy, then so
+# named); "libc-static": the glibc linked into clockbench-os, the bundle's copy
+OS_PATHS = {"vdso": "the vDSO called directly", "libc": "libc", "libc-static": "the glibc linked into clockbench-os (the bundle's copy)",
+            "syscall": "the raw syscall"}
 
 
 def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
@@ -376,12 +379,16 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
     if stalls:
         ns, name = max(stalls)
         add("stall_max_ns", ns, None, "ns", f"the longest a counter stood still while the TSC ran ({name})")
-    # clockbench-os's own CLOCK_MONOTONIC (os_latency): through the vDSO called directly, libc and the
-    # raw syscall, per clocksource: the floor beneath the languages' figures
+    # clockbench-os's own CLOCK_MONOTONIC (os_latency): through the vDSO called directly, the host's libc,
+    # the static copy of glibc in clockbench-os and the raw syscall, per clocksource: the floor beneath the
+    # languages' figures
     for r in _list(res.get("os_latency")):
         cs, path, p50 = r.get("clocksource"), r.get("path"), _num(r.get("p50_ns"))
         if r.get("call") == OS_CALL and isinstance(cs, str) and path in OS_PATHS and p50 is not None:
-            add(f"os_p50_ns:{cs}/{path}", p50, None, "ns", f"clockbench-os, {OS_CALL} by {OS_PATHS[path]}, one call, p50"
+            lib = r.get("libc") if isinstance(r.get("libc"), dict) else {}
+            by = (f"the host's own C library, {lib.get('name')} {lib.get('version') or 'of unknown version'} ({lib.get('file')})"
+                  if path == "libc" and lib else OS_PATHS[path])
+            add(f"os_p50_ns:{cs}/{path}", p50, None, "ns", f"clockbench-os, {OS_CALL} by {by}, one call, p50"
                 + ("; under 3 of the TSC's steps: the step's, not a cost" if r.get("below_step") else ""))
     # the languages' clocks (clockbench-os, lang_clock): per clocksource, language and API
     for r in _list(res.get("lang_clock")):

@@ -86,6 +86,7 @@ def from_log(text: str, source: str = "", log: records.Log | None = None) -> dic
         "os_claims": by("os_claim"),
         "os_clocksources": by("os_clocksource"),
         "os_restore": first("os_restore"),
+        "os_libc": first("os_libc"),  # the C libraries behind the libc rows: the host's (path libc), the static copy's
         # the languages' clocks (issue 36): one record per API per clocksource
         "lang_clock": by("lang_clock"),
         "lang_summary": by("lang_summary"),
@@ -156,7 +157,7 @@ _SHAPE = {
     "counters": (list, []), "frequency": (list, []), "stability": (list, []), "residuals": (list, []), "checks": (list, []),
     "latency": (dict, {}), "resolution": (dict, {}), "histograms": (dict, {}), "monotonicity": (dict, {}),
     "problems": (list, []), "notes": (list, []),
-    "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None),
+    "os_choice": (dict, None), "os": (dict, None), "os_restore": (dict, None), "os_libc": (dict, None),
     "os_latency": (list, []), "os_resolution": (list, []), "os_tsc_rate": (list, []), "os_claims": (list, []),
     "os_clocksources": (list, []), "os_histograms": (list, []), "lang_clock": (list, []), "lang_summary": (list, []),
     "tsc_step": (dict, None), "timer_choice": (dict, None), "image_notes": (list, []), "verdict_rows": (list, []),
@@ -164,7 +165,7 @@ _SHAPE = {
 }
 # The members above that are one record (an object of any members), not
 # an object of records
-_ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore",
+_ONE_RECORD = ("machine", "cpu_features", "profile", "hwlat", "cpu_speed", "summary", "fault", "os_choice", "os", "os_restore", "os_libc",
                "tsc_step", "timer_choice", "rtc")
 
 

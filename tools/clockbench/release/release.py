@@ -86,7 +86,8 @@ SHIPPED_PACKAGES = {
     "grub-efi-amd64-bin": "GRUB for UEFI: the signed grubx64.efi, the UEFI netboot tree's",
     "shim-signed": "shim (BOOTX64.EFI) and MokManager, signed by Microsoft's UEFI CA",
     "console-setup-linux": "the console font (Lat15-VGA16), converted into the kernel",
-    "libc6-dev": "static glibc, linked into clockbench-os and the C++ and Rust probes of the bundle",
+    "libc6-dev": "static glibc, linked into clockbench-os and the C++ and Rust probes of the bundle; the headers and "
+                 "libc.so the bundle's clockbench-os-libc is linked against (it loads the host's own libc.so.6)",
     "libstdc++-12-dev": "libstdc++, linked into the bundle's C++ (libstdc++) probe",
     "libc++-dev": "libc++, linked into the bundle's C++ (libc++) probe",
     "libc++abi-dev": "libc++abi, linked into the bundle's C++ (libc++) probe",

@@ -6,7 +6,9 @@ Rows, in order: the bare counter's read beneath the clocksource (from the
 image's run on the same machine when one is given, else the OS run's own
 rdtsc from user space, said so); clockbench-os's own reads of
 CLOCK_MONOTONIC through the vDSO called directly, libc and the raw syscall,
-and libc's CLOCK_REALTIME; then every `lang_clock` record of that
+and libc's CLOCK_REALTIME (libc: the host's own C library, by clockbench-os's
+helper; where it was not measured, the glibc linked into clockbench-os,
+path "libc-static", named so); then every `lang_clock` record of that
 clocksource (docs/output.md). Each row: cost p50 (with the method that made
 it: "tsc", one call between serialised TSC reads, or "batch", a batch's
 cost per call), its ratio to the bare read, the least step seen, the
@@ -36,7 +38,7 @@ OS_ROWS = (
 # The route each of clockbench-os's own rows calls (not a counted path: the
 # vDSO's entry itself falls back to the syscall on a clocksource with no
 # vDSO mode, as hpet and acpi_pm on x86-64).
-OS_ROUTES = {"vdso": "vDSO entry", "libc": "libc", "syscall": "raw syscall"}
+OS_ROUTES = {"vdso": "vDSO entry", "libc": "host libc", "libc-static": "static glibc", "syscall": "raw syscall"}
 # The languages' names as the ladder shows them (os/os_lang_parse.c's titles).
 LANGUAGE_TITLES = {"cpp-libstdc++": "C++ (libstdc++)", "cpp-libc++": "C++ (libc++)", "rust": "Rust", "go": "Go",
                    "java": "Java", "python": "Python", "node": "Node.js", "dotnet": ".NET"}
@@ -184,9 +186,13 @@ def rows(res: dict, cs: str, bare: dict | None = None) -> list[dict]:
     out = [first]
     for layer, call, path, clock in OS_ROWS:
         lat = _latency(res, cs, call, path)
+        if path == "libc" and not lat:  # the host's own C library not measured: the static copy's row, named so
+            lat, path, layer = _latency(res, cs, call, "libc-static"), "libc-static", "libc (static)"
         if not lat:
             continue
-        reso = _resolution(res, cs, call, path)
+        # the host's libc has no back-to-back reads of its own: the clock's least step and claim are the
+        # static copy's reads of the same clock (a C library passes the kernel's value on)
+        reso = _resolution(res, cs, call, path) or (_resolution(res, cs, call, "libc-static") if path == "libc" else {})
         p50, step, claimed = lat.get("p50_ns"), reso.get("min_step_ns"), reso.get("getres_ns")
         out.append({"layer": layer, "read": call, "cost": cost_text(p50, bool(lat.get("below_step"))),
                     "p50_ns": p50 if _num(p50) else None, "method": "tsc", "ratio": ratio(p50, base, bound),

@@ -417,8 +417,9 @@ def other_rows(bare: dict | None, os_run: dict) -> list[list[str]]:
     rows = [list(OTHER_HEAD)]
     cs = first_clocksource(os_run)
     for call, what, key in OTHER_CALLS:
-        lat = latency(os_run, cs, call)
-        reso = resolution(os_run, cs, call, lat.get("path")) if lat else resolution(os_run, cs, call)
+        # the host's own C library where it was measured (path libc), else the static copy's
+        lat = latency(os_run, cs, call, "libc") or latency(os_run, cs, call)
+        reso = (resolution(os_run, cs, call, lat.get("path")) if lat else {}) or resolution(os_run, cs, call)
         base = bare_p50(bare, key) if bare is not None and key else None
         rows.append([call, what, str(lat.get("path") or reso.get("path") or "-"),
                      bare_cost(bare, key) if bare is not None and key else "-", os_cost(os_run, lat, base),
@@ -530,6 +531,21 @@ def page_title(res: dict) -> str:
     return f"clockbench-os: {who}" + (f" under {hv}" if _s(hv) else "") + f", through {kernel_of(res)}"
 
 
+def _libc(res: dict) -> str:
+    """The C libraries behind the libc rows (the os_libc record): the host's
+    own, or why it was not measured; and the static copy in clockbench-os."""
+    rec = _d(res.get("os_libc"))
+    if not rec:
+        return "-"
+
+    def lib(d) -> str:
+        d = _d(d)
+        return f"{d.get('name') or '?'} {d.get('version') or '(version unknown)'} ({d.get('file') or '?'})"
+    host = f"the host's: {lib(rec['libc'])}" if rec.get("measured") is True and isinstance(rec.get("libc"), dict) else \
+        f"the host's not measured: {rec.get('reason') or '?'}"
+    return host + (f"; libc-static: {lib(rec['static_libc'])}, linked into clockbench-os" if isinstance(rec.get("static_libc"), dict) else "")
+
+
 def context(res: dict) -> list[tuple[str, str]]:
     """The OS run's context, for its page: [(label, value)]."""
     o = os_record(res)
@@ -541,7 +557,7 @@ def context(res: dict) -> list[tuple[str, str]]:
             ("clocksources switched to", _switched(res)),
             ("run as", ("root" if o.get("root") is True else "not root" if o.get("root") is False else "-")
              + ("; the init (PID 1)" if o.get("init") is True else "")),
-            ("pinned to", _pinned(o)), ("real-time", _realtime(o)), ("vDSO", _vdso(o)),
+            ("pinned to", _pinned(o)), ("real-time", _realtime(o)), ("vDSO", _vdso(o)), ("C library", _libc(res)),
             ("profile", str(_s(prof.get("name")) or "-")),
             ("TSC rate for ns figures", f"{_hz(prof.get('tsc_hz'))} ({prof.get('tsc_hz_source', '?')})" if prof else "-"),
             ("program build", str(_s(res.get("build")) or "-"))]
@@ -555,7 +571,9 @@ def call_rows(res: dict, clocksource: str) -> list[dict]:
         reso = resolution(res, clocksource, lat.get("call"), lat.get("path"))
         back = reso.get("backward")
         below = lat.get("below_step") is True  # the step's multiple, not a cost: said so, as clockbench-os's table does
-        out.append({"call": str(lat.get("call", "?")), "path": str(lat.get("path", "?")),
+        lib = lat.get("libc") if isinstance(lat.get("libc"), dict) else {}
+        which = " ".join(str(lib[k]) for k in ("name", "version") if _s(lib.get(k)))
+        out.append({"call": str(lat.get("call", "?")), "path": str(lat.get("path", "?")) + (f" ({which})" if which else ""),
                     "n": str(lat["n"]) if isinstance(lat.get("n"), int) else "-",
                     **{k: cost(lat.get(f"{k}_ns")) for k in ("min", "p50", "p99", "max")},
                     **({"min": "-", "p50": os_cost(res, lat), "p99": "-"} if below else {}),
