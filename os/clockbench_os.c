@@ -808,7 +808,7 @@ static void record_context(void)
     record_str(&r, "available_clocksources", avail);
     record_bool(&r, "root", geteuid() == 0);
     record_bool(&r, "switching", switching());
-    record_str(&r, "switching_reason", switching() ? 0 : !opt.all_clocksources ? "the default: the current clocksource only" : cs.why_not);
+    record_str(&r, "switching_reason", switching() ? 0 : !opt.all_clocksources ? "the default (--all-clocksources not given)" : cs.why_not);
     record_bool(&r, "init", is_init);
     if (pinned_cpu >= 0)
         record_u64(&r, "pinned_cpu", (uint64_t)pinned_cpu);

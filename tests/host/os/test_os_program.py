@@ -121,7 +121,7 @@ def test_without_root_it_measures_the_current_clocksource_and_says_so():
     recs = records(p.stdout)
     os_rec = of(recs, "os")[0]
     assert os_rec["root"] is False and os_rec["switching"] is False
-    assert os_rec["switching_reason"] == "the default: the current clocksource only"
+    assert os_rec["switching_reason"] == "the default (--all-clocksources not given)"
     heading = [line for line in p.stdout.splitlines() if "the current clocksource only, nothing on this host changed" in line]
     assert len(heading) == 1 and "--all-clocksources, as root," in heading[0], p.stdout[:2000]
     skip = [c for c in of(recs, "check") if c["name"] == "other clocksources"]
