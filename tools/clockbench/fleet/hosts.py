@@ -11,6 +11,12 @@ host it knew, and OUT/<host>/os.log when the run left a log), read it
 the host's inventory name. A recap line per host says what happened:
 stored as run N, unreachable, the run failed and how, a runtime missing.
 
+Nothing on a host changes unless asked: clockbench-os measures the
+clocksource in use, as root (become) too. --all-clocksources (the playbook's
+clockbench_all_clocksources) is the lab mode, which switches each root
+host's whole clocksource for the run and puts it back; it is warned of
+before anything runs, also when the inventory or --os-args asks for it.
+
 A host is measured when its run ended on its own (exit 0, or 1: a check
 failed, which is a finding about the host) and left a whole clockbench-os
 log, which is stored. A runtime the host lacks (Java, say) is said on the
