@@ -1247,7 +1247,7 @@ int main(int argc, char **argv)
         check(back ? "PASS" : "FAIL", "clocksource restored", "%s at the end (it was %s at the start)", now, cs.original);
     } else if (!switching()) {
         /* the reason in full is in the heading: said once (a user without root read it twice) */
-        check("SKIP", "other clocksources", "%s", !opt.all_clocksources ? "the current clocksource only (the default; --all-clocksources for the others)"
+        check("SKIP", "other clocksources", "%s", !opt.all_clocksources ? "the default (see the heading)"
                                                  : geteuid() != 0 ? "--all-clocksources: not root (see the heading)" : cs.why_not);
     }
     struct record tr;
