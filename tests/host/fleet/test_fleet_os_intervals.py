@@ -176,3 +176,28 @@ def test_the_terminal_and_the_page_say_it(stored, capsys, tmp_path):
     assert {"slow", "old"} <= outliers and "wide" not in outliers, rows
     assert all(f["text"].replace('"', "&#34;").replace("'", "&#39;") in html for f in data["findings"])
     assert "two hosts whose intervals overlap are never called different" in html
+
+
+def _row(name: str, p50: float, ci: list[float] | None) -> osfleet.OsRow:
+    return osfleet.OsRow({"machine": name}, {"go": {"api": "time.Now", "p50_ns": p50, "p50_ci_ns": ci}},
+                         {"vdso_ns": None}, False)
+
+
+def test_a_host_spared_can_spare_another_and_apart_ones_stay_called():
+    """The rule to its fixed point: b overlaps only a, a overlaps the
+    ordinary hosts; once a is not called different, neither is b (b and a
+    overlap). c lies apart from all of them and stays called."""
+    ordinary = [_row(f"n{i}", 50 + i, [45 + i, 56 + i]) for i in range(5)]
+    a = _row("a", 150, [55, 160])
+    b = _row("b", 200, [158, 230])
+    c = _row("c", 400, [380, 420])
+    rows = ordinary + [a, b, c]
+    findings = osfleet._cost_findings(rows)
+    called = next(f for f in findings if f["kind"] == "cost")
+    spared = next(f for f in findings if f["kind"] == "cost not apart")
+    assert called["hosts"] == ["c"] and called["basis"] == "intervals" and called["p50_alone"] == []
+    assert sorted(spared["hosts"]) == ["a", "b"] and spared["overlaps"]["b"] == "a" and spared["overlaps"]["a"].startswith("n")
+    assert [f["kind"] for f in c.flags] == ["cost"] and not a.flags and not b.flags
+    # without intervals (the p50 rule alone) all three were past the limit
+    bare = [_row(r.machine, r.cost("go"), None) for r in rows]
+    assert sorted(next(f for f in osfleet._cost_findings(bare) if f["kind"] == "cost")["hosts"]) == ["a", "b", "c"]

@@ -308,19 +308,19 @@ def _apart(have: list[OsRow], high: list[OsRow], lang: str) -> tuple[list[OsRow]
     intervals overlap are never called different). A host spared joins
     those not called, which may spare another: repeated until none moves.
     (called, [(spared, a host its interval overlaps)])."""
-    called, spared = list(high), []
+    called, spared = {id(r): r for r in high}, []  # by identity: rows are compared as dataclasses otherwise
     moved = True
     while moved:
         moved = False
-        rest = [r for r in have if r not in called]
-        for h in list(called):
+        rest = [r for r in have if id(r) not in called]
+        for h in list(called.values()):
             near = next((o for o in rest if _overlaps(h.span(lang), o.span(lang))), None)
             if near is not None:
-                called.remove(h)
+                del called[id(h)]
                 spared.append((h, near))
                 rest.append(h)
                 moved = True
-    return called, spared
+    return list(called.values()), spared
 
 
 def _cost_findings(rows: list[OsRow]) -> list[dict]:
