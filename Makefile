@@ -158,7 +158,7 @@ help:
 	@echo "make check-build-tools  say which of the kernel's build tools (nasm, the compiler, the linker) is missing"
 	@echo "make os         build the OS side, $(BUILD)/os/clockbench-os (a static Linux program) and its host-libc helper beside it"
 	@echo "make bundle     $(BUILD)/bundle/clockbench-os-VERSION-x86_64-linux.tar.gz: clockbench-os and every language's probe, to run on any Linux host as any user"
-	@echo "make os-bench   run it on this machine (as root: every clocksource, the original put back); OS_ARGS='--current-only --lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
+	@echo "make os-bench   run it on this machine: its current clocksource, changes nothing (OS_ARGS=--all-clocksources: the lab mode, as root every clocksource, the machine's switched, the original put back); OS_ARGS='--lang go,python'; installs only what builds it (DEPS=os); RECORDS=1 shows the @cb records"
 	@echo "make lang       build the language clock probes into $(LANG_DIR) (C++, Rust, Go, Java, Python, Node.js, .NET); make -k lang: every one whose toolchain is here"
 	@echo "make os-vm      boot Debian's Linux in the image's QEMU machine with clockbench-os and the languages' probes and runtimes in it (OS_VM_ARGS='--accel tcg --lang go,python --args=...', or --no-lang); installs only what it needs (DEPS=osvm)"
 	@echo "make bench      repeated KVM and TCG runs, and each language's clock under its own benchmark harness beside clockbench-os's; figures and goals in $(BUILD)/bench.json (installs DEPS=bench: all and the harnesses)"
@@ -391,8 +391,10 @@ $(HOSTLIBC_BIN): $(HOSTLIBC_SRCS) os/hostlibc/glibc_baseline.h os/os_calls.h dri
 
 os: $(OS_BIN) $(HOSTLIBC_BIN)
 
-# The OS side on the machine you are on: as root every clocksource in turn
-# (the original is always put back). OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
+# The OS side on the machine you are on: its current clocksource, nothing on
+# it changed, as root too; OS_ARGS=--all-clocksources is the lab mode (as root
+# every clocksource in turn, the machine's switched meanwhile, the original
+# always put back), passed only when asked. OS_ARGS="--rt --cpu 1 ..." (clockbench-os --help).
 # It installs only what builds clockbench-os (`make deps DEPS=os`, unless DEPS
 # is given), and shows the report without its @cb records, as `run` does:
 # the log keeps them all; RECORDS=1 shows them here too. Each run is kept in

@@ -75,7 +75,7 @@ void os_cs_probe(const char *dir, bool root, struct os_clocksources *cs)
     char cur[320];
     snprintf(cur, sizeof cur, "%s/current_clocksource", cs_dir);
     if (!root && !dir)
-        cs->why_not = "not root: only the current clocksource is measured (run as root to switch between them)";
+        cs->why_not = "not root (switching the machine's clocksource needs root)";
     else if (access(cur, W_OK) != 0)
         cs->why_not = root ? "current_clocksource is not writable here" : "not root, and current_clocksource is not writable";
 }

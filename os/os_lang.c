@@ -240,8 +240,18 @@ static int build_argv(int l, const char *const *cmd, int n_cmd, const char **arg
 {
     const struct lang_def *d = &lang_defs[l];
     int k = 0;
+    /* Nothing written outside the run's folder (docs/os-side.md, "What a run
+       reads and writes"): HotSpot's perf data file (/tmp/hsperfdata_USER/PID,
+       left behind by a kill), Python's .pyc beside a module it imports, Mono's
+       shared area (/dev/shm/mono.PID) and CoreCLR's diagnostic socket
+       ($TMPDIR/dotnet-diagnostic-PID-*-socket) are each turned off. */
+    if (!strcmp(d->key, "dotnet")) {
+        setenv("MONO_DISABLE_SHARED_AREA", "1", 0);
+        setenv("DOTNET_EnableDiagnostics", "0", 0);
+    }
     if (!strcmp(d->key, "java")) {
         argv[k++] = runner_path[l];
+        argv[k++] = "-XX:-UsePerfData";
         argv[k++] = "-cp";
         snprintf(buf, size, "%s/java", lang_dir);
         argv[k++] = buf;
@@ -250,6 +260,8 @@ static int build_argv(int l, const char *const *cmd, int n_cmd, const char **arg
         probe_path(l, buf, size);
         if (d->runner)
             argv[k++] = runner_path[l];
+        if (!strcmp(d->key, "python"))
+            argv[k++] = "-B";
         argv[k++] = buf;
     }
     for (int i = 0; i < n_cmd; i++)

@@ -18,15 +18,21 @@ and a --limit that matches no host (66), both one line with nothing run or
 stored. The playbook alone (ansible-playbook -i ...) fetches a log and
 a status per host and leaves no folder behind on the hosts.
 
-clockbench-os runs with --current-only --quick and few languages (Go,
-Python, and Java for the host that lacks it): a run takes 4-6 s here, a
-whole `clockbench hosts` about 20 s."""
+clockbench-os runs with --quick and few languages (Go, Python, and Java
+for the host that lacks it): a run takes 4-6 s here, a whole `clockbench
+hosts` about 20 s. The hosts log in as root, and by default nothing on them
+changes: this machine's clocksource (theirs) is watched through the whole
+fleet's run and never moves. `--all-clocksources` reaches a host with a
+warning, there switching a stand-in for sysfs (--sysfs), not this machine's
+clock, and putting it back."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -52,7 +58,17 @@ def _check_healthy(rows: dict, name: str, earlier: int) -> None:
 
 
 # Go and Python as everywhere (sshhosts.OS_ARGS), and Java, which nojava lacks
-FLEET_ARGS = "--current-only --quick --lang go,python,java --lang-calls 500"
+FLEET_ARGS = "--quick --lang go,python,java --lang-calls 500"
+SYSFS = Path("/sys/devices/system/clocksource/clocksource0")
+
+
+def _watch_clocksource(stop: threading.Event, seen: list[str]) -> None:
+    """Every name current_clocksource holds until stop, in order (read every 5 ms)."""
+    while not stop.is_set():
+        now = (SYSFS / "current_clocksource").read_text().strip()
+        if not seen or seen[-1] != now:
+            seen.append(now)
+        time.sleep(0.005)
 HEALTHY = "abc"
 # what a host's broken wrapper (or a program that is not clockbench-os) leaves: its output, and exit 0
 GARBLE = "#!/bin/sh\nhead -c 4096 /dev/urandom | od -An -tx1\nexit 0\n"
@@ -75,12 +91,20 @@ def whole_fleet(ssh_fleet, tmp_path_factory):
     ssh_fleet.add("garbled", c.address, c.port, clockbench_os_wrapper=wrapper)
     inventory = ssh_fleet.inventory([*HEALTHY, "bounded", "nojava", "garbled", "gone"],
                                     **{n: {"clockbench_remote_tmp": d} for n, d in remote.items()})
-    r = run_hosts(ssh_fleet, tmp, inventory, os_args=FLEET_ARGS)
-    return r, tmp, earlier, remote
+    seen: list[str] = []
+    stop = threading.Event()
+    watch = threading.Thread(target=_watch_clocksource, args=(stop, seen), daemon=True)
+    watch.start()
+    try:
+        r = run_hosts(ssh_fleet, tmp, inventory, os_args=FLEET_ARGS)
+    finally:
+        stop.set()
+        watch.join(timeout=10)
+    return r, tmp, earlier, remote, seen
 
 
 def test_the_healthy_hosts_stored_and_the_unreachable_one_named(whole_fleet):
-    r, tmp, earlier, remote = whole_fleet
+    r, tmp, earlier, remote, _ = whole_fleet
     assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
     rows = stored(tmp / "runs.db")
     assert set(rows) == {"earlier", *HEALTHY, "nojava"}, r.stdout
@@ -101,7 +125,7 @@ def test_the_healthy_hosts_stored_and_the_unreachable_one_named(whole_fleet):
 
 
 def test_fleet_has_a_row_for_each_host(whole_fleet):
-    r, tmp, earlier, remote = whole_fleet
+    r, tmp, earlier, remote, _ = whole_fleet
     rows = fleet_rows(tmp / "runs.db")
     assert {*HEALTHY, "nojava"} <= set(rows), rows.keys()
     for name in HEALTHY:
@@ -115,8 +139,46 @@ def test_fleet_has_a_row_for_each_host(whole_fleet):
     assert "java" not in rows["nojava"]["languages"] and "go" in rows["nojava"]["languages"], rows["nojava"]
 
 
+def test_as_root_by_default_no_hosts_clocksource_changes(whole_fleet):
+    """The hosts are this machine, logged into as root (become's effect):
+    the default measures the current clocksource and never switches it."""
+    r, tmp, earlier, remote, seen = whole_fleet
+    assert len(seen) == 1, f"the clocksource moved during the fleet's run: {seen}"
+    assert "WARNING" not in r.stdout, r.stdout
+    for name in HEALTHY:
+        log = (tmp / "out" / name / "os.log").read_text()
+        os_rec = next(json.loads(line[4:]) for line in log.splitlines() if line.startswith('@cb {"type":"os",'))
+        assert os_rec["root"] is True and os_rec["switching"] is False and os_rec["clocksource"] == seen[0], os_rec
+        assert '"type":"os_clocksource"' not in log and "nothing on this host changed" in log
+
+
+def test_all_clocksources_reaches_a_host_with_a_warning_and_puts_it_back(ssh_fleet, tmp_path):
+    """--all-clocksources through clockbench hosts and the playbook's
+    clockbench_all_clocksources: clockbench-os switches every clocksource of
+    a stand-in sysfs folder (the host is this machine: its real clock is
+    left alone) and puts the original back; the command warned first."""
+    fake = tmp_path / "clocksource0"
+    fake.mkdir()
+    (fake / "current_clocksource").write_text("tsc\n")
+    (fake / "available_clocksource").write_text("tsc slowone other \n")
+    inventory = ssh_fleet.inventory(["a"])
+    r = run_hosts(ssh_fleet, tmp_path, inventory, "--all-clocksources",
+                  os_args=f"--quick --no-lang --reads 200 --rate-ms 50 --sysfs {fake}")
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    warning = [line for line in r.stdout.splitlines() if line.startswith("clockbench hosts: WARNING: --all-clocksources")]
+    assert len(warning) == 1 and "WHOLE machine's clocksource" in warning[0], r.stdout
+    status = json.loads((tmp_path / "out" / "a" / "status.json").read_text())
+    assert status["args"].startswith("--all-clocksources --quick"), status
+    log = (tmp_path / "out" / "a" / "os.log").read_text()
+    recs = [json.loads(line[4:]) for line in log.splitlines() if line.startswith("@cb ")]
+    assert next(x for x in recs if x["type"] == "os")["switching"] is True
+    assert [x["name"] for x in recs if x["type"] == "os_clocksource"] == ["slowone", "other"]
+    assert next(x for x in recs if x["type"] == "os_restore")["restored"] is True
+    assert (fake / "current_clocksource").read_text().strip() == "tsc"
+
+
 def test_a_run_its_time_bound_stops_mid_way(whole_fleet):
-    r, tmp, earlier, remote = whole_fleet
+    r, tmp, earlier, remote, _ = whole_fleet
     assert "the run was stopped by its time bound (1 s)" in recap_line(r.stdout, "bounded"), r.stdout
     assert "bounded" not in stored(tmp / "runs.db"), r.stdout
 
@@ -124,7 +186,7 @@ def test_a_run_its_time_bound_stops_mid_way(whole_fleet):
 def test_a_host_without_java(whole_fleet):
     # a runtime missing is said, and the host still counts as measured (fleet.md; the
     # exit status's rule: tests/host/fleet/test_hosts_judge.py)
-    r, tmp, earlier, remote = whole_fleet
+    r, tmp, earlier, remote, _ = whole_fleet
     rows = stored(tmp / "runs.db")
     said = recap_line(r.stdout, "nojava")
     assert f"stored as run {rows['nojava']['id']}" in said and "Java not measured: no JDK" in said, r.stdout
@@ -133,7 +195,7 @@ def test_a_host_without_java(whole_fleet):
 
 
 def test_a_log_that_is_garbage(whole_fleet):
-    r, tmp, earlier, remote = whole_fleet
+    r, tmp, earlier, remote, _ = whole_fleet
     said = recap_line(r.stdout, "garbled")
     assert "its log is garbage, not clockbench-os's (exit status 0)" in said and str(tmp / "out" / "garbled" / "os.log") in said
     assert "garbled" not in stored(tmp / "runs.db"), r.stdout
@@ -169,7 +231,9 @@ def test_no_such_inventory_no_ansible_and_bad_options(tmp_path):
                        text=True, timeout=60, env=tool_env(PATH=str(tmp_path)))
     assert r.returncode == 69 and "ansible-playbook is not installed" in r.stderr, r
     for bad, says in ((["--os-args=--lang 'go"], "--os-args \"--lang 'go\": No closing quotation"),
-                      (["--forks", "0"], "--forks 0: from 1 to 1000 hosts at once")):
+                      (["--forks", "0"], "--forks 0: from 1 to 1000 hosts at once"),
+                      (["--all-clocksources", "--os-args=--quick --current-only"],
+                       "--all-clocksources and --os-args '--quick --current-only': --current-only contradicts it: give one of them")):
         r = subprocess.run([PYTHON, "-m", "clockbench", "hosts", "-i", str(tmp_path / "none.ini"), *bad], capture_output=True,
                            text=True, timeout=60, env=tool_env())
         assert r.returncode == 64 and r.stderr == f"clockbench hosts: {says}\n", r

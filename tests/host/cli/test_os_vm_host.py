@@ -286,6 +286,9 @@ def test_bad_language_options_are_64_with_one_line(capsys, tmp_path, args, says)
 
 def test_the_language_options_reach_the_program():
     parse = lambda *a: osvm.program_args(__import__("argparse").Namespace(**{"no_lang": False, "lang": None, "args": "", **dict(a)}))  # noqa: E731
-    assert parse() == ""
-    assert parse(("no_lang", True), ("args", "--quick")) == "--no-lang --quick"
-    assert parse(("lang", "go,python")) == "--lang go,python"
+    # the VM is ours: every clocksource it offers, unless --args says --current-only
+    assert parse() == "--all-clocksources"
+    assert parse(("no_lang", True), ("args", "--quick")) == "--no-lang --all-clocksources --quick"
+    assert parse(("lang", "go,python")) == "--lang go,python --all-clocksources"
+    assert parse(("args", "--quick --current-only")) == "--quick --current-only"
+    assert parse(("args", "--all-clocksources --quick")) == "--all-clocksources --quick"

@@ -135,3 +135,22 @@ def test_a_bundle_is_one_folder_with_clockbench_os_at_its_top(tmp_path):
         hosts.find_bundle(str(tmp_path / "text.tar.gz"))
     with pytest.raises(errors.NoInput, match="no such bundle"):
         hosts.find_bundle(str(tmp_path / "missing.tar.gz"))
+
+
+def test_the_lab_mode_is_warned_of_wherever_it_is_asked():
+    """--all-clocksources, an inventory's clockbench_all_clocksources (as
+    Ansible reads a boolean) or its clockbench_os_args; --os-args wins over
+    the inventory's arguments, as -e does."""
+    import argparse
+
+    def asked(hostvars, all_clocksources=False, os_args=None):
+        args = argparse.Namespace(all_clocksources=all_clocksources, os_args=os_args)
+        return hosts.switching_asked(args, list(hostvars), hostvars)
+
+    assert not asked({"a": {}, "b": {"clockbench_os_args": "--quick"}})
+    assert asked({"a": {}}, all_clocksources=True)
+    assert asked({"a": {}, "b": {"clockbench_all_clocksources": "yes"}})
+    assert not asked({"a": {"clockbench_all_clocksources": "false"}})
+    assert asked({"a": {"clockbench_os_args": "--quick --all-clocksources"}})
+    assert not asked({"a": {"clockbench_os_args": "--all-clocksources"}}, os_args="--quick")
+    assert asked({"a": {}}, os_args="--all-clocksources --no-lang")

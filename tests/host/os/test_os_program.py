@@ -2,10 +2,12 @@
 `make os`): every call measured with figures that hold together, known
 relations (the coarse clocks step by their clock_getres; on the TSC
 clocksource CLOCK_MONOTONIC_RAW is the TSC at the kernel's stated rate),
-plain words without root, the clocksource always put back (a folder standing
-in for sysfs, so that the test machine's own clock is left alone: the real
-switching is tested inside the VM, tests/boot/test_os_vm.py), and bad
-arguments refused."""
+plain words without root, the machine's clocksource never changed by
+default, as root too (sysfs polled through a real run), --all-clocksources
+measuring each and always putting the original back (a folder standing in
+for sysfs, so that the test machine's own clock is left alone: the real
+switching is tested inside the VM, tests/boot/test_os_vm.py, and here only
+when asked, CLOCKBENCH_SWITCH_TESTS=1), and bad arguments refused."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from helpers.paths import ROOT
 pytestmark = pytest.mark.timed  # clock_gettime and the TSC measured on this machine, rates against known answers
 
 PROGRAM = ROOT / "build" / "os" / "clockbench-os"
+SYSFS = Path("/sys/devices/system/clocksource/clocksource0")
 
 
 def records(text: str) -> list[dict]:
@@ -44,7 +48,7 @@ def run(*args, user=None, timeout=120):
 
 @pytest.fixture(scope="module")
 def quick():
-    p = run("--quick", "--current-only")
+    p = run("--quick")
     return p, records(p.stdout)
 
 
@@ -120,11 +124,97 @@ def test_without_root_it_measures_the_current_clocksource_and_says_so():
     recs = records(p.stdout)
     os_rec = of(recs, "os")[0]
     assert os_rec["root"] is False and os_rec["switching"] is False
-    assert "not root" in os_rec["switching_reason"]
-    assert "not root: only the current clocksource is measured" in p.stdout
+    assert os_rec["switching_reason"] == "the default (--all-clocksources not given)"
+    heading = [line for line in p.stdout.splitlines() if "the current clocksource only, nothing on this host changed" in line]
+    assert len(heading) == 1 and "--all-clocksources, as root," in heading[0], p.stdout[:2000]
     skip = [c for c in of(recs, "check") if c["name"] == "other clocksources"]
     assert skip and skip[0]["result"] == "SKIP"
     assert {r["clocksource"] for r in of(recs, "os_latency")} == {os_rec["clocksource"]}
+
+
+def test_without_root_all_clocksources_says_why_it_measures_the_current_one():
+    p = run("--quick", "--reads", "200", "--rate-ms", "50", "--all-clocksources", user=65534 if os.geteuid() == 0 else None)
+    recs = records(p.stdout)
+    os_rec = of(recs, "os")[0]
+    assert os_rec["switching"] is False and os_rec["switching_reason"].startswith("not root"), os_rec
+    assert "--all-clocksources: the current clocksource only: not root (switching the machine's clocksource needs root)" in p.stdout
+    skip = [c for c in of(recs, "check") if c["name"] == "other clocksources"]
+    assert skip and skip[0]["result"] == "SKIP" and "not root" in skip[0]["detail"], skip
+
+
+class ClocksourceWatch:
+    """Reads current_clocksource every 2 ms from a thread for as long as it
+    is open: every name it held, in order."""
+
+    def __init__(self, folder: Path = SYSFS):
+        self.path, self.seen, self.reads = folder / "current_clocksource", [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _read(self):
+        now = self.path.read_text().strip()
+        self.reads += 1
+        if now and (not self.seen or self.seen[-1] != now):  # "": a fake's write under way
+            self.seen.append(now)
+
+    def _poll(self):
+        while not self._stop.is_set():
+            self._read()
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self._thread.start()
+        while not self.reads:  # the state before the program starts is read first
+            time.sleep(0.001)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._read()  # the state it was left in, read once more after the program ended
+
+
+def test_as_root_the_default_never_changes_the_machines_clocksource():
+    if os.geteuid() != 0:
+        pytest.skip("not root: the program could not switch the clocksource anyway (the root case is the one to prove)")
+    available = SYSFS.joinpath("available_clocksource").read_text().split()
+    with ClocksourceWatch() as watch:
+        p = run("--quick", "--reads", "2000", "--rate-ms", "300")
+    recs = records(p.stdout)
+    os_rec = of(recs, "os")[0]
+    assert p.returncode == 0, p.stdout[-3000:]
+    # the whole run watched: one name all through, thousands of reads
+    assert watch.seen == [os_rec["clocksource"]] and watch.reads > 200, (watch.seen, watch.reads)
+    assert os_rec["root"] is True and os_rec["switching"] is False, os_rec
+    assert not of(recs, "os_clocksource") and not of(recs, "os_restore")
+    heading = next(line for line in p.stdout.splitlines() if "nothing on this host changed" in line)
+    assert "--all-clocksources measures each available one" in heading and "as root" not in heading, heading
+    if len(available) > 1:  # the others were there to switch to, and were left alone
+        assert {r["clocksource"] for r in of(recs, "os_latency")} == {os_rec["clocksource"]}
+
+
+@pytest.mark.skipif(os.environ.get("CLOCKBENCH_SWITCH_TESTS") != "1",
+                    reason="switches this machine's clocksource under every test beside it: CLOCKBENCH_SWITCH_TESTS=1 "
+                    "(the real switching is tested in the VM, tests/boot/test_os_vm.py)")
+def test_as_root_all_clocksources_measures_each_and_puts_the_original_back():
+    if os.geteuid() != 0:
+        pytest.skip("not root: switching the clocksource needs root")
+    original = SYSFS.joinpath("current_clocksource").read_text().strip()
+    available = SYSFS.joinpath("available_clocksource").read_text().split()
+    if len(available) < 2:
+        pytest.skip(f"one clocksource here ({original}): nothing to switch to")
+    with ClocksourceWatch() as watch:
+        p = run("--all-clocksources", "--quick", "--reads", "2000", "--rate-ms", "300")
+    recs = records(p.stdout)
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert of(recs, "os")[0]["switching"] is True
+    tried = {c["name"]: c for c in of(recs, "os_clocksource")}
+    assert set(tried) == set(available) - {original}, tried
+    selected = {n for n, c in tried.items() if c["selected"]}  # the kernel may refuse one it marked unstable
+    assert {r["clocksource"] for r in of(recs, "os_latency")} == selected | {original}
+    assert selected <= set(watch.seen) and watch.seen[0] == original and watch.seen[-1] == original, watch.seen
+    assert of(recs, "os_restore")[0] == {"type": "os_restore", "original": original, "now": original, "restored": True}
+    assert SYSFS.joinpath("current_clocksource").read_text().strip() == original
 
 
 def fake_sysfs(tmp_path: Path) -> Path:
@@ -141,7 +231,7 @@ def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
     d = fake_sysfs(tmp_path)
     # 2 s of rate window on each clocksource: the run switches after about
     # 4.5 s (the first one's window, and 2.1 s of time()) and takes about 10 s
-    args = [str(PROGRAM), "--no-lang", "--sysfs", str(d), "--reads", "200", "--rate-ms", "2000"]
+    args = [str(PROGRAM), "--no-lang", "--all-clocksources", "--sysfs", str(d), "--reads", "200", "--rate-ms", "2000"]
     if how == "timeout":
         args += ["--timeout", "6"]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
@@ -168,7 +258,9 @@ def test_the_original_clocksource_is_put_back_when_stopped(tmp_path, how):
 
 def test_a_full_switching_run_restores_and_records_each_clocksource(tmp_path):
     d = fake_sysfs(tmp_path)
-    p = run("--sysfs", str(d), "--quick", "--reads", "200", "--rate-ms", "50")
+    with ClocksourceWatch(d) as watch:
+        p = run("--all-clocksources", "--sysfs", str(d), "--quick", "--reads", "200", "--rate-ms", "50")
+    assert watch.seen[0] == "tsc" and {"slowone", "other"} <= set(watch.seen) and watch.seen[-1] == "tsc", watch.seen
     recs = records(p.stdout)
     assert [c["name"] for c in of(recs, "os_clocksource")] == ["slowone", "other"]
     assert all(c["selected"] for c in of(recs, "os_clocksource"))
@@ -176,6 +268,33 @@ def test_a_full_switching_run_restores_and_records_each_clocksource(tmp_path):
     assert restore == {"type": "os_restore", "original": "tsc", "now": "tsc", "restored": True}
     assert (d / "current_clocksource").read_text() == "tsc"
     assert {r["clocksource"] for r in of(recs, "os_tsc_rate")} == {"tsc", "slowone", "other"}
+
+
+def test_the_default_leaves_a_switchable_clocksource_alone(tmp_path):
+    """A folder it could switch (the stand-in sysfs is writable without
+    root): by default it is never written, and the heading says why."""
+    d = fake_sysfs(tmp_path)
+    before = (d / "current_clocksource").stat().st_mtime_ns
+    with ClocksourceWatch(d) as watch:
+        p = run("--sysfs", str(d), "--quick", "--reads", "200", "--rate-ms", "50")
+    recs = records(p.stdout)
+    assert watch.seen == ["tsc"] and (d / "current_clocksource").stat().st_mtime_ns == before
+    assert not of(recs, "os_clocksource") and not of(recs, "os_restore")
+    assert {r["clocksource"] for r in of(recs, "os_latency")} == {"tsc"}
+    assert of(recs, "os")[0]["switching"] is False
+
+
+def test_current_only_is_still_taken_and_both_together_are_refused(tmp_path):
+    d = fake_sysfs(tmp_path)
+    p = run("--current-only", "--sysfs", str(d), "--quick", "--reads", "200", "--rate-ms", "50")
+    assert p.returncode == 0 and not of(records(p.stdout), "os_clocksource"), p.stdout[-2000:]
+    for args in (["--current-only", "--all-clocksources"], ["--all-clocksources", "--current-only"]):
+        p = run(*args, "--sysfs", str(d))
+        assert p.returncode == 64 and p.stdout == "", p
+        assert p.stderr.strip() == "clockbench-os: --current-only and --all-clocksources contradict each other: give one of them"
+    assert (d / "current_clocksource").read_text() == "tsc\n"
+    helped = subprocess.run([str(PROGRAM), "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert "--all-clocksources" in helped and "--current-only  the current clocksource only: the default" in helped
 
 
 @pytest.mark.parametrize("args, message", [

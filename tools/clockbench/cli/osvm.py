@@ -264,13 +264,21 @@ def languages(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(picked))
 
 
+# The VM is ours, booted for this one run: there clockbench-os measures every
+# clocksource the kernel offers (its lab mode, which on a live host would
+# switch the clocksource under every other process there), unless --args
+# says --current-only.
+VM_CLOCKSOURCES = "--all-clocksources"
+
+
 def program_args(args: argparse.Namespace) -> str:
-    """--args, after the languages' options that clockbench-os takes."""
-    if args.no_lang:
-        return f"--no-lang {args.args}".strip()
-    if args.lang is not None:
-        return f"--lang {','.join(languages(args))} {args.args}".strip()
-    return args.args
+    """--args, after the languages' options that clockbench-os takes and
+    --all-clocksources (unless --args chooses --current-only or says it)."""
+    said = set(shlex.split(args.args))
+    words = ["--no-lang"] if args.no_lang else [f"--lang {','.join(languages(args))}"] if args.lang is not None else []
+    if not said & {"--current-only", VM_CLOCKSOURCES}:
+        words.append(VM_CLOCKSOURCES)
+    return " ".join([*words, args.args]).strip()
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

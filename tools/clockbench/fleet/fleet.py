@@ -447,7 +447,7 @@ def write_html(groups: list[Group], all_runs: bool, path: Path, source: str, lef
         cells=_cells, metrics=METRICS, fmt=_n, plots=plots(groups) + ([os_plot] if os_plot else []), all_runs=all_runs,
         left_out=left_out or [], os_fleet=os_fleet, os_columns=osfleet.columns(os_fleet) if os_fleet else [],
         os_cells=lambda r: osfleet.cells(r, os_langs), os_apis=osfleet.apis_line(os_fleet) if os_fleet else "",
-        os_threshold=osfleet.threshold_text(), date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        os_threshold=osfleet.threshold_text(os_fleet) if os_fleet else "", date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     path.write_text(page)
 
 

@@ -11,6 +11,12 @@ host it knew, and OUT/<host>/os.log when the run left a log), read it
 the host's inventory name. A recap line per host says what happened:
 stored as run N, unreachable, the run failed and how, a runtime missing.
 
+Nothing on a host changes unless asked: clockbench-os measures the
+clocksource in use, as root (become) too. --all-clocksources (the playbook's
+clockbench_all_clocksources) is the lab mode, which switches each root
+host's whole clocksource for the run and puts it back; it is warned of
+before anything runs, also when the inventory or --os-args asks for it.
+
 A host is measured when its run ended on its own (exit 0, or 1: a check
 failed, which is a finding about the host) and left a whole clockbench-os
 log, which is stored. A runtime the host lacks (Java, say) is said on the
@@ -85,8 +91,12 @@ def add_parser(sub, add_store_argument) -> None:
                    help="an Ansible inventory (a file or folder Ansible reads, or 'host1,host2,')")
     p.add_argument("--limit", metavar="PATTERN", help="only the hosts this Ansible pattern matches (as ansible-playbook's --limit)")
     p.add_argument("--os-args", default=None, metavar="ARGS",
-                   help="clockbench-os's arguments on every host, one string: --os-args=\"--current-only --lang go,python\" "
-                   "(default: the inventory's clockbench_os_args, else none: every clocksource as root, every language)")
+                   help="clockbench-os's arguments on every host, one string: --os-args=\"--lang go,python --quick\" "
+                   "(default: the inventory's clockbench_os_args, else none: the current clocksource only, every language)")
+    p.add_argument("--all-clocksources", action="store_true",
+                   help="the lab mode: with become (root), each host's clocksource is switched to every available one in "
+                   "turn for the run, every process there paying for it (10-50x a clock read on hpet or acpi_pm), then "
+                   "put back; not for hosts in service (default: the current clocksource only, nothing changed)")
     p.add_argument("--bundle", metavar="PATH", help=f"the bundle to copy (default: the newest {BUNDLE_GLOB} in "
                    f"{paths.default(BUNDLE_DIR)}: make bundle)")
     p.add_argument("--forks", type=int, default=10, metavar="N", help="hosts measured at once (ansible-playbook --forks; default: %(default)s)")
@@ -105,9 +115,11 @@ def check(args) -> None:
         raise errors.UsageError(f"--timeout {args.timeout:g}: above 0, at most 86400 s")
     if args.os_args is not None:
         try:
-            shlex.split(args.os_args)
+            words = shlex.split(args.os_args)
         except ValueError as e:
             raise errors.UsageError(f"--os-args {args.os_args!r}: {e}") from None
+        if args.all_clocksources and "--current-only" in words:
+            raise errors.UsageError(f"--all-clocksources and --os-args {args.os_args!r}: --current-only contradicts it: give one of them")
 
 
 def main(args) -> int:
@@ -124,6 +136,8 @@ def main(args) -> int:
     extra = {"bundle": str(bundle), "fetch_dir": str(out)}
     if args.os_args is not None:
         extra["clockbench_os_args"] = " ".join(shlex.quote(a) for a in shlex.split(args.os_args))
+    if args.all_clocksources:
+        extra["clockbench_all_clocksources"] = True
     if args.timeout is not None:
         extra["clockbench_timeout_s"] = max(1, math.ceil(args.timeout))
     bound = _bound(hosts, hostvars, args.forks, extra.get("clockbench_timeout_s"))
@@ -131,6 +145,11 @@ def main(args) -> int:
     print(f"clockbench hosts: {len(hosts)} host{'' if len(hosts) == 1 else 's'} of {args.inventory}"
           + (f" matching {args.limit!r}" if args.limit else "") + f", {bundle.name}, {args.forks} at once; "
           f"logs in {out}/", flush=True)
+    if switching_asked(args, hosts, hostvars):
+        print("clockbench hosts: WARNING: --all-clocksources: on each host run as root (become) the WHOLE machine's clocksource "
+              "is switched to every available one in turn for the run, every process there paying for it (10-50x a clock "
+              "read on hpet or acpi_pm); the original is put back at the end, on a signal and at the time bound, not on a "
+              "SIGKILL", flush=True)
     argv = [playbook_cmd, "-i", inventory, str(PLAYBOOK), "-e", f"@{out / 'extra-vars.json'}", "--forks", str(args.forks)]
     if args.limit:
         argv += ["--limit", args.limit]
@@ -140,6 +159,26 @@ def main(args) -> int:
         outcomes = [judge(h, hostvars.get(h, {}), out / h, st, rc, finished, bound) for h in hosts]
     print_recap(outcomes, out)
     return ALL_MEASURED if all(o.measured for o in outcomes) else SOME_NOT_MEASURED
+
+
+def switching_asked(args, hosts: list[str], hostvars: dict) -> bool:
+    """Whether any host's run is asked to switch its clocksource: this
+    command's --all-clocksources, or the host's clockbench_os_args (this
+    command's --os-args wins over it, as -e does) or its
+    clockbench_all_clocksources in the inventory."""
+    if args.all_clocksources:
+        return True
+    for h in hosts:
+        v = hostvars.get(h, {})
+        words = str(args.os_args if args.os_args is not None else v.get("clockbench_os_args") or "").split()
+        if "--all-clocksources" in words or _true(v.get("clockbench_all_clocksources")):
+            return True
+    return False
+
+
+def _true(value) -> bool:
+    """An Ansible boolean as an inventory gives it (true, "yes", "1", "on")."""
+    return value is True or str(value).strip().lower() in ("true", "yes", "1", "on", "y")
 
 
 def _need(command: str) -> str:

@@ -50,6 +50,13 @@ COST_KEYS = ("min_ns", "p50_ns", "mean_ns", "p99_ns", "p999_ns", "max_ns")
 PATH_KEYS = ("path", "syscalls_per_1000", "clock_syscalls_per_1000", "syscalls_per_1000_vdso_hidden", "below_step")
 
 
+def _scale_ci(r: dict, factor: float) -> None:
+    """The p50's interval (p50_ci_ns) scaled as the costs are, where there is one."""
+    ci = r.get("p50_ci_ns")
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        r["p50_ci_ns"] = [round(x * factor, 3) for x in ci]
+
+
 def host_log(text: str, host: Host, *, started: str, jitter: float = 0.0, switch_from: dict[tuple, dict] | None = None) -> str:
     """The log `text` as host's: its `os` record names the host (hostname,
     machine id, start time, TSC flag) and the clocksource in use; every cost
@@ -92,9 +99,10 @@ def host_log(text: str, host: Host, *, started: str, jitter: float = 0.0, switch
                       ("os_latency", r.get("call"), r.get("path"))
                 other = switch_from.get(key)
                 if other is not None:
-                    r.update({k: other[k] for k in COST_KEYS + PATH_KEYS if k in other})
+                    r.update({k: other[k] for k in COST_KEYS + PATH_KEYS + ("p50_ci_ns",) if k in other})
                 else:
                     r.update({k: r[k] * grow for k in COST_KEYS if isinstance(r.get(k), (int, float))})
+                    _scale_ci(r, grow)
                     if r["type"] == "lang_clock":
                         r.update(path="syscall", syscalls_per_1000=1000.0, clock_syscalls_per_1000=1000.0,
                                  syscalls_per_1000_vdso_hidden=None)
@@ -102,6 +110,7 @@ def host_log(text: str, host: Host, *, started: str, jitter: float = 0.0, switch
             for k in COST_KEYS:
                 if isinstance(r.get(k), (int, float)):
                     r[k] = round(r[k] * (1 + jitter), 3)
+            _scale_ci(r, 1 + jitter)
         lines[i] = PREFIX + json.dumps(r, separators=(",", ":"))
     if host.tsc_unstable:  # the kernel's own line, as clockbench-os records it from the kernel log
         at = max(i for i, r in parsed.items() if r["type"] == "os")

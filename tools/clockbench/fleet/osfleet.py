@@ -21,8 +21,14 @@ What is said, each a sentence and its fields (the JSON's "findings"):
   most of the fleet does;
 - among the hosts that read by the vDSO, a language's cost far above the
   others', by the median and MAD as the bare fleet judges its figures
-  (fleet.py): flagged when x - m > max(K x 1.4826 x MAD, m), at least twice
-  the median, so that a host a little slower is not called out;
+  (fleet.py): above the limit when x - m > max(K x 1.4826 x MAD, m), at
+  least twice the median, so that a host a little slower is not called out;
+  and then by the p50s' 95% intervals (issue 48): two hosts whose intervals
+  overlap are never called different, so a host above the limit is called
+  out only while its interval overlaps that of no host left uncalled (those
+  it would otherwise be set apart from), and otherwise said to be above the
+  limit but not apart. A record without an interval (an older log) counts
+  as its p50 alone, and the sentence says which were compared so;
 - the hosts whose run did not pass (a failed check, a run cut short)."""
 
 from __future__ import annotations
@@ -103,6 +109,17 @@ class OsRow:
             return self.os_clock.get("vdso_ns")
         return (self.languages.get(lang) or {}).get("p50_ns")
 
+    def interval(self, lang: str) -> tuple[float, float] | None:
+        """The p50's 95% interval [lo, hi] in ns, or None where the record
+        gives none (an older log): then the p50 alone is compared."""
+        ci = self.os_clock.get("vdso_ci_ns") if lang == OS_LANG else (self.languages.get(lang) or {}).get("p50_ci_ns")
+        return (ci[0], ci[1]) if ci else None
+
+    def span(self, lang: str) -> tuple[float, float]:
+        """What is compared: the interval, else the p50 as a point."""
+        c = self.cost(lang)
+        return self.interval(lang) or (c, c)
+
 
 def _languages(run: store.Run, cs: str | None) -> dict[str, dict]:
     """Each language's headline API on clocksource cs, from the store's
@@ -125,10 +142,17 @@ def _languages(run: store.Run, cs: str | None) -> dict[str, dict]:
         method = _METHOD.search(f.detail or "")
         path = path.group(1) if path and path.group(1) != "?" else (
             None if per_call is None else "syscall" if per_call >= SYSCALL_SHARE else "vdso")
-        out[lang] = {"api": api, "p50_ns": f.value, "syscalls_per_call": per_call, "path": path,
+        out[lang] = {"api": api, "p50_ns": f.value, "p50_ci_ns": _ci(run, "lang", f"{cs}/{lang}/{api}"),
+                     "syscalls_per_call": per_call, "path": path,
                      "method": method.group(1) if method and method.group(1) != "?" else None}
     order = list(HEADLINE)
     return dict(sorted(out.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
+
+
+def _ci(run: store.Run, kind: str, key: str) -> list[float] | None:
+    """The store's {kind}_p50_ci_lo_ns/hi figures for key: [lo, hi], or None."""
+    lo, hi = run.figures.get(f"{kind}_p50_ci_lo_ns:{key}"), run.figures.get(f"{kind}_p50_ci_hi_ns:{key}")
+    return [lo.value, hi.value] if lo is not None and hi is not None and lo.value <= hi.value else None
 
 
 def _through_syscall(langs: dict[str, dict], os_clock: dict) -> bool | None:
@@ -146,6 +170,7 @@ def row_of(run: store.Run) -> OsRow:
     langs = _languages(run, cs)
     os_clock = {f"{p}_ns": (run.figures[f"os_p50_ns:{cs}/{p}"].value if f"os_p50_ns:{cs}/{p}" in run.figures else None)
                 for p in ("vdso", "libc", "syscall")}
+    os_clock["vdso_ci_ns"] = _ci(run, "os", f"{cs}/vdso")
     return OsRow(run, langs, os_clock, _through_syscall(langs, os_clock))
 
 
@@ -251,8 +276,56 @@ def _not_used_finding(rows: list[OsRow], said: set[str]) -> dict | None:
             "clocksources": {cs: [r.machine for r in new if r.clocksource == cs] for cs in sorted({r.clocksource for r in new})}}
 
 
+def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _shown(r: OsRow, lang: str) -> str:
+    """A host's cost with its interval: "h 240 ns (220-260 ns)", or "h 240 ns (p50 alone)"."""
+    ci = r.interval(lang)
+    return f"{r.machine} {cost(r.cost(lang))} " + (f"({figures.interval(*ci)})" if ci else "(p50 alone)")
+
+
+def _basis(have: list[OsRow], lang: str) -> tuple[str, list[str]]:
+    """How the hosts were compared: ("intervals", []), ("p50", [all]) or
+    ("mixed", [the hosts without an interval])."""
+    bare = [r.machine for r in have if r.interval(lang) is None]
+    return ("intervals" if not bare else "p50" if len(bare) == len(have) else "mixed"), bare
+
+
+def _basis_text(basis: str, bare: list[str]) -> str:
+    if basis == "intervals":
+        return "compared by the p50s' 95% intervals"
+    if basis == "p50":
+        return "compared by p50 alone: the records carry no interval (older logs)"
+    shown = ", ".join(bare[:LIST_HOSTS]) + (f" and {len(bare) - LIST_HOSTS} more" if len(bare) > LIST_HOSTS else "")
+    return f"compared by the p50s' 95% intervals, by p50 alone for {_hosts(len(bare))} whose records carry none ({shown})"
+
+
+def _apart(have: list[OsRow], high: list[OsRow], lang: str) -> tuple[list[OsRow], list[tuple[OsRow, OsRow]]]:
+    """Of the hosts above the limit, those called different: each one's
+    interval overlaps none of the hosts not called (two hosts whose
+    intervals overlap are never called different). A host spared joins
+    those not called, which may spare another: repeated until none moves.
+    (called, [(spared, a host its interval overlaps)])."""
+    called, spared = {id(r): r for r in high}, []  # by identity: rows are compared as dataclasses otherwise
+    moved = True
+    while moved:
+        moved = False
+        rest = [r for r in have if id(r) not in called]
+        for h in list(called.values()):
+            near = next((o for o in rest if _overlaps(h.span(lang), o.span(lang))), None)
+            if near is not None:
+                del called[id(h)]
+                spared.append((h, near))
+                rest.append(h)
+                moved = True
+    return list(called.values()), spared
+
+
 def _cost_findings(rows: list[OsRow]) -> list[dict]:
-    """Among the hosts that read by the vDSO: a headline cost far above the others'."""
+    """Among the hosts that read by the vDSO: a headline cost far above the
+    others', and apart from theirs by its interval."""
     vdso = [r for r in rows if r.through_syscall is False]
     out = []
     for lang in [*HEADLINE, *sorted({l for r in vdso for l in r.languages} - set(HEADLINE)), OS_LANG]:
@@ -266,16 +339,33 @@ def _cost_findings(rows: list[OsRow]) -> list[dict]:
         high = [r for r in have if r.cost(lang) - m > limit]
         if not high:
             continue
+        called, spared = _apart(have, high, lang)
+        basis, bare = _basis(have, lang)
         api = OS_API if lang == OS_LANG else have[0].languages[lang]["api"]
-        shown = ", ".join(f"{r.machine} {cost(r.cost(lang))}" for r in high[:LIST_HOSTS]) + \
-            (f" and {len(high) - LIST_HOSTS} more" if len(high) > LIST_HOSTS else "")
-        text = (f"{title(lang)} {api} costs far more on {_hosts(len(high))} than on the others that read by the vDSO: "
-                f"{shown}, against a median of {cost(m)} over {_hosts(len(have))} (limit +{cost(limit)})")
-        for r in high:
-            r.flags.append({"kind": "cost", "language": lang,
-                            "text": f"{title(lang)} {api} {cost(r.cost(lang))}, median {cost(m)} (limit +{cost(limit)})"})
-        out.append({"kind": "cost", "text": text, "hosts": [r.machine for r in high], "language": lang, "api": api,
-                    "median_ns": m, "mad_ns": mad, "limit_ns": limit, "n": len(have)})
+        common = {"language": lang, "api": api, "median_ns": m, "mad_ns": mad, "limit_ns": limit, "n": len(have),
+                  "basis": basis, "p50_alone": bare}
+        if called:
+            shown = ", ".join(_shown(r, lang) for r in called[:LIST_HOSTS]) + \
+                (f" and {len(called) - LIST_HOSTS} more" if len(called) > LIST_HOSTS else "")
+            text = (f"{title(lang)} {api} costs far more on {_hosts(len(called))} than on the others that read by the vDSO: "
+                    f"{shown}, against a median of {cost(m)} over {_hosts(len(have))} (limit +{cost(limit)}; "
+                    f"{_basis_text(basis, bare)})")
+            for r in called:
+                ci = r.interval(lang)
+                r.flags.append({"kind": "cost", "language": lang,
+                                "text": f"{title(lang)} {api} {cost(r.cost(lang))}"
+                                + (f" ({figures.interval(*ci)})" if ci else " (p50 alone)")
+                                + f", median {cost(m)} (limit +{cost(limit)})"})
+            out.append({"kind": "cost", "text": text, "hosts": [r.machine for r in called], **common})
+        if spared:
+            shown = "; ".join(f"{_shown(h, lang)} overlaps {_shown(o, lang)}" for h, o in spared[:LIST_HOSTS]) + \
+                (f"; and {len(spared) - LIST_HOSTS} more" if len(spared) > LIST_HOSTS else "")
+            verb = "is" if len(spared) == 1 else "are"
+            text = (f"{title(lang)} {api}: {_hosts(len(spared))} above the limit {verb} not called different, for "
+                    f"{'its interval overlaps' if len(spared) == 1 else 'each one overlaps'} another host's ({shown}; "
+                    f"median {cost(m)} over {_hosts(len(have))}, limit +{cost(limit)}; {_basis_text(basis, bare)})")
+            out.append({"kind": "cost not apart", "text": text, "hosts": [h.machine for h, _ in spared],
+                        "overlaps": {h.machine: o.machine for h, o in spared}, **common})
     return out
 
 
@@ -296,11 +386,31 @@ def _run_finding(rows: list[OsRow]) -> dict | None:
             "hosts": [r.machine for r in bad], "why": why}
 
 
-def threshold_text() -> str:
-    return (f"through a system call: most of a host's languages' clocks make {SYSCALL_SHARE:g} or more system calls a "
+def threshold_text(fl: "OsFleet | None" = None) -> str:
+    text = (f"through a system call: most of a host's languages' clocks make {SYSCALL_SHARE:g} or more system calls a "
             f"call (without languages: clockbench-os's vDSO entry costs {VDSO_AS_SYSCALL:g} of the raw syscall or more); "
             f"a cost among the hosts that read by the vDSO: x - median > max({K:g} x {MAD_SCALE} x MAD, median), "
-            f"compared from {MIN_HOSTS} hosts")
+            f"compared from {MIN_HOSTS} hosts, and its p50's 95% interval apart from every host not called (two hosts "
+            f"whose intervals overlap are never called different)")
+    if fl is None:
+        return text
+    bare = p50_alone(fl)
+    if bare:
+        text += "; by p50 alone, their records carrying no interval (older logs): " + \
+            "; ".join(f"{title(l)} on {_hosts(n)}" for l, n in bare.items())
+    return text
+
+
+def p50_alone(fl: "OsFleet") -> dict[str, int]:
+    """Per language (and clockbench-os's own), how many of the hosts that
+    read by the vDSO carry a cost but no interval: compared by p50 alone."""
+    vdso = [r for r in fl.rows if r.through_syscall is False]
+    out = {}
+    for lang in [*languages_present(fl), OS_LANG]:
+        n = sum(1 for r in vdso if r.cost(lang) is not None and r.interval(lang) is None)
+        if n:
+            out[lang] = n
+    return out
 
 
 def analyse(runs: list[store.Run]) -> OsFleet:
@@ -376,7 +486,7 @@ def as_text(fl: OsFleet, all_runs: bool) -> list[str]:
     widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip() for x in rows]
     lines.append("  " + apis_line(fl))
-    lines.append("  " + threshold_text())
+    lines.append("  " + threshold_text(fl))
     lines.append("")
     if fl.findings:
         lines.append(f"Said of the Linux hosts: {len(fl.findings)}")
@@ -397,7 +507,8 @@ def row_json(r: OsRow) -> dict:
 
 
 def as_json(fl: OsFleet, all_runs: bool) -> dict:
-    return {"selection": "runs" if all_runs else "latest run per machine", "threshold": threshold_text(),
+    return {"selection": "runs" if all_runs else "latest run per machine", "threshold": threshold_text(fl),
+            "p50_alone": p50_alone(fl),
             "headline_apis": {l: list(a) for l, a in HEADLINE.items()},
             "rows": [row_json(r) for r in fl.rows], "said": fl.said, "findings": fl.findings, "outliers": fl.outliers}
 

@@ -388,8 +388,14 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             lib = r.get("libc") if isinstance(r.get("libc"), dict) else {}
             by = (f"the host's own C library, {lib.get('name')} {lib.get('version') or 'of unknown version'} ({lib.get('file')})"
                   if path == "libc" and lib else OS_PATHS[path])
-            add(f"os_p50_ns:{cs}/{path}", p50, None, "ns", f"clockbench-os, {OS_CALL} by {by}, one call, p50"
-                + ("; under 3 of the TSC's steps: the step's, not a cost" if r.get("below_step") else ""))
+            lo, hi = lang_interval(r)  # the median's 95% interval, where the record gives one (as lang_clock's)
+            add(f"os_p50_ns:{cs}/{path}", p50, max(p50 - lo, hi - p50) if lo is not None else None, "ns",
+                f"clockbench-os, {OS_CALL} by {by}, one call, p50"
+                + ("; under 3 of the TSC's steps: the step's, not a cost" if r.get("below_step") else "")
+                + (f"; 95% interval {lo:.3f}-{hi:.3f} ns" if lo is not None else ""))
+            if lo is not None:
+                add(f"os_p50_ci_lo_ns:{cs}/{path}", lo, None, "ns", "the lower end of the p50's 95% interval")
+                add(f"os_p50_ci_hi_ns:{cs}/{path}", hi, None, "ns", "the upper end of the p50's 95% interval")
     # the languages' clocks (clockbench-os, lang_clock): per clocksource, language and API
     for r in _list(res.get("lang_clock")):
         cs, lang, api = r.get("clocksource"), r.get("language"), r.get("api")
