@@ -217,18 +217,21 @@ public final class Probe {
         if (budget[B_MS] == 0) {
             fill(api, v);
         } else {
-            long[] block = v;
-            v = new long[n];
+            // blocks of reads, each its own array: one of n (80 MB for the largest) took, with
+            // the collector, much of a small budget before the first read
+            java.util.List<long[]> blocks = new java.util.ArrayList<>();
             for (int at = 0; at < n; at += CHECK_EVERY) {
-                if (block.length != Math.min(CHECK_EVERY, n - at))
-                    block = new long[n - at];
+                long[] block = new long[Math.min(CHECK_EVERY, n - at)];
                 fill(api, block);
-                System.arraycopy(block, 0, v, at, block.length);
+                blocks.add(block);
                 if (at + block.length < n && over(budget)) {
                     done = at + block.length;
                     break;
                 }
             }
+            v = new long[done];
+            for (int b = 0; b < blocks.size(); b++)
+                System.arraycopy(blocks.get(b), 0, v, b * CHECK_EVERY, blocks.get(b).length);
         }
         long zero = 0, backward = 0, maxBack = 0, least = -1;
         TreeMap<Long, Long> bins = new TreeMap<>();
