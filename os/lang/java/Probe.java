@@ -30,7 +30,6 @@ import java.nio.charset.StandardCharsets;
 import java.io.FileInputStream;
 import java.time.Instant;
 import java.util.Arrays;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.BlockingQueue;
@@ -99,12 +98,18 @@ public final class Probe {
         System.out.flush();
     }
 
+    // To 1/1000, trailing zeros dropped, by hand: String.format's first call loads the Formatter,
+    // the locale providers and a ResourceBundle (some 80 classes: seconds of a thread at nice 19
+    // beside a busy CPU, inside a command's budget), a regular expression its Pattern.
     static String fmt(double x) {
-        double r = Math.round(x * 1000.0) / 1000.0;
-        if (r == Math.rint(r) && Math.abs(r) < 9e15)
-            return Long.toString((long) r);
-        String s = String.format(Locale.ROOT, "%.3f", r);
-        return s.replaceAll("0+$", "");
+        long m = Math.round(x * 1000.0); // thousandths
+        if (m % 1000 == 0)
+            return Long.toString(m / 1000);
+        long a = Math.abs(m);
+        StringBuilder frac = new StringBuilder(Long.toString(1000 + a % 1000).substring(1));
+        while (frac.charAt(frac.length() - 1) == '0')
+            frac.setLength(frac.length() - 1);
+        return (m < 0 ? "-" : "") + a / 1000 + "." + frac;
     }
 
     static int api(String name) {
@@ -117,7 +122,10 @@ public final class Probe {
 
     static int number(String text, String what, int lo, int hi) {
         long v = -1;
-        if (text.matches("[0-9]{1,12}"))
+        boolean digits = text.length() >= 1 && text.length() <= 12;
+        for (int i = 0; digits && i < text.length(); i++)
+            digits = text.charAt(i) >= '0' && text.charAt(i) <= '9';
+        if (digits)
             v = Long.parseLong(text);
         if (v < lo || v > hi)
             fail("bad " + what + " '" + text + "': want an integer from " + lo + " to " + hi, 64);
@@ -452,7 +460,10 @@ public final class Probe {
             for (int c = lo; c <= hi && cpus.size() < 1024; c++)
                 cpus.add(c);
         }
-        return cpus.stream().mapToInt(Integer::intValue).toArray();
+        int[] list = new int[cpus.size()];
+        for (int i = 0; i < list.length; i++)
+            list[i] = cpus.get(i);
+        return list;
     }
 
     // This thread's involuntary context switches, -1 where /proc cannot say.
