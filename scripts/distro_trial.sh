@@ -4,7 +4,7 @@
 # runtimes, as a host of that release would run it.
 #   scripts/distro_trial.sh DIST [BUNDLE.tar.gz]
 # DIST: bullseye (Debian 11) or trixie (Debian 13). The root is made once by
-# debootstrap (minbase) into BUILD/distros/DIST and kept (about 500 MB each);
+# debootstrap (minbase) into BUILD/distros/DIST and kept (750-830 MB each on disk);
 # the runtimes are that release's packages, installed by its own apt. /proc,
 # /sys and /dev are mounted in it for the run and unmounted on every exit.
 # The bundle (default: the newest BUILD/bundle/*.tar.gz, `make bundle`) is
