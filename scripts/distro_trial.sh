@@ -4,7 +4,7 @@
 # runtimes, as a host of that release would run it.
 #   scripts/distro_trial.sh DIST [BUNDLE.tar.gz]
 # DIST: bullseye (Debian 11) or trixie (Debian 13). The root is made once by
-# debootstrap (minbase) into BUILD/distros/DIST and kept (about 500 MB each);
+# debootstrap (minbase) into BUILD/distros/DIST and kept (750-830 MB each on disk);
 # the runtimes are that release's packages, installed by its own apt. /proc,
 # /sys and /dev are mounted in it for the run and unmounted on every exit.
 # The bundle (default: the newest BUILD/bundle/*.tar.gz, `make bundle`) is
@@ -52,9 +52,13 @@ unmount_all() {
   done
   mounted=()
 }
+# the run goes on in the background (a signal to this script is taken at once, not after the
+# run): on INT or TERM it is stopped, then the EXIT trap unmounts
+child=
+stop_child() { [ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null; child=; }
 trap unmount_all EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'stop_child; exit 130' INT
+trap 'stop_child; exit 143' TERM
 mount_in() {  # mount_in WHERE mount-args...
   local where="$root$1"; shift
   mkdir -p "$where"
@@ -126,8 +130,11 @@ start=$(date +%s)
 set +e
 timeout --kill-after=30 "$timeout_s" chroot --userspec=65534:65534 "$root" /usr/bin/env -i \
   PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent LANG=C.UTF-8 \
-  "$trial/$name/clockbench-os" --current-only --out "$trial/out" > "$root$trial/run.txt" 2>&1
+  "$trial/$name/clockbench-os" --current-only --out "$trial/out" > "$root$trial/run.txt" 2>&1 &
+child=$!
+wait "$child"
 status=$?
+child=
 set -e
 took=$(($(date +%s) - start))
 cp "$root$trial/run.txt" "$build/distros/$dist.run.txt"

@@ -216,18 +216,21 @@ static class Probe
         if (budget.Ms == 0) {
             Fill(api, v);
         } else {
-            long[] block = v;
-            v = new long[n];
+            // blocks of reads, each its own array: one of n (80 MB for the largest) is not made
+            // before the first read
+            List<long[]> blocks = new List<long[]>();
             for (int at = 0; at < n; at += CheckEvery) {
-                if (block.Length != Math.Min(CheckEvery, n - at))
-                    block = new long[n - at];
+                long[] block = new long[Math.Min(CheckEvery, n - at)];
                 Fill(api, block);
-                Array.Copy(block, 0, v, at, block.Length);
+                blocks.Add(block);
                 if (at + block.Length < n && budget.Over()) {
                     done = at + block.Length;
                     break;
                 }
             }
+            v = new long[done];
+            for (int b = 0; b < blocks.Count; b++)
+                Array.Copy(blocks[b], 0, v, b * CheckEvery, blocks[b].Length);
         }
         double unit = UnitNs(api), maxBack = 0, least = -1;
         long zero = 0, backward = 0;

@@ -30,7 +30,6 @@ import java.nio.charset.StandardCharsets;
 import java.io.FileInputStream;
 import java.time.Instant;
 import java.util.Arrays;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.BlockingQueue;
@@ -99,12 +98,18 @@ public final class Probe {
         System.out.flush();
     }
 
+    // To 1/1000, trailing zeros dropped, by hand: String.format's first call loads the Formatter,
+    // the locale providers and a ResourceBundle (some 80 classes: seconds of a thread at nice 19
+    // beside a busy CPU, inside a command's budget), a regular expression its Pattern.
     static String fmt(double x) {
-        double r = Math.round(x * 1000.0) / 1000.0;
-        if (r == Math.rint(r) && Math.abs(r) < 9e15)
-            return Long.toString((long) r);
-        String s = String.format(Locale.ROOT, "%.3f", r);
-        return s.replaceAll("0+$", "");
+        long m = Math.round(x * 1000.0); // thousandths
+        if (m % 1000 == 0)
+            return Long.toString(m / 1000);
+        long a = Math.abs(m);
+        StringBuilder frac = new StringBuilder(Long.toString(1000 + a % 1000).substring(1));
+        while (frac.charAt(frac.length() - 1) == '0')
+            frac.setLength(frac.length() - 1);
+        return (m < 0 ? "-" : "") + a / 1000 + "." + frac;
     }
 
     static int api(String name) {
@@ -117,7 +122,10 @@ public final class Probe {
 
     static int number(String text, String what, int lo, int hi) {
         long v = -1;
-        if (text.matches("[0-9]{1,12}"))
+        boolean digits = text.length() >= 1 && text.length() <= 12;
+        for (int i = 0; digits && i < text.length(); i++)
+            digits = text.charAt(i) >= '0' && text.charAt(i) <= '9';
+        if (digits)
             v = Long.parseLong(text);
         if (v < lo || v > hi)
             fail("bad " + what + " '" + text + "': want an integer from " + lo + " to " + hi, 64);
@@ -217,18 +225,21 @@ public final class Probe {
         if (budget[B_MS] == 0) {
             fill(api, v);
         } else {
-            long[] block = v;
-            v = new long[n];
+            // blocks of reads, each its own array: one of n (80 MB for the largest) took, with
+            // the collector, much of a small budget before the first read
+            java.util.List<long[]> blocks = new java.util.ArrayList<>();
             for (int at = 0; at < n; at += CHECK_EVERY) {
-                if (block.length != Math.min(CHECK_EVERY, n - at))
-                    block = new long[n - at];
+                long[] block = new long[Math.min(CHECK_EVERY, n - at)];
                 fill(api, block);
-                System.arraycopy(block, 0, v, at, block.length);
+                blocks.add(block);
                 if (at + block.length < n && over(budget)) {
                     done = at + block.length;
                     break;
                 }
             }
+            v = new long[done];
+            for (int b = 0; b < blocks.size(); b++)
+                System.arraycopy(blocks.get(b), 0, v, b * CHECK_EVERY, blocks.get(b).length);
         }
         long zero = 0, backward = 0, maxBack = 0, least = -1;
         TreeMap<Long, Long> bins = new TreeMap<>();
@@ -449,7 +460,10 @@ public final class Probe {
             for (int c = lo; c <= hi && cpus.size() < 1024; c++)
                 cpus.add(c);
         }
-        return cpus.stream().mapToInt(Integer::intValue).toArray();
+        int[] list = new int[cpus.size()];
+        for (int i = 0; i < list.length; i++)
+            list[i] = cpus.get(i);
+        return list;
     }
 
     // This thread's involuntary context switches, -1 where /proc cannot say.
