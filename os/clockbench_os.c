@@ -228,6 +228,8 @@ struct call_result {
     double seq_ms;      /* how long the back-to-back reads ran */
     bool waited_known;
     double waited_share; /* of the cost loop's wall time, spent runnable waiting for a CPU (a busy host) */
+    bool ci_known;
+    uint64_t p50_lo, p50_hi; /* the p50's 95% interval by order statistics, ticks, the bracket subtracted */
 };
 /* a cost loop that waited for a CPU this share of its time was the busy
    host's figure as much as the call's: said, beside it (issue 48) */
@@ -349,7 +351,12 @@ static void measure_call(enum os_call k, struct call_result *c)
         c->waited_share = (double)(wait1 - wait0) / (double)(t1 - t0);
     }
     struct summary se;
-    stats_summarise(full, got, scratch, &c->lat);
+    stats_summarise(full, got, scratch, &c->lat); /* sorts full: the interval's ranks are read from it */
+    if (got >= 6) {
+        c->ci_known = true;
+        c->p50_lo = full[os_ci_rank(got, -1)];
+        c->p50_hi = full[os_ci_rank(got, 1)];
+    }
     stats_summarise(empty, got, scratch, &se);
     c->overhead = se.p50;
     stats_subtract(&c->lat, se.p50);
@@ -526,6 +533,15 @@ static void report_call(const char *cs, enum os_call k, const struct call_result
     record_u64(&r, "n", s->n);
     rec_f(&r, "min_ns", ticks_ns(s->min), 3);
     rec_f(&r, "p50_ns", ticks_ns(s->p50), 3);
+    if (c->ci_known && c->p50_hi >= c->overhead) {
+        /* as a language's single calls: the order statistics, the bracket subtracted, widened by the TSC's step */
+        double lo = ticks_ns((double)(c->p50_lo > c->overhead ? c->p50_lo - c->overhead : 0)) - ticks_ns((double)tsc_step);
+        record_array_begin(&r, "p50_ci_ns");
+        record_array_fixed(&r, llround((lo > 0 ? lo : 0) * 1000), 3);
+        record_array_fixed(&r, llround(ticks_ns((double)(c->p50_hi - c->overhead + tsc_step)) * 1000), 3);
+        record_array_end(&r);
+    } else
+        record_null(&r, "p50_ci_ns");
     rec_f(&r, "mean_ns", ticks_ns(xd(s->mean)), 3);
     rec_f(&r, "p99_ns", ticks_ns(s->p99), 3);
     rec_f(&r, "p999_ns", ticks_ns(s->p999), 3);

@@ -8,6 +8,7 @@
 #define CLOCKBENCH_OS_CALLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
@@ -151,6 +152,18 @@ static inline __attribute__((always_inline)) uint32_t os_cost_loop(enum os_call 
             return i + 1;
     }
     return n;
+}
+
+/* Nearest ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped: the median's 95%
+   interval by order statistics of n sorted samples, as the language
+   probes give it (clockbench-os's own rows and the host-libc helper's). */
+static inline size_t os_ci_rank(size_t n, int side)
+{
+    double r = (double)n / 2 + side * 0.98 * __builtin_sqrt((double)n);
+    if (side < 0)
+        return r < 0 ? 0 : (size_t)__builtin_floor(r);
+    r = __builtin_ceil(r);
+    return r > (double)(n - 1) ? n - 1 : (size_t)r;
 }
 
 #endif

@@ -98,17 +98,6 @@ static void report_libc(void)
     printf("libc name=%s version=%s file=%s\n", name, gnu_get_libc_version ? gnu_get_libc_version() : "unknown", file);
 }
 
-/* Nearest ranks n/2 -+ 0.98 sqrt(n), 0-based, clamped: the median's 95%
-   interval by order statistics, as the language probes give it. */
-static size_t ci_rank(size_t n, int side)
-{
-    double r = (double)n / 2 + side * 0.98 * __builtin_sqrt((double)n);
-    if (side < 0)
-        return r < 0 ? 0 : (size_t)__builtin_floor(r);
-    r = __builtin_ceil(r);
-    return r > (double)(n - 1) ? n - 1 : (size_t)r;
-}
-
 static uint64_t minus(uint64_t v, uint64_t bracket) { return v > bracket ? v - bracket : 0; }
 
 #define COST(K, full, empty, n, budget, got) (*(got) = os_cost_loop(K, 0, full, empty, n, budget))
@@ -126,7 +115,7 @@ static int cost(enum os_call k, uint32_t reads, uint64_t budget)
     stats_summarise(empty, got, scratch, &e);
     stats_summarise(full, got, scratch, &s); /* full is sorted now: the interval's ranks are read from it */
     uint64_t br = e.p50;
-    size_t lo = ci_rank(got, -1), hi = ci_rank(got, 1);
+    size_t lo = os_ci_rank(got, -1), hi = os_ci_rank(got, 1);
     struct summary d = s;
     stats_subtract(&d, br);
     int64_t mean10 = xf_to_fixed(d.mean, 1), sd10 = xf_to_fixed(s.stddev, 1);
