@@ -50,6 +50,7 @@ def _slow(r: dict) -> None:
     if isinstance(r.get("p50_ns"), (int, float)) and r.get("p50_ci_ns"):
         r["p50_ns"] = round(r["p50_ns"] * 4, 3)
         r["p50_ci_ns"] = [round(x * 4, 3) for x in r["p50_ci_ns"]]
+        r["disturbed"] = True  # issue 48: its run was busy (cut by a bound, or slow in every round)
 
 
 def _old(r: dict) -> None:
@@ -123,6 +124,10 @@ def test_an_overlapping_host_the_p50_rule_would_flag_is_never_called_different(s
     # the rows: wide is no outlier in any language, slow and old are
     assert not rows["wide"]["flags"] and "wide" not in data["outliers"]
     assert {f["kind"] for f in rows["slow"]["flags"]} == {"cost"} and {"slow", "old"} <= set(data["outliers"])
+    # slow's figures were marked disturbed by its run: called out, and said to be a busy host's
+    assert all("the host was busy during its run" in f["text"] for f in rows["slow"]["flags"]), rows["slow"]["flags"]
+    assert not any("busy" in f["text"] for f in rows["old"]["flags"])
+    assert re.search(r"slow \d+ ns \([\d.]+-[\d.]+ ns, the host busy\)", go_called["text"]), go_called["text"]
     assert any("(p50 alone)" in f["text"] for f in rows["old"]["flags"])
 
 

@@ -143,6 +143,7 @@ def _languages(run: store.Run, cs: str | None) -> dict[str, dict]:
         path = path.group(1) if path and path.group(1) != "?" else (
             None if per_call is None else "syscall" if per_call >= SYSCALL_SHARE else "vdso")
         out[lang] = {"api": api, "p50_ns": f.value, "p50_ci_ns": _ci(run, "lang", f"{cs}/{lang}/{api}"),
+                     "busy": figures.BUSY_WORDS in (f.detail or ""),
                      "syscalls_per_call": per_call, "path": path,
                      "method": method.group(1) if method and method.group(1) != "?" else None}
     order = list(HEADLINE)
@@ -283,7 +284,8 @@ def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def _shown(r: OsRow, lang: str) -> str:
     """A host's cost with its interval: "h 240 ns (220-260 ns)", or "h 240 ns (p50 alone)"."""
     ci = r.interval(lang)
-    return f"{r.machine} {cost(r.cost(lang))} " + (f"({figures.interval(*ci)})" if ci else "(p50 alone)")
+    busy = ", the host busy" if lang != OS_LANG and (r.languages.get(lang) or {}).get("busy") else ""
+    return f"{r.machine} {cost(r.cost(lang))} " + (f"({figures.interval(*ci)}{busy})" if ci else f"(p50 alone{busy})")
 
 
 def _basis(have: list[OsRow], lang: str) -> tuple[str, list[str]]:
@@ -355,7 +357,9 @@ def _cost_findings(rows: list[OsRow]) -> list[dict]:
                 r.flags.append({"kind": "cost", "language": lang,
                                 "text": f"{title(lang)} {api} {cost(r.cost(lang))}"
                                 + (f" ({figures.interval(*ci)})" if ci else " (p50 alone)")
-                                + f", median {cost(m)} (limit +{cost(limit)})"})
+                                + f", median {cost(m)} (limit +{cost(limit)})"
+                                + ("; the host was busy during its run (the figure marked disturbed): measure it again when "
+                                   "quieter before acting on it" if (r.languages.get(lang) or {}).get("busy") else "")})
             out.append({"kind": "cost", "text": text, "hosts": [r.machine for r in called], **common})
         if spared:
             shown = "; ".join(f"{_shown(h, lang)} overlaps {_shown(o, lang)}" for h, o in spared[:LIST_HOSTS]) + \

@@ -234,6 +234,11 @@ def series_discontinuities(freq: dict, discs) -> int | None:
     return sum(1 for d in listed if event_class(d) == DISCONTINUITY)
 
 
+# a lang_clock figure its run marked `disturbed` (issue 48: cut by a bound, starved, or slow in every
+# round): said in the figure's detail, which the fleet reads back
+BUSY_WORDS = "disturbed: the host was busy during its run"
+
+
 def lang_interval(rec: dict) -> tuple[float | None, float | None]:
     """A lang_clock record's (or a lang_summary entry's) `p50_ci_ns`, the
     median's 95% interval [lo, hi] in ns (docs/output.md); (None, None)
@@ -410,7 +415,8 @@ def derive(res: dict, raw: list[dict] | None = None) -> list[Figure]:
             half = max(p50 - lo, hi - p50) if lo is not None and hi is not None else None
             add(f"lang_p50_ns:{key}", p50, half, "ns",
                 what + (": a batch's cost per call" if r.get("method") == "batch" else ": one call, p50")
-                + (f"; 95% interval {lo:.3f}-{hi:.3f} ns" if half is not None else ""))
+                + (f"; 95% interval {lo:.3f}-{hi:.3f} ns" if half is not None else "")
+                + (f"; {BUSY_WORDS}" if r.get("disturbed") is True else ""))
             if half is not None:
                 add(f"lang_p50_ci_lo_ns:{key}", lo, None, "ns", "the lower end of the p50's 95% interval (order statistics, "
                     "widened by the timer's step)")
