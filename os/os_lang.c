@@ -30,7 +30,7 @@ struct lang_options lang_opt = {.calls = 20000, .timeout_s = 30};
    across the language's APIs, ROUND_GAP_MS apart, so that the rounds span
    a stretch of the host's life rather than one millisecond of it. */
 #define COST_ROUNDS 9
-#define ROUND_GAP_MS 40
+#define ROUND_GAP_MS 10
 #define COST_PROCESSES 3
 /* A bound on the whole of each probe command (its budget_ms): a host too
    busy to finish one in time gives what was done, marked, never a hang */
@@ -721,7 +721,7 @@ static void cost_and_steps(struct server *s, struct api_result *res, int n, doub
            next, every round alike, the reference loop unmoved: where its
            stack and heap fell, its JIT's choices), which the interval must hold */
         if (r && r % (COST_ROUNDS / COST_PROCESSES) == 0)
-            server_down(s, false, 0, 0);
+            server_down(s, true, 0, 0); /* at once: nothing of it is wanted, and a runtime's exit can take a second */
         for (int j = 0; j < n; j++) {
             struct api_result *a = &res[(r + j) % n];
             /* an API whose round failed, or the host starved, is not asked again */
