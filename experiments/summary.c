@@ -423,7 +423,14 @@ void summary_screen(enum run_status status)
        second) */
     int version_m = qr_version_for(payload_len, QR_ECC_M);
     enum qr_ecc level = version_m && (!text_qr || version_m <= QR_TEXT_MAX_VERSION) ? QR_ECC_M : QR_ECC_L;
-    have_qr = qr_encode((const uint8_t *)payload, payload_len, level, &qr) && (!text_qr || qr.version <= QR_TEXT_MAX_VERSION);
+    if (kind == SCREEN_NONE) {
+        /* no screen to show it on: the record's version is the one an
+           encode would choose, and nothing is encoded */
+        qr.version = qr_version_for(payload_len, level);
+        have_qr = qr.version != 0;
+    } else {
+        have_qr = qr_encode((const uint8_t *)payload, payload_len, level, &qr) && (!text_qr || qr.version <= QR_TEXT_MAX_VERSION);
+    }
     struct record r;
     record_begin(&r, "qr");
     record_str(&r, "payload", whole);
