@@ -103,9 +103,10 @@ void uart_write(struct uart *u, const char *s, unsigned long n)
             }
             u->fifo_room = UART_FIFO_BYTES;
         }
-        /* the bytes the FIFO has room for, by one string instruction: under
-           a hypervisor that traps port I/O one exit, where a byte at a time
-           was one each (under this PVM KVM, PLATFORM.md, 0.2 ms a byte) */
+        /* the bytes the FIFO has room for, by one string instruction, not a
+           call and a loop per byte: under this PVM KVM, which emulates every
+           instruction (PLATFORM.md), a KVM run's report went out at 0.2 ms
+           a byte */
         unsigned long k = n < u->fifo_room ? n : u->fifo_room;
         outsb(u->port + UART_THR, s, k);
         u->fifo_room -= (uint32_t)k;
