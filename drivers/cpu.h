@@ -9,6 +9,13 @@
 static inline void outb(uint16_t port, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
 static inline void outw(uint16_t port, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
 static inline void outl(uint16_t port, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
+/* n bytes from buf to one port, by one string instruction (no loop of our
+   own around each byte: where every instruction is emulated, that loop
+   cost as much as the port write). */
+static inline void outsb(uint16_t port, const void *buf, unsigned long n)
+{
+    __asm__ volatile("rep outsb" : "+S"(buf), "+c"(n) : "d"(port) : "memory");
+}
 static inline uint8_t inb(uint16_t port)
 {
     uint8_t v;

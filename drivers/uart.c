@@ -86,27 +86,36 @@ bool uart_init(struct uart *u, uint16_t port, uint32_t baud)
     return echoed;
 }
 
-void uart_putc(struct uart *u, char c)
+void uart_write(struct uart *u, const char *s, unsigned long n)
 {
-    if (!u->present || u->stuck)
-        return;
-    /* THRE set means the FIFO is empty: 16 bytes go without asking again,
-       which saves a port read (a trap, under a hypervisor) per byte. */
-    if (u->fifo_room == 0) {
-        uint64_t i = 0;
-        while (!(inb(u->port + UART_LSR) & UART_LSR_THRE)) {
-            if (++i == u->tx_spins) {
-                if (++u->timeouts >= UART_MAX_TIMEOUTS)
-                    u->stuck = true;
-                return;
+    while (n && u->present && !u->stuck) {
+        /* THRE set means the FIFO is empty: 16 bytes go without asking again,
+           which saves a port read (a trap, under a hypervisor) per byte */
+        if (u->fifo_room == 0) {
+            uint64_t i = 0;
+            while (!(inb(u->port + UART_LSR) & UART_LSR_THRE)) {
+                if (++i == u->tx_spins) {
+                    if (++u->timeouts >= UART_MAX_TIMEOUTS)
+                        u->stuck = true;
+                    return;
+                }
+                cpu_relax();
             }
-            cpu_relax();
+            u->fifo_room = UART_FIFO_BYTES;
         }
-        u->fifo_room = UART_FIFO_BYTES;
+        /* the bytes the FIFO has room for, by one string instruction, not a
+           call and a loop per byte: under this PVM KVM, which emulates every
+           instruction (PLATFORM.md), a KVM run's report went out at 0.2 ms
+           a byte */
+        unsigned long k = n < u->fifo_room ? n : u->fifo_room;
+        outsb(u->port + UART_THR, s, k);
+        u->fifo_room -= (uint32_t)k;
+        s += k;
+        n -= k;
     }
-    outb(u->port + UART_THR, (uint8_t)c);
-    u->fifo_room--;
 }
+
+void uart_putc(struct uart *u, char c) { uart_write(u, &c, 1); }
 
 void uart_drain(struct uart *u)
 {

@@ -27,6 +27,9 @@ uint16_t uart_divisor(uint32_t baud);
    uart_divisor() refuses baud. */
 bool uart_init(struct uart *u, uint16_t port, uint32_t baud);
 void uart_putc(struct uart *u, char c);
+/* n bytes as they are (no newline translation): as many at once as the
+   transmit FIFO has room for. */
+void uart_write(struct uart *u, const char *s, unsigned long n);
 /* Waits, bounded, until every byte has left the shift register. */
 void uart_drain(struct uart *u);
 

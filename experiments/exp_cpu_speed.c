@@ -13,19 +13,30 @@
 
 #define LOOP_ITERATIONS 200000
 #define EMULATED_BELOW_PER_S 50000000ull
+/* The loop runs in chunks, and stops after the chunk that passes this much
+   TSC time: hardware and TCG finish all the iterations within it (a
+   millisecond or two); an emulator that runs about a million instructions a
+   second would take most of a second, and a chunk already says it lies far
+   below EMULATED_BELOW_PER_S. One TSC read a chunk: 20 for the whole loop. */
+#define LOOP_CHUNK 10000
+#define LOOP_BOUND_MS 20
 
-static uint64_t loop_tsc;
+static uint64_t loop_tsc, loop_iterations;
 
 static void speed_measure(const struct profile *p)
 {
     (void)p;
-    uint64_t r = 0;
+    uint64_t r = 0, done = 0, bound = ms_to_tsc(LOOP_BOUND_MS);
     uint64_t a = bracket_begin();
-    for (uint32_t i = 0; i < LOOP_ITERATIONS; i++)
-        __asm__ volatile("add $1, %0" : "+r"(r));
+    do {
+        for (uint32_t i = 0; i < LOOP_CHUNK; i++)
+            __asm__ volatile("add $1, %0" : "+r"(r));
+        done += LOOP_CHUNK;
+    } while (done < LOOP_ITERATIONS && rdtsc() - a < bound);
     uint64_t b = bracket_end();
     READ_SINK(r);
     loop_tsc = b - a;
+    loop_iterations = done;
 }
 
 static void speed_report(void)
@@ -33,7 +44,7 @@ static void speed_report(void)
     char a[FMT_FIXED_CHARS];
     const struct cpu_info *ci = &boot_cpu.info;
     struct xf seconds = tsc_ticks_s(loop_tsc ? loop_tsc : 1);
-    results.loop_per_second = (uint64_t)xf_to_fixed(xf_div(xf_from_u64(LOOP_ITERATIONS), seconds), 0);
+    results.loop_per_second = (uint64_t)xf_to_fixed(xf_div(xf_from_u64(loop_iterations), seconds), 0);
     results.emulated = results.loop_per_second < EMULATED_BELOW_PER_S;
     results.speed_done = true;
     bool tcg = ci->hypervisor && !strcmp(ci->hv_vendor, TCG_SIGNATURE);
@@ -62,7 +73,7 @@ static void speed_report(void)
                 "present.\n");
     struct record r;
     record_begin(&r, "cpu_speed");
-    record_u64(&r, "loop_iterations", LOOP_ITERATIONS);
+    record_u64(&r, "loop_iterations", loop_iterations);
     record_u64(&r, "loop_ticks", loop_tsc);
     record_u64(&r, "iterations_per_s", results.loop_per_second);
     record_bool(&r, "emulated", results.emulated);

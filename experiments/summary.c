@@ -417,10 +417,20 @@ void summary_screen(enum run_status status)
         build_fields(status, p, f, s);
         build_payload(QR_TEXT_CAPACITY, f, s);
     }
-    have_qr = qr_encode((const uint8_t *)payload, payload_len, QR_ECC_M, &qr) ||
-              qr_encode((const uint8_t *)payload, payload_len, QR_ECC_L, &qr);
-    if (text_qr && have_qr && qr.version > QR_TEXT_MAX_VERSION)
-        have_qr = qr_encode((const uint8_t *)payload, payload_len, QR_ECC_L, &qr) && qr.version <= QR_TEXT_MAX_VERSION;
+    /* level M where it fits (on a text screen, within its largest version),
+       else L; chosen first, so that the one code is encoded once (under a
+       hypervisor that emulates every instruction, an encode takes about a
+       second) */
+    int version_m = qr_version_for(payload_len, QR_ECC_M);
+    enum qr_ecc level = version_m && (!text_qr || version_m <= QR_TEXT_MAX_VERSION) ? QR_ECC_M : QR_ECC_L;
+    if (kind == SCREEN_NONE) {
+        /* no screen to show it on: the record's version is the one an
+           encode would choose, and nothing is encoded */
+        qr.version = qr_version_for(payload_len, level);
+        have_qr = qr.version != 0;
+    } else {
+        have_qr = qr_encode((const uint8_t *)payload, payload_len, level, &qr) && (!text_qr || qr.version <= QR_TEXT_MAX_VERSION);
+    }
     struct record r;
     record_begin(&r, "qr");
     record_str(&r, "payload", whole);

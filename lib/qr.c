@@ -35,16 +35,24 @@ static int raw_data_modules(int ver)
 
 static int data_codewords(int ver, enum qr_ecc e) { return raw_data_modules(ver) / 8 - ECC_PER_BLOCK[e][ver] * NUM_BLOCKS[e][ver]; }
 
-/* GF(256) with the polynomial x^8 + x^4 + x^3 + x^2 + 1 (7.5.2). */
-static uint8_t gf_mul(uint8_t a, uint8_t b)
+/* GF(256) with the polynomial x^8 + x^4 + x^3 + x^2 + 1 (7.5.2), by tables
+   of powers of alpha = 2 and their logarithms, made at the first use: a
+   product bit by bit was a third of an encode's instructions. */
+static uint8_t gf_exp[510], gf_log[256];
+
+static void gf_tables(void)
 {
-    int z = 0;
-    for (int i = 7; i >= 0; i--) {
-        z = (z << 1) ^ ((z >> 7) * 0x11D);
-        z ^= ((b >> i) & 1) * a;
+    if (gf_exp[0])
+        return;
+    int v = 1;
+    for (int i = 0; i < 255; i++) {
+        gf_exp[i] = gf_exp[i + 255] = (uint8_t)v;
+        gf_log[v] = (uint8_t)i;
+        v = (v << 1) ^ ((v >> 7) * 0x11D);
     }
-    return (uint8_t)z;
 }
+
+static uint8_t gf_mul(uint8_t a, uint8_t b) { return a && b ? gf_exp[gf_log[a] + gf_log[b]] : 0; }
 
 /* The generator polynomial of the given degree, roots alpha^0..alpha^(d-1). */
 static void rs_generator(int degree, uint8_t *gen)
@@ -199,51 +207,115 @@ static void apply_mask(struct builder *b, int mask)
                 b->qr->modules[y][x] ^= 1;
 }
 
+/* The mask choice scores every mask on the symbol as rows of bits (bit x of
+   row y: module (x, y)), whole rows at a time: where every instruction is
+   emulated (a KVM run here, PLATFORM.md) a module at a time cost 2 million
+   instructions, over a second, per code. */
+typedef unsigned __int128 qr_row;
+_Static_assert(QR_MAX_SIZE <= 128, "a row of modules fits a qr_row");
+
+static unsigned popcount64(uint64_t v)
+{
+    v -= (v >> 1) & 0x5555555555555555ull;
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (unsigned)((v * 0x0101010101010101ull) >> 56);
+}
+
+static unsigned popcount_row(qr_row v) { return popcount64((uint64_t)v) + popcount64((uint64_t)(v >> 64)); }
+
 /* 7.8.3 penalty rules 1 (runs of five or more), 2 (2x2 blocks) and 4 (dark
    proportion); rule 3 (finder-like patterns) is left out: any mask decodes,
-   the score only picks a clean-looking one. */
-static long penalty(const struct qr_code *q)
+   the score only picks a clean-looking one. Rule 1: a run of L >= 5 scores
+   3 + (L - 5), that is its L - 4 windows of five equal modules, plus 2. */
+static long penalty(const qr_row *rows, int size)
 {
-    long score = 0;
-    int dark = 0;
-    for (int y = 0; y < q->size; y++) {
-        int run_x = 1, run_y = 1;
-        for (int x = 0; x < q->size; x++) {
-            dark += q->modules[y][x];
-            if (x > 0) {
-                run_x = q->modules[y][x] == q->modules[y][x - 1] ? run_x + 1 : 1;
-                if (run_x == 5)
-                    score += 3;
-                else if (run_x > 5)
-                    score++;
-                run_y = q->modules[x][y] == q->modules[x - 1][y] ? run_y + 1 : 1;
-                if (run_y == 5)
-                    score += 3;
-                else if (run_y > 5)
-                    score++;
-            }
-            if (x > 0 && y > 0) {
-                uint8_t c = q->modules[y][x];
-                if (c == q->modules[y][x - 1] && c == q->modules[y - 1][x] && c == q->modules[y - 1][x - 1])
-                    score += 3;
-            }
+    qr_row all = ((qr_row)1 << size) - 1, pairs = all >> 1; /* bit x: modules x and x + 1 */
+    static qr_row ev[QR_MAX_SIZE];                           /* bit x: (x, y) equals (x, y + 1) */
+    long score = 0, dark = 0;
+    for (int y = 0; y + 1 < size; y++)
+        ev[y] = ~(rows[y] ^ rows[y + 1]) & all;
+    qr_row prev_v = 0;
+    for (int y = 0; y < size; y++) {
+        qr_row r = rows[y];
+        dark += popcount_row(r);
+        qr_row e = ~(r ^ (r >> 1)) & pairs;
+        qr_row w = e & (e >> 1) & (e >> 2) & (e >> 3);
+        score += popcount_row(w) + 2 * popcount_row(w & ~(w << 1));
+        if (y + 4 < size) {
+            qr_row v = ev[y] & ev[y + 1] & ev[y + 2] & ev[y + 3];
+            score += popcount_row(v) + 2 * popcount_row(v & ~prev_v);
+            prev_v = v;
         }
+        if (y + 1 < size)
+            score += 3 * popcount_row(ev[y] & (ev[y] >> 1) & e);
     }
-    long total = (long)q->size * q->size;
+    long total = (long)size * size;
     long k = ((dark * 20 - total * 10) < 0 ? total * 10 - dark * 20 : dark * 20 - total * 10);
     score += (k + total - 1) / total * 10 - 10 > 0 ? (k + total - 1) / total * 10 - 10 : 0;
     return score;
 }
 
-bool qr_encode(const uint8_t *data, size_t len, enum qr_ecc e, struct qr_code *qr)
+/* The mask whose symbol, format information included, scores lowest (7.8).
+   Every mask repeats every 6 columns, and every 12 rows. */
+static int choose_mask(struct builder *b, enum qr_ecc e)
 {
-    int ver = 1;
-    for (; ver <= QR_MAX_VERSION; ver++) {
+    int size = b->qr->size;
+    static qr_row data[QR_MAX_SIZE], fixed[QR_MAX_SIZE], rows[QR_MAX_SIZE];
+    for (int y = 0; y < size; y++) {
+        data[y] = fixed[y] = 0;
+        for (int x = 0; x < size; x++) {
+            data[y] |= (qr_row)b->qr->modules[y][x] << x;
+            fixed[y] |= (qr_row)b->is_function[y][x] << x;
+        }
+    }
+    long best = -1;
+    int best_mask = 0;
+    for (int m = 0; m < 8; m++) {
+        qr_row pattern[12];
+        for (int y = 0; y < 12; y++) {
+            qr_row p = 0;
+            for (int x = 0; x < 6; x++)
+                p |= (qr_row)mask_bit(m, x, y) << x;
+            for (int span = 6; span < 128; span *= 2)
+                p |= p << span;
+            pattern[y] = p;
+        }
+        for (int y = 0; y < size; y++)
+            rows[y] = data[y] ^ (pattern[y % 12] & ~fixed[y] & (((qr_row)1 << size) - 1));
+        /* the format information for this mask, where format_bits puts it */
+        format_bits(b, e, m);
+        for (int i = 0; i < 9; i++) {
+            rows[i] = (rows[i] & ~((qr_row)1 << 8)) | (qr_row)b->qr->modules[i][8] << 8;
+            rows[8] = (rows[8] & ~((qr_row)1 << i)) | (qr_row)b->qr->modules[8][i] << i;
+        }
+        for (int i = size - 8; i < size; i++) {
+            rows[i] = (rows[i] & ~((qr_row)1 << 8)) | (qr_row)b->qr->modules[i][8] << 8;
+            rows[8] = (rows[8] & ~((qr_row)1 << i)) | (qr_row)b->qr->modules[8][i] << i;
+        }
+        long p = penalty(rows, size);
+        if (best < 0 || p < best) {
+            best = p;
+            best_mask = m;
+        }
+    }
+    return best_mask;
+}
+
+int qr_version_for(size_t len, enum qr_ecc e)
+{
+    for (int ver = 1; ver <= QR_MAX_VERSION; ver++) {
         int count_bits = ver <= 9 ? 8 : 16; /* Table 3: byte mode character count */
         if (4 + count_bits + 8 * (long)len <= 8L * data_codewords(ver, e))
-            break;
+            return ver;
     }
-    if (ver > QR_MAX_VERSION)
+    return 0;
+}
+
+bool qr_encode(const uint8_t *data, size_t len, enum qr_ecc e, struct qr_code *qr)
+{
+    int ver = qr_version_for(len, e);
+    if (!ver)
         return false;
     memset(qr, 0, sizeof *qr);
     qr->version = ver;
@@ -275,6 +347,7 @@ bool qr_encode(const uint8_t *data, size_t len, enum qr_ecc e, struct qr_code *q
     int short_blocks = blocks - raw % blocks, short_len = raw / blocks;
     static uint8_t block_data[32][160], block_ecc[32][32];
     uint8_t gen[32];
+    gf_tables();
     rs_generator(ecc_len, gen);
     for (int i = 0, k = 0; i < blocks; i++) {
         int dlen = short_len - ecc_len + (i < short_blocks ? 0 : 1);
@@ -313,18 +386,7 @@ bool qr_encode(const uint8_t *data, size_t len, enum qr_ecc e, struct qr_code *q
             }
     }
     /* 7.8: the mask with the lowest penalty */
-    long best = -1;
-    int best_mask = 0;
-    for (int m = 0; m < 8; m++) {
-        apply_mask(&b, m);
-        format_bits(&b, e, m);
-        long p = penalty(qr);
-        if (best < 0 || p < best) {
-            best = p;
-            best_mask = m;
-        }
-        apply_mask(&b, m); /* XOR again undoes it */
-    }
+    int best_mask = choose_mask(&b, e);
     apply_mask(&b, best_mask);
     format_bits(&b, e, best_mask);
     qr->mask = best_mask;

@@ -20,6 +20,9 @@ struct qr_code {
     uint8_t modules[QR_MAX_SIZE][QR_MAX_SIZE]; /* [y][x], 1 = dark */
 };
 
+/* The smallest version that holds len bytes at ecc, 0 when none does:
+   what qr_encode would choose, without encoding. */
+int qr_version_for(size_t len, enum qr_ecc ecc);
 /* Encodes len bytes in the smallest version that holds them at ecc. False
    when they do not fit in QR_MAX_VERSION. */
 bool qr_encode(const uint8_t *data, size_t len, enum qr_ecc ecc, struct qr_code *qr);

@@ -134,6 +134,7 @@ bool segfit(const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t n,
             sums_xf(x + i, y + i, len, &s[count]);
         f->seg_id[count] = seg[i];
         f->seg_n[count] = len;
+        f->seg_sxx[count] = s[count].sxx;
         f->n += len;
         count++;
     }
@@ -185,9 +186,77 @@ struct xf segfit_residual(const struct seg_fit *f, int64_t x, int64_t y, uint32_
     return xf_sub(xf_sub(xf_from_i64(y), xf_mul(f->slope, xf_from_i64(x))), f->intercept[k]);
 }
 
-/* Residuals in thousandths of a y unit, as integers: cheap to sum. */
-static int64_t resid_milli(const struct seg_fit *f, const int64_t *x, const int64_t *y, const uint32_t *seg, uint32_t i)
+/* Residuals in thousandths of a y unit, as integers: cheap to sum. Each
+   is formed in 128-bit fixed point with RESID_FRAC_BITS below the
+   thousandth: 1000 b x from the slope's mantissa times x (one
+   multiplication), less 1000 y and 1000 a_s, rounded to the nearest
+   thousandth as xf_to_fixed rounds. In software floating point one took
+   some 600 instructions, and a KVM run's analysis, every instruction
+   emulated (PLATFORM.md), passes over every point of every reference. The
+   xf path stays for what falls outside the fixed point's range. */
+#define RESID_FRAC_BITS 20
+#define RESID_LIMIT ((unsigned __int128)1 << 124)
+
+struct resid_milli_fixed {
+    bool ok;
+    uint64_t b_m;     /* 1000 |b| x, in fixed point, is (b_m |x|) >> b_shift */
+    int b_shift;
+    bool b_neg;
+    __int128 a[SEGFIT_MAX_SEGMENTS]; /* 1000 a_s, fixed point */
+};
+
+/* v in fixed point (RESID_FRAC_BITS), false when it does not fit below RESID_LIMIT. */
+static bool xf_to_resid_fixed(struct xf v, __int128 *out)
 {
+    *out = 0;
+    if (!v.m)
+        return true;
+    int32_t e = v.e + RESID_FRAC_BITS;
+    unsigned __int128 mag;
+    if (e >= 0) {
+        if (e > 60)
+            return false;
+        mag = (unsigned __int128)v.m << e;
+    } else {
+        mag = e <= -64 ? 0 : (unsigned __int128)(v.m >> -e);
+    }
+    if (mag >= RESID_LIMIT)
+        return false;
+    *out = v.neg ? -(__int128)mag : (__int128)mag;
+    return true;
+}
+
+static void resid_milli_prepare(const struct seg_fit *f, struct resid_milli_fixed *r)
+{
+    struct xf thousand = xf_from_u64(1000), b = xf_mul(f->slope, thousand);
+    r->ok = true;
+    r->b_m = b.m;
+    r->b_neg = b.neg;
+    r->b_shift = -(b.e + RESID_FRAC_BITS);
+    if (b.m && (r->b_shift < 0 || r->b_shift > 127))
+        r->ok = false;
+    for (uint32_t k = 0; k < f->segments && r->ok; k++)
+        r->ok = xf_to_resid_fixed(xf_mul(f->intercept[k], thousand), &r->a[k]);
+}
+
+static int64_t resid_milli(const struct seg_fit *f, const struct resid_milli_fixed *r, const int64_t *x, const int64_t *y,
+                           const uint32_t *seg, uint32_t i)
+{
+    int k = used_index(f, seg[i]);
+    if (k < 0)
+        return 0;
+    if (r->ok) {
+        unsigned __int128 ax = (unsigned __int128)(x[i] < 0 ? 0 - (uint64_t)x[i] : (uint64_t)x[i]);
+        unsigned __int128 bx = r->b_m ? (ax * r->b_m) >> r->b_shift : 0;
+        unsigned __int128 ay = (unsigned __int128)(y[i] < 0 ? 0 - (uint64_t)y[i] : (uint64_t)y[i]) * 1000 << RESID_FRAC_BITS;
+        if (bx < RESID_LIMIT) { /* ay is below 2^94 */
+            __int128 v = ((x[i] < 0) != r->b_neg ? (__int128)bx : -(__int128)bx) + (y[i] < 0 ? -(__int128)ay : (__int128)ay) - r->a[k];
+            unsigned __int128 mag = v < 0 ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
+            mag = (mag + ((unsigned __int128)1 << (RESID_FRAC_BITS - 1))) >> RESID_FRAC_BITS;
+            int64_t m = mag > INT64_MAX ? INT64_MAX : (int64_t)mag;
+            return v < 0 ? -m : m;
+        }
+    }
     return xf_to_fixed(segfit_residual(f, x[i], y[i], seg[i]), 3);
 }
 
@@ -211,6 +280,8 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
     uint32_t filled = 0, head = 0; /* head: where the next residual goes; what it holds is 2 STEP_SIDE back */
     int64_t older = 0, newer = 0;
     int64_t best = 0;
+    struct resid_milli_fixed fixed;
+    resid_milli_prepare(f, &fixed);
     for (uint32_t i = 0; i < n; i++) {
         bool used = used_index(f, seg[i]) >= 0;
         if (!used || (i > 0 && seg[i] != seg[i - 1])) {
@@ -219,7 +290,7 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
             if (!used)
                 continue;
         }
-        int64_t r = resid_milli(f, x, y, seg, i);
+        int64_t r = resid_milli(f, &fixed, x, y, seg, i);
         if (i > 0 && seg[i] == seg[i - 1]) {
             int64_t d = r - prev;
             ss += (unsigned __int128)((__int128)d * d);
@@ -271,9 +342,9 @@ bool segfit_find_step(const struct seg_fit *f, const int64_t *x, const int64_t *
         return false; /* too near an end of its segment to tell a step from a bump */
     int64_t before = 0, after = 0; /* 256 residuals of under 2^50 milli-units each */
     for (uint32_t i = s0; i < *at; i++)
-        before += resid_milli(f, x, y, seg, i);
+        before += resid_milli(f, &fixed, x, y, seg, i);
     for (uint32_t i = *at; i < s1; i++)
-        after += resid_milli(f, x, y, seg, i);
+        after += resid_milli(f, &fixed, x, y, seg, i);
     int64_t long_d = after / (int64_t)(s1 - *at) - before / (int64_t)(*at - s0);
     if ((long_d < 0 ? -long_d : long_d) * 2 < (best < 0 ? -best : best) || (long_d < 0) != (best < 0))
         return false;

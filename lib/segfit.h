@@ -28,6 +28,7 @@ struct seg_fit {
     uint32_t seg_id[SEGFIT_MAX_SEGMENTS];     /* the caller's segment number of each segment used */
     struct xf intercept[SEGFIT_MAX_SEGMENTS]; /* a_s, in the caller's coordinates */
     uint32_t seg_n[SEGFIT_MAX_SEGMENTS];      /* points in each segment used */
+    struct xf seg_sxx[SEGFIT_MAX_SEGMENTS];   /* each segment's sum (x - mean x)^2, x units squared */
 };
 
 /* seg[i] is the segment of point i; seg is non-decreasing (a segment is a

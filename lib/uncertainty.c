@@ -62,21 +62,6 @@ static struct xf allan_relative(const struct subwindow *w, uint32_t count, struc
     return xf_div(sigma, xf_sqrt(xf_from_u64(*fitted)));
 }
 
-/* sum (x - mean)^2 over one segment, in xf: a weight, so xf's precision is
-   plenty; offsets from the first point keep the values small. */
-static struct xf centred_sxx(const int64_t *x, uint32_t n)
-{
-    __int128 sum = 0;
-    for (uint32_t i = 0; i < n; i++)
-        sum += (__int128)x[i] - x[0];
-    struct xf mean = xf_div(xf_from_i128(sum), xf_from_u64(n)), sxx = xf_zero;
-    for (uint32_t i = 0; i < n; i++) {
-        struct xf d = xf_sub(xf_from_i128((__int128)x[i] - x[0]), mean);
-        sxx = xf_add(sxx, xf_mul(d, d));
-    }
-    return sxx;
-}
-
 /* The segments segfit used are the first SEGFIT_MAX_SEGMENTS runs of two
    or more points; *first and *last bracket them. Each segment's slope is
    uncertain by q / span_s; the common slope weighs segment s by Sxx_s, so
@@ -96,7 +81,7 @@ static struct xf quantisation_relative(const int64_t *x, const uint32_t *seg, ui
         if (used++ == 0)
             *first = i;
         *last = j - 1;
-        struct xf sxx = centred_sxx(x + i, j - i);
+        struct xf sxx = f->seg_sxx[used - 1]; /* segfit's own, for these points */
         struct xf span = xf_from_i128((__int128)x[j - 1] - x[i]);
         if (xf_is_zero(span))
             continue;

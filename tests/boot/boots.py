@@ -30,6 +30,11 @@ TCG_Q35 = dict(boot="direct", accel="tcg", timeout=300)
 # between QEMU's PIT_FREQ and the crystal's 14.31818 MHz / 12).
 TCG_RTC_VM_10S = dict(accel="tcg", extra=["-rtc", "clock=vm"], append="duration=10 only=drift,rtc", timeout=300)
 
+# Under TCG, QEMU's EPYC model, the command line carrying a word the image
+# does not know: the named model's CPUID (tests/boot/test_foundation.py) and
+# its RDTSCP and AMD LFENCE MSR (test_inventory.py), in one run.
+TCG_EPYC = dict(boot="direct", accel="tcg", cpu="EPYC", append="hello=1", timeout=120)
+
 # Every experiment under KVM, with the 4 s drift window of the stall tests'
 # baselines (tests/boot/test_stalls.py): the host's CPU and its TSC claim,
 # kvmclock, TSC-deadline and every other timer, the undisturbed KVM run.
@@ -48,6 +53,16 @@ KVM_Q35 = dict(boot="direct", accel="kvm", firmware="qboot", append="duration=4"
 KVM_PAUSED = dict(KVM_Q35, append="duration=4 only=timers,drift",
                   faults=[qemu.Fault("pause", IDLE_START, delay_s=0.5, duration_s=2.0),
                           qemu.Fault("pause", PHASE_START, delay_s=1.0, duration_s=1.0)])
+
+# KVM with two CPUID features off, each read by its own test: no invariant
+# TSC (the clocksource Linux would pick: kvm-clock, tests/boot/
+# test_pvclock.py) and no steal time (the CPUID 0x40000001 bit clear: the
+# steal check says SKIP and why, test_steal.py; a 100 ms scan). Neither
+# feature touches what the other test reads, and one short KVM run costs
+# about 10 CPU s here.
+KVM_NO_INVTSC_NO_STEAL = dict(boot="direct", accel="kvm", firmware="qboot",
+                              cpu="host,migratable=no,-invtsc,-arch-capabilities,kvm-steal-time=off",
+                              append="only=cpu_speed,stolen duration=1", timeout=400)
 
 # Two CPUs in x2APIC mode under KVM (QEMU's TCG has no x2APIC): both CPUs
 # started and their TSCs compared, kvmclock across them, each CPU's own

@@ -44,7 +44,7 @@ def test_iso_boots_through_grub_multiboot2(boot, firmware):
 
 def test_direct_boot_reads_cpuid_of_the_named_model(boot):
     # Under TCG, QEMU's EPYC model reports AMD's vendor and a fixed brand string.
-    b = boot(boot="direct", accel="tcg", cpu="EPYC", append="hello=1")
+    b = boot(**boots.TCG_EPYC)  # test_inventory.py reads it too
     assert_complete_run(b)
     m = records.one(b.records, "machine")
     assert m["multiboot"] == 1

@@ -95,7 +95,7 @@ def test_cpu_without_rdtscp_skips_that_variant(boot):
 
 
 def test_named_cpu_model_with_rdtscp(boot):
-    b = boot(boot="direct", accel="tcg", cpu="EPYC")
+    b = boot(**boots.TCG_EPYC)  # test_foundation.py reads it too
     assert b.status == 0, b.explain()
     assert records.one(b.records, "tsc_variant", name="rdtscp")["available"]
     f = records.one(b.records, "cpu_features")

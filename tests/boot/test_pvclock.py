@@ -62,8 +62,8 @@ def test_with_an_invariant_tsc_linux_would_use_the_tsc(kvm_run):
 
 
 def test_without_an_invariant_tsc_linux_would_use_kvm_clock(boot, kvm):
-    b = boot(boot="direct", accel="kvm", firmware="qboot", cpu="host,migratable=no,-invtsc,-arch-capabilities",
-             append="only=cpu_speed", timeout=400)
+    # the run test_steal.py reads too, with steal time off besides
+    b = boot(**boots.KVM_NO_INVTSC_NO_STEAL)
     assert b.status == 0, b.explain()
     c = records.one(b.records, "os_choice")
     assert c["clocksource"] == "kvm-clock" and c["rating"] == 400, c

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+import boots
 from clockbench.records import records
 
 from helpers.paths import PVH_KERNEL
@@ -46,8 +47,9 @@ def test_pvh_on_a_pc_machine_hands_over_command_line_memory_and_acpi(boot, machi
 
 def test_the_multiboot_kernel_still_boots_by_multiboot_1(boot):
     """The same note is in build/clockbench.elf, but its Multiboot 1 header
-    comes first for QEMU's -kernel: direct boot is unchanged."""
-    b = boot(boot="direct", accel="tcg", append=ONLY, timeout=120)
+    comes first for QEMU's -kernel: direct boot is unchanged (read from the
+    shared direct boot of every experiment, tests/boot/boots.py)."""
+    b = boot(**boots.TCG_Q35)
     assert b.status == 0, b.explain()
     m = records.one(b.records, "machine")
     assert m["boot_protocol"] == "multiboot1" and m["multiboot"] == 1

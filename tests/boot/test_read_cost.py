@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import boots
 from clockbench.records import records
 
 ICOUNT = ["-icount", "shift=0,sleep=off"]
@@ -113,7 +114,7 @@ def test_the_tsc_step_under_tcg_is_the_hosts(boot):
         (host_step,) = records.of_type(records.parse(host.stdout), "tsc_step")
         host_steps.append(host_step["step_ticks"])
     host_ticks = sorted(host_steps)[1]
-    b = boot(boot="direct", accel="tcg", append="only=read_cost", timeout=120)
+    b = boot(**boots.TCG_Q35)  # the shared run of every experiment: one read_cost phase, one step
     assert b.status == 0, b.explain()
     (step,) = records.of_type(b.records, "tsc_step")
     assert step["step_ticks"] >= 1, step

@@ -82,7 +82,9 @@ def assert_no_stray(b):
 
 @pytest.fixture(scope="module")
 def tcg_q35(boot):
-    b = boot(boot="direct", accel="tcg", append="only=timers", timeout=300)
+    # the shared run of every experiment (tests/boot/boots.py), whose timers
+    # phase is the one only=timers runs
+    b = boot(**boots.TCG_Q35)
     assert b.status == 0, b.explain()
     return b
 
