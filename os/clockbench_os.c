@@ -1301,7 +1301,8 @@ static void parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : 0;
         if (!strcmp(a, "--quick"))
-            opt.quick = true, opt.reads = 2000, opt.cost_ms = 100, opt.seq_ms = 5, opt.rate_ms = 300, lang_opt.calls = 2000;
+            opt.quick = true, opt.reads = 2000, opt.cost_ms = 100, opt.seq_ms = 5, opt.rate_ms = 300, lang_opt.calls = 2000,
+            lang_opt.rounds = 3, lang_opt.processes = 1; /* an interval of 3 rounds' range (75%), one process: a quick look */
         else if (!strcmp(a, "--rt"))
             opt.rt = true;
         else if (!strcmp(a, "--current-only"))

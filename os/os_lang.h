@@ -20,6 +20,8 @@ struct lang_options {
     const char *dir;        /* --lang-dir; NULL: the default (lang_setup) */
     unsigned calls;         /* --lang-calls: cost, steps and threads n */
     unsigned timeout_s;     /* --lang-timeout: any one probe command */
+    unsigned rounds;        /* the cost's rounds an API (9; 3 with --quick), at most LANG_ROUNDS_MAX */
+    unsigned processes;     /* the probe processes they are spread over (3; 1 with --quick) */
     const char *runtime[LANG_COUNT]; /* --python PATH and kin: this runtime, not the first in PATH */
 };
 extern struct lang_options lang_opt;

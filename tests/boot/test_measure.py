@@ -136,7 +136,9 @@ def test_frequency_records_and_tsc_reference(tcg_run):
     for ref in ("hpet", "acpi_pm", "pit"):
         f = records.one(tcg_run.records, "frequency", counter="tsc", reference=ref)
         assert FREQUENCY_KEYS <= set(f)
-        assert abs(f["window_s"] - 2.0) < 0.2
+        # the window asked, once the time the loop was away is taken out: a host that took the CPU
+        # from QEMU for 0.4 s (make test, 2026-12-07: window_s 2.406) lengthens what ran, not what was sampled
+        assert abs(f["window_s"] - f["away_s"] - 2.0) < 0.2, f
         # every reference agrees on the TSC within 3 of its stated uncertainty
         assert abs(f["hz"] - prof["tsc_hz"]) / prof["tsc_hz"] * 1e6 <= 3 * f["uncertainty_ppm"] + 0.001, f
     # two 1 s sub-windows in the 2 s window; one that held the host taking
@@ -204,7 +206,7 @@ def test_pm_timer_survives_its_24_bit_wrap(boot):
     assert mono["wraps"] >= 1 and mono["backward"] == 0 and not mono["stuck"]
     assert_ratio_is_nominal(b)
     f = records.one(b.records, "frequency", counter="acpi_pm", reference="hpet")
-    assert abs(f["window_s"] - 6.0) < 0.5
+    assert abs(f["window_s"] - f["away_s"] - 6.0) < 0.5, f
 
 
 def host_tsc_hz() -> float | None:
