@@ -88,6 +88,7 @@ static void inject_tick(uint64_t now, uint64_t start)
         in->started = true;
         in->until_tsc = now + ms_to_tsc(in->ms);
         if (in->kind == INJECT_HPET_HALT) {
+            in->at_tsc = rdtsc();
             hpet_set_running(&discovered.hpet, false);
         } else {
             char why[160];
@@ -100,6 +101,7 @@ static void inject_tick(uint64_t now, uint64_t start)
         }
     } else if (in->started && now >= in->until_tsc) {
         hpet_set_running(&discovered.hpet, true);
+        in->halted_tsc = rdtsc() - in->at_tsc;
         in->done = true;
     }
 }

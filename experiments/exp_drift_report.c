@@ -483,6 +483,20 @@ void drift_report(void)
                 in->kind == INJECT_TSC_JUMP && in->faulted ? "; the write faulted (see the note): nothing moved"
                 : in->kind == INJECT_TSC_JUMP && in->started && in->moved_tsc < ms_to_tsc(in->ms) / 2
                     ? "; the TSC did not move (this CPU ignores the write)" : "");
+    if (in->kind == INJECT_HPET_HALT && in->done) {
+        /* the halt as done, by the TSC read at its stop and at its start: the truth a
+           discontinuity is checked against (the loop may have been away as it was due) */
+        char h[FMT_FIXED_CHARS];
+        kprintf("  the HPET stood still for %s ms as done (its stop and start by the TSC)\n",
+                xs(h, xf_mul(tsc_ticks_s(in->halted_tsc), xf_from_u64(1000)), 3));
+        struct record r;
+        record_begin(&r, "inject");
+        record_str(&r, "kind", "hpet_halt");
+        record_u64(&r, "asked_ms", in->ms);
+        record_u64(&r, "at_ms", in->at_ms);
+        record_xf_fixed(&r, "done_ms", xf_mul(tsc_ticks_s(in->halted_tsc), xf_from_u64(1000)), 3);
+        emit(&r);
+    }
     for (int k = 0; k < drift_st.series_count; k++) {
         const struct series *s = &drift_st.series[k];
         kprintf("  %s: kept %u of %u samples (brackets within twice the narrowest,\n    %llu TSC ticks); %llu reads, %llu wraps\n",

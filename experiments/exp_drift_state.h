@@ -54,6 +54,7 @@ struct drift_inject {
     enum inject_kind kind;
     uint64_t ms, at_ms;
     uint64_t at_tsc, until_tsc;
+    uint64_t halted_tsc; /* hpet_halt: from its stop to its start again, as done: longer than asked when the loop was away as it was due */
     bool started, done;
     uint64_t moved_tsc; /* tsc_jump: how far the TSC moved, as read back */
     bool faulted;       /* tsc_jump: the MSR write faulted (a note said which) */

@@ -55,6 +55,9 @@ def test_a_run_with_the_managed_runtimes_writes_only_its_log_folder(tmp_path):
     trace = tmp_path / "trace"
     p = subprocess.run([strace, "-f", "-qq", "-o", str(trace), "-e", f"trace={CHANGES}", str(PROGRAM), "--quick", "--lang",
                         LANGUAGES, "--lang-dir", str(LANG_DIR), "--lang-calls", "500", "--reads", "200", "--rate-ms", "50",
+                        # a JVM traced by strace, at the busy lane's lowest priority, can wait past 30 s for a
+                        # CPU and be "NOT MEASURED (host busy)" (make test here): time for it to start
+                        "--lang-timeout", "120",
                         "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     said = p.stdout
     assert "@cb {\"type\":\"summary\"" in said, said[-3000:] + p.stderr[-2000:]

@@ -37,6 +37,7 @@ SMALL_MS = 300
 # chunk of 1000 calls, 1024 samples), the answer written, a managed runtime's collector or JIT
 # meanwhile.
 SLACK_S = 2.0
+STARTUP_SLACK_S = {"java": 4.0, "node": 8.0, "dotnet": 4.0}
 # Niced to 19 beside a hog, a thread gets about 1.5% of its CPU: what the command does outside its
 # rounds takes some 70 times its CPU time. The natives' and Python's threads cost next to nothing
 # to start; Mono's, the JVM's (a lambda's first call, its classes) and V8's workers (a V8 each:
@@ -162,7 +163,9 @@ def test_a_small_budget_cuts_a_huge_count_and_says_so(lang, build_output, record
         assert len(lines) == 1 and lines[0].startswith(f"{cmd} {api} "), lines
         assert budget_tail(lines[0], cmd, SMALL_MS) == "1", lines
         f = fields(lines[0])
-        assert took <= SMALL_MS / 1000 + SLACK_S, (took, lines)
+        # a runtime that starts threads for cross and threads (V8's workers, a JVM's, Mono's) takes
+        # seconds to start them at the busy lane's lowest priority (make test here: Node.js 4.1 s)
+        assert took <= SMALL_MS / 1000 + SLACK_S + STARTUP_SLACK_S.get(lang, 0.0), (took, lines)
         done = done_of(cmd, f)
         assert done < HUGE, f
         if cmd == "threads":  # n is the count asked; each thread made one chunk at least
