@@ -49,7 +49,8 @@ def test_hpet_halt_is_a_discontinuity_and_bends_nothing(boot):
     # the truth is the halt as the image did it, by the TSC at the HPET's stop and start: 300 ms, or
     # more when the loop was away as the halt was due to end (make test here: 354 ms, QEMU off the CPU)
     done = next(r for r in records.of_type(b.records, "inject") if r["kind"] == "hpet_halt")
-    assert done["asked_ms"] == 300 and 300 <= done["done_ms"] < 1000, done
+    # (a few us under 300 too: the stop is read just after the loop's own time, which the end is due by)
+    assert done["asked_ms"] == 300 and 299 <= done["done_ms"] < 1000, done
     assert f"the HPET stood still for {done['done_ms']:.3f} ms as done" in b.output
     assert abs(d["tsc_ns"] - done["done_ms"] * 1e6) < 30e6 and d["counter_ns"] < 1e6, (d, done)
     assert 1.0 < d["at_s"] < 1.5, d
