@@ -355,14 +355,7 @@ static bool p50_ci(const struct api_result *a, const struct api_result *all, int
         *lo = a->rs.lo_ns, *hi = a->rs.hi_ns;
         return true;
     }
-    double step = 0;
-    if (a->cost.tsc)
-        step = lang_ticks_ns(tsc_step_ticks, tsc_hz);
-    else
-        for (int i = 0; i < n_all; i++)
-            if (all[i].info && !strcmp(all[i].info->api, a->cost.timer) && all[i].steps_ok && all[i].steps.least_known)
-                step = all[i].steps.least_ns;
-    return a->cost_ok && lang_p50_ci_ns(&a->cost, tsc_hz, step, lo, hi);
+    return a->cost_ok && lang_p50_ci_ns(&a->cost, tsc_hz, timer_step_ns(a, all, n_all, tsc_hz), lo, hi);
 }
 
 /* ---- one line per API across the clocksources (lang_summary) ---- */
